@@ -1,0 +1,8 @@
+//! GGUF v3 container (reader over mmap, streaming writer) and the GGML block formats
+//! DeepSeek V4 Flash uses, with CPU dequantization and matvec kernels.
+
+pub mod reader;
+pub mod types;
+
+pub use reader::{Gguf, GgufError, MetaValue, TensorInfo};
+pub use types::GgmlType;
