@@ -1,6 +1,7 @@
 //! GGUF v3 container (reader over mmap, streaming writer) and the GGML block formats
 //! DeepSeek V4 Flash uses, with CPU dequantization and matvec kernels.
 
+pub mod quant;
 pub mod reader;
 pub mod types;
 
