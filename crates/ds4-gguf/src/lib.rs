@@ -4,6 +4,8 @@
 pub mod quant;
 pub mod reader;
 pub mod types;
+pub mod writer;
 
 pub use reader::{Gguf, GgufError, MetaValue, TensorInfo};
 pub use types::GgmlType;
+pub use writer::{GgufHeader, GgufWriter, Layout, TensorSpec, WriteError};

@@ -13,6 +13,10 @@ pub const DEFAULT_ALIGNMENT: u64 = 32;
 /// Nesting limit for arrays of arrays (real files use depth 1).
 const MAX_ARRAY_DEPTH: u32 = 8;
 const MAX_DIMS: u32 = 4;
+/// Upper bound on any up-front reservation: counts were checked against the remaining bytes,
+/// but an element (`MetaValue`, 32 bytes) is larger than its encoding, so large vectors grow
+/// as elements actually parse instead of trusting the count.
+const MAX_PREALLOC: u64 = 1 << 16;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GgufError {
@@ -245,7 +249,7 @@ impl<'a> Cursor<'a> {
                         format!("array count {count} exceeds the remaining {} bytes", self.remaining()),
                     ));
                 }
-                let mut v = Vec::with_capacity(count as usize);
+                let mut v = Vec::with_capacity(count.min(MAX_PREALLOC) as usize);
                 for _ in 0..count {
                     v.push(self.value(elem_ty, what, depth + 1)?);
                 }
@@ -299,12 +303,16 @@ impl Gguf {
         if n_tensors.checked_mul(24).map_or(true, |b| b > c.remaining()) {
             return Err(ferr("tensor count", 8, format!("{n_tensors} tensors cannot fit in a {file_len}-byte file")));
         }
-        let mut metadata = Vec::with_capacity(n_kv as usize);
+        let mut metadata = Vec::with_capacity(n_kv.min(MAX_PREALLOC) as usize);
         let mut meta_index = HashMap::new();
+        let mut alignment_at = 0;
         for i in 0..n_kv {
             let at = c.pos as u64;
             let key = c.string(&format!("metadata key #{i}"))?;
             let ty = c.u32(&format!("type of metadata '{key}'"))?;
+            if key == "general.alignment" {
+                alignment_at = c.pos as u64;
+            }
             let v = c.value(ty, &format!("metadata '{key}'"), 0)?;
             if meta_index.insert(key.clone(), metadata.len()).is_some() {
                 return Err(ferr(format!("metadata '{key}'"), at, "duplicate key"));
@@ -315,10 +323,16 @@ impl Gguf {
             None => DEFAULT_ALIGNMENT,
             Some((_, v)) => match v.as_u64() {
                 Some(a) if a > 0 && a.is_power_of_two() && a <= 1 << 20 => a,
-                _ => return Err(ferr("metadata 'general.alignment'", 0, format!("{v:?} is not a power of two"))),
+                _ => {
+                    return Err(ferr(
+                        "metadata 'general.alignment'",
+                        alignment_at,
+                        format!("{v:?} is not a power of two <= 1 MiB"),
+                    ))
+                }
             },
         };
-        let mut raw = Vec::with_capacity(n_tensors as usize);
+        let mut raw = Vec::with_capacity(n_tensors.min(MAX_PREALLOC) as usize);
         let mut tensor_index = HashMap::new();
         for i in 0..n_tensors {
             let at = c.pos as u64;
@@ -367,6 +381,24 @@ impl Gguf {
                         format!("data [{} + {rel}, +{n_bytes}) lies beyond the end of the {file_len}-byte file (truncated?)", data_start),
                     ))
                 }
+            }
+        }
+        // Tensor data must not overlap (a crafted table could alias one tensor onto another).
+        let mut spans: Vec<(u64, u64, usize)> = tensors
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.n_bytes > 0)
+            .map(|(i, t)| (t.offset, t.offset + t.n_bytes, i))
+            .collect();
+        spans.sort_unstable();
+        for w in spans.windows(2) {
+            if w[1].0 < w[0].1 {
+                let (a, b) = (&tensors[w[0].2], &tensors[w[1].2]);
+                return Err(ferr(
+                    format!("tensor '{}'", b.name),
+                    b.offset,
+                    format!("data [{}, {}) overlaps tensor '{}' [{}, {})", b.offset, b.offset + b.n_bytes, a.name, a.offset, a.offset + a.n_bytes),
+                ));
             }
         }
         Ok(Gguf { backing, version, alignment, data_start, metadata, meta_index, tensors, tensor_index })
