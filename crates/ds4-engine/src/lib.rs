@@ -1,1 +1,22 @@
-//! ds4-engine
+//! ds4-engine: DeepSeek V4 Flash inference (MODEL.md).
+//!
+//! # API overview
+//!
+//! * [`Hparams::from_gguf`] — every dimension from GGUF metadata (validation policy in
+//!   [`hparams`]).
+//! * [`layout::expected_tensors`]`(&Hparams, Variant)` — the one tensor table (names, dims,
+//!   accepted types; `types[0]` = the type to write for a variant); [`layout::check`] reports
+//!   every mismatch; [`layout::expected_mtp_tensors`] for the MTP GGUF.
+//! * [`Model::load`]`(path) -> Arc<Model>` / [`Model::from_gguf`] — bind a GGUF.
+//!
+//! Further modules (forward pass, session, backend trait) are added as they land; see the
+//! module docs.
+
+pub mod hparams;
+pub mod layout;
+pub mod model;
+pub mod ops;
+
+pub use hparams::{Hparams, HparamsError};
+pub use layout::{LayoutError, Mismatch, TensorKind, TensorSpec, Variant};
+pub use model::{Mat, Model, ModelError};
