@@ -332,7 +332,7 @@ impl<W: Write> GgufWriter<W> {
     }
 
     /// Check every tensor was written and flush; returns the underlying writer.
-    pub fn finish(mut self) -> Result<W, WriteError> {
+    pub fn finish(self) -> Result<W, WriteError> {
         if let Some(t) = self.next_tensor() {
             return invalid(format!(
                 "tensor '{}' incomplete: {} of {} bytes written ({} tensors missing)",
