@@ -16,6 +16,7 @@ pub mod hparams;
 pub mod layout;
 pub mod model;
 pub mod ops;
+pub mod sampling;
 
 pub use hparams::{Hparams, HparamsError};
 pub use layout::{LayoutError, Mismatch, TensorKind, TensorSpec, Variant};

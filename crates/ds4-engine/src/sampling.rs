@@ -1,0 +1,650 @@
+//! Token sampler (SERVING.md §9).
+//!
+//! The algorithm follows ds4 step by step, including the order of float
+//! operations (f32 weights, sequential f32 sums, the same filter tests), so a
+//! given seed picks the same token as ds4 on the same logits. Ties between
+//! equal logits are broken by the lower token id (ds4's top-k insertion does
+//! the same; its `qsort` path leaves tie order unspecified).
+
+/// Temperature of the defaults (`--temp`, API `temperature`).
+pub const DEFAULT_TEMPERATURE: f32 = 1.0;
+/// Default nucleus mass (1 = off).
+pub const DEFAULT_TOP_P: f32 = 1.0;
+/// Default min-p, relative to the best token.
+pub const DEFAULT_MIN_P: f32 = 0.05;
+/// Largest honoured top-k.
+pub const MAX_TOP_K: usize = 1024;
+
+/// Replacement for a zero xorshift state (a zero state would stay zero).
+const ZERO_STATE: u64 = 0x9e37_79b9_7f4a_7c15;
+const OUTPUT_MUL: u64 = 0x2545_f491_4f6c_dd1d;
+
+/// xorshift64* generator used for sampling.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rng {
+    state: u64,
+}
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng { state: seed }
+    }
+
+    /// Current state (for checkpointing a generation).
+    pub fn state(&self) -> u64 {
+        self.state
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.state;
+        if x == 0 {
+            x = ZERO_STATE;
+        }
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.state = x;
+        x.wrapping_mul(OUTPUT_MUL)
+    }
+
+    /// Uniform in [0, 1): the top 24 bits of the output over 2^24.
+    pub fn next_f32(&mut self) -> f32 {
+        ((self.next_u64() >> 40) & 0xff_ffff) as f32 / 16_777_216.0
+    }
+}
+
+/// A seed for runs without `--seed`: varies per run (time, pid), never 0
+/// (0 means "unseeded" in the request structures).
+pub fn seed_from_time() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let s = nanos ^ ((std::process::id() as u64) << 32);
+    if s == 0 {
+        ZERO_STATE
+    } else {
+        s
+    }
+}
+
+/// Sampling knobs. `top_k == 0` means no top-k cap.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SamplerParams {
+    pub temperature: f32,
+    pub top_k: u32,
+    pub top_p: f32,
+    pub min_p: f32,
+}
+
+impl Default for SamplerParams {
+    fn default() -> Self {
+        SamplerParams {
+            temperature: DEFAULT_TEMPERATURE,
+            top_k: 0,
+            top_p: DEFAULT_TOP_P,
+            min_p: DEFAULT_MIN_P,
+        }
+    }
+}
+
+impl SamplerParams {
+    pub fn greedy() -> Self {
+        SamplerParams { temperature: 0.0, ..Default::default() }
+    }
+
+    /// The sampling the server uses in thinking mode (high or max), whatever
+    /// the client asked for (SERVING.md §2): temperature 1, top_p 1,
+    /// min_p 0.05, no top_k. The CLI does not apply this (CLI.md §4).
+    pub fn thinking_fixed() -> Self {
+        SamplerParams::default()
+    }
+
+    /// Server rule: fixed sampling when thinking, the request's otherwise.
+    pub fn for_mode(self, thinking: bool) -> Self {
+        if thinking {
+            Self::thinking_fixed()
+        } else {
+            self
+        }
+    }
+
+    pub fn is_greedy(&self) -> bool {
+        !(self.temperature > 0.0)
+    }
+
+    /// The values the algorithm really uses: out-of-range top_p means 1,
+    /// negative min_p means 0, top_k is capped to 1024 and the vocabulary.
+    fn normalized(&self, n_vocab: usize) -> (f32, usize, f32, f32) {
+        let top_p = if self.top_p > 0.0 && self.top_p <= 1.0 { self.top_p } else { 1.0 };
+        let min_p = if self.min_p > 0.0 { self.min_p } else { 0.0 };
+        let top_k = (self.top_k as usize).min(MAX_TOP_K).min(n_vocab);
+        (self.temperature, top_k, top_p, min_p)
+    }
+}
+
+/// First index holding the largest logit (NaN never wins; 0 if nothing
+/// beats -inf).
+pub fn argmax(logits: &[f32]) -> u32 {
+    let mut best = 0usize;
+    let mut best_v = f32::NEG_INFINITY;
+    for (i, &v) in logits.iter().enumerate() {
+        if v > best_v {
+            best_v = v;
+            best = i;
+        }
+    }
+    best as u32
+}
+
+/// The tokens a sampling step may pick, in the order the random draw walks
+/// them, with their unnormalised weights `exp((logit - max)/T)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidates {
+    pub ids: Vec<u32>,
+    pub weights: Vec<f32>,
+    /// Sum of `weights`, accumulated in order as the draw uses it.
+    pub total: f32,
+    /// Returned when the draw runs past the end or the weights degenerate.
+    pub fallback: u32,
+}
+
+enum Plan {
+    /// Pick this token without drawing a random number.
+    Fixed(u32),
+    Draw(Candidates),
+}
+
+fn plan(logits: &[f32], p: &SamplerParams) -> Plan {
+    let (temperature, top_k, top_p, min_p) = p.normalized(logits.len());
+    if !(temperature > 0.0) || logits.is_empty() {
+        return Plan::Fixed(argmax(logits));
+    }
+    if top_k == 0 {
+        plan_full_vocab(logits, temperature, top_p, min_p)
+    } else {
+        plan_top_k(logits, temperature, top_k, top_p, min_p)
+    }
+}
+
+fn plan_full_vocab(logits: &[f32], temperature: f32, top_p: f32, min_p: f32) -> Plan {
+    let mut max_logit = f32::NEG_INFINITY;
+    let mut best = 0u32;
+    let mut finite = 0usize;
+    for (i, &v) in logits.iter().enumerate() {
+        if !v.is_finite() {
+            continue;
+        }
+        finite += 1;
+        if v > max_logit {
+            max_logit = v;
+            best = i as u32;
+        }
+    }
+    if finite == 0 {
+        return Plan::Fixed(argmax(logits));
+    }
+
+    if top_p >= 1.0 {
+        // Vocabulary order, min_p relative to the best token's weight (1).
+        let mut c = Candidates { ids: Vec::new(), weights: Vec::new(), total: 0.0, fallback: best };
+        for (i, &v) in logits.iter().enumerate() {
+            if !v.is_finite() {
+                continue;
+            }
+            let w = ((v - max_logit) / temperature).exp();
+            if w < min_p {
+                continue;
+            }
+            c.ids.push(i as u32);
+            c.weights.push(w);
+            c.total += w;
+        }
+        if !(c.total > 0.0) || !c.total.is_finite() {
+            return Plan::Fixed(best);
+        }
+        return Plan::Draw(c);
+    }
+
+    let mut cand: Vec<(u32, f32, f32)> = Vec::with_capacity(finite);
+    let mut sum = 0.0f32;
+    for (i, &v) in logits.iter().enumerate() {
+        if !v.is_finite() {
+            continue;
+        }
+        let w = ((v - max_logit) / temperature).exp();
+        cand.push((i as u32, v, w));
+        sum += w;
+    }
+    if !(sum > 0.0) || !sum.is_finite() {
+        return Plan::Fixed(best);
+    }
+    // Stable: equal logits keep ascending ids.
+    cand.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
+    filter_sorted(cand.iter().map(|c| (c.0, c.2)), sum, top_p, min_p, best)
+}
+
+fn plan_top_k(logits: &[f32], temperature: f32, k: usize, top_p: f32, min_p: f32) -> Plan {
+    // Insertion into a descending list of at most k: a later equal logit
+    // never displaces an earlier one.
+    let mut top: Vec<(u32, f32)> = Vec::with_capacity(k + 1);
+    for (i, &v) in logits.iter().enumerate() {
+        if !v.is_finite() {
+            continue;
+        }
+        if top.len() == k && v <= top[k - 1].1 {
+            continue;
+        }
+        let pos = top.partition_point(|e| e.1 >= v);
+        top.insert(pos, (i as u32, v));
+        top.truncate(k);
+    }
+    if top.is_empty() {
+        return Plan::Fixed(argmax(logits));
+    }
+    let max_logit = top[0].1;
+    let mut weights = Vec::with_capacity(top.len());
+    let mut sum = 0.0f32;
+    for &(_, v) in &top {
+        let w = ((v - max_logit) / temperature).exp();
+        weights.push(w);
+        sum += w;
+    }
+    if !(sum > 0.0) || !sum.is_finite() {
+        return Plan::Fixed(top[0].0);
+    }
+    let first = top[0].0;
+    filter_sorted(top.iter().map(|e| e.0).zip(weights), sum, top_p, min_p, first)
+}
+
+/// min_p / top_p filter over candidates sorted by logit, descending.
+fn filter_sorted(
+    sorted: impl Iterator<Item = (u32, f32)>,
+    sum: f32,
+    top_p: f32,
+    min_p: f32,
+    degenerate: u32,
+) -> Plan {
+    let mut c = Candidates { ids: Vec::new(), weights: Vec::new(), total: 0.0, fallback: degenerate };
+    let mut min_prob = 0.0f32;
+    for (i, (id, w)) in sorted.enumerate() {
+        let p = w / sum;
+        if i == 0 {
+            min_prob = p * min_p;
+        } else if p < min_prob {
+            break;
+        }
+        c.total += w;
+        c.ids.push(id);
+        c.weights.push(w);
+        if c.total / sum >= top_p {
+            break;
+        }
+    }
+    match c.ids.last() {
+        None => Plan::Fixed(degenerate),
+        Some(&last) => {
+            c.fallback = last;
+            Plan::Draw(c)
+        }
+    }
+}
+
+/// The candidate set a sampling step draws from, or `None` when the step is
+/// deterministic (greedy, no finite logit, degenerate weights).
+pub fn candidates(logits: &[f32], params: &SamplerParams) -> Option<Candidates> {
+    match plan(logits, params) {
+        Plan::Fixed(_) => None,
+        Plan::Draw(c) => Some(c),
+    }
+}
+
+/// Pick the next token. Consumes exactly one random number when the step
+/// draws, none when it is deterministic (as ds4 does).
+pub fn sample(logits: &[f32], params: &SamplerParams, rng: &mut Rng) -> u32 {
+    match plan(logits, params) {
+        Plan::Fixed(id) => id,
+        Plan::Draw(c) => {
+            let mut r = rng.next_f32() * c.total;
+            for (&id, &w) in c.ids.iter().zip(&c.weights) {
+                r -= w;
+                if r <= 0.0 {
+                    return id;
+                }
+            }
+            c.fallback
+        }
+    }
+}
+
+/// A sampler with its own RNG stream.
+#[derive(Clone, Debug)]
+pub struct Sampler {
+    pub params: SamplerParams,
+    pub rng: Rng,
+}
+
+impl Sampler {
+    pub fn new(params: SamplerParams, seed: u64) -> Self {
+        Sampler { params, rng: Rng::new(seed) }
+    }
+
+    pub fn sample(&mut self, logits: &[f32]) -> u32 {
+        sample(logits, &self.params, &mut self.rng)
+    }
+}
+
+/// One scored token: its logit and its log-probability under the full
+/// vocabulary softmax (temperature 1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TokenScore {
+    pub id: u32,
+    pub logit: f32,
+    pub logprob: f32,
+}
+
+/// log Σ exp(logit) over the finite logits, in f64; `None` if none is finite.
+pub fn log_sum_exp(logits: &[f32]) -> Option<f64> {
+    let max = logits.iter().copied().filter(|v| v.is_finite()).fold(f32::NEG_INFINITY, f32::max);
+    if !max.is_finite() {
+        return None;
+    }
+    let sum: f64 = logits
+        .iter()
+        .filter(|v| v.is_finite())
+        .map(|&v| (v as f64 - max as f64).exp())
+        .sum();
+    Some(max as f64 + sum.ln())
+}
+
+/// The `k` best finite logits (descending, lower id first on ties) with
+/// their log-probabilities. Fewer than `k` if fewer logits are finite.
+pub fn top_logprobs(logits: &[f32], k: usize) -> Vec<TokenScore> {
+    let Some(lse) = log_sum_exp(logits) else { return Vec::new() };
+    let k = k.min(logits.len());
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut top: Vec<(u32, f32)> = Vec::with_capacity(k + 1);
+    for (i, &v) in logits.iter().enumerate() {
+        if !v.is_finite() || (top.len() == k && v <= top[k - 1].1) {
+            continue;
+        }
+        let pos = top.partition_point(|e| e.1 >= v);
+        top.insert(pos, (i as u32, v));
+        top.truncate(k);
+    }
+    top.into_iter()
+        .map(|(id, logit)| TokenScore { id, logit, logprob: (logit as f64 - lse) as f32 })
+        .collect()
+}
+
+/// Log-probability of one token (`None` if out of range or nothing finite).
+pub fn token_logprob(logits: &[f32], id: u32) -> Option<TokenScore> {
+    let logit = *logits.get(id as usize)?;
+    let lse = log_sum_exp(logits)?;
+    let logprob = if logit.is_finite() { (logit as f64 - lse) as f32 } else { f32::NEG_INFINITY };
+    Some(TokenScore { id, logit, logprob })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(t: f32, k: u32, p: f32, m: f32) -> SamplerParams {
+        SamplerParams { temperature: t, top_k: k, top_p: p, min_p: m }
+    }
+
+    /// Independent statement of the rules in f64 (no shared code with the
+    /// implementation): the set of tokens that may be sampled.
+    fn reference_set(logits: &[f32], p: &SamplerParams) -> Vec<u32> {
+        let mut idx: Vec<usize> = (0..logits.len()).filter(|&i| logits[i].is_finite()).collect();
+        idx.sort_by(|&a, &b| logits[b].partial_cmp(&logits[a]).unwrap().then(a.cmp(&b)));
+        if p.top_k > 0 {
+            idx.truncate(p.top_k as usize);
+        }
+        let t = p.temperature as f64;
+        let max = logits[idx[0]] as f64;
+        let w: Vec<f64> = idx.iter().map(|&i| ((logits[i] as f64 - max) / t).exp()).collect();
+        let sum: f64 = w.iter().sum();
+        let mut keep = Vec::new();
+        let mut mass = 0.0;
+        for (j, &i) in idx.iter().enumerate() {
+            if j > 0 && w[j] / sum < (w[0] / sum) * p.min_p as f64 {
+                break;
+            }
+            keep.push(i as u32);
+            mass += w[j] / sum;
+            if mass >= p.top_p as f64 {
+                break;
+            }
+        }
+        keep.sort();
+        keep
+    }
+
+    fn set_of(logits: &[f32], p: &SamplerParams) -> Vec<u32> {
+        let mut ids = candidates(logits, p).expect("draws").ids;
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn rng_matches_xorshift64_star() {
+        // Reference sequence for seed 1: state x ^= x>>12, x ^= x<<25,
+        // x ^= x>>27, output x * 0x2545f4914f6cdd1d, all mod 2^64 (computed by
+        // hand-independent u128 arithmetic below).
+        let mut r = Rng::new(1);
+        let mut x: u128 = 1;
+        let m: u128 = 1 << 64;
+        for _ in 0..100 {
+            x ^= x >> 12;
+            x = (x ^ (x << 25)) % m;
+            x ^= x >> 27;
+            let out = (x * 0x2545f4914f6cdd1d) % m;
+            assert_eq!(r.next_u64() as u128, out);
+        }
+        // The first output of seed 1 (well-known xorshift64* value).
+        assert_eq!(Rng::new(1).next_u64(), 0x47e4ce4b896cdd1d);
+    }
+
+    #[test]
+    fn rng_zero_seed_uses_golden_ratio_state() {
+        let mut a = Rng::new(0);
+        let mut b = Rng::new(0x9e3779b97f4a7c15);
+        for _ in 0..10 {
+            assert_eq!(a.next_u64(), b.next_u64());
+        }
+    }
+
+    #[test]
+    fn rng_f32_is_top_24_bits() {
+        let mut a = Rng::new(42);
+        let mut b = Rng::new(42);
+        for _ in 0..1000 {
+            let f = a.next_f32();
+            let u = b.next_u64();
+            assert_eq!(f, (u >> 40) as f32 / 16777216.0);
+            assert!((0.0..1.0).contains(&f));
+        }
+    }
+
+    #[test]
+    fn temperature_zero_is_argmax() {
+        let logits = [0.5, 3.0, -1.0, 3.0, 2.9, f32::NAN];
+        let mut rng = Rng::new(7);
+        for t in [0.0, -1.0] {
+            for k in [0, 2] {
+                assert_eq!(sample(&logits, &params(t, k, 0.5, 0.3), &mut rng), 1);
+            }
+        }
+        // Greedy never consumes randomness.
+        assert_eq!(rng, Rng::new(7));
+        assert_eq!(argmax(&[f32::NAN, -2.0, f32::NEG_INFINITY]), 1);
+        assert_eq!(argmax(&[f32::NEG_INFINITY; 3]), 0);
+    }
+
+    #[test]
+    fn seed_reproducibility_and_sensitivity() {
+        let logits: Vec<f32> = (0..500).map(|i| ((i * 7919) % 101) as f32 / 20.0).collect();
+        for p in [params(1.0, 0, 1.0, 0.05), params(0.8, 0, 0.9, 0.0), params(1.3, 40, 0.95, 0.01)] {
+            let run = |seed| {
+                let mut s = Sampler::new(p, seed);
+                (0..200).map(|_| s.sample(&logits)).collect::<Vec<_>>()
+            };
+            assert_eq!(run(1234), run(1234));
+            assert_ne!(run(1234), run(1235));
+        }
+    }
+
+    #[test]
+    fn min_p_full_vocab_exact_set() {
+        // Weights relative to best at T=1: exp(0)=1, exp(-1)=.368, exp(-2)=.135,
+        // exp(-3)=.0498, exp(-5)=.0067.
+        let logits = [5.0, 4.0, 3.0, 2.0, 0.0, f32::NEG_INFINITY];
+        assert_eq!(set_of(&logits, &params(1.0, 0, 1.0, 0.05)), vec![0, 1, 2]);
+        assert_eq!(set_of(&logits, &params(1.0, 0, 1.0, 0.04)), vec![0, 1, 2, 3]);
+        assert_eq!(set_of(&logits, &params(1.0, 0, 1.0, 0.0)), vec![0, 1, 2, 3, 4]);
+        assert_eq!(set_of(&logits, &params(1.0, 0, 1.0, 0.5)), vec![0]);
+        // Temperature 2 flattens: weights 1, .61, .37, .22, .08.
+        assert_eq!(set_of(&logits, &params(2.0, 0, 1.0, 0.2)), vec![0, 1, 2, 3]);
+        assert_eq!(set_of(&logits, &params(2.0, 0, 1.0, 0.25)), vec![0, 1, 2]);
+        // The full-vocab path draws in vocabulary order.
+        let c = candidates(&[1.0, 3.0, 2.0], &params(1.0, 0, 1.0, 0.0)).unwrap();
+        assert_eq!(c.ids, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn top_p_exact_set() {
+        // Probabilities (T=1) of logits ln(.5), ln(.3), ln(.15), ln(.05).
+        let logits: Vec<f32> = [0.5f32, 0.3, 0.15, 0.05].iter().map(|p| p.ln()).collect();
+        assert_eq!(set_of(&logits, &params(1.0, 0, 0.5, 0.0)), vec![0]);
+        assert_eq!(set_of(&logits, &params(1.0, 0, 0.7, 0.0)), vec![0, 1]);
+        assert_eq!(set_of(&logits, &params(1.0, 0, 0.85, 0.0)), vec![0, 1, 2]);
+        assert_eq!(set_of(&logits, &params(1.0, 0, 0.9, 0.0)), vec![0, 1, 2]);
+        assert_eq!(set_of(&logits, &params(1.0, 0, 0.99, 0.0)), vec![0, 1, 2, 3]);
+        // min_p 0.2 of the best (.5) cuts below .1 before top_p does.
+        assert_eq!(set_of(&logits, &params(1.0, 0, 0.99, 0.2)), vec![0, 1, 2]);
+        assert_eq!(set_of(&logits, &params(1.0, 0, 0.99, 0.61)), vec![0]);
+        // Sorted path draws best first.
+        let c = candidates(&[0.0, 2.0, 1.0], &params(1.0, 0, 0.99, 0.0)).unwrap();
+        assert_eq!(c.ids, vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn top_k_exact_set_and_ties() {
+        let logits = [1.0, 4.0, 2.0, 4.0, 3.0, 0.0, f32::NAN, f32::INFINITY];
+        let c = candidates(&logits, &params(1.0, 3, 1.0, 0.0)).unwrap();
+        // Equal logits keep the lower id first; ±inf/NaN are never candidates.
+        assert_eq!(c.ids, vec![1, 3, 4]);
+        assert_eq!(set_of(&logits, &params(1.0, 1, 1.0, 0.0)), vec![1]);
+        assert_eq!(set_of(&logits, &params(1.0, 2, 1.0, 0.0)), vec![1, 3]);
+        // k larger than the vocabulary: every finite token.
+        assert_eq!(set_of(&logits, &params(1.0, 5000, 1.0, 0.0)), vec![0, 1, 2, 3, 4, 5]);
+        // top_p inside the renormalised k-set: k=3 probs ∝ 1, 1, e^-1 →
+        // .42, .42, .16; top_p .8 stops after two.
+        assert_eq!(set_of(&logits, &params(1.0, 3, 0.8, 0.0)), vec![1, 3]);
+        assert_eq!(set_of(&logits, &params(1.0, 3, 0.9, 0.0)), vec![1, 3, 4]);
+        // min_p .5: e^-1 = .37 < .5 of best.
+        assert_eq!(set_of(&logits, &params(1.0, 3, 1.0, 0.5)), vec![1, 3]);
+    }
+
+    #[test]
+    fn sets_match_independent_reference_on_random_logits() {
+        let mut rng = Rng::new(99);
+        for case in 0..300 {
+            let n = 2 + (rng.next_u64() % 300) as usize;
+            let logits: Vec<f32> =
+                (0..n).map(|_| (rng.next_f32() * 20.0 - 10.0) * if case % 3 == 0 { 0.3 } else { 1.0 }).collect();
+            let p = params(
+                0.2 + rng.next_f32() * 2.0,
+                [0, 0, 1, 5, 50][(rng.next_u64() % 5) as usize],
+                [1.0, 0.3, 0.7, 0.95][(rng.next_u64() % 4) as usize],
+                [0.0, 0.01, 0.05, 0.3][(rng.next_u64() % 4) as usize],
+            );
+            let want = reference_set(&logits, &p);
+            let got = set_of(&logits, &p);
+            // Rounding can only disagree at a boundary within f32 noise;
+            // the random draws above make exact boundaries vanishingly rare.
+            assert_eq!(got, want, "case {case} params {p:?}");
+        }
+    }
+
+    #[test]
+    fn sampling_frequencies_follow_weights() {
+        let logits: Vec<f32> = [0.5f32, 0.3, 0.2].iter().map(|p| p.ln()).collect();
+        let mut s = Sampler::new(params(1.0, 0, 1.0, 0.0), 5);
+        let mut counts = [0usize; 3];
+        let n = 200_000;
+        for _ in 0..n {
+            counts[s.sample(&logits) as usize] += 1;
+        }
+        for (c, p) in counts.iter().zip([0.5, 0.3, 0.2]) {
+            let f = *c as f64 / n as f64;
+            // 5 sigma of a binomial at n = 200k is about 0.0056.
+            assert!((f - p).abs() < 0.006, "{counts:?}");
+        }
+    }
+
+    #[test]
+    fn draw_walks_candidates_in_order() {
+        // With equal weights the draw r = u * total selects index floor(u*n)
+        // (up to ties at exact boundaries): check against the RNG directly.
+        let logits = [1.0f32; 4];
+        let p = params(1.0, 0, 1.0, 0.0);
+        let mut a = Rng::new(2024);
+        let mut b = Rng::new(2024);
+        for _ in 0..1000 {
+            let tok = sample(&logits, &p, &mut a);
+            let u = b.next_f32();
+            let mut r = u * 4.0;
+            let mut want = 3;
+            for i in 0..4 {
+                r -= 1.0;
+                if r <= 0.0 {
+                    want = i;
+                    break;
+                }
+            }
+            assert_eq!(tok, want);
+        }
+    }
+
+    #[test]
+    fn degenerate_inputs_do_not_panic() {
+        let mut rng = Rng::new(1);
+        assert_eq!(sample(&[], &SamplerParams::default(), &mut rng), 0);
+        assert_eq!(sample(&[f32::NAN; 4], &SamplerParams::default(), &mut rng), 0);
+        assert_eq!(sample(&[f32::NEG_INFINITY, 2.0], &params(1.0, 3, 0.5, 0.5), &mut rng), 1);
+        // Out-of-range knobs are normalised, not rejected.
+        let l = [1.0, 2.0, 3.0];
+        assert_eq!(set_of(&l, &params(1.0, 0, 0.0, -1.0)), vec![0, 1, 2]);
+        assert_eq!(set_of(&l, &params(1.0, 0, 7.0, 0.0)), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn thinking_defaults() {
+        let client = params(0.2, 10, 0.5, 0.0);
+        assert_eq!(client.for_mode(true), params(1.0, 0, 1.0, 0.05));
+        assert_eq!(client.for_mode(false), client);
+        assert_eq!(SamplerParams::default(), params(1.0, 0, 1.0, 0.05));
+        assert!(SamplerParams::greedy().is_greedy());
+    }
+
+    #[test]
+    fn logprobs_against_f64_softmax() {
+        let logits = [2.0f32, -1.0, 0.5, 2.0, f32::NEG_INFINITY, 7.25];
+        let z: f64 = logits.iter().filter(|v| v.is_finite()).map(|&v| (v as f64).exp()).sum();
+        let top = top_logprobs(&logits, 3);
+        assert_eq!(top.iter().map(|t| t.id).collect::<Vec<_>>(), vec![5, 0, 3]);
+        for t in &top {
+            let want = ((logits[t.id as usize] as f64).exp() / z).ln();
+            assert!((t.logprob as f64 - want).abs() < 1e-6);
+        }
+        assert_eq!(top_logprobs(&logits, 100).len(), 5);
+        let one = token_logprob(&logits, 4).unwrap();
+        assert_eq!(one.logprob, f32::NEG_INFINITY);
+        assert!(token_logprob(&logits, 6).is_none());
+        assert!(top_logprobs(&[f32::NAN], 3).is_empty());
+    }
+}
