@@ -1,0 +1,24 @@
+//! ds4-server: OpenAI- and Anthropic-compatible HTTP server for DeepSeek V4
+//! Flash (spec: SERVING.md).
+//!
+//! Layout: [`config`] flags → [`http`] (routing, limits, request preparation
+//! on the client task) → one [`worker`] thread owning the engine session
+//! (reuse ladder, decoding, SSE via [`format`]). [`request`] normalises every
+//! API into one [`request::GenRequest`]; [`output`] splits generated text;
+//! [`toolmem`] keeps sampled DSML for exact replay.
+
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod format;
+pub mod http;
+pub mod ids;
+pub mod json;
+#[macro_use]
+pub mod log;
+pub mod output;
+pub mod request;
+pub mod stops;
+pub mod toolmem;
+pub mod tools;
+pub mod worker;

@@ -1,0 +1,740 @@
+//! Request parsing and normalisation (SERVING.md §2, §3.4, §5.2–§5.5).
+//!
+//! Every endpoint is reduced to one [`GenRequest`]: an ordered message list,
+//! raw tool schema lines, the thinking mode and the generation knobs. Field
+//! type errors become 400 `invalid JSON request`.
+
+use crate::error::ApiError;
+use crate::json::{self, Kind, Value};
+
+pub const DEFAULT_MODEL: &str = "deepseek-v4-flash";
+/// Think Max is only honoured with at least this much context (§2).
+pub const THINK_MAX_MIN_CTX: usize = 393216;
+const INT_MAX: f64 = i32::MAX as f64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Chat,
+    Completions,
+    Messages,
+    Responses,
+}
+
+impl Api {
+    pub fn context_param(self) -> &'static str {
+        match self {
+            Api::Chat | Api::Messages => "messages",
+            Api::Completions => "prompt",
+            Api::Responses => "input",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThinkMode {
+    None,
+    High,
+    Max,
+}
+
+impl ThinkMode {
+    pub fn thinking(self) -> bool {
+        self != ThinkMode::None
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// Argument text: the decoded JSON string (OpenAI) or the raw JSON of the
+    /// input object (Anthropic). Rendered per §3.5.
+    pub arguments: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    pub reasoning: String,
+    pub tool_calls: Vec<ToolCall>,
+    /// Ids of tool results carried by this message (`tool_call_id` of an
+    /// OpenAI tool message, `tool_use_id`s of Anthropic `tool_result` blocks).
+    pub tool_result_ids: Vec<String>,
+}
+
+impl Message {
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Message { role, content: content.into(), reasoning: String::new(), tool_calls: vec![], tool_result_ids: vec![] }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sampling {
+    pub temperature: f32,
+    pub top_p: f32,
+    pub top_k: u32,
+    pub min_p: f32,
+    /// `Some` only for seeds > 0.
+    pub seed: Option<u64>,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling { temperature: 1.0, top_p: 1.0, top_k: 0, min_p: 0.05, seed: None }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenRequest {
+    pub api: Api,
+    /// Model name echoed back to the client.
+    pub model: String,
+    pub messages: Vec<Message>,
+    /// Raw schema lines (§3.6).
+    pub tools: Vec<String>,
+    /// Tools rendered and DSML detection on (non-empty and not `tool_choice: none`).
+    pub tools_active: bool,
+    pub mode: ThinkMode,
+    /// Client cap (already ≥ 0); `None` = server default.
+    pub max_tokens: Option<usize>,
+    pub sampling: Sampling,
+    pub stream: bool,
+    pub include_usage: bool,
+    pub stop: Vec<String>,
+    /// `/v1/completions` prompt text.
+    pub prompt: Option<String>,
+}
+
+fn bad() -> ApiError {
+    ApiError::bad_request("invalid JSON request")
+}
+
+// ---- typed field accessors: absent/null → None, wrong type → 400 ----
+
+fn field<'a>(o: &'a Value, k: &str) -> Option<&'a Value> {
+    o.get(k).filter(|v| !v.is_null())
+}
+
+fn opt_num(o: &Value, k: &str) -> Result<Option<f64>, ApiError> {
+    match field(o, k) {
+        None => Ok(None),
+        Some(Value { kind: Kind::Num(n), .. }) => Ok(Some(*n)),
+        Some(_) => Err(bad()),
+    }
+}
+
+/// Integers: truncated and clamped to [0, INT_MAX] (§5.2).
+fn opt_int(o: &Value, k: &str) -> Result<Option<usize>, ApiError> {
+    Ok(opt_num(o, k)?.map(|n| n.trunc().clamp(0.0, INT_MAX) as usize))
+}
+
+fn opt_bool(o: &Value, k: &str) -> Result<Option<bool>, ApiError> {
+    match field(o, k) {
+        None => Ok(None),
+        Some(Value { kind: Kind::Bool(b), .. }) => Ok(Some(*b)),
+        Some(_) => Err(bad()),
+    }
+}
+
+fn opt_str<'a>(o: &'a Value, k: &str) -> Result<Option<&'a str>, ApiError> {
+    match field(o, k) {
+        None => Ok(None),
+        Some(Value { kind: Kind::Str(s), .. }) => Ok(Some(s)),
+        Some(_) => Err(bad()),
+    }
+}
+
+/// Server-side context needed while parsing.
+#[derive(Debug, Clone, Copy)]
+pub struct ParseCtx {
+    pub ctx_size: usize,
+}
+
+/// Parse the body of `api` into a [`GenRequest`].
+pub fn parse_request(api: Api, body: &str, pc: ParseCtx) -> Result<GenRequest, ApiError> {
+    let root = json::parse(body).map_err(|_| bad())?;
+    if root.as_object().is_none() {
+        return Err(bad());
+    }
+    match api {
+        Api::Chat => parse_chat(&root, body, pc),
+        Api::Completions => parse_completions(&root, pc),
+        Api::Messages => parse_messages(&root, body, pc),
+        Api::Responses => Err(ApiError::bad_request("/v1/responses is not supported by this server yet")),
+    }
+}
+
+/// §2: effort/explicit-control evaluation, alias defaults, Max downgrade.
+fn resolve_mode(root: &Value, api: Api, model: &str, ctx_size: usize) -> Result<ThinkMode, ApiError> {
+    #[derive(PartialEq)]
+    enum Effort {
+        High,
+        Max,
+        None,
+    }
+    let mut effort = Effort::High;
+    let mut enabled = true;
+    let mut explicit = false;
+    let map_effort = |v: &Value| -> Result<Option<Effort>, ApiError> {
+        match &v.kind {
+            Kind::Null => Ok(None),
+            Kind::Str(s) => match s.as_str() {
+                "max" => Ok(Some(Effort::Max)),
+                "xhigh" | "high" | "medium" | "low" | "minimal" => Ok(Some(Effort::High)),
+                "none" => Ok(Some(Effort::None)),
+                _ => Err(bad()),
+            },
+            _ => Err(bad()),
+        }
+    };
+    if let Some(v) = root.get("reasoning_effort") {
+        if let Some(e) = map_effort(v)? {
+            effort = e;
+        }
+    }
+    if api == Api::Messages {
+        if let Some(oc) = field(root, "output_config") {
+            if oc.as_object().is_none() {
+                return Err(bad());
+            }
+            if let Some(v) = oc.get("effort") {
+                if let Some(e) = map_effort(v)? {
+                    effort = e;
+                }
+            }
+        }
+    }
+    if let Some(t) = field(root, "thinking") {
+        explicit = true;
+        match &t.kind {
+            Kind::Bool(b) => enabled = *b,
+            Kind::Obj(_) => {
+                let ty = opt_str(t, "type")?;
+                enabled = ty != Some("disabled");
+            }
+            _ => return Err(bad()),
+        }
+    }
+    if matches!(api, Api::Chat | Api::Completions) {
+        if let Some(b) = opt_bool(root, "think")? {
+            explicit = true;
+            enabled = b;
+        }
+    }
+    if !explicit {
+        match model {
+            "deepseek-chat" => enabled = false,
+            "deepseek-reasoner" => enabled = true,
+            _ => {}
+        }
+    }
+    let mode = if !enabled || effort == Effort::None {
+        ThinkMode::None
+    } else if effort == Effort::Max {
+        ThinkMode::Max
+    } else {
+        ThinkMode::High
+    };
+    Ok(if mode == ThinkMode::Max && ctx_size < THINK_MAX_MIN_CTX { ThinkMode::High } else { mode })
+}
+
+fn model_name(root: &Value) -> Result<String, ApiError> {
+    Ok(opt_str(root, "model")?.unwrap_or(DEFAULT_MODEL).to_string())
+}
+
+/// `stop`: string or array of strings; non-strings ignored, empty dropped.
+fn stop_list(root: &Value, key: &str) -> Result<Vec<String>, ApiError> {
+    let mut out = Vec::new();
+    match field(root, key).map(|v| &v.kind) {
+        None => {}
+        Some(Kind::Str(s)) => out.push(s.clone()),
+        Some(Kind::Arr(a)) => {
+            for v in a {
+                if let Kind::Str(s) = &v.kind {
+                    out.push(s.clone());
+                }
+            }
+        }
+        Some(_) => return Err(bad()),
+    }
+    out.retain(|s| !s.is_empty());
+    Ok(out)
+}
+
+fn sampling(root: &Value, with_min_p_seed: bool) -> Result<Sampling, ApiError> {
+    let mut s = Sampling::default();
+    if let Some(t) = opt_num(root, "temperature")? {
+        s.temperature = t as f32;
+    }
+    if let Some(p) = opt_num(root, "top_p")? {
+        s.top_p = if p <= 0.0 || p > 1.0 { 1.0 } else { p as f32 };
+    }
+    if let Some(k) = opt_int(root, "top_k")? {
+        s.top_k = k.min(1024) as u32;
+    }
+    if with_min_p_seed {
+        if let Some(m) = opt_num(root, "min_p")? {
+            s.min_p = m.clamp(0.0, 1.0) as f32;
+        }
+        if let Some(seed) = opt_num(root, "seed")? {
+            if seed >= 1.0 {
+                s.seed = Some(seed.min(u64::MAX as f64) as u64);
+            }
+        }
+    }
+    Ok(s)
+}
+
+fn max_tokens(root: &Value, keys: &[&str]) -> Result<Option<usize>, ApiError> {
+    let mut out = None;
+    for k in keys {
+        if let Some(v) = opt_int(root, k)? {
+            out = Some(v);
+        }
+    }
+    Ok(out)
+}
+
+fn include_usage(root: &Value) -> Result<bool, ApiError> {
+    match field(root, "stream_options") {
+        None => Ok(false),
+        Some(so) if so.as_object().is_some() => Ok(opt_bool(so, "include_usage")?.unwrap_or(false)),
+        Some(_) => Err(bad()),
+    }
+}
+
+/// §3.4 OpenAI content extraction.
+fn openai_text(v: Option<&Value>) -> String {
+    let mut out = String::new();
+    match v.map(|v| &v.kind) {
+        Some(Kind::Str(s)) => out.push_str(s),
+        Some(Kind::Arr(a)) => {
+            for e in a {
+                match &e.kind {
+                    Kind::Str(s) => out.push_str(s),
+                    Kind::Obj(_) => {
+                        if let Some(t) = e.get("text").and_then(|t| t.as_str()) {
+                            out.push_str(t);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+fn role_of(s: &str) -> Option<Role> {
+    match s {
+        "system" | "developer" => Some(Role::System),
+        "user" => Some(Role::User),
+        "assistant" => Some(Role::Assistant),
+        "tool" | "function" => Some(Role::Tool),
+        _ => None,
+    }
+}
+
+fn parse_chat(root: &Value, body: &str, pc: ParseCtx) -> Result<GenRequest, ApiError> {
+    let msgs = match field(root, "messages") {
+        None => return Err(ApiError::bad_request("missing messages")),
+        Some(v) => v.as_array().ok_or_else(bad)?,
+    };
+    let mut messages = Vec::with_capacity(msgs.len());
+    for m in msgs {
+        if m.as_object().is_none() {
+            return Err(bad());
+        }
+        let role = match opt_str(m, "role")? {
+            None => Role::User,
+            Some(r) => match role_of(r) {
+                Some(r) => r,
+                None => continue, // unknown roles are skipped (§3.1)
+            },
+        };
+        let mut msg = Message::new(role, openai_text(m.get("content")));
+        msg.reasoning = openai_text(m.get("reasoning_content"));
+        if role == Role::Tool {
+            if let Some(id) = opt_str(m, "tool_call_id")? {
+                msg.tool_result_ids.push(id.to_string());
+            }
+        }
+        if let Some(tc) = field(m, "tool_calls") {
+            for c in tc.as_array().ok_or_else(bad)? {
+                if c.as_object().is_none() {
+                    return Err(bad());
+                }
+                let id = opt_str(c, "id")?.unwrap_or("").to_string();
+                let f = field(c, "function").ok_or_else(bad)?;
+                if f.as_object().is_none() {
+                    return Err(bad());
+                }
+                let name = opt_str(f, "name")?.unwrap_or("").to_string();
+                let arguments = match field(f, "arguments") {
+                    None => String::new(),
+                    Some(Value { kind: Kind::Str(s), .. }) => s.clone(),
+                    Some(v) => v.raw(body).to_string(),
+                };
+                msg.tool_calls.push(ToolCall { id, name, arguments });
+            }
+        }
+        messages.push(msg);
+    }
+    let tools = openai_tools(root, body)?;
+    let tool_choice_none = matches!(field(root, "tool_choice").map(|v| &v.kind), Some(Kind::Str(s)) if s == "none");
+    let model = model_name(root)?;
+    let mode = resolve_mode(root, Api::Chat, &model, pc.ctx_size)?;
+    Ok(GenRequest {
+        api: Api::Chat,
+        tools_active: !tools.is_empty() && !tool_choice_none,
+        tools,
+        mode,
+        max_tokens: max_tokens(root, &["max_tokens", "max_completion_tokens"])?,
+        sampling: sampling(root, true)?,
+        stream: opt_bool(root, "stream")?.unwrap_or(false),
+        include_usage: include_usage(root)?,
+        stop: stop_list(root, "stop")?,
+        prompt: None,
+        model,
+        messages,
+    })
+}
+
+/// OpenAI tools: the raw bytes of each `function` value (§3.6); elements
+/// without a `function` object (flat form) are taken whole.
+fn openai_tools(root: &Value, body: &str) -> Result<Vec<String>, ApiError> {
+    let mut out = Vec::new();
+    if let Some(t) = field(root, "tools") {
+        for tool in t.as_array().ok_or_else(bad)? {
+            if tool.as_object().is_none() {
+                return Err(bad());
+            }
+            match field(tool, "function") {
+                Some(f) if f.as_object().is_some() => out.push(f.raw(body).to_string()),
+                Some(_) => return Err(bad()),
+                None => out.push(tool.raw(body).to_string()),
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn parse_completions(root: &Value, pc: ParseCtx) -> Result<GenRequest, ApiError> {
+    let prompt = match field(root, "prompt").map(|v| &v.kind) {
+        None => return Err(ApiError::bad_request("missing prompt")),
+        Some(Kind::Str(s)) => s.clone(),
+        Some(Kind::Arr(a)) => match a.first().map(|v| &v.kind) {
+            Some(Kind::Str(s)) => s.clone(),
+            _ => String::new(),
+        },
+        Some(_) => return Err(bad()),
+    };
+    let model = model_name(root)?;
+    let mode = resolve_mode(root, Api::Completions, &model, pc.ctx_size)?;
+    Ok(GenRequest {
+        api: Api::Completions,
+        messages: vec![],
+        tools: vec![],
+        tools_active: false,
+        mode,
+        max_tokens: max_tokens(root, &["max_tokens"])?,
+        sampling: sampling(root, true)?,
+        stream: opt_bool(root, "stream")?.unwrap_or(false),
+        include_usage: include_usage(root)?,
+        stop: stop_list(root, "stop")?,
+        prompt: Some(prompt),
+        model,
+    })
+}
+
+/// Anthropic `system`: string or array of strings / `{text}` parts joined by
+/// "\n" (only when the previous part lacks one); `x-anthropic-` parts dropped.
+fn anthropic_system(v: &Value) -> Result<String, ApiError> {
+    let mut out = String::new();
+    let mut push = |t: &str| {
+        if t.starts_with("x-anthropic-") {
+            return;
+        }
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(t);
+    };
+    match &v.kind {
+        Kind::Str(s) => push(s),
+        Kind::Arr(a) => {
+            for p in a {
+                match &p.kind {
+                    Kind::Str(s) => push(s),
+                    Kind::Obj(_) => {
+                        if let Some(t) = p.get("text").and_then(|t| t.as_str()) {
+                            push(t)
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Kind::Null => {}
+        _ => return Err(bad()),
+    }
+    Ok(out)
+}
+
+pub fn escape_tool_result(s: &str) -> String {
+    s.replace("</tool_result>", "&lt;/tool_result>")
+}
+
+fn anthropic_result_text(v: Option<&Value>) -> String {
+    let mut out = String::new();
+    match v.map(|v| &v.kind) {
+        Some(Kind::Str(s)) => out.push_str(s),
+        Some(Kind::Arr(a)) => {
+            for b in a {
+                match &b.kind {
+                    Kind::Str(s) => out.push_str(s),
+                    Kind::Obj(_) => {
+                        let is_text = b.get("type").and_then(|t| t.as_str()).map_or(true, |t| t == "text");
+                        if is_text {
+                            if let Some(t) = b.get("text").and_then(|t| t.as_str()) {
+                                out.push_str(t);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+fn parse_messages(root: &Value, body: &str, pc: ParseCtx) -> Result<GenRequest, ApiError> {
+    let msgs = match field(root, "messages") {
+        None => return Err(ApiError::bad_request("missing messages")),
+        Some(v) => v.as_array().ok_or_else(bad)?,
+    };
+    let mut messages = Vec::new();
+    if let Some(s) = root.get("system") {
+        let sys = anthropic_system(s)?;
+        if !sys.is_empty() {
+            messages.push(Message::new(Role::System, sys));
+        }
+    }
+    for m in msgs {
+        if m.as_object().is_none() {
+            return Err(bad());
+        }
+        let role = match opt_str(m, "role")? {
+            None => Role::User,
+            Some(r) => match role_of(r) {
+                Some(r) => r,
+                None => continue,
+            },
+        };
+        let mut msg = Message::new(role, "");
+        match field(m, "content").map(|v| &v.kind) {
+            None => {}
+            Some(Kind::Str(s)) => msg.content.push_str(s),
+            Some(Kind::Arr(blocks)) => {
+                for b in blocks {
+                    if b.as_object().is_none() {
+                        if let Kind::Str(s) = &b.kind {
+                            msg.content.push_str(s);
+                        }
+                        continue;
+                    }
+                    match opt_str(b, "type")?.unwrap_or("") {
+                        "text" => msg.content.push_str(opt_str(b, "text")?.unwrap_or("")),
+                        "thinking" => msg.reasoning.push_str(opt_str(b, "thinking")?.unwrap_or("")),
+                        "tool_use" => {
+                            let id = opt_str(b, "id")?.unwrap_or("").to_string();
+                            let name = opt_str(b, "name")?.unwrap_or("").to_string();
+                            let arguments = match field(b, "input") {
+                                None => "{}".to_string(),
+                                Some(Value { kind: Kind::Str(s), .. }) => s.clone(),
+                                Some(v) => v.raw(body).to_string(),
+                            };
+                            msg.tool_calls.push(ToolCall { id, name, arguments });
+                        }
+                        "tool_result" => {
+                            let id = opt_str(b, "tool_use_id")?.unwrap_or("").to_string();
+                            msg.tool_result_ids.push(id);
+                            msg.content.push_str("<tool_result>");
+                            msg.content.push_str(&escape_tool_result(&anthropic_result_text(b.get("content"))));
+                            msg.content.push_str("</tool_result>");
+                        }
+                        _ => {
+                            if let Some(t) = b.get("text").and_then(|t| t.as_str()) {
+                                msg.content.push_str(t);
+                            }
+                            if let Some(t) = b.get("thinking").and_then(|t| t.as_str()) {
+                                msg.reasoning.push_str(t);
+                            }
+                        }
+                    }
+                }
+            }
+            Some(_) => return Err(bad()),
+        }
+        messages.push(msg);
+    }
+    let mut tools = Vec::new();
+    if let Some(t) = field(root, "tools") {
+        for tool in t.as_array().ok_or_else(bad)? {
+            if tool.as_object().is_none() {
+                return Err(bad());
+            }
+            tools.push(tool.raw(body).to_string());
+        }
+    }
+    let tool_choice_none = match field(root, "tool_choice") {
+        Some(tc) if tc.as_object().is_some() => opt_str(tc, "type")? == Some("none"),
+        Some(Value { kind: Kind::Str(s), .. }) => s == "none",
+        _ => false,
+    };
+    let model = model_name(root)?;
+    let mode = resolve_mode(root, Api::Messages, &model, pc.ctx_size)?;
+    Ok(GenRequest {
+        api: Api::Messages,
+        tools_active: !tools.is_empty() && !tool_choice_none,
+        tools,
+        mode,
+        max_tokens: max_tokens(root, &["max_tokens"])?,
+        sampling: sampling(root, false)?,
+        stream: opt_bool(root, "stream")?.unwrap_or(false),
+        include_usage: true,
+        stop: stop_list(root, "stop_sequences")?,
+        prompt: None,
+        model,
+        messages,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PC: ParseCtx = ParseCtx { ctx_size: 32768 };
+
+    fn chat(body: &str) -> Result<GenRequest, ApiError> {
+        parse_request(Api::Chat, body, PC)
+    }
+
+    #[test]
+    fn chat_fields_and_defaults() {
+        let r = chat(r#"{"messages":[{"role":"user","content":"hi"}]}"#).unwrap();
+        assert_eq!(r.mode, ThinkMode::High);
+        assert_eq!(r.sampling, Sampling { temperature: 1.0, top_p: 1.0, top_k: 0, min_p: 0.05, seed: None });
+        assert_eq!(r.model, DEFAULT_MODEL);
+        assert_eq!(r.max_tokens, None);
+        let r = chat(r#"{"model":"m","messages":[],"max_tokens":-5,"top_p":0,"top_k":5000,"seed":7,"stop":["a","",3],"stream":true,"stream_options":{"include_usage":true}}"#).unwrap();
+        assert_eq!(r.max_tokens, Some(0));
+        assert_eq!(r.sampling.top_p, 1.0);
+        assert_eq!(r.sampling.top_k, 1024);
+        assert_eq!(r.sampling.seed, Some(7));
+        assert_eq!(r.stop, vec!["a"]);
+        assert!(r.stream && r.include_usage);
+        assert_eq!(chat(r#"{"messages":[],"max_completion_tokens":12.9}"#).unwrap().max_tokens, Some(12));
+    }
+
+    #[test]
+    fn chat_errors() {
+        assert_eq!(chat("{}").unwrap_err().message, "missing messages");
+        for b in [
+            "nope",
+            "[1]",
+            r#"{"messages":"x"}"#,
+            r#"{"messages":[],"temperature":"hot"}"#,
+            r#"{"messages":[],"stream":1}"#,
+            r#"{"messages":[],"reasoning_effort":"extreme"}"#,
+            r#"{"messages":[],"reasoning_effort":3}"#,
+            r#"{"messages":[],"thinking":"yes"}"#,
+            r#"{"messages":[],"tools":{}}"#,
+        ] {
+            let e = chat(b).unwrap_err();
+            assert_eq!((e.status, e.message.as_str()), (400, "invalid JSON request"), "{b}");
+        }
+    }
+
+    #[test]
+    fn thinking_resolution() {
+        let m = |b: &str, ctx| parse_request(Api::Chat, b, ParseCtx { ctx_size: ctx }).unwrap().mode;
+        assert_eq!(m(r#"{"messages":[]}"#, 32768), ThinkMode::High);
+        assert_eq!(m(r#"{"messages":[],"model":"deepseek-chat"}"#, 32768), ThinkMode::None);
+        assert_eq!(m(r#"{"messages":[],"model":"deepseek-chat","think":true}"#, 32768), ThinkMode::High);
+        assert_eq!(m(r#"{"messages":[],"model":"deepseek-reasoner"}"#, 32768), ThinkMode::High);
+        for e in ["low", "medium", "high", "xhigh", "minimal"] {
+            assert_eq!(m(&format!(r#"{{"messages":[],"reasoning_effort":"{e}"}}"#), 32768), ThinkMode::High);
+        }
+        assert_eq!(m(r#"{"messages":[],"reasoning_effort":"max"}"#, 393216), ThinkMode::Max);
+        assert_eq!(m(r#"{"messages":[],"reasoning_effort":"max"}"#, 393215), ThinkMode::High);
+        assert_eq!(m(r#"{"messages":[],"reasoning_effort":"none"}"#, 32768), ThinkMode::None);
+        assert_eq!(m(r#"{"messages":[],"reasoning_effort":null}"#, 32768), ThinkMode::High);
+        assert_eq!(m(r#"{"messages":[],"thinking":{"type":"disabled","budget_tokens":10}}"#, 32768), ThinkMode::None);
+        assert_eq!(m(r#"{"messages":[],"thinking":false}"#, 32768), ThinkMode::None);
+        let a = |b: &str| parse_request(Api::Messages, b, ParseCtx { ctx_size: 393216 }).unwrap().mode;
+        assert_eq!(a(r#"{"messages":[],"output_config":{"effort":"max"}}"#), ThinkMode::Max);
+    }
+
+    #[test]
+    fn chat_messages_and_tools_raw() {
+        let body = r#"{"tools":[{"type":"function","function": {"name":"f",  "parameters":{}}}],
+            "messages":[{"role":"developer","content":[{"type":"text","text":"a"},"b",{"type":"image_url"}]},
+            {"content":null},{"role":"narrator","content":"skip"},
+            {"role":"assistant","reasoning_content":"r","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"x\": 1}"}}]},
+            {"role":"tool","tool_call_id":"c1","content":"out"}]}"#;
+        let r = chat(body).unwrap();
+        assert_eq!(r.tools, vec![r#"{"name":"f",  "parameters":{}}"#]);
+        assert!(r.tools_active);
+        assert_eq!(r.messages.len(), 4);
+        assert_eq!(r.messages[0], Message::new(Role::System, "ab"));
+        assert_eq!(r.messages[1], Message::new(Role::User, ""));
+        assert_eq!(r.messages[2].tool_calls[0].arguments, r#"{"x": 1}"#);
+        assert_eq!(r.messages[2].reasoning, "r");
+        assert_eq!(r.messages[3].tool_result_ids, vec!["c1"]);
+        let r = chat(&body.replace("\"tools\"", "\"tool_choice\":\"none\",\"tools\"")).unwrap();
+        assert!(!r.tools_active);
+    }
+
+    #[test]
+    fn anthropic_normalisation() {
+        let body = r#"{"system":[{"type":"text","text":"x-anthropic-billing: 1"},{"type":"text","text":"A"},"B\n","C"],
+          "max_tokens":5,"stop_sequences":["\n\n"],
+          "tools":[{"name":"Bash","input_schema":{"type":"object"}}],
+          "messages":[{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"b":1, "a":"x"}}],"role":"assistant"},
+            {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"x</tool_result>"},{"type":"image"}]},{"type":"text","text":"go"}]}]}"#;
+        let r = parse_request(Api::Messages, body, PC).unwrap();
+        assert_eq!(r.messages[0], Message::new(Role::System, "A\nB\nC"));
+        assert_eq!(r.messages[1].role, Role::Assistant);
+        assert_eq!(r.messages[1].tool_calls[0].arguments, r#"{"b":1, "a":"x"}"#);
+        assert_eq!(r.messages[2].content, "<tool_result>x&lt;/tool_result></tool_result>go");
+        assert_eq!(r.messages[2].tool_result_ids, vec!["t1"]);
+        assert_eq!(r.tools, vec![r#"{"name":"Bash","input_schema":{"type":"object"}}"#]);
+        assert_eq!(r.stop, vec!["\n\n"]);
+        assert_eq!(r.max_tokens, Some(5));
+        let r = parse_request(Api::Messages, &body.replace("\"max_tokens\":5,", "\"tool_choice\":{\"type\":\"none\"},"), PC).unwrap();
+        assert!(!r.tools_active);
+    }
+
+    #[test]
+    fn completions_prompt_forms() {
+        let p = |b: &str| parse_request(Api::Completions, b, PC);
+        assert_eq!(p(r#"{"prompt":"x"}"#).unwrap().prompt.as_deref(), Some("x"));
+        assert_eq!(p(r#"{"prompt":["y","z"]}"#).unwrap().prompt.as_deref(), Some("y"));
+        assert_eq!(p(r#"{"model":"deepseek-chat","prompt":"y"}"#).unwrap().mode, ThinkMode::None);
+        assert_eq!(p("{}").unwrap_err().message, "missing prompt");
+        assert_eq!(p(r#"{"prompt":5}"#).unwrap_err().message, "invalid JSON request");
+    }
+}

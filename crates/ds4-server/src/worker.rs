@@ -1,0 +1,543 @@
+//! The single inference worker (SERVING.md §6): one thread owns the engine
+//! session and runs queued jobs strictly one at a time, choosing the reuse
+//! source (§7), syncing, decoding, and writing the reply itself.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ds4_engine::sampling::{sample, seed_from_time, Rng, SamplerParams};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::engine::{EngineSession, SyncError, TextCodec};
+use crate::error::ApiError;
+use crate::format::{final_body, stream_fmt, Finish, GenResult, OutCall, RespMeta, StreamFmt, Usage};
+use crate::log::Trace;
+use crate::output::{find_tool_start, split_reasoning, Piece, Splitter, Utf8Hold};
+use crate::request::{Api, GenRequest};
+use crate::stops::StopMatcher;
+use crate::toolmem::ToolMemory;
+use crate::tools;
+
+pub const EOS_STR: &str = "<｜end▁of▁sentence｜>";
+const KEEPALIVE: Duration = Duration::from_secs(5);
+
+/// What the handler gets back: a complete JSON response, or the start of an
+/// SSE stream whose bytes the worker keeps sending.
+#[derive(Debug)]
+pub enum Reply {
+    Json(u16, String),
+    Stream(mpsc::UnboundedReceiver<String>),
+}
+
+/// Live tool-result tail (§3.7, §7.1 step 3): valid when the request's tool
+/// result ids equal the remembered live call ids.
+#[derive(Debug, Clone)]
+pub struct LiveTail {
+    pub ids: Vec<String>,
+    /// Rendered tail text, starting with EOS.
+    pub text: String,
+}
+
+pub struct Job {
+    pub spec: JobSpec,
+    pub reply: oneshot::Sender<Reply>,
+    pub cancel: Arc<AtomicBool>,
+}
+
+pub struct JobSpec {
+    pub req: GenRequest,
+    pub meta: RespMeta,
+    pub rendered: String,
+    pub tokens: Vec<u32>,
+    pub tail: Option<LiveTail>,
+    /// The request's tool results have no replayed call: only the live
+    /// binding can serve it (§7.4); otherwise 409.
+    pub requires_live: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct ToolBinding {
+    pub ids: Vec<String>,
+    pub live_len: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct VisibleBinding {
+    pub text: String,
+    pub live_len: usize,
+}
+
+/// State the client threads read (parse-time validation) and the worker writes.
+#[derive(Debug, Default)]
+pub struct LiveBindings {
+    pub anthropic: Option<ToolBinding>,
+    pub thinking: Option<VisibleBinding>,
+}
+
+pub struct Shared {
+    pub live: Mutex<LiveBindings>,
+    pub toolmem: Mutex<ToolMemory>,
+    /// `--disable-exact-dsml-tool-replay` clears this.
+    pub replay: bool,
+    pub shutting_down: AtomicBool,
+}
+
+pub struct WorkerConfig {
+    pub default_max_tokens: usize,
+    pub trace: Option<Arc<Trace>>,
+}
+
+pub struct Worker<S: EngineSession> {
+    pub session: S,
+    pub codec: Arc<dyn TextCodec>,
+    pub shared: Arc<Shared>,
+    pub cfg: WorkerConfig,
+    jobs_run: u64,
+}
+
+/// How the prompt was matched against the live state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReuseSource {
+    AnthropicToolOutput,
+    MemoryToken,
+    ThinkingVisible,
+    MemoryText,
+    Miss,
+}
+
+/// Where the reply goes; sends SSE headers lazily.
+struct Sink {
+    stream: bool,
+    reply: Option<oneshot::Sender<Reply>>,
+    tx: Option<mpsc::UnboundedSender<String>>,
+    last_write: Instant,
+    failed: bool,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Sink {
+    fn started(&self) -> bool {
+        self.tx.is_some()
+    }
+    fn gone(&self) -> bool {
+        self.failed
+            || self.cancel.load(Ordering::Relaxed)
+            || self.tx.as_ref().is_some_and(|t| t.is_closed())
+            || self.reply.as_ref().is_some_and(|r| r.is_closed())
+    }
+    fn start_stream(&mut self) {
+        if self.tx.is_none() {
+            let (tx, rx) = mpsc::unbounded_channel();
+            if let Some(r) = self.reply.take() {
+                if r.send(Reply::Stream(rx)).is_err() {
+                    self.failed = true;
+                }
+            }
+            self.tx = Some(tx);
+            self.last_write = Instant::now();
+        }
+    }
+    fn send(&mut self, s: String) {
+        if s.is_empty() {
+            return;
+        }
+        if let Some(tx) = &self.tx {
+            if tx.send(s).is_err() {
+                self.failed = true;
+            }
+            self.last_write = Instant::now();
+        }
+    }
+    fn json(&mut self, status: u16, body: String) {
+        if let Some(r) = self.reply.take() {
+            let _ = r.send(Reply::Json(status, body));
+        }
+    }
+    /// An error: JSON before headers, SSE error event after.
+    fn error(&mut self, e: &ApiError, api: Api) {
+        if self.started() {
+            self.send(e.sse_event(api == Api::Messages));
+        } else {
+            let body = if api == Api::Messages && e.context.is_some() { e.anthropic_body() } else { e.openai_body() };
+            self.json(e.status, body);
+        }
+    }
+}
+
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+impl<S: EngineSession> Worker<S> {
+    pub fn new(session: S, codec: Arc<dyn TextCodec>, shared: Arc<Shared>, cfg: WorkerConfig) -> Self {
+        Worker { session, codec, shared, cfg, jobs_run: 0 }
+    }
+
+    /// Run jobs until the queue closes.
+    pub fn run(mut self, rx: std::sync::mpsc::Receiver<Job>) {
+        while let Ok(job) = rx.recv() {
+            self.run_job(job);
+        }
+        slog!("worker: queue drained, exiting");
+    }
+
+    /// Choose the reuse source (§7.1) and the effective prompt.
+    pub fn plan(&self, job: &JobSpec) -> Result<(ReuseSource, Vec<u32>, usize), ApiError> {
+        let live = self.session.tokens();
+        let live_len = live.len();
+        let bindings = self.shared.live.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(tail), Some(b)) = (&job.tail, &bindings.anthropic) {
+            let mut want = tail.ids.clone();
+            let mut have = b.ids.clone();
+            want.sort();
+            have.sort();
+            if want == have && b.live_len == live_len && live_len > 0 {
+                let mut eff = live.to_vec();
+                eff.extend(self.codec.encode_chat(&tail.text));
+                return Ok((ReuseSource::AnthropicToolOutput, eff, live_len));
+            }
+        }
+        if job.requires_live {
+            return Err(ApiError::conflict(
+                "Anthropic continuation state is not available; retry by replaying the full messages history",
+            ));
+        }
+        if live_len > 0 && common_prefix(live, &job.tokens) == live_len && job.tokens.len() >= live_len {
+            return Ok((ReuseSource::MemoryToken, job.tokens.clone(), live_len));
+        }
+        if let Some(b) = &bindings.thinking {
+            if b.live_len == live_len
+                && live_len > 0
+                && job.rendered.len() > b.text.len()
+                && job.rendered.starts_with(&b.text)
+                && matches!(job.req.api, Api::Chat | Api::Messages)
+            {
+                let mut eff = live.to_vec();
+                // [DECISION] §7.3: evaluate the EOS the visible text ends with.
+                if b.text.ends_with(EOS_STR) && live.last() != Some(&self.codec.eos()) {
+                    eff.push(self.codec.eos());
+                }
+                eff.extend(self.codec.encode_chat(&job.rendered[b.text.len()..]));
+                return Ok((ReuseSource::ThinkingVisible, eff, live_len));
+            }
+        }
+        if live_len > 0 {
+            let bytes = self.codec.decode(live);
+            let r = job.rendered.as_bytes();
+            if bytes.len() <= r.len() && r.starts_with(&bytes) && job.rendered.is_char_boundary(bytes.len()) {
+                let mut eff = live.to_vec();
+                eff.extend(self.codec.encode_chat(&job.rendered[bytes.len()..]));
+                return Ok((ReuseSource::MemoryText, eff, live_len));
+            }
+            slog!(
+                "live kv cache miss live={} prompt={} common={} reason=prefix-mismatch",
+                live_len,
+                job.tokens.len(),
+                common_prefix(live, &job.tokens)
+            );
+        }
+        Ok((ReuseSource::Miss, job.tokens.clone(), 0))
+    }
+
+    pub fn run_job(&mut self, job: Job) {
+        self.jobs_run += 1;
+        let t0 = Instant::now();
+        let Job { spec: job, reply, cancel } = job;
+        let api = job.req.api;
+        let mut sink = Sink {
+            stream: job.req.stream,
+            reply: Some(reply),
+            tx: None,
+            last_write: Instant::now(),
+            failed: false,
+            cancel,
+        };
+        if sink.gone() {
+            slog!("request {} abandoned before it ran (client gone)", job.meta.id());
+            return;
+        }
+        let (source, effective, cached) = match self.plan(&job) {
+            Ok(p) => p,
+            Err(e) => {
+                sink.error(&e, api);
+                return;
+            }
+        };
+        let ctx = self.session.ctx();
+        if effective.len() >= ctx {
+            let e = ApiError::context_length(api.context_param(), effective.len(), ctx);
+            sink.error(&e, api);
+            return;
+        }
+        if let Some(tr) = &self.cfg.trace {
+            tr.write(
+                &format!("{} prompt ({} tokens, reuse {:?}, cached {})", job.meta.id(), effective.len(), source, cached),
+                &job.rendered,
+            );
+        }
+        // Any successful sync clears bindings unless we continued from one.
+        {
+            let mut b = self.shared.live.lock().unwrap_or_else(|e| e.into_inner());
+            if source != ReuseSource::AnthropicToolOutput {
+                b.anthropic = None;
+            }
+            if source != ReuseSource::ThinkingVisible {
+                b.thinking = None;
+            }
+        }
+        // Prefill (only the suffix beyond the live state).
+        let stream = sink.stream;
+        let sync_res = {
+            let sink_ref = &mut sink;
+            let mut progress = |_done: usize, _total: usize| -> bool {
+                if stream {
+                    if !sink_ref.started() {
+                        sink_ref.start_stream();
+                    } else if sink_ref.last_write.elapsed() >= KEEPALIVE {
+                        sink_ref.send(": prefill\n\n".to_string());
+                    }
+                }
+                !sink_ref.gone()
+            };
+            self.session.sync(&effective, &mut progress)
+        };
+        let prefill_ms = t0.elapsed().as_millis();
+        match sync_res {
+            Ok(()) => {}
+            Err(SyncError::Cancelled) => {
+                slog!("request {} cancelled during prefill (client gone)", job.meta.id());
+                {
+                    let mut b = self.shared.live.lock().unwrap_or_else(|e| e.into_inner());
+                    b.anthropic = None;
+                    b.thinking = None;
+                }
+                return;
+            }
+            Err(SyncError::Failed(msg)) => {
+                slog!("prefill failed: {msg}");
+                self.session.invalidate();
+                sink.error(&ApiError::server(format!("prefill failed: {msg}")), api);
+                return;
+            }
+        }
+        let usage0 = Usage { prompt: effective.len(), cached, completion: 0 };
+        slog!(
+            "{} prompt={} cached={} reuse={:?} prefill={}ms",
+            job.meta.id(),
+            effective.len(),
+            cached,
+            source,
+            prefill_ms
+        );
+        self.generate(job, sink, usage0);
+    }
+
+    fn generate(&mut self, job: JobSpec, mut sink: Sink, usage0: Usage) {
+        let req = &job.req;
+        let api = req.api;
+        let ctx = self.session.ctx();
+        let prompt_len = self.session.tokens().len();
+        let free = ctx.saturating_sub(prompt_len);
+        let max_tokens = req.max_tokens.unwrap_or(self.cfg.default_max_tokens).min(free);
+        let thinking = req.mode.thinking();
+        let params = if thinking {
+            SamplerParams::thinking_fixed()
+        } else {
+            SamplerParams {
+                temperature: req.sampling.temperature,
+                top_k: req.sampling.top_k,
+                top_p: req.sampling.top_p,
+                min_p: req.sampling.min_p,
+            }
+        };
+        let seed = req.sampling.seed.unwrap_or_else(|| seed_from_time() ^ job.meta.n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut rng = Rng::new(seed);
+        let stops = StopMatcher::new(&req.stop);
+        let parse_chat = matches!(api, Api::Chat | Api::Messages | Api::Responses);
+        let mut splitter = if parse_chat { Splitter::new(thinking, req.tools_active) } else { Splitter::new(false, false) };
+        let mut fmt: Box<dyn StreamFmt> = stream_fmt(job.meta.clone());
+        let mut utf8 = Utf8Hold::default();
+        let mut raw: Vec<u8> = Vec::new();
+        let mut emitted = 0usize;
+        let mut tool_text = String::new();
+        let mut n_gen = 0usize;
+        let eos = self.codec.eos();
+        let mut finish = Finish::Length;
+        let mut eos_hit = false;
+        let mut pieces = Vec::new();
+        if sink.stream {
+            sink.start_stream();
+            let s = fmt.start(&usage0);
+            sink.send(s);
+        }
+        let t_gen = Instant::now();
+        while n_gen < max_tokens {
+            if sink.gone() {
+                finish = Finish::Error;
+                slog!("{} client gone, generation stopped after {} tokens", job.meta.id(), n_gen);
+                break;
+            }
+            let tok = sample(self.session.logits(), &params, &mut rng);
+            if tok == eos {
+                finish = Finish::Stop;
+                eos_hit = true;
+                break;
+            }
+            n_gen += 1;
+            let prev = raw.len();
+            raw.extend_from_slice(&self.codec.token_bytes(tok));
+            if let Err(e) = self.session.eval(tok) {
+                slog!("decode failed: {e}");
+                finish = Finish::Error;
+                break;
+            }
+            if let Some(p) = stops.find(&raw, prev) {
+                raw.truncate(p);
+                finish = Finish::Stop;
+                break;
+            }
+            let safe = raw.len() - stops.holdback().min(raw.len() - emitted);
+            if safe > emitted {
+                let text = utf8.push(&raw[emitted..safe]);
+                emitted = safe;
+                splitter.push(&text, &mut pieces);
+                for p in pieces.drain(..) {
+                    if let Piece::Tool(t) = &p {
+                        tool_text.push_str(t);
+                    }
+                    if sink.stream {
+                        let s = fmt.piece(&p);
+                        sink.send(s);
+                    }
+                }
+            }
+            // Tool block end with tools active ends the turn (§4.4).
+            if req.tools_active && splitter.in_tool_block() && tools::block_closed(&tool_text) {
+                finish = Finish::ToolCalls;
+                break;
+            }
+            if n_gen % 50 == 0 {
+                slog!("{} decode {} tokens {:.1} tok/s", job.meta.id(), n_gen, n_gen as f64 / t_gen.elapsed().as_secs_f64().max(1e-9));
+            }
+        }
+        // Flush held-back bytes.
+        if emitted < raw.len() {
+            let text = utf8.push(&raw[emitted..]);
+            splitter.push(&text, &mut pieces);
+        }
+        let tail = utf8.finish();
+        splitter.push(&tail, &mut pieces);
+        splitter.finish(&mut pieces);
+        for p in pieces.drain(..) {
+            if sink.stream {
+                let s = fmt.piece(&p);
+                sink.send(s);
+            }
+        }
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let mut result = self.finish_output(&job, text, finish, Usage { completion: n_gen, ..usage0 });
+        if req.tools_active && finish == Finish::Length && splitter.in_tool_block() && result.calls.is_empty() {
+            result.finish = Finish::Error; // unterminated tool call (§4.2)
+        }
+        if let Some(tr) = &self.cfg.trace {
+            tr.write(
+                &format!("{} output ({} tokens, finish {})", job.meta.id(), n_gen, result.finish.openai()),
+                &result.text,
+            );
+        }
+        self.update_bindings(&job, &result, &splitter, eos_hit);
+        if sink.stream {
+            let s = fmt.end(&result);
+            sink.send(s);
+        } else {
+            sink.json(200, final_body(&job.meta, &result));
+        }
+        slog!(
+            "{} done: {} tokens finish={} {:.1} tok/s",
+            job.meta.id(),
+            n_gen,
+            result.finish.openai(),
+            n_gen as f64 / t_gen.elapsed().as_secs_f64().max(1e-9)
+        );
+    }
+
+    /// Parse the output (§4), assign ids, remember DSML (§6.3).
+    fn finish_output(&self, job: &JobSpec, text: String, finish: Finish, usage: Usage) -> GenResult {
+        let req = &job.req;
+        if req.api == Api::Completions {
+            return GenResult { reasoning: String::new(), content: text.clone(), text, calls: vec![], finish, usage };
+        }
+        let thinking = req.mode.thinking();
+        let (reasoning, after) = split_reasoning(&text, thinking);
+        let mut result = GenResult { text: text.clone(), reasoning, content: after.clone(), calls: vec![], finish, usage };
+        let Some((start, _form)) = find_tool_start(&after) else { return result };
+        match tools::parse_block(&after[start..]) {
+            Ok((calls, raw_len)) => {
+                let raw_block = &after[start..start + raw_len];
+                result.content = after[..start].trim_end_matches([' ', '\t', '\n', '\r']).to_string();
+                let prefix = if api_is_anthropic(req.api) { "toolu_" } else { "call_" };
+                let mut mem = self.shared.toolmem.lock().unwrap_or_else(|e| e.into_inner());
+                let mut ids: Vec<String> = Vec::new();
+                for c in calls {
+                    let mut id;
+                    loop {
+                        id = format!("{prefix}{}", crate::ids::random_hex(16));
+                        if !ids.contains(&id) && !mem.contains(&id) {
+                            break;
+                        }
+                    }
+                    ids.push(id.clone());
+                    result.calls.push(OutCall { id, name: c.name, arguments: c.arguments });
+                }
+                if self.shared.replay {
+                    mem.remember(&ids, raw_block, false);
+                }
+                if !result.calls.is_empty() {
+                    result.finish = Finish::ToolCalls;
+                }
+            }
+            Err(e) => {
+                slog!("invalid tool call returned as assistant text: {e}");
+                result.reasoning.clear();
+                result.content = text;
+                if result.finish == Finish::ToolCalls {
+                    result.finish = Finish::Stop;
+                }
+            }
+        }
+        result
+    }
+
+    fn update_bindings(&self, job: &JobSpec, r: &GenResult, splitter: &Splitter, eos_hit: bool) {
+        let req = &job.req;
+        let live_len = self.session.tokens().len();
+        let mut b = self.shared.live.lock().unwrap_or_else(|e| e.into_inner());
+        b.anthropic = None;
+        b.thinking = None;
+        if req.api == Api::Messages && !r.calls.is_empty() {
+            b.anthropic = Some(ToolBinding { ids: r.calls.iter().map(|c| c.id.clone()).collect(), live_len });
+        }
+        // §7.3 thinking-visible.
+        let tool_history = req.messages.iter().any(|m| !m.tool_calls.is_empty() || m.role == crate::request::Role::Tool || !m.tool_result_ids.is_empty());
+        if matches!(req.api, Api::Chat | Api::Messages)
+            && req.mode.thinking()
+            && !req.tools_active
+            && !tool_history
+            && r.finish == Finish::Stop
+            && eos_hit
+            && r.calls.is_empty()
+            && splitter.saw_think_close()
+            && !splitter.in_reasoning()
+        {
+            if let Some(base) = job.rendered.strip_suffix("<think>") {
+                let text = format!("{base}</think>{}{EOS_STR}", r.content);
+                b.thinking = Some(VisibleBinding { text, live_len });
+            }
+        }
+    }
+}
+
+fn api_is_anthropic(api: Api) -> bool {
+    api == Api::Messages
+}
