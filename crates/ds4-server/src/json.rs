@@ -264,9 +264,11 @@ impl Value {
     pub fn raw<'a>(&self, src: &'a str) -> &'a str {
         &src[self.span.clone()]
     }
+    /// Member lookup; with duplicate keys the last one wins (as in most
+    /// JSON libraries clients use).
     pub fn get(&self, key: &str) -> Option<&Value> {
         match &self.kind {
-            Kind::Obj(m) => m.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            Kind::Obj(m) => m.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
         }
     }

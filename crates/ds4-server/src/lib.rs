@@ -18,6 +18,7 @@ pub mod json;
 pub mod log;
 pub mod output;
 pub mod request;
+pub mod server;
 pub mod stops;
 pub mod toolmem;
 pub mod tools;

@@ -257,6 +257,10 @@ impl<S: EngineSession> Worker<S> {
             slog!("request {} abandoned before it ran (client gone)", job.meta.id());
             return;
         }
+        if self.shared.shutting_down.load(Ordering::Relaxed) {
+            sink.error(&ApiError::unavailable(), api);
+            return;
+        }
         let (source, effective, cached) = match self.plan(&job) {
             Ok(p) => p,
             Err(e) => {
@@ -375,7 +379,12 @@ impl<S: EngineSession> Worker<S> {
         while n_gen < max_tokens {
             if sink.gone() {
                 finish = Finish::Error;
-                slog!("{} client gone, generation stopped after {} tokens", job.meta.id(), n_gen);
+                slog!("{} client stream write failed, generation stopped after {} tokens", job.meta.id(), n_gen);
+                break;
+            }
+            if self.shared.shutting_down.load(Ordering::Relaxed) {
+                finish = Finish::Error;
+                slog!("{} shutdown requested, generation stopped after {} tokens", job.meta.id(), n_gen);
                 break;
             }
             let tok = sample(self.session.logits(), &params, &mut rng);
