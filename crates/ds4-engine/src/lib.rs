@@ -12,12 +12,17 @@
 //! Further modules (forward pass, session, backend trait) are added as they land; see the
 //! module docs.
 
+pub mod backend;
+pub mod cpu;
 pub mod hparams;
 pub mod layout;
 pub mod model;
 pub mod ops;
-pub mod sampling;
+pub mod state;
 
+pub use backend::{Backend, EngineError, Options};
+pub use cpu::CpuBackend;
 pub use hparams::{Hparams, HparamsError};
 pub use layout::{LayoutError, Mismatch, TensorKind, TensorSpec, Variant};
 pub use model::{Mat, Model, ModelError};
+pub use state::KvState;

@@ -106,3 +106,136 @@ pub fn write_gguf(meta: &[(String, MetaValue)], tensors: &[(String, Vec<u64>, Gg
 pub fn tensor_list(g: &Gguf) -> Vec<(String, Vec<u64>, GgmlType)> {
     g.tensors.iter().map(|t: &TensorInfo| (t.name.clone(), t.dims.clone(), t.ty)).collect()
 }
+
+/// Expected logits of one run: either full rows or (real-vocabulary model) the stored views.
+pub enum Expected {
+    Full { rows: usize, vocab: usize, logits: Vec<f32> },
+    Views {
+        rows: usize,
+        top_ids: Vec<i32>,
+        top_logits: Vec<f32>,
+        subset_ids: Vec<i32>,
+        subset_logits: Vec<f32>,
+        lse: Vec<f32>,
+        last: Option<Vec<f32>>,
+    },
+}
+
+impl Expected {
+    pub fn load(model: &str, entry: &serde_json::Value) -> Expected {
+        let f = |v: &serde_json::Value| fixtures().join(v["file"].as_str().unwrap());
+        if entry.get("file").is_some() {
+            let shape = &entry["shape"];
+            return Expected::Full {
+                rows: shape[0].as_u64().unwrap() as usize,
+                vocab: shape[1].as_u64().unwrap() as usize,
+                logits: read_f32(&f(entry)),
+            };
+        }
+        Expected::Views {
+            rows: entry["top32_ids"]["shape"][0].as_u64().unwrap() as usize,
+            top_ids: read_i32(&f(&entry["top32_ids"])),
+            top_logits: read_f32(&f(&entry["top32_logits"])),
+            subset_ids: read_i32(&fixtures().join(model).join("vocab_subset.i32.bin")),
+            subset_logits: read_f32(&f(&entry["subset_logits"])),
+            lse: read_f32(&f(&entry["logsumexp"])),
+            last: entry.get("last_position_full_logits").map(|v| read_f32(&f(v))),
+        }
+    }
+    pub fn rows(&self) -> usize {
+        match self {
+            Expected::Full { rows, .. } | Expected::Views { rows, .. } => *rows,
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    pub max: f64,
+    pub max_row: usize,
+    pub max_col: usize,
+    pub sum: f64,
+    pub count: usize,
+    pub argmax_mismatch: Vec<usize>,
+}
+
+impl Stats {
+    pub fn mean(&self) -> f64 {
+        self.sum / self.count.max(1) as f64
+    }
+    fn add(&mut self, row: usize, col: usize, got: f32, want: f32) {
+        let d = (got as f64 - want as f64).abs();
+        if d > self.max || d.is_nan() {
+            self.max = if d.is_nan() { f64::INFINITY } else { d };
+            self.max_row = row;
+            self.max_col = col;
+        }
+        self.sum += d;
+        self.count += 1;
+    }
+}
+
+pub fn argmax(v: &[f32]) -> usize {
+    let mut b = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if x > v[b] {
+            b = i;
+        }
+    }
+    b
+}
+
+/// Compare rows `[0, rows)` of `got` (token-major, `vocab` wide) with the expectation; only
+/// the first `limit` rows count.
+pub fn compare(got: &[f32], vocab: usize, exp: &Expected, limit: usize) -> Stats {
+    let mut st = Stats::default();
+    let rows = exp.rows().min(limit);
+    assert!(got.len() >= rows * vocab, "got {} values for {rows} rows", got.len());
+    for r in 0..rows {
+        let g = &got[r * vocab..(r + 1) * vocab];
+        match exp {
+            Expected::Full { vocab: v, logits, .. } => {
+                assert_eq!(*v, vocab);
+                let w = &logits[r * vocab..(r + 1) * vocab];
+                for c in 0..vocab {
+                    st.add(r, c, g[c], w[c]);
+                }
+                if argmax(g) != argmax(w) {
+                    st.argmax_mismatch.push(r);
+                }
+            }
+            Expected::Views { top_ids, top_logits, subset_ids, subset_logits, lse, last, rows: nrows } => {
+                for j in 0..32 {
+                    let id = top_ids[r * 32 + j] as usize;
+                    st.add(r, id, g[id], top_logits[r * 32 + j]);
+                }
+                for (j, &id) in subset_ids.iter().enumerate() {
+                    st.add(r, id as usize, g[id as usize], subset_logits[r * subset_ids.len() + j]);
+                }
+                let m = g.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x)) as f64;
+                let l = m + g.iter().map(|&x| (x as f64 - m).exp()).sum::<f64>().ln();
+                st.add(r, usize::MAX, l as f32, lse[r]);
+                if argmax(g) != top_ids[r * 32] as usize {
+                    st.argmax_mismatch.push(r);
+                }
+                if r + 1 == *nrows {
+                    if let Some(last) = last {
+                        for c in 0..vocab {
+                            st.add(r, c, g[c], last[c]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    st
+}
+
+/// Tokens of a fixture sequence.
+pub fn tokens(seq: &serde_json::Value) -> Vec<u32> {
+    read_i32(&fixtures().join(seq["tokens"]["file"].as_str().unwrap())).iter().map(|&t| t as u32).collect()
+}
+
+pub fn model_entry<'a>(man: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    man["models"].as_array().unwrap().iter().find(|m| m["name"] == name).unwrap()
+}

@@ -1,0 +1,59 @@
+//! The backend interface: one object per session that owns the model state and runs the
+//! forward pass for a batch of consecutive tokens. The CPU reference ([`crate::cpu`]) and the
+//! CUDA backend (`crate::cuda`) implement it; [`crate::Session`] drives either.
+//!
+//! Contract for implementers:
+//! * `forward(tokens, all)` processes `tokens` at positions `pos()..pos()+n` (any `n ≥ 1`; the
+//!   session chunks long prompts) and advances `pos()`; it returns the logits of the last token
+//!   (`vocab` floats) or, when `all`, of every token (`n × vocab`, token-major). Results must not
+//!   depend on how a sequence is split into calls (beyond floating-point tolerance for GPU
+//!   paths).
+//! * `export_state` / `import_state` convert to and from the canonical CPU state
+//!   ([`KvState`], f32) used for snapshots and payload files; `import_state` replaces the whole
+//!   state (including `pos`).
+
+use crate::model::Model;
+use crate::state::KvState;
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("token id {0} is outside the vocabulary (0..{1})")]
+    BadToken(u32, usize),
+    #[error("context full: {need} tokens exceed the context size {ctx}")]
+    ContextFull { need: usize, ctx: usize },
+    #[error("cancelled")]
+    Cancelled,
+    #[error("session payload: {0}")]
+    Payload(String),
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("backend: {0}")]
+    Backend(String),
+}
+
+/// Numerics options shared by all backends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The model's quantization-aware rounding steps (FP8 KV round trip, indexer
+    /// Hadamard + FP4). On by default; `--no-qat` turns them off for tight comparisons.
+    pub qat: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { qat: true }
+    }
+}
+
+pub trait Backend: Send {
+    fn name(&self) -> &str;
+    fn model(&self) -> &Arc<Model>;
+    /// Number of tokens processed (position of the next token).
+    fn pos(&self) -> usize;
+    fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>, EngineError>;
+    /// Back to the empty state.
+    fn reset(&mut self);
+    fn export_state(&self) -> KvState;
+    fn import_state(&mut self, state: &KvState) -> Result<(), EngineError>;
+}

@@ -1,0 +1,647 @@
+//! CPU reference forward pass (MODEL.md §2): float32 activations, float32 KV, weights used
+//! through `ds4_gguf::quant` (never dequantized wholesale).
+//!
+//! The pass is layer-major over a batch of consecutive tokens (§2.8) and reads top to bottom
+//! like the model: embed → per layer (hc_pre, attention with compressor / indexer, hc_post,
+//! hc_pre, MoE, hc_post) → output head. Work that is independent per token (projections) runs
+//! as batched matmuls whose rows are bit-identical to single-token matvecs; state updates
+//! (compressor frontiers, emissions) run in position order; attention and indexer scoring run
+//! in parallel per (token, head) / token with per-query visibility. Every reduction has a
+//! fixed order, so results do not depend on the batch split or the thread count: prefill,
+//! chunked prefill and decode produce the same bits.
+
+use crate::backend::{Backend, EngineError, Options};
+use crate::hparams::Hparams;
+use crate::model::{CompressorWeights, HcWeights, LayerWeights, Mat, Model};
+use crate::ops::{self, HcMix, Rope};
+use crate::state::{Frontier, KvState, LayerState};
+use ds4_gguf::quant;
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// Per-layer, per-position decisions recorded during a forward pass (tests, diagnostics).
+#[derive(Clone, Debug, Default)]
+pub struct LayerTrace {
+    /// `n_expert_used` expert ids per position, ascending.
+    pub experts: Vec<u32>,
+    /// Final routing weights in the order of `experts`.
+    pub weights: Vec<f32>,
+    /// Ratio-4 layers: `idx_top_k` visible compressed rows per position, ascending, -1 padded.
+    pub indexer: Vec<i32>,
+    /// Hyper-connection streams after the layer, `n_hc × n_embd` per position (when enabled).
+    pub hc_state: Vec<f32>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    pub record_hc_state: bool,
+    pub layers: Vec<LayerTrace>,
+}
+
+/// `y = W·x` for `n` token rows through the shared kernels (rows of `y` bit-identical to matvec).
+fn mm(data: &[u8], w: &Mat, e: usize, x: &[f32], n: usize) -> Vec<f32> {
+    let mut y = vec![0f32; n * w.rows];
+    quant::matmul(w.ty, w.bytes(data, e), w.rows, w.cols, x, n, &mut y);
+    y
+}
+
+/// Rows `[r0, r1)` of matrix `w` applied to `n` token rows.
+fn mm_rows(data: &[u8], w: &Mat, r0: usize, r1: usize, x: &[f32], n: usize) -> Vec<f32> {
+    let mut y = vec![0f32; n * (r1 - r0)];
+    quant::matmul(w.ty, w.rows_bytes(data, 0, r0, r1), r1 - r0, w.cols, x, n, &mut y);
+    y
+}
+
+/// The CPU reference backend: owns one session's [`KvState`].
+pub struct CpuBackend {
+    model: Arc<Model>,
+    opts: Options,
+    state: KvState,
+    rope_main: Rope,
+    rope_comp: Rope,
+    /// When set, decisions of the following forward calls are appended here.
+    pub trace: Option<Trace>,
+}
+
+impl CpuBackend {
+    pub fn new(model: Arc<Model>, opts: Options) -> CpuBackend {
+        let hp = &model.hp;
+        let rope_main = Rope::plain(hp.rope_freq_base, hp.rope_dim);
+        let rope_comp = Rope::yarn(
+            hp.compress_rope_freq_base,
+            hp.rope_dim,
+            hp.rope_scaling_factor,
+            hp.rope_orig_ctx,
+            hp.yarn_beta_fast,
+            hp.yarn_beta_slow,
+        );
+        let state = KvState::new(hp);
+        CpuBackend { model, opts, state, rope_main, rope_comp, trace: None }
+    }
+
+    pub fn state(&self) -> &KvState {
+        &self.state
+    }
+
+    fn rope(&self, layer: usize) -> &Rope {
+        if self.model.hp.ratio(layer) == 0 {
+            &self.rope_main
+        } else {
+            &self.rope_comp
+        }
+    }
+
+    /// Run `tokens` at positions `pos..pos+n`; returns logits for the last token, or for every
+    /// token when `all_logits` (token-major `n × vocab`).
+    pub fn forward_tokens(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>, EngineError> {
+        let model = self.model.clone();
+        let hp = &model.hp;
+        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= hp.n_vocab) {
+            return Err(EngineError::BadToken(t, hp.n_vocab));
+        }
+        let n = tokens.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        if let Some(tr) = &mut self.trace {
+            tr.layers.resize_with(hp.n_layer, Default::default);
+        }
+        // ---- embedding → n_hc identical streams
+        let mut s = self.embed(tokens);
+        for (l, lw) in model.layers.iter().enumerate() {
+            self.attention_sublayer(lw, &mut s, n);
+            self.ffn_sublayer(lw, &mut s, tokens);
+            if let Some(tr) = &mut self.trace {
+                if tr.record_hc_state {
+                    tr.layers[l].hc_state.extend_from_slice(&s);
+                }
+            }
+        }
+        self.state.pos += n;
+        // ---- output head
+        let rows: Vec<usize> = if all_logits { (0..n).collect() } else { vec![n - 1] };
+        Ok(self.output_head(&s, &rows))
+    }
+
+    fn embed(&self, tokens: &[u32]) -> Vec<f32> {
+        let (m, hp) = (&*self.model, &self.model.hp);
+        let d = hp.n_embd;
+        let w = &m.token_embd;
+        let mut s = vec![0f32; tokens.len() * hp.n_hc * d];
+        let mut e = vec![0f32; d];
+        for (t, &tok) in tokens.iter().enumerate() {
+            let tok = tok as usize;
+            // Checked at bind time (dims) and in forward_tokens (id range): cannot fail.
+            quant::dequantize(w.ty, w.rows_bytes(m.data(), 0, tok, tok + 1), &mut e).expect("embedding row");
+            for st in s[t * hp.n_hc * d..(t + 1) * hp.n_hc * d].chunks_mut(d) {
+                st.copy_from_slice(&e);
+            }
+        }
+        s
+    }
+
+    /// `hc_pre` for every token: returns the collapsed inputs (n × n_embd) and the mixes.
+    fn hc_pre(&self, hc: &HcWeights, s: &[f32], n: usize) -> (Vec<f32>, Vec<HcMix>) {
+        let hp = &self.model.hp;
+        let (d, nh) = (hp.n_embd, hp.n_hc);
+        let mut flat = s.to_vec();
+        for f in flat.chunks_mut(nh * d) {
+            ops::rmsnorm_inplace(f, hp.rms_eps);
+        }
+        let mix = mm(self.model.data(), &hc.fn_, 0, &flat, n);
+        let mut x = vec![0f32; n * d];
+        let mut mixes = Vec::with_capacity(n);
+        for t in 0..n {
+            let mut hm = HcMix::default();
+            let pre = ops::hc_split(&mix[t * hc.fn_.rows..(t + 1) * hc.fn_.rows], &hc.scale, &hc.base, nh, hp.sinkhorn_iters, hp.hc_eps, &mut hm);
+            ops::hc_collapse(&s[t * nh * d..(t + 1) * nh * d], &pre, &mut x[t * d..(t + 1) * d]);
+            mixes.push(hm);
+        }
+        (x, mixes)
+    }
+
+    fn hc_post_all(&self, s: &mut [f32], y: &[f32], mixes: &[HcMix]) {
+        let hp = &self.model.hp;
+        let (d, nh) = (hp.n_embd, hp.n_hc);
+        s.par_chunks_mut(nh * d).zip(y.par_chunks(d)).zip(mixes.par_iter()).for_each(|((st, y), mx)| {
+            let old = st.to_vec();
+            ops::hc_post(&old, y, mx, st);
+        });
+    }
+
+    fn norm_rows(x: &[f32], w: &[f32], eps: f32) -> Vec<f32> {
+        let d = w.len();
+        let mut y = vec![0f32; x.len()];
+        for (xr, yr) in x.chunks(d).zip(y.chunks_mut(d)) {
+            ops::rmsnorm_w(xr, w, eps, yr);
+        }
+        y
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Attention sublayer (MODEL.md §2.5)
+    // ------------------------------------------------------------------------------------
+    fn attention_sublayer(&mut self, lw: &LayerWeights, s: &mut [f32], n: usize) {
+        let model = self.model.clone();
+        let (hp, data) = (&model.hp, model.data());
+        let l = lw.index;
+        let p0 = self.state.pos;
+        let (hd, nh, rd) = (hp.head_dim, hp.n_head, hp.rope_dim);
+        let eps = hp.rms_eps;
+
+        let (a, mixes) = self.hc_pre(&lw.hc_attn, s, n);
+        let xn = Self::norm_rows(&a, &lw.attn_norm, eps);
+
+        // Query path: low rank, norm, per-head unweighted norm, RoPE on the tail.
+        let qa = mm(data, &lw.q_a, 0, &xn, n);
+        let qr = Self::norm_rows(&qa, &lw.q_a_norm, eps);
+        let mut q = mm(data, &lw.q_b, 0, &qr, n);
+        let rope = self.rope(l).clone();
+        q.par_chunks_mut(nh * hd).enumerate().for_each(|(t, qt)| {
+            let mut cs = Vec::new();
+            rope.cos_sin(p0 + t, &mut cs);
+            for qh in qt.chunks_mut(hd) {
+                ops::rmsnorm_inplace(qh, eps);
+                ops::rope_tail(qh, &cs, false);
+            }
+        });
+
+        // KV path: projection, norm, RoPE tail, FP8 round trip of the non-rotary dims.
+        let kvp = mm(data, &lw.kv, 0, &xn, n);
+        let mut kv = Self::norm_rows(&kvp, &lw.kv_norm, eps);
+        let mut cs = Vec::new();
+        for (t, row) in kv.chunks_mut(hd).enumerate() {
+            rope.cos_sin(p0 + t, &mut cs);
+            ops::rope_tail(row, &cs, false);
+            if self.opts.qat {
+                ops::fp8_roundtrip(row, hd - rd);
+            }
+        }
+
+        // Compressors (emit rows in position order), then the indexer's per-query selection.
+        let qat = self.opts.qat;
+        let rope_comp = self.rope_comp.clone();
+        let ls = &mut self.state.layers[l];
+        if let (Some(cw), Some(front)) = (&lw.comp, ls.comp_front.as_mut()) {
+            compressor(data, hp, cw, &xn, n, p0, lw.ratio, hd, front, &mut ls.comp, &rope_comp, |row| {
+                if qat {
+                    ops::fp8_roundtrip(row, hd - rd);
+                }
+            });
+        }
+        let mut selection: Vec<Option<Vec<u32>>> = vec![None; n];
+        if let (Some(iw), Some(front)) = (&lw.indexer, ls.idx_front.as_mut()) {
+            let dih = hp.idx_head_dim;
+            compressor(data, hp, &iw.comp, &xn, n, p0, 4, dih, front, &mut ls.idx, &rope_comp, |row| {
+                if qat {
+                    ops::indexer_qat(row);
+                }
+            });
+            selection = indexer_select(data, hp, iw, &qr, &xn, n, p0, &ls.idx, &rope_comp, qat);
+        }
+        if let Some(tr) = &mut self.trace {
+            if lw.ratio == 4 {
+                let tk = hp.idx_top_k;
+                for (t, sel) in selection.iter().enumerate() {
+                    let nvis = (p0 + t + 1) / 4;
+                    let mut row = vec![-1i32; tk];
+                    match sel {
+                        Some(v) => v.iter().enumerate().for_each(|(i, &c)| row[i] = c as i32),
+                        None => (0..nvis.min(tk)).for_each(|c| row[c] = c as i32),
+                    }
+                    tr.layers[l].indexer.extend(row);
+                }
+            }
+        }
+
+        // Attention with sink over the raw window and the visible compressed rows.
+        let ls = &self.state.layers[l];
+        let raw_cap = self.state.raw_cap;
+        let w = hp.sliding_window;
+        let scale = 1.0 / (hd as f32).sqrt();
+        let mut o = vec![0f32; n * nh * hd];
+        let ratio = lw.ratio;
+        o.par_chunks_mut(hd).enumerate().for_each(|(i, oh)| {
+            let (t, h) = (i / nh, i % nh);
+            let p = p0 + t;
+            let qh = &q[(t * nh + h) * hd..(t * nh + h + 1) * hd];
+            let raw_row = |pos: usize| -> &[f32] {
+                if pos >= p0 {
+                    &kv[(pos - p0) * hd..(pos - p0 + 1) * hd]
+                } else {
+                    let sl = pos % raw_cap;
+                    &ls.raw[sl * hd..(sl + 1) * hd]
+                }
+            };
+            let first = (p + 1).saturating_sub(w);
+            let comp_rows: Vec<usize> = match (ratio, &selection[t]) {
+                (0, _) => Vec::new(),
+                (_, Some(sel)) => sel.iter().map(|&c| c as usize).collect(),
+                (r, None) => (0..(p + 1) / r).collect(),
+            };
+            let comp_row = |c: usize| &ls.comp[c * hd..(c + 1) * hd];
+            let mut sc = Vec::with_capacity(p + 1 - first + comp_rows.len());
+            for pos in first..=p {
+                sc.push(ops::dot(qh, raw_row(pos)) * scale);
+            }
+            for &c in &comp_rows {
+                sc.push(ops::dot(qh, comp_row(c)) * scale);
+            }
+            let sink = lw.sinks[h];
+            let m = sc.iter().fold(sink, |m, &v| m.max(v));
+            let mut den = (sink - m).exp();
+            oh.fill(0.0);
+            for (j, v) in sc.iter_mut().enumerate() {
+                let e = (*v - m).exp();
+                den += e;
+                let row = if j < p + 1 - first { raw_row(first + j) } else { comp_row(comp_rows[j - (p + 1 - first)]) };
+                ops::axpy(e, row, oh);
+            }
+            let inv = 1.0 / den;
+            for v in oh.iter_mut() {
+                *v *= inv;
+            }
+        });
+        // Inverse RoPE of every head output's tail.
+        o.par_chunks_mut(nh * hd).enumerate().for_each(|(t, ot)| {
+            let mut cs = Vec::new();
+            rope.cos_sin(p0 + t, &mut cs);
+            for oh in ot.chunks_mut(hd) {
+                ops::rope_tail(oh, &cs, true);
+            }
+        });
+
+        // Raw ring update (after attention: earlier rows of this chunk were read from `kv`).
+        let ls = &mut self.state.layers[l];
+        for t in n.saturating_sub(raw_cap)..n {
+            let sl = (p0 + t) % raw_cap;
+            ls.raw[sl * hd..(sl + 1) * hd].copy_from_slice(&kv[t * hd..(t + 1) * hd]);
+        }
+
+        // Grouped output projection: group g's heads through rows [g·o_lora, (g+1)·o_lora) of
+        // attn_output_a, then attn_output_b.
+        let (g_n, ol) = (hp.o_groups, hp.o_lora_rank);
+        let gdim = hd * hp.heads_per_group();
+        let mut low = vec![0f32; n * g_n * ol];
+        let mut xg = vec![0f32; n * gdim];
+        for g in 0..g_n {
+            for t in 0..n {
+                xg[t * gdim..(t + 1) * gdim].copy_from_slice(&o[t * nh * hd + g * gdim..t * nh * hd + (g + 1) * gdim]);
+            }
+            let yg = mm_rows(data, &lw.out_a, g * ol, (g + 1) * ol, &xg, n);
+            for t in 0..n {
+                low[t * g_n * ol + g * ol..t * g_n * ol + (g + 1) * ol].copy_from_slice(&yg[t * ol..(t + 1) * ol]);
+            }
+        }
+        let y = mm(data, &lw.out_b, 0, &low, n);
+        self.hc_post_all(s, &y, &mixes);
+    }
+
+    // ------------------------------------------------------------------------------------
+    // FFN (MoE) sublayer (MODEL.md §2.6)
+    // ------------------------------------------------------------------------------------
+    fn ffn_sublayer(&mut self, lw: &LayerWeights, s: &mut [f32], tokens: &[u32]) {
+        let model = self.model.clone();
+        let (hp, data) = (&model.hp, model.data());
+        let n = tokens.len();
+        let d = hp.n_embd;
+        let (k, ne) = (hp.n_expert_used, hp.n_expert);
+        let (a, mixes) = self.hc_pre(&lw.hc_ffn, s, n);
+        let xn = Self::norm_rows(&a, &lw.ffn_norm, hp.rms_eps);
+
+        // Router: sqrt(softplus(logit)); hash table or biased top-k; normalized weights.
+        let logits = mm(data, &lw.gate_inp, 0, &xn, n);
+        let mut sel = vec![0u32; n * k];
+        let mut wts = vec![0f32; n * k];
+        for t in 0..n {
+            let probs: Vec<f32> = logits[t * ne..(t + 1) * ne].iter().map(|&x| ops::softplus(x).sqrt()).collect();
+            let st = &mut sel[t * k..(t + 1) * k];
+            if let Some(tab) = &lw.tid2eid {
+                let tok = tokens[t] as usize;
+                st.copy_from_slice(&tab[tok * k..(tok + 1) * k]);
+            } else {
+                let biased: Vec<f32> = match &lw.exp_probs_b {
+                    Some(b) => probs.iter().zip(b).map(|(p, b)| p + b).collect(),
+                    None => probs.clone(),
+                };
+                let mut idx: Vec<u32> = (0..ne as u32).collect();
+                // Descending score, ties toward the smaller id (total order on floats).
+                idx.sort_by(|&x, &y| biased[y as usize].total_cmp(&biased[x as usize]).then(x.cmp(&y)));
+                st.copy_from_slice(&idx[..k]);
+            }
+            let sum: f32 = st.iter().map(|&e| probs[e as usize]).sum();
+            for i in 0..k {
+                let p = probs[st[i] as usize];
+                wts[t * k + i] = if hp.expert_weights_norm { p / sum } else { p } * hp.expert_weights_scale;
+            }
+        }
+        if let Some(tr) = &mut self.trace {
+            let lt = &mut tr.layers[lw.index];
+            for t in 0..n {
+                let mut pairs: Vec<(u32, f32)> = (0..k).map(|i| (sel[t * k + i], wts[t * k + i])).collect();
+                pairs.sort_by_key(|p| p.0);
+                lt.experts.extend(pairs.iter().map(|p| p.0));
+                lt.weights.extend(pairs.iter().map(|p| p.1));
+            }
+        }
+
+        // Routed experts, grouped by expert (ascending id); each token accumulates its experts'
+        // outputs in ascending-id order, which depends only on its own selection.
+        let ff = hp.expert_ff;
+        let mut out = vec![0f32; n * d];
+        for e in 0..ne {
+            let users: Vec<(usize, f32)> =
+                (0..n * k).filter(|&j| sel[j] as usize == e).map(|j| (j / k, wts[j])).collect();
+            if users.is_empty() {
+                continue;
+            }
+            let m = users.len();
+            let mut xe = vec![0f32; m * d];
+            for (i, &(t, _)) in users.iter().enumerate() {
+                xe[i * d..(i + 1) * d].copy_from_slice(&xn[t * d..(t + 1) * d]);
+            }
+            let g = mm(data, &lw.gate_exps, e, &xe, m);
+            let u = mm(data, &lw.up_exps, e, &xe, m);
+            let mut mid = vec![0f32; m * ff];
+            for (i, &(_, w)) in users.iter().enumerate() {
+                swiglu(&g[i * ff..(i + 1) * ff], &u[i * ff..(i + 1) * ff], lw.clamp, w, &mut mid[i * ff..(i + 1) * ff]);
+            }
+            let y = mm(data, &lw.down_exps, e, &mid, m);
+            for (i, &(t, _)) in users.iter().enumerate() {
+                for (o, &v) in out[t * d..(t + 1) * d].iter_mut().zip(&y[i * d..(i + 1) * d]) {
+                    *o += v;
+                }
+            }
+        }
+        // Shared expert (same clamp), then ffn_out = routed + shared.
+        let gs = mm(data, &lw.gate_sh, 0, &xn, n);
+        let us = mm(data, &lw.up_sh, 0, &xn, n);
+        let mut ms = vec![0f32; n * ff];
+        for t in 0..n {
+            swiglu(&gs[t * ff..(t + 1) * ff], &us[t * ff..(t + 1) * ff], lw.clamp_sh, 1.0, &mut ms[t * ff..(t + 1) * ff]);
+        }
+        let ys = mm(data, &lw.down_sh, 0, &ms, n);
+        for (o, &v) in out.iter_mut().zip(&ys) {
+            *o += v;
+        }
+        self.hc_post_all(s, &out, &mixes);
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Output head (MODEL.md §2.7)
+    // ------------------------------------------------------------------------------------
+    fn output_head(&self, s: &[f32], rows: &[usize]) -> Vec<f32> {
+        let m = &*self.model;
+        let hp = &m.hp;
+        let (d, nh) = (hp.n_embd, hp.n_hc);
+        let r = rows.len();
+        let mut flat = Vec::with_capacity(r * nh * d);
+        for &t in rows {
+            flat.extend_from_slice(&s[t * nh * d..(t + 1) * nh * d]);
+        }
+        let orig = flat.clone();
+        for f in flat.chunks_mut(nh * d) {
+            ops::rmsnorm_inplace(f, hp.rms_eps);
+        }
+        let mix = mm(m.data(), &m.output_hc.fn_, 0, &flat, r);
+        let mut yn = vec![0f32; r * d];
+        let mut y = vec![0f32; d];
+        for i in 0..r {
+            let pre: Vec<f32> = (0..nh)
+                .map(|j| ops::sigmoid(mix[i * nh + j] * m.output_hc.scale[0] + m.output_hc.base[j]) + hp.hc_eps)
+                .collect();
+            ops::hc_collapse(&orig[i * nh * d..(i + 1) * nh * d], &pre, &mut y);
+            ops::rmsnorm_w(&y, &m.output_norm, hp.rms_eps, &mut yn[i * d..(i + 1) * d]);
+        }
+        mm(m.data(), &m.output, 0, &yn, r)
+    }
+}
+
+/// `mid = silu(min(g, c)) · clamp(u, −c, c) · w`.
+fn swiglu(g: &[f32], u: &[f32], c: f32, w: f32, mid: &mut [f32]) {
+    for ((m, &g), &u) in mid.iter_mut().zip(g).zip(u) {
+        *m = ops::silu(g.min(c)) * u.clamp(-c, c) * w;
+    }
+}
+
+/// One compressor over a batch (MODEL.md §2.5.5): per token write the frontier row; when a
+/// window closes, pool per dimension, norm, RoPE at the window start, apply `finish` (FP8 or
+/// Hadamard+FP4 when QAT is on) and append to `rows`.
+#[allow(clippy::too_many_arguments)]
+fn compressor(
+    data: &[u8],
+    hp: &Hparams,
+    cw: &CompressorWeights,
+    xn: &[f32],
+    n: usize,
+    p0: usize,
+    ratio: usize,
+    d: usize,
+    front: &mut Frontier,
+    rows: &mut Vec<f32>,
+    rope: &Rope,
+    finish: impl Fn(&mut [f32]),
+) {
+    let w = cw.width;
+    let kv = mm(data, &cw.kv, 0, xn, n);
+    let sc = mm(data, &cw.gate, 0, xn, n);
+    let mut pooled = vec![0f32; d];
+    let mut out = vec![0f32; d];
+    let mut cs = Vec::new();
+    for t in 0..n {
+        let p = p0 + t;
+        let pm = p % ratio;
+        let row = if ratio == 4 { 4 + pm } else { pm };
+        front.kv[row * w..(row + 1) * w].copy_from_slice(&kv[t * w..(t + 1) * w]);
+        let ape = &cw.ape[pm * w..(pm + 1) * w];
+        for ((f, &s), &a) in front.score[row * w..(row + 1) * w].iter_mut().zip(&sc[t * w..(t + 1) * w]).zip(ape) {
+            *f = s + a;
+        }
+        if (p + 1) % ratio != 0 {
+            continue;
+        }
+        // Candidates per dim i: ratio 4 → previous window's first lane then the current
+        // window's second lane; ratio 128 → the 128 rows.
+        let cand = |j: usize, i: usize| -> usize {
+            if ratio == 4 {
+                if j < 4 {
+                    j * w + i
+                } else {
+                    j * w + d + i
+                }
+            } else {
+                j * w + i
+            }
+        };
+        let nc = if ratio == 4 { 8 } else { ratio };
+        for (i, pv) in pooled.iter_mut().enumerate() {
+            let m = (0..nc).map(|j| front.score[cand(j, i)]).fold(f32::NEG_INFINITY, f32::max);
+            if m <= -0.5e30 {
+                *pv = 0.0;
+                continue;
+            }
+            let (mut num, mut den) = (0f32, 0f32);
+            for j in 0..nc {
+                let e = (front.score[cand(j, i)] - m).exp();
+                den += e;
+                num += e * front.kv[cand(j, i)];
+            }
+            *pv = num / den;
+        }
+        ops::rmsnorm_w(&pooled, &cw.norm, hp.rms_eps, &mut out);
+        rope.cos_sin(p + 1 - ratio, &mut cs);
+        ops::rope_tail(&mut out, &cs, false);
+        finish(&mut out);
+        rows.extend_from_slice(&out);
+        if ratio == 4 {
+            front.kv.copy_within(4 * w..8 * w, 0);
+            front.score.copy_within(4 * w..8 * w, 0);
+        }
+    }
+}
+
+/// Lightning indexer (MODEL.md §2.5.6): for each query with more than `top_k` visible rows,
+/// the `top_k` best-scoring rows (ascending); `None` = all visible rows.
+#[allow(clippy::too_many_arguments)]
+fn indexer_select(
+    data: &[u8],
+    hp: &Hparams,
+    iw: &crate::model::IndexerWeights,
+    qr: &[f32],
+    xn: &[f32],
+    n: usize,
+    p0: usize,
+    idx_rows: &[f32],
+    rope: &Rope,
+    qat: bool,
+) -> Vec<Option<Vec<u32>>> {
+    let tk = hp.idx_top_k;
+    let (hi, di) = (hp.idx_heads, hp.idx_head_dim);
+    // Queries needing selection form a suffix of the batch (visibility grows with position).
+    let first = (0..n).find(|&t| (p0 + t + 1) / 4 > tk).unwrap_or(n);
+    let mut out = vec![None; n];
+    if first == n {
+        return out;
+    }
+    let m = n - first;
+    let ql = hp.q_lora_rank;
+    let d = hp.n_embd;
+    let mut qi = mm(data, &iw.q_b, 0, &qr[first * ql..], m);
+    let wt = mm(data, &iw.proj, 0, &xn[first * d..], m);
+    let wscale = (1.0 / ((di * hi) as f64).sqrt()) as f32;
+    out[first..].par_iter_mut().zip(qi.par_chunks_mut(hi * di)).zip(wt.par_chunks(hi)).enumerate().for_each(
+        |(j, ((o, q), wt))| {
+            let p = p0 + first + j;
+            let nvis = (p + 1) / 4;
+            let mut cs = Vec::new();
+            rope.cos_sin(p, &mut cs);
+            for qh in q.chunks_mut(di) {
+                ops::rope_tail(qh, &cs, false);
+                if qat {
+                    ops::indexer_qat(qh);
+                }
+            }
+            let w: Vec<f32> = wt.iter().map(|&x| x * wscale).collect();
+            let scores: Vec<f32> = (0..nvis)
+                .map(|c| {
+                    let kc = &idx_rows[c * di..(c + 1) * di];
+                    let mut s = 0f32;
+                    for h in 0..hi {
+                        s += w[h] * ops::dot(&q[h * di..(h + 1) * di], kc).max(0.0);
+                    }
+                    s
+                })
+                .collect();
+            let mut order: Vec<u32> = (0..nvis as u32).collect();
+            let cmp = |a: &u32, b: &u32| scores[*b as usize].total_cmp(&scores[*a as usize]).then(a.cmp(b));
+            order.select_nth_unstable_by(tk - 1, cmp);
+            let mut sel = order[..tk].to_vec();
+            sel.sort_unstable();
+            *o = Some(sel);
+        },
+    );
+    out
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+    fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+    fn pos(&self) -> usize {
+        self.state.pos
+    }
+    fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>, EngineError> {
+        self.forward_tokens(tokens, all_logits)
+    }
+    fn reset(&mut self) {
+        self.state.reset();
+    }
+    fn export_state(&self) -> KvState {
+        self.state.clone()
+    }
+    fn import_state(&mut self, state: &KvState) -> Result<(), EngineError> {
+        let fresh = KvState::new(&self.model.hp);
+        let same_shape = state.raw_cap == fresh.raw_cap
+            && state.head_dim == fresh.head_dim
+            && state.idx_head_dim == fresh.idx_head_dim
+            && state.layers.len() == fresh.layers.len()
+            && state.layers.iter().zip(&fresh.layers).all(|(a, b)| shape_eq(a, b));
+        if !same_shape {
+            return Err(EngineError::Backend("state does not match this model's layout".into()));
+        }
+        self.state.clone_from(state);
+        Ok(())
+    }
+}
+
+fn shape_eq(a: &LayerState, b: &LayerState) -> bool {
+    let f = |x: &Option<Frontier>, y: &Option<Frontier>| match (x, y) {
+        (Some(x), Some(y)) => x.rows == y.rows && x.width == y.width && x.kv.len() == y.kv.len() && x.score.len() == y.score.len(),
+        (None, None) => true,
+        _ => false,
+    };
+    a.ratio == b.ratio && a.raw.len() == b.raw.len() && f(&a.comp_front, &b.comp_front) && f(&a.idx_front, &b.idx_front)
+}
