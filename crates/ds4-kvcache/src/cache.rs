@@ -785,10 +785,11 @@ impl DiskCache {
     /// budget. A failed deletion stops the loop.
     pub fn evict(&self, protected: Option<&str>) {
         let budget = self.opts.budget_bytes;
+        // Listing also removes corrupt files, so scan even when unlimited.
+        let entries = self.scan(true);
         if budget == 0 {
             return;
         }
-        let entries = self.scan(true);
         let inputs: Vec<ScoreInput> = entries
             .iter()
             .map(|e| ScoreInput {
