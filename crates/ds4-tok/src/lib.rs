@@ -2,6 +2,8 @@
 //! `tokenizer.json`), chat rendering (SERVING.md §2-3) and DSML output parsing (SERVING.md §4).
 
 mod bytelevel;
+pub mod chat;
+mod json;
 mod pretok;
 mod stream;
 mod tokenizer;
@@ -9,6 +11,7 @@ mod unicode;
 mod unicode_tables;
 
 pub use bytelevel::{byte_to_char, bytes_to_vocab_string};
+pub use chat::{Chat, Message, Role, ThinkingMode, ToolCall};
 pub use stream::{StreamDecoder, Utf8Stream};
 pub use tokenizer::{
     SpecialTokens, TokError, Tokenizer, ASSISTANT, BOS, DSML, EOS, SERVING_SPECIALS, THINK, THINK_END, USER,

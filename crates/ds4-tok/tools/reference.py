@@ -310,9 +310,24 @@ def stdlib_sources(limit):
     return out
 
 
+def fixture_renderings():
+    # Rendered prompts from shared/fixtures/chat (both renderers): real chat-template text.
+    shared = Path(os.environ.get("DS4_SHARED") or Path(__file__).resolve().parents[4] / "shared")
+    out = []
+    if not (shared / "fixtures" / "chat").is_dir():
+        sys.exit(f"{shared}/fixtures/chat not found (set DS4_SHARED)")
+    for p in sorted((shared / "fixtures" / "chat").glob("**/*.json")):
+        d = json.loads(p.read_text(encoding="utf-8"))
+        for key, text in [("official", d.get("expected_official")), ("ds4", (d.get("ds4") or {}).get("expected_rendering")),
+                          ("ds4", d.get("expected_rendering"))]:
+            if isinstance(text, str):
+                out.append((f"fixture-{p.stem}-{key}", text))
+    return out
+
+
 def corpus(special_strings):
     rng = random.Random(20260101)
-    cases = []
+    cases = list(fixture_renderings())
     all_natural = "\n\n".join(NATURAL.values())
     for lang, text in NATURAL.items():
         cases.append(("nat-" + lang, text))
