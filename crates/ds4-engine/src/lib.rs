@@ -19,6 +19,7 @@ pub mod layout;
 pub mod model;
 pub mod ops;
 pub mod state;
+pub mod synth;
 
 pub use backend::{Backend, EngineError, Options};
 pub use cpu::CpuBackend;
