@@ -734,4 +734,44 @@ mod tests {
             }
         }
     }
+
+    /// The tiny models run through the CPU forward pass with finite, well-spread logits and
+    /// hyper-connection streams that neither blow up nor vanish across layers.
+    #[test]
+    fn tiny_forward_is_well_conditioned() {
+        use crate::cpu::{CpuBackend, Trace};
+        use crate::Options;
+        use std::sync::Arc;
+        for q in [Quant::Q2, Quant::Q4, Quant::F16] {
+            let model = Arc::new(Model::from_gguf(Gguf::from_bytes(synth_bytes(&opts(Preset::Tiny, q)).unwrap()).unwrap()).unwrap());
+            let hp = model.hp.clone();
+            let toks: Vec<u32> = (0..40u32).map(|i| (i * 37 + 11) % hp.n_vocab as u32).collect();
+            let mut be = CpuBackend::new(model, Options::default());
+            be.trace = Some(Trace { record_hc_state: true, layers: Vec::new() });
+            let logits = be.forward_tokens(&toks, true).unwrap();
+            assert!(logits.iter().all(|v| v.is_finite()), "{q:?}: non-finite logits");
+            let v = hp.n_vocab;
+            let mut argmaxes = HashSet::new();
+            let (mut lo, mut hi) = (f64::MAX, 0f64);
+            for row in logits.chunks_exact(v) {
+                let mean = row.iter().map(|&x| x as f64).sum::<f64>() / v as f64;
+                let std = (row.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / v as f64).sqrt();
+                assert!((0.5..20.0).contains(&std), "{q:?}: logit std {std}");
+                (lo, hi) = (lo.min(std), hi.max(std));
+                argmaxes.insert(row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0);
+            }
+            assert!(argmaxes.len() >= 5, "{q:?}: only {} distinct argmax tokens", argmaxes.len());
+            let tr = be.trace.take().unwrap();
+            let d = hp.n_hc * hp.n_embd;
+            let (mut rlo, mut rhi) = (f64::MAX, 0f64);
+            for (l, lt) in tr.layers.iter().enumerate() {
+                for (p, st) in lt.hc_state.chunks_exact(d).enumerate() {
+                    let rms = (st.iter().map(|&x| (x as f64).powi(2)).sum::<f64>() / d as f64).sqrt();
+                    assert!((0.1..100.0).contains(&rms), "{q:?}: layer {l} position {p}: stream rms {rms}");
+                    (rlo, rhi) = (rlo.min(rms), rhi.max(rms));
+                }
+            }
+            eprintln!("{q:?}: logit std {lo:.2}..{hi:.2}, {} distinct argmax, HC stream rms {rlo:.2}..{rhi:.2}", argmaxes.len());
+        }
+    }
 }
