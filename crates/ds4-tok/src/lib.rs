@@ -3,6 +3,7 @@
 
 mod bytelevel;
 pub mod chat;
+pub mod dsml;
 mod json;
 mod pretok;
 mod stream;
