@@ -27,3 +27,4 @@ pub use hparams::{Hparams, HparamsError};
 pub use layout::{LayoutError, Mismatch, TensorKind, TensorSpec, Variant};
 pub use model::{Mat, Model, ModelError};
 pub use state::KvState;
+pub mod cuda;

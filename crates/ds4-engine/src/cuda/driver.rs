@@ -1,0 +1,451 @@
+//! Thin layer over the CUDA driver API (through cudarc's dynamically loaded bindings):
+//! device init, NVRTC compilation of the kernel source, raw device buffers, kernel launches,
+//! events and graphs. Raw `CUdeviceptr`s are used throughout so that kernel argument structs
+//! can be plain `#[repr(C)]` data shared with the CUDA source.
+
+use cudarc::driver::{result as dr, sys, CudaContext, CudaStream};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, OnceLock};
+
+pub type DevPtr = sys::CUdeviceptr;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CudaError {
+    #[error("CUDA is not available: {0}")]
+    Unavailable(String),
+    #[error("CUDA driver error in {ctx}: {err}")]
+    Driver { ctx: String, err: String },
+    #[error("NVRTC compilation failed: {0}")]
+    Compile(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+pub type Result<T> = std::result::Result<T, CudaError>;
+
+pub(crate) fn derr<E: std::fmt::Debug>(ctx: &str) -> impl FnOnce(E) -> CudaError + '_ {
+    move |e| CudaError::Driver { ctx: ctx.to_string(), err: format!("{e:?}") }
+}
+
+/// The full kernel source handed to NVRTC (headers inlined: NVRTC has no include path here).
+pub fn kernel_source() -> String {
+    let grid = include_str!("kernels/iq2xxs_grid.inc");
+    let matmul = include_str!("kernels/matmul.cuh").replace("#include \"iq2xxs_grid.inc\"", grid);
+    format!("{}\n{}\n{}\n", include_str!("kernels/common.cuh"), matmul, include_str!("kernels/model.cuh"))
+}
+
+/// Names of every `extern "C"` kernel in the source (checked by the NVRTC test).
+pub const KERNELS: &[&str] = &[
+    "matvec_grouped", "moe_down_fused", "gemm_f32", "gemm_h", "repack_blocks", "dequant_rows", "embed_rows",
+    "hc_post_mix", "hc_finish", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
+    "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
+];
+
+static NVRTC_PRELOAD: OnceLock<Option<String>> = OnceLock::new();
+
+/// Make libnvrtc loadable. cudarc looks it up by soname (`libnvrtc.so.13`, ...) through the
+/// normal dynamic-linker search (LD_LIBRARY_PATH). Where it lives elsewhere (e.g. the PyPI
+/// wheel `nvidia-cuda-nvrtc`, .../site-packages/nvidia/cu13/lib), set `DS4_NVRTC_LIB` to the
+/// library file: it is dlopen'ed by path first, after which the soname lookup finds it.
+pub fn preload_nvrtc(extra_candidates: &[std::path::PathBuf]) -> Option<String> {
+    NVRTC_PRELOAD
+        .get_or_init(|| {
+            let mut cands: Vec<std::path::PathBuf> = Vec::new();
+            if let Ok(p) = std::env::var("DS4_NVRTC_LIB") {
+                cands.push(p.into());
+            }
+            cands.extend(extra_candidates.iter().cloned());
+            for c in cands {
+                if c.is_file() {
+                    // libnvrtc dlopens its builtins library by soname at compile time: load the
+                    // one next to it first so that lookup succeeds too.
+                    if let Some(dir) = c.parent() {
+                        if let Ok(rd) = std::fs::read_dir(dir) {
+                            for e in rd.flatten() {
+                                let n = e.file_name().to_string_lossy().to_string();
+                                if n.starts_with("libnvrtc-builtins.so") {
+                                    // SAFETY: as below.
+                                    if let Ok(b) = unsafe { libloading::os::unix::Library::open(Some(e.path()), libc_flags()) } {
+                                        std::mem::forget(b);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    // SAFETY: loading a shared library runs its initialisers; libnvrtc's are benign.
+                    if let Ok(lib) = unsafe { libloading::os::unix::Library::open(Some(&c), libc_flags()) } {
+                        std::mem::forget(lib); // keep it loaded for the process lifetime
+                        return Some(c.display().to_string());
+                    }
+                }
+            }
+            None
+        })
+        .clone()
+}
+
+fn libc_flags() -> i32 {
+    libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL
+}
+
+/// True when libnvrtc can be loaded (after `preload_nvrtc`).
+pub fn nvrtc_present() -> bool {
+    // SAFETY: only probes dlopen.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// True when the CUDA driver library can be loaded and reports at least one device.
+pub fn cuda_present() -> bool {
+    // SAFETY: only probes dlopen.
+    if !unsafe { sys::is_culib_present() } {
+        return false;
+    }
+    dr::init().is_ok() && matches!(dr::device::get_count(), Ok(n) if n > 0)
+}
+
+/// NVRTC options: the device's own architecture (full Hopper code on an H200), IEEE
+/// division/sqrt (the reference precision must follow the CPU path), no fast math.
+pub fn compile(arch: &'static str) -> Result<cudarc::nvrtc::Ptx> {
+    let opts = cudarc::nvrtc::CompileOptions {
+        arch: Some(arch),
+        prec_div: Some(true),
+        prec_sqrt: Some(true),
+        fmad: Some(true),
+        options: vec!["--std=c++17".into(), "-default-device".into()],
+        ..Default::default()
+    };
+    cudarc::nvrtc::compile_ptx_with_opts(kernel_source(), opts).map_err(|e| CudaError::Compile(format!("{e}")))
+}
+
+/// Compile straight to a CUBIN for `arch` (a real `sm_XX`): the driver then loads machine code
+/// without a PTX JIT step at start-up.
+pub fn compile_cubin(arch: &str) -> Result<Vec<u8>> {
+    use cudarc::nvrtc::{result as nr, sys as ns};
+    let src = std::ffi::CString::new(kernel_source()).map_err(|e| CudaError::Compile(e.to_string()))?;
+    let prog = nr::create_program(&src, None).map_err(|e| CudaError::Compile(format!("{e:?}")))?;
+    let opts = [
+        format!("--gpu-architecture={arch}"),
+        "--prec-div=true".to_string(),
+        "--prec-sqrt=true".to_string(),
+        "--fmad=true".to_string(),
+        "--std=c++17".to_string(),
+        "-default-device".to_string(),
+    ];
+    // SAFETY: prog is a live program; destroyed below on every path.
+    unsafe {
+        let r = nr::compile_program(prog, &opts);
+        if let Err(e) = r {
+            let log = nr::get_program_log(prog).ok().map(|l| {
+                let b: Vec<u8> = l.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+                String::from_utf8_lossy(&b).to_string()
+            });
+            let _ = nr::destroy_program(prog);
+            return Err(CudaError::Compile(format!("{e:?}: {}", log.unwrap_or_default())));
+        }
+        let mut n: usize = 0;
+        let rc = ns::nvrtcGetCUBINSize(prog, &mut n as *mut usize);
+        if rc != ns::nvrtcResult::NVRTC_SUCCESS || n == 0 {
+            let _ = nr::destroy_program(prog);
+            return Err(CudaError::Compile(format!("no CUBIN produced ({rc:?})")));
+        }
+        let mut buf = vec![0u8; n];
+        let rc = ns::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut std::ffi::c_char);
+        let _ = nr::destroy_program(prog);
+        if rc != ns::nvrtcResult::NVRTC_SUCCESS {
+            return Err(CudaError::Compile(format!("nvrtcGetCUBIN: {rc:?}")));
+        }
+        Ok(buf)
+    }
+}
+
+pub fn arch_for(cc: (i32, i32)) -> &'static str {
+    match cc {
+        (9, 0) => "sm_90",
+        (8, 9) => "sm_89",
+        (8, 6) => "sm_86",
+        (8, 0) => "sm_80",
+        (10, 0) => "sm_100",
+        (12, 0) => "sm_120",
+        (7, 5) => "sm_75",
+        _ => "sm_80",
+    }
+}
+
+/// A device allocation freed on drop.
+pub struct DevBuf {
+    pub ptr: DevPtr,
+    pub bytes: usize,
+}
+impl DevBuf {
+    pub fn f32_ptr(&self) -> DevPtr {
+        self.ptr
+    }
+}
+impl Drop for DevBuf {
+    fn drop(&mut self) {
+        if self.ptr != 0 {
+            // SAFETY: ptr came from malloc_sync and is freed once.
+            unsafe {
+                let _ = dr::free_sync(self.ptr);
+            }
+        }
+    }
+}
+// SAFETY: a device pointer is just an address; synchronization is by stream order.
+unsafe impl Send for DevBuf {}
+unsafe impl Sync for DevBuf {}
+
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    _module: sys::CUmodule,
+    funcs: HashMap<&'static str, sys::CUfunction>,
+    pub name: String,
+    pub sm_count: i32,
+    pub cc: (i32, i32),
+    pub total_mem: usize,
+    /// Seconds NVRTC took to build the kernels.
+    pub compile_s: f64,
+}
+// SAFETY: the context is bound per call (bind_to_thread) and all work goes to one stream.
+unsafe impl Send for Gpu {}
+unsafe impl Sync for Gpu {}
+
+impl Gpu {
+    pub fn new(ordinal: usize) -> Result<Gpu> {
+        preload_nvrtc(&[]);
+        if !cuda_present() {
+            return Err(CudaError::Unavailable("no CUDA driver or no device".into()));
+        }
+        if !nvrtc_present() {
+            return Err(CudaError::Unavailable(
+                "libnvrtc not found (set LD_LIBRARY_PATH or DS4_NVRTC_LIB to the libnvrtc.so file)".into(),
+            ));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(derr("context"))?;
+        // We order everything on one stream ourselves: no per-buffer event tracking.
+        // SAFETY: no CudaSlice of cudarc's safe API is used across streams.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(derr("stream"))?;
+        let cc = ctx.compute_capability().map_err(derr("cc"))?;
+        let name = ctx.name().unwrap_or_default();
+        let sm_count = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(derr("attr"))?;
+        let total_mem = ctx.total_mem().map_err(derr("mem"))?;
+        let t0 = std::time::Instant::now();
+        let cubin = compile_cubin(arch_for(cc))?;
+        let compile_s = t0.elapsed().as_secs_f64();
+        // SAFETY: a complete CUBIN image from NVRTC.
+        let module = unsafe { dr::module::load_data(cubin.as_ptr() as *const c_void) }.map_err(derr("load module"))?;
+        let mut funcs = HashMap::new();
+        for k in KERNELS {
+            let name = std::ffi::CString::new(*k).unwrap();
+            // SAFETY: module loaded above.
+            let f = unsafe { dr::module::get_function(module, name) }.map_err(derr(k))?;
+            funcs.insert(*k, f);
+        }
+        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s };
+        // kernels that may use more than 48 KiB of dynamic shared memory
+        for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "attn_prep"] {
+            g.set_max_smem(k, 200 * 1024)?;
+        }
+        Ok(g)
+    }
+
+    pub fn f(&self, name: &str) -> sys::CUfunction {
+        *self.funcs.get(name).unwrap_or_else(|| panic!("kernel {name} not in KERNELS"))
+    }
+
+    fn set_max_smem(&self, name: &str, bytes: i32) -> Result<()> {
+        // SAFETY: valid function handle.
+        unsafe {
+            dr::function::set_function_attribute(
+                self.f(name),
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes,
+            )
+        }
+        .map_err(derr("smem attr"))
+    }
+
+    pub fn cu_stream(&self) -> sys::CUstream {
+        self.stream.cu_stream()
+    }
+
+    pub fn alloc(&self, bytes: usize) -> Result<DevBuf> {
+        self.ctx.bind_to_thread().map_err(derr("bind"))?;
+        let n = bytes.max(16);
+        // SAFETY: plain device allocation.
+        let ptr = unsafe { dr::malloc_sync(n) }.map_err(derr(&format!("alloc {bytes} bytes")))?;
+        Ok(DevBuf { ptr, bytes: n })
+    }
+
+    pub fn alloc_zeroed(&self, bytes: usize) -> Result<DevBuf> {
+        let b = self.alloc(bytes)?;
+        self.memset0(b.ptr, b.bytes)?;
+        Ok(b)
+    }
+
+    pub fn memset0(&self, ptr: DevPtr, bytes: usize) -> Result<()> {
+        // SAFETY: ptr..ptr+bytes lies in one allocation (callers pass whole buffers/slices).
+        unsafe { dr::memset_d8_async(ptr, 0, bytes, self.cu_stream()) }.map_err(derr("memset"))
+    }
+
+    pub fn htod<T: Copy>(&self, dst: DevPtr, src: &[T]) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: synchronous copy into a device range at least as large as src (caller).
+        unsafe {
+            dr::stream::synchronize(self.cu_stream()).map_err(derr("sync"))?;
+            dr::memcpy_htod_sync(dst, src)
+        }
+        .map_err(derr("htod"))
+    }
+
+    /// Async copy from host memory that stays valid until the next synchronize (pinned or not).
+    pub fn htod_async<T: Copy>(&self, dst: DevPtr, src: &[T]) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: caller keeps `src` alive until the stream is synchronized.
+        unsafe { dr::memcpy_htod_async(dst, src, self.cu_stream()) }.map_err(derr("htod async"))
+    }
+
+    pub fn dtoh<T: Copy>(&self, dst: &mut [T], src: DevPtr) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: src holds at least dst.len() elements (caller).
+        unsafe {
+            dr::stream::synchronize(self.cu_stream()).map_err(derr("sync"))?;
+            dr::memcpy_dtoh_sync(dst, src)
+        }
+        .map_err(derr("dtoh"))
+    }
+
+    pub fn dtod(&self, dst: DevPtr, src: DevPtr, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: both ranges valid (caller).
+        unsafe { dr::memcpy_dtod_async(dst, src, bytes, self.cu_stream()) }.map_err(derr("dtod"))
+    }
+
+    pub fn sync(&self) -> Result<()> {
+        // SAFETY: valid stream.
+        unsafe { dr::stream::synchronize(self.cu_stream()) }.map_err(derr("synchronize"))
+    }
+
+    /// Launch `name` with the given argument pointers (each points at one argument value).
+    pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, mut args: Args) -> Result<()> {
+        let args = args.ptrs();
+        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
+            return Ok(());
+        }
+        // SAFETY: args match the kernel's parameter list (checked by construction in callers).
+        unsafe {
+            dr::launch_kernel(self.f(name), grid, (block, 1, 1), smem, self.cu_stream(), args)
+        }
+        .map_err(derr(name))
+    }
+
+    pub fn event(&self) -> Result<sys::CUevent> {
+        dr::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(derr("event"))
+    }
+    pub fn record(&self, ev: sys::CUevent) -> Result<()> {
+        // SAFETY: valid event and stream.
+        unsafe { dr::event::record(ev, self.cu_stream()) }.map_err(derr("record"))
+    }
+    pub fn elapsed_ms(&self, a: sys::CUevent, b: sys::CUevent) -> Result<f32> {
+        // SAFETY: both recorded on our stream.
+        unsafe {
+            dr::event::synchronize(b).map_err(derr("event sync"))?;
+            dr::event::elapsed(a, b)
+        }
+        .map_err(derr("elapsed"))
+    }
+
+    pub fn begin_capture(&self) -> Result<()> {
+        // SAFETY: valid stream, no other capture in progress.
+        unsafe {
+            dr::stream::begin_capture(self.cu_stream(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        }
+        .map_err(derr("begin capture"))
+    }
+    pub fn end_capture(&self) -> Result<Graph> {
+        // SAFETY: capture begun on this stream.
+        let g = unsafe { dr::stream::end_capture(self.cu_stream()) }.map_err(derr("end capture"))?;
+        // SAFETY: g is a valid captured graph.
+        let exec = unsafe { dr::graph::instantiate(g, sys::CUgraphInstantiate_flags(0)) }.map_err(derr("instantiate"))?;
+        Ok(Graph { graph: g, exec })
+    }
+    pub fn launch_graph(&self, g: &Graph) -> Result<()> {
+        // SAFETY: instantiated graph.
+        unsafe { dr::graph::launch(g.exec, self.cu_stream()) }.map_err(derr("graph launch"))
+    }
+}
+
+pub struct Graph {
+    graph: sys::CUgraph,
+    exec: sys::CUgraphExec,
+}
+impl Drop for Graph {
+    fn drop(&mut self) {
+        // SAFETY: handles owned by this struct.
+        unsafe {
+            let _ = dr::graph::exec_destroy(self.exec);
+            let _ = dr::graph::destroy(self.graph);
+        }
+    }
+}
+
+/// Pinned host memory (for fast uploads).
+pub struct Pinned {
+    pub ptr: *mut u8,
+    pub len: usize,
+}
+impl Pinned {
+    pub fn new(len: usize) -> Result<Pinned> {
+        // SAFETY: plain pinned allocation.
+        let p = unsafe { dr::malloc_host(len, 0) }.map_err(derr("pinned alloc"))?;
+        Ok(Pinned { ptr: p as *mut u8, len })
+    }
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: allocation of len bytes owned by self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // SAFETY: allocated by malloc_host.
+        unsafe {
+            let _ = dr::free_host(self.ptr as *mut c_void);
+        }
+    }
+}
+unsafe impl Send for Pinned {}
+
+/// Kernel arguments for `cuLaunchKernel`: each value is boxed so its address stays fixed.
+#[derive(Default)]
+pub struct Args {
+    store: Vec<Box<dyn std::any::Any>>,
+    ptrs: Vec<*mut c_void>,
+}
+impl Args {
+    pub fn new() -> Args {
+        Args::default()
+    }
+    pub fn a<T: Copy + 'static>(mut self, v: T) -> Args {
+        let b: Box<T> = Box::new(v);
+        let p = &*b as *const T as *mut c_void;
+        self.store.push(b);
+        self.ptrs.push(p);
+        self
+    }
+    pub fn ptrs(&mut self) -> &mut [*mut c_void] {
+        &mut self.ptrs
+    }
+}

@@ -1,0 +1,131 @@
+// Common helpers for the ds4 CUDA kernels. Compiled by NVRTC at run time (see cuda/mod.rs for
+// why NVRTC rather than embedded PTX). No system headers: NVRTC has none, so the few things
+// we need (f16 conversion, limits) are written out here with inline PTX.
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef long long i64;
+
+#define NEG_INF_F (-1.0e30f)
+#define INF_F (__int_as_float(0x7f800000))
+
+__device__ __forceinline__ float h2f(u16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ u16 f2h(float f) {
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+// Two f32 -> packed f16x2 (lo in the low half), round to nearest even.
+__device__ __forceinline__ u32 pack_h2(float lo, float hi) {
+    u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+__device__ __forceinline__ float ldh(const u8* p) { return h2f(*(const u16*)p); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ double warp_sum_d(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Deterministic block reductions (fixed tree through shared memory; blockDim.x a multiple of 32,
+// at most 1024). Every thread gets the result.
+__device__ double block_sum_d(double v, double* sh) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    v = warp_sum_d(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    double t = 0.0;
+    for (int i = 0; i < nw; i++) t += sh[i];
+    __syncthreads();
+    return t;
+}
+__device__ float block_max_f(float v, float* sh) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    float t = sh[0];
+    for (int i = 1; i < nw; i++) t = fmaxf(t, sh[i]);
+    __syncthreads();
+    return t;
+}
+
+__device__ __forceinline__ float sigmoidf_(float x) {
+    if (x >= 0.f) return 1.f / (1.f + expf(-x));
+    float e = expf(x);
+    return e / (1.f + e);
+}
+__device__ __forceinline__ float siluf_(float x) { return x * sigmoidf_(x); }
+__device__ __forceinline__ float softplusf_(float x) {
+    if (x > 20.f) return x;
+    if (x < -20.f) return expf(x);
+    return log1pf(expf(x));
+}
+
+// Exact ceil(log2(y)) for y > 0 (MODEL.md §2.2).
+__device__ __forceinline__ int ceil_log2_exact(float y) {
+    u32 b = __float_as_uint(y);
+    int e = (int)((b >> 23) & 0xff);
+    u32 m = b & 0x7fffff;
+    if (e == 0) {  // subnormal: y = m * 2^-149
+        int hb = 31 - __clz(m);
+        int fl = hb - 149;
+        return (m & (m - 1)) == 0 ? fl : fl + 1;
+    }
+    int fl = e - 127;
+    return m == 0 ? fl : fl + 1;
+}
+__device__ __forceinline__ float exp2i(int k) {  // 2^k for k in the normal/subnormal f32 range
+    if (k >= -126) return __int_as_float((u32)(k + 127) << 23);
+    return __int_as_float(1u << (k + 149));
+}
+
+// Round to the nearest E4M3FN value (|x| <= 448 assumed), ties to even code.
+__device__ float e4m3_round(float x) {
+    float a = fabsf(x);
+    float r;
+    if (a >= 448.f) r = 448.f;
+    else if (a < 0.015625f) {  // subnormal range: step 2^-9
+        float q = a * 512.f;
+        r = rintf(q) * (1.f / 512.f);
+    } else {
+        int e = (int)((__float_as_uint(a) >> 23) & 0xff) - 127;  // -6..8
+        float step = exp2i(e - 3);
+        float q = a / step;  // exact (power-of-two division)
+        r = rintf(q) * step;  // rint = ties to even on the mantissa = even code
+        if (r > 448.f) r = 448.f;
+    }
+    return x < 0.f ? -r : r;
+}
+// Nearest of {0,.5,1,1.5,2,3,4,6}, ties to the even code.
+__device__ float e2m1_round(float x) {
+    float a = fabsf(x);
+    const float g[8] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
+    int best = 0;
+    float bd = a;
+    for (int c = 1; c < 8; c++) {
+        float d = fabsf(a - g[c]);
+        if (d < bd || (d == bd && (c & 1) == 0 && (best & 1) == 1)) { bd = d; best = c; }
+    }
+    float r = g[best];
+    return x < 0.f ? -r : r;
+}

@@ -1,0 +1,564 @@
+// Quantized weight access, matvec (decode) and GEMM (prefill) kernels.
+//
+// Weights are repacked at upload (see cuda/weights.rs): every quant block is split into a
+// 16-byte-aligned "payload" array and a small "header" array (scales), both indexed by the
+// block number row*nb + b. This makes every payload load an aligned 8/16-byte vector load
+// (the GGUF Q8_0 and IQ2_XXS blocks are only 2-byte aligned).
+//   Q8_0    payload 32 (qs)               header 2  (d)
+//   IQ2_XXS payload 64 (qs)               header 2  (d)
+//   Q2_K    payload 80 (scales16 + qs64)  header 4  (d, dmin)
+//   Q4_K    payload 128 (qs)              header 16 (d, dmin, scales12)
+//   F16/F32 payload = the plain row-major matrix, no header.
+
+#define T_F32 0
+#define T_F16 1
+#define T_Q8_0 8
+#define T_Q2_K 10
+#define T_Q4_K 12
+#define T_IQ2_XXS 16
+
+struct WMat {
+    const u8* pay;
+    const u8* hdr;
+    i64 e_pay;   // bytes between experts in pay (0 for plain matrices)
+    i64 e_hdr;   // bytes between experts in hdr
+    int type;
+    int rows;
+    int cols;
+    int pad;
+};
+
+__device__ const u64 IQ2XXS_GRID[256] = {
+#include "iq2xxs_grid.inc"
+};
+
+template <int TY> struct QT;
+template <> struct QT<T_F32> { static const int BL = 1, PB = 4, HB = 0; };
+template <> struct QT<T_F16> { static const int BL = 1, PB = 2, HB = 0; };
+template <> struct QT<T_Q8_0> { static const int BL = 32, PB = 32, HB = 2; };
+template <> struct QT<T_IQ2_XXS> { static const int BL = 256, PB = 64, HB = 2; };
+template <> struct QT<T_Q2_K> { static const int BL = 256, PB = 80, HB = 4; };
+template <> struct QT<T_Q4_K> { static const int BL = 256, PB = 128, HB = 16; };
+
+__device__ __forceinline__ void q4k_scale_min(int j, const u8* s, int& sc, int& m) {
+    if (j < 4) { sc = s[j] & 63; m = s[j + 4] & 63; }
+    else {
+        sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+        m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+// Dequantize 8 consecutive values of row `row`, starting at column c (c % 8 == 0).
+template <int TY>
+__device__ __forceinline__ void deq8(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols,
+                                     int row, int c, float* v) {
+    if (TY == T_F32) {
+        const float4* p = (const float4*)(pay + ((i64)row * cols + c) * 4);
+        float4 a = __ldg(p), b = __ldg(p + 1);
+        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+    } else if (TY == T_F16) {
+        uint4 a = __ldg((const uint4*)(pay + ((i64)row * cols + c) * 2));
+        u32 w[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) { v[2 * i] = h2f((u16)(w[i] & 0xffff)); v[2 * i + 1] = h2f((u16)(w[i] >> 16)); }
+    } else if (TY == T_Q8_0) {
+        int nb = cols >> 5;
+        i64 blk = (i64)row * nb + (c >> 5);
+        uint2 q = __ldg((const uint2*)(pay + blk * 32 + (c & 31)));
+        float d = h2f(__ldg((const u16*)(hdr + blk * 2)));
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            v[i] = d * (float)(signed char)((q.x >> (8 * i)) & 0xff);
+            v[4 + i] = d * (float)(signed char)((q.y >> (8 * i)) & 0xff);
+        }
+    } else if (TY == T_IQ2_XXS) {
+        int nb = cols >> 8;
+        i64 blk = (i64)row * nb + (c >> 8);
+        int e = c & 255, sb = e >> 5, k = (e >> 3) & 3;
+        uint2 q = __ldg((const uint2*)(pay + blk * 64 + sb * 8));
+        float d = h2f(__ldg((const u16*)(hdr + blk * 2)));
+        u32 A = q.x, B = q.y;
+        int gi = (A >> (8 * k)) & 255;
+        u32 s = (B >> (7 * k)) & 127;
+        s |= (u32)(__popc(s) & 1) << 7;
+        float db = d * (0.5f + (float)(B >> 28)) * 0.25f;
+        u64 g = IQ2XXS_GRID[gi];
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            float mag = (float)((g >> (8 * i)) & 0xff);
+            v[i] = ((s >> i) & 1) ? -(db * mag) : db * mag;
+        }
+    } else if (TY == T_Q2_K) {
+        int nb = cols >> 8;
+        i64 blk = (i64)row * nb + (c >> 8);
+        int e = c & 255, h = e >> 7, s = (e >> 5) & 3, l0 = e & 31;
+        const u8* P = pay + blk * 80;
+        int j = 8 * h + 2 * s + (l0 >= 16 ? 1 : 0);
+        int scb = __ldg(P + j);
+        uint2 q = __ldg((const uint2*)(P + 16 + 32 * h + l0));
+        float d = h2f(__ldg((const u16*)(hdr + blk * 4))), dmin = h2f(__ldg((const u16*)(hdr + blk * 4 + 2)));
+        float dl = d * (float)(scb & 15), ml = dmin * (float)(scb >> 4);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            v[i] = dl * (float)((q.x >> (8 * i + 2 * s)) & 3) - ml;
+            v[4 + i] = dl * (float)((q.y >> (8 * i + 2 * s)) & 3) - ml;
+        }
+    } else {  // Q4_K
+        int nb = cols >> 8;
+        i64 blk = (i64)row * nb + (c >> 8);
+        int e = c & 255, j = e >> 5, l0 = e & 31;
+        const u8* H = hdr + blk * 16;
+        uint2 q = __ldg((const uint2*)(pay + blk * 128 + 32 * (j >> 1) + l0));
+        float d = h2f(__ldg((const u16*)H)), dmin = h2f(__ldg((const u16*)(H + 2)));
+        int sc, m;
+        q4k_scale_min(j, H + 4, sc, m);
+        float dl = d * (float)sc, ml = dmin * (float)m;
+        int sh = (j & 1) ? 4 : 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            v[i] = dl * (float)((q.x >> (8 * i + sh)) & 15) - ml;
+            v[4 + i] = dl * (float)((q.y >> (8 * i + sh)) & 15) - ml;
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Decode matvec. One warp per row; lanes walk 8-column groups g = lane + 32*i. The input
+// vector sits in shared memory with the two float4 halves of every group swapped when
+// ((g >> 2) & 1) so that the 8 lanes of a shared-memory phase hit 8 distinct bank quads.
+// The per-row result is a fixed butterfly reduction: deterministic.
+// ------------------------------------------------------------------------------------------
+__device__ __forceinline__ int xs_slot(int g, int k) { return 2 * g + (k ^ ((g >> 2) & 1)); }
+
+__device__ __forceinline__ void load_x_swz(float4* xs, const float* __restrict__ x, int cols) {
+    const float4* x4 = (const float4*)x;
+    for (int f = threadIdx.x; f < (cols >> 2); f += blockDim.x) xs[xs_slot(f >> 1, f & 1)] = x4[f];
+}
+
+template <int TY>
+__device__ __forceinline__ float row_dot(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols, int row,
+                                         const float4* xs, int lane) {
+    int ng = cols >> 3;
+    float acc = 0.f;
+    int g = lane;
+#pragma unroll 1
+    for (; g + 96 < ng; g += 128) {
+        float v[4][8];
+#pragma unroll
+        for (int u = 0; u < 4; u++) deq8<TY>(pay, hdr, cols, row, (g + 32 * u) * 8, v[u]);
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int gg = g + 32 * u;
+            float4 a = xs[xs_slot(gg, 0)], b = xs[xs_slot(gg, 1)];
+            acc += v[u][0] * a.x + v[u][1] * a.y + v[u][2] * a.z + v[u][3] * a.w + v[u][4] * b.x + v[u][5] * b.y +
+                   v[u][6] * b.z + v[u][7] * b.w;
+        }
+    }
+    for (; g < ng; g += 32) {
+        float v[8];
+        deq8<TY>(pay, hdr, cols, row, g * 8, v);
+        float4 a = xs[xs_slot(g, 0)], b = xs[xs_slot(g, 1)];
+        acc += v[0] * a.x + v[1] * a.y + v[2] * a.z + v[3] * a.w + v[4] * b.x + v[5] * b.y + v[6] * b.z + v[7] * b.w;
+    }
+    return warp_sum(acc);
+}
+
+// A matvec job inside a grouped launch. Rows of slot s use expert sel[s] (when sel != 0),
+// read x + s*x_slot (+ (row / x_grp_rows) * cols for block-diagonal weights) and write
+// y[s*rows + row].
+struct MvJob {
+    WMat w;
+    const float* x;
+    float* y;
+    const int* sel;    // device expert ids for slots (nullptr: plain matrix)
+    i64 x_slot;        // floats between slot inputs
+    int nslots;
+    int x_grp_rows;    // rows sharing one x slice (== rows for a plain matvec)
+    int block0;        // first block index of this job in the launch
+    int pad;
+};
+
+#define MV_ROWS_PER_WARP 2
+#define MV_WARPS 8
+#define MV_ROWS_PER_BLOCK (MV_ROWS_PER_WARP * MV_WARPS)
+
+template <int TY>
+__device__ void mv_block(const MvJob& j, int lb, float4* xs) {
+    int rows = j.w.rows, cols = j.w.cols;
+    int blocks_per_slot = (rows + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK;
+    int slot = lb / blocks_per_slot;
+    int row0 = (lb % blocks_per_slot) * MV_ROWS_PER_BLOCK;
+    const u8* pay = j.w.pay;
+    const u8* hdr = j.w.hdr;
+    if (j.sel) {
+        int e = j.sel[slot];
+        pay += (i64)e * j.w.e_pay;
+        hdr += (i64)e * j.w.e_hdr;
+    }
+    const float* x = j.x + (i64)slot * j.x_slot + (i64)(row0 / j.x_grp_rows) * cols;
+    load_x_swz(xs, x, cols);
+    __syncthreads();
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int r = 0; r < MV_ROWS_PER_WARP; r++) {
+        int row = row0 + warp * MV_ROWS_PER_WARP + r;
+        if (row < rows) {
+            float s = row_dot<TY>(pay, hdr, cols, row, xs, lane);
+            if (lane == 0) j.y[(i64)slot * rows + row] = s;
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) matvec_grouped(const MvJob* __restrict__ jobs, int njobs) {
+    extern __shared__ float4 xs_dyn[];
+    int b = blockIdx.x;
+    int ji = 0;
+    while (ji + 1 < njobs && jobs[ji + 1].block0 <= b) ji++;
+    MvJob j = jobs[ji];
+    int lb = b - j.block0;
+    switch (j.w.type) {
+        case T_F32: mv_block<T_F32>(j, lb, xs_dyn); break;
+        case T_F16: mv_block<T_F16>(j, lb, xs_dyn); break;
+        case T_Q8_0: mv_block<T_Q8_0>(j, lb, xs_dyn); break;
+        case T_IQ2_XXS: mv_block<T_IQ2_XXS>(j, lb, xs_dyn); break;
+        case T_Q2_K: mv_block<T_Q2_K>(j, lb, xs_dyn); break;
+        default: mv_block<T_Q4_K>(j, lb, xs_dyn); break;
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Fused MoE down projection for one token per blockIdx.y: out[d] = sum_i down[e_i]·mid_i
+// (selection order) + down_sh·mid_sh, mid_i = silu(min(g,c))·clamp(u,-c,c)·w_i.
+// g/u: [T][K][F] (routed), gs/us: [T][F] (shared).
+// ------------------------------------------------------------------------------------------
+template <int TY, int TYS>
+__device__ void moe_down_body(WMat wd, WMat wsh, const int* sel, const float* wts, const float* g, const float* u,
+                              const float* gs, const float* us, float* out, int K, float clamp, float clamp_sh,
+                              float4* xs) {
+    int t = blockIdx.y;
+    int F = wd.cols, D = wd.rows;
+    float* xf = (float*)xs;
+    // mids, each stored swizzled in its own F-float region
+    for (int i = 0; i <= K; i++) {
+        float4* xr = xs + (i64)i * (F >> 2);
+        for (int f = threadIdx.x; f < (F >> 2); f += blockDim.x) {
+            float4 r;
+            float* rp = (float*)&r;
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                int c = 4 * f + q;
+                float gg, uu, w, cl;
+                if (i < K) { gg = g[((i64)t * K + i) * F + c]; uu = u[((i64)t * K + i) * F + c]; w = wts[t * K + i]; cl = clamp; }
+                else { gg = gs[(i64)t * F + c]; uu = us[(i64)t * F + c]; w = 1.f; cl = clamp_sh; }
+                gg = fminf(gg, cl);
+                uu = fminf(fmaxf(uu, -cl), cl);
+                float m = siluf_(gg) * uu;
+                rp[q] = (i < K) ? m * w : m;
+            }
+            xr[xs_slot(f >> 1, f & 1)] = r;
+        }
+    }
+    (void)xf;
+    __syncthreads();
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int row0 = blockIdx.x * MV_ROWS_PER_BLOCK;
+#pragma unroll
+    for (int r = 0; r < MV_ROWS_PER_WARP; r++) {
+        int row = row0 + warp * MV_ROWS_PER_WARP + r;
+        if (row >= D) continue;
+        float acc = 0.f;
+        for (int i = 0; i < K; i++) {
+            int e = sel[t * K + i];
+            acc += row_dot<TY>(wd.pay + (i64)e * wd.e_pay, wd.hdr + (i64)e * wd.e_hdr, F, row, xs + (i64)i * (F >> 2), lane);
+        }
+        acc += row_dot<TYS>(wsh.pay, wsh.hdr, F, row, xs + (i64)K * (F >> 2), lane);
+        if (lane == 0) out[(i64)t * D + row] = acc;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) moe_down_fused(WMat wd, WMat wsh, const int* sel, const float* wts,
+                                                                 const float* g, const float* u, const float* gs,
+                                                                 const float* us, float* out, int K, float clamp,
+                                                                 float clamp_sh) {
+    extern __shared__ float4 xs_dyn[];
+#define MDB(TY)                                                                                                    \
+    if (wsh.type == T_Q8_0) moe_down_body<TY, T_Q8_0>(wd, wsh, sel, wts, g, u, gs, us, out, K, clamp, clamp_sh, xs_dyn); \
+    else if (wsh.type == T_F16) moe_down_body<TY, T_F16>(wd, wsh, sel, wts, g, u, gs, us, out, K, clamp, clamp_sh, xs_dyn); \
+    else moe_down_body<TY, T_F32>(wd, wsh, sel, wts, g, u, gs, us, out, K, clamp, clamp_sh, xs_dyn);
+    switch (wd.type) {
+        case T_F32: MDB(T_F32) break;
+        case T_F16: MDB(T_F16) break;
+        case T_Q8_0: MDB(T_Q8_0) break;
+        case T_IQ2_XXS: MDB(T_IQ2_XXS) break;
+        case T_Q2_K: MDB(T_Q2_K) break;
+        default: MDB(T_Q4_K) break;
+    }
+#undef MDB
+}
+
+// ------------------------------------------------------------------------------------------
+// GEMM for prefill: y[yrow(j)][r] = sum_c W[r][c] * x[xrow(j)][c] for tokens j of a group.
+// Groups (MoE): blockIdx.z = expert e, tokens grp_off[e] .. grp_off[e+1], xrow = gather[j]
+// (or j), yrow = j, weights offset by e. Plain: one group of T tokens.
+// Two math paths: f32 FMA (reference precision) and f16 tensor-core mma (fast path, f32
+// accumulation). Both dequantize a weight tile into shared memory first.
+// ------------------------------------------------------------------------------------------
+struct GemmArgs {
+    WMat w;
+    const float* x;
+    float* y;
+    const int* grp_off;  // nullptr: single group [0, T)
+    const int* gather;   // nullptr: xrow = j
+    int ldx;
+    int ldy;
+    int T;
+    int pad;
+};
+
+#define GF_BM 64
+#define GF_BN 64
+#define GF_BK 32
+
+template <int TY>
+__device__ void gemm_f32_body(const GemmArgs& a, float (*Ws)[GF_BM + 4], float (*Xs)[GF_BN + 4]) {
+    int e = blockIdx.z;
+    int j0 = 0, j1 = a.T;
+    const u8* pay = a.w.pay;
+    const u8* hdr = a.w.hdr;
+    if (a.grp_off) {
+        j0 = a.grp_off[e];
+        j1 = a.grp_off[e + 1];
+        pay += (i64)e * a.w.e_pay;
+        hdr += (i64)e * a.w.e_hdr;
+    }
+    int tb = j0 + blockIdx.y * GF_BN;
+    if (tb >= j1) return;
+    int rb = blockIdx.x * GF_BM;
+    int rows = a.w.rows, cols = a.w.cols;
+    int tid = threadIdx.x, ty = tid >> 4, tx = tid & 15;
+    float acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int k = 0; k < 4; k++) acc[i][k] = 0.f;
+    int lr = tid >> 2, lc = (tid & 3) * 8;
+    int wrow = rb + lr;
+    int tok = tb + lr;
+    const float* xp = nullptr;
+    if (tok < j1) {
+        int xr = a.gather ? a.gather[tok] : tok;
+        xp = a.x + (i64)xr * a.ldx;
+    }
+    for (int k0 = 0; k0 < cols; k0 += GF_BK) {
+        float v[8];
+        if (wrow < rows) deq8<TY>(pay, hdr, cols, wrow, k0 + lc, v);
+        else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) v[i] = 0.f;
+        }
+#pragma unroll
+        for (int i = 0; i < 8; i++) Ws[lc + i][lr] = v[i];
+        if (xp) {
+            float4 p0 = *(const float4*)(xp + k0 + lc), p1 = *(const float4*)(xp + k0 + lc + 4);
+            Xs[lc + 0][lr] = p0.x; Xs[lc + 1][lr] = p0.y; Xs[lc + 2][lr] = p0.z; Xs[lc + 3][lr] = p0.w;
+            Xs[lc + 4][lr] = p1.x; Xs[lc + 5][lr] = p1.y; Xs[lc + 6][lr] = p1.z; Xs[lc + 7][lr] = p1.w;
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) Xs[lc + i][lr] = 0.f;
+        }
+        __syncthreads();
+#pragma unroll 8
+        for (int k = 0; k < GF_BK; k++) {
+            float wa[4], xb[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) { wa[i] = Ws[k][ty * 4 + i]; xb[i] = Xs[k][tx * 4 + i]; }
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int q = 0; q < 4; q++) acc[i][q] = fmaf(wa[i], xb[q], acc[i][q]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        int tk = tb + tx * 4 + q;
+        if (tk >= j1) continue;
+        float* yp = a.y + (i64)tk * a.ldy;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            int r = rb + ty * 4 + i;
+            if (r < rows) yp[r] = acc[i][q];
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) gemm_f32(GemmArgs a) {
+    __shared__ float Ws[GF_BK][GF_BM + 4];
+    __shared__ float Xs[GF_BK][GF_BN + 4];
+    switch (a.w.type) {
+        case T_F32: gemm_f32_body<T_F32>(a, Ws, Xs); break;
+        case T_F16: gemm_f32_body<T_F16>(a, Ws, Xs); break;
+        case T_Q8_0: gemm_f32_body<T_Q8_0>(a, Ws, Xs); break;
+        case T_IQ2_XXS: gemm_f32_body<T_IQ2_XXS>(a, Ws, Xs); break;
+        case T_Q2_K: gemm_f32_body<T_Q2_K>(a, Ws, Xs); break;
+        default: gemm_f32_body<T_Q4_K>(a, Ws, Xs); break;
+    }
+}
+
+// Tensor-core path: tile 128 rows x 64 tokens x 32 k, 8 warps (4 along rows x 2 along
+// tokens), each warp 32x32 = 2 (m16) x 4 (n8) mma.m16n8k16 tiles. Row stride 40 halfs in
+// shared memory avoids bank conflicts on the fragment loads.
+#define GH_BM 128
+#define GH_BN 64
+#define GH_BK 32
+#define GH_LD 40
+
+__device__ __forceinline__ void mma16816(float* c, const u32* a, const u32* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <int TY>
+__device__ void gemm_h_body(const GemmArgs& a, u16* As, u16* Bs) {
+    int e = blockIdx.z;
+    int j0 = 0, j1 = a.T;
+    const u8* pay = a.w.pay;
+    const u8* hdr = a.w.hdr;
+    if (a.grp_off) {
+        j0 = a.grp_off[e];
+        j1 = a.grp_off[e + 1];
+        pay += (i64)e * a.w.e_pay;
+        hdr += (i64)e * a.w.e_hdr;
+    }
+    int tb = j0 + blockIdx.y * GH_BN;
+    if (tb >= j1) return;
+    int rb = blockIdx.x * GH_BM;
+    int rows = a.w.rows, cols = a.w.cols;
+    int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    int wm = warp & 3, wn = warp >> 2;
+    int gq = lane >> 2, cq = lane & 3;
+    float acc[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int n = 0; n < 4; n++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) acc[i][n][q] = 0.f;
+    // loaders: A 128 rows x 32 k = 512 groups of 8 -> 2 per thread; B 64 tokens x 32 k -> 1 per thread
+    int br = tid >> 2, bc = (tid & 3) * 8;
+    int tok = tb + br;
+    const float* xp = nullptr;
+    if (tok < j1) {
+        int xr = a.gather ? a.gather[tok] : tok;
+        xp = a.x + (i64)xr * a.ldx;
+    }
+    for (int k0 = 0; k0 < cols; k0 += GH_BK) {
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int gi = tid + h * 256;
+            int ar = gi >> 2, ac = (gi & 3) * 8;
+            float v[8];
+            if (rb + ar < rows) deq8<TY>(pay, hdr, cols, rb + ar, k0 + ac, v);
+            else {
+#pragma unroll
+                for (int i = 0; i < 8; i++) v[i] = 0.f;
+            }
+            uint4 pk;
+            pk.x = pack_h2(v[0], v[1]); pk.y = pack_h2(v[2], v[3]); pk.z = pack_h2(v[4], v[5]); pk.w = pack_h2(v[6], v[7]);
+            *(uint4*)(As + ar * GH_LD + ac) = pk;
+        }
+        {
+            uint4 pk;
+            if (xp) {
+                float4 p0 = *(const float4*)(xp + k0 + bc), p1 = *(const float4*)(xp + k0 + bc + 4);
+                pk.x = pack_h2(p0.x, p0.y); pk.y = pack_h2(p0.z, p0.w); pk.z = pack_h2(p1.x, p1.y); pk.w = pack_h2(p1.z, p1.w);
+            } else {
+                pk.x = pk.y = pk.z = pk.w = 0u;
+            }
+            *(uint4*)(Bs + br * GH_LD + bc) = pk;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < GH_BK; kk += 16) {
+            u32 af[2][4], bf[4][2];
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                int r0 = wm * 32 + i * 16 + gq;
+                af[i][0] = *(const u32*)(As + r0 * GH_LD + kk + 2 * cq);
+                af[i][1] = *(const u32*)(As + (r0 + 8) * GH_LD + kk + 2 * cq);
+                af[i][2] = *(const u32*)(As + r0 * GH_LD + kk + 2 * cq + 8);
+                af[i][3] = *(const u32*)(As + (r0 + 8) * GH_LD + kk + 2 * cq + 8);
+            }
+#pragma unroll
+            for (int n = 0; n < 4; n++) {
+                int c0 = wn * 32 + n * 8 + gq;
+                bf[n][0] = *(const u32*)(Bs + c0 * GH_LD + kk + 2 * cq);
+                bf[n][1] = *(const u32*)(Bs + c0 * GH_LD + kk + 2 * cq + 8);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int n = 0; n < 4; n++) mma16816(acc[i][n], af[i], bf[n]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int n = 0; n < 4; n++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                int r = rb + wm * 32 + i * 16 + gq + ((q >> 1) << 3);
+                int tk = tb + wn * 32 + n * 8 + 2 * cq + (q & 1);
+                if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[i][n][q];
+            }
+}
+
+extern "C" __global__ void __launch_bounds__(256) gemm_h(GemmArgs a) {
+    __shared__ __align__(16) u16 As[GH_BM * GH_LD];
+    __shared__ __align__(16) u16 Bs[GH_BN * GH_LD];
+    switch (a.w.type) {
+        case T_F32: gemm_h_body<T_F32>(a, As, Bs); break;
+        case T_F16: gemm_h_body<T_F16>(a, As, Bs); break;
+        case T_Q8_0: gemm_h_body<T_Q8_0>(a, As, Bs); break;
+        case T_IQ2_XXS: gemm_h_body<T_IQ2_XXS>(a, As, Bs); break;
+        case T_Q2_K: gemm_h_body<T_Q2_K>(a, As, Bs); break;
+        default: gemm_h_body<T_Q4_K>(a, As, Bs); break;
+    }
+}
+
+// Repack GGUF blocks into (payload, header) arrays. Each block's header is a contiguous byte
+// range [hoff, hoff+hlen) of the block; the payload is the remaining contiguous range.
+extern "C" __global__ void repack_blocks(const u8* __restrict__ src, u8* __restrict__ pay, u8* __restrict__ hdr,
+                                         i64 nblocks, int bbytes, int hoff, int hlen) {
+    i64 b = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nblocks) return;
+    const u8* s = src + b * bbytes;
+    int plen = bbytes - hlen;
+    int poff = (hoff == 0) ? hlen : 0;
+    u8* p = pay + b * plen;
+    u8* h = hdr + b * hlen;
+    for (int i = 0; i < hlen; i++) h[i] = s[hoff + i];
+    for (int i = 0; i < plen; i++) p[i] = s[poff + i];
+}
+
+// Dequantize a whole matrix (row-major f32 out); used by tests to check every format.
+extern "C" __global__ void dequant_rows(WMat w, float* out) {
+    i64 gidx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    int ng = w.cols >> 3;
+    if (gidx >= (i64)w.rows * ng) return;
+    int row = (int)(gidx / ng), c = (int)(gidx % ng) * 8;
+    float v[8];
+    switch (w.type) {
+        case T_F32: deq8<T_F32>(w.pay, w.hdr, w.cols, row, c, v); break;
+        case T_F16: deq8<T_F16>(w.pay, w.hdr, w.cols, row, c, v); break;
+        case T_Q8_0: deq8<T_Q8_0>(w.pay, w.hdr, w.cols, row, c, v); break;
+        case T_IQ2_XXS: deq8<T_IQ2_XXS>(w.pay, w.hdr, w.cols, row, c, v); break;
+        case T_Q2_K: deq8<T_Q2_K>(w.pay, w.hdr, w.cols, row, c, v); break;
+        default: deq8<T_Q4_K>(w.pay, w.hdr, w.cols, row, c, v); break;
+    }
+    for (int i = 0; i < 8; i++) out[(i64)row * w.cols + c + i] = v[i];
+}

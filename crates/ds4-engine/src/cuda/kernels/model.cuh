@@ -1,0 +1,815 @@
+// Model-level kernels: embedding, hyper-connections, norms, RoPE, FP8/FP4 simulation,
+// compressors, indexer, attention, MoE routing/grouping. Every kernel takes a batch of T
+// tokens whose absolute positions are read from device memory (pos[t]), so the same kernels
+// serve prefill chunks and graph-captured decode steps.
+
+#define MAXN 4
+#define MAXM 24
+
+extern "C" __global__ void embed_rows(const u16* __restrict__ emb, const int* __restrict__ tok, float* S, int D, int N) {
+    int t = blockIdx.x;
+    const u16* row = emb + (i64)tok[t] * D;
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float v = h2f(row[d]);
+        for (int s = 0; s < N; s++) S[((i64)t * N + s) * D + d] = v;
+    }
+}
+
+__device__ float block_sum_f(float v, float* sh) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    float t = 0.f;
+    for (int i = 0; i < nw; i++) t += sh[i];
+    __syncthreads();
+    return t;
+}
+
+// hc_post (optional, when y != 0) followed by the partial sums of the next hc_pre:
+// per (token, column slice) the sum of squares of the flattened state and the M partial
+// dot products with fn. grid (nsplit, T).
+extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const float* __restrict__ y,
+                                                              const float* __restrict__ post,
+                                                              const float* __restrict__ comb,
+                                                              const u16* __restrict__ fn, int M, int D, int N,
+                                                              int chunk, float* pdot, double* pss) {
+    __shared__ double shd[32];
+    __shared__ float shf[32];
+    int t = blockIdx.y, sp = blockIdx.x, nsplit = gridDim.x;
+    int d0 = sp * chunk, d1 = min(D, d0 + chunk);
+    float* St = S + (i64)t * N * D;
+    float pb[MAXN], cm[MAXN * MAXN];
+    if (y) {
+        for (int b = 0; b < N; b++) pb[b] = post[t * N + b];
+        for (int i = 0; i < N * N; i++) cm[i] = comb[t * N * N + i];
+    }
+    double ss = 0.0;
+    float dot[MAXM];
+#pragma unroll
+    for (int m = 0; m < MAXM; m++) dot[m] = 0.f;
+    i64 fstride = (i64)N * D;
+    for (int d = d0 + threadIdx.x; d < d1; d += blockDim.x) {
+        float sv[MAXN];
+        for (int a = 0; a < N; a++) sv[a] = St[(i64)a * D + d];
+        float nv[MAXN];
+        if (y) {
+            float yd = y[(i64)t * D + d];
+            for (int b = 0; b < N; b++) {
+                float acc = pb[b] * yd;
+                for (int a = 0; a < N; a++) acc += cm[a * N + b] * sv[a];
+                nv[b] = acc;
+            }
+            for (int b = 0; b < N; b++) St[(i64)b * D + d] = nv[b];
+        } else {
+            for (int b = 0; b < N; b++) nv[b] = sv[b];
+        }
+        for (int b = 0; b < N; b++) {
+            ss += (double)nv[b] * (double)nv[b];
+#pragma unroll
+            for (int m = 0; m < MAXM; m++)
+                if (m < M) dot[m] += h2f(fn[(i64)m * fstride + (i64)b * D + d]) * nv[b];
+        }
+    }
+    double tss = block_sum_d(ss, shd);
+    for (int m = 0; m < M; m++) {
+        float v = block_sum_f(dot[m], shf);
+        if (threadIdx.x == 0) pdot[((i64)t * nsplit + sp) * M + m] = v;
+    }
+    if (threadIdx.x == 0) pss[(i64)t * nsplit + sp] = tss;
+}
+
+// Finish hc_pre: mix, pre/post/Sinkhorn (M == N*(N+2)) or head pre only (M == N), collapse
+// the streams and apply the following weighted RMSNorm. grid T, dynamic smem D floats.
+extern "C" __global__ void __launch_bounds__(256) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
+                                                            const double* __restrict__ pss, int nsplit, int M, int D,
+                                                            int N, const float* __restrict__ scale,
+                                                            const float* __restrict__ base,
+                                                            const float* __restrict__ norm_w, float eps, int iters,
+                                                            float hc_eps, float* post_out, float* comb_out,
+                                                            float* xn_out) {
+    extern __shared__ float xsh[];
+    __shared__ double shd[32];
+    __shared__ float pre_s[MAXN];
+    int t = blockIdx.x;
+    if (threadIdx.x == 0) {
+        double ss = 0.0;
+        for (int s = 0; s < nsplit; s++) ss += pss[(i64)t * nsplit + s];
+        float rs = 1.f / sqrtf((float)(ss / (double)(N * D)) + eps);
+        float mix[MAXM];
+        for (int m = 0; m < M; m++) {
+            float a = 0.f;
+            for (int s = 0; s < nsplit; s++) a += pdot[((i64)t * nsplit + s) * M + m];
+            mix[m] = a * rs;
+        }
+        for (int i = 0; i < N; i++) pre_s[i] = sigmoidf_(mix[i] * scale[0] + base[i]) + hc_eps;
+        if (M > N) {
+            for (int i = 0; i < N; i++) post_out[t * N + i] = 2.f * sigmoidf_(mix[N + i] * scale[1] + base[N + i]);
+            float C[MAXN * MAXN];
+            for (int a = 0; a < N; a++) {
+                float mx = -INF_F;
+                for (int b = 0; b < N; b++) {
+                    float z = mix[2 * N + a * N + b] * scale[2] + base[2 * N + a * N + b];
+                    C[a * N + b] = z;
+                    mx = fmaxf(mx, z);
+                }
+                float sum = 0.f;
+                for (int b = 0; b < N; b++) { C[a * N + b] = expf(C[a * N + b] - mx); sum += C[a * N + b]; }
+                float inv = 1.f / sum;
+                for (int b = 0; b < N; b++) C[a * N + b] = C[a * N + b] * inv + hc_eps;
+            }
+            for (int b = 0; b < N; b++) {
+                float cs = 0.f;
+                for (int a = 0; a < N; a++) cs += C[a * N + b];
+                float inv = 1.f / (cs + hc_eps);
+                for (int a = 0; a < N; a++) C[a * N + b] *= inv;
+            }
+            for (int it = 1; it < iters; it++) {
+                for (int a = 0; a < N; a++) {
+                    float rsum = 0.f;
+                    for (int b = 0; b < N; b++) rsum += C[a * N + b];
+                    float inv = 1.f / (rsum + hc_eps);
+                    for (int b = 0; b < N; b++) C[a * N + b] *= inv;
+                }
+                for (int b = 0; b < N; b++) {
+                    float cs = 0.f;
+                    for (int a = 0; a < N; a++) cs += C[a * N + b];
+                    float inv = 1.f / (cs + hc_eps);
+                    for (int a = 0; a < N; a++) C[a * N + b] *= inv;
+                }
+            }
+            for (int i = 0; i < N * N; i++) comb_out[t * N * N + i] = C[i];
+        }
+    }
+    __syncthreads();
+    const float* St = S + (i64)t * N * D;
+    double ss = 0.0;
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float x = pre_s[0] * St[d];
+        for (int s = 1; s < N; s++) x += pre_s[s] * St[(i64)s * D + d];
+        xsh[d] = x;
+        ss += (double)x * (double)x;
+    }
+    double tss = block_sum_d(ss, shd);
+    float rs = 1.f / sqrtf((float)(tss / (double)D) + eps);
+    for (int d = threadIdx.x; d < D; d += blockDim.x) xn_out[(i64)t * D + d] = (xsh[d] * rs) * norm_w[d];
+}
+
+// Rotate interleaved pairs of the last R values of v (shared memory) at position pos.
+__device__ void rope_tail_smem(float* v, int n, int R, int pos, const float* omega, float sign) {
+    int base = n - R;
+    for (int k = threadIdx.x; k < R / 2; k += blockDim.x) {
+        float th = (float)pos * omega[k];
+        float c = cosf(th), s = sign * sinf(th);
+        float a = v[base + 2 * k], b = v[base + 2 * k + 1];
+        v[base + 2 * k] = a * c - b * s;
+        v[base + 2 * k + 1] = a * s + b * c;
+    }
+}
+
+// FP8 E4M3 round trip on v[0..n) in blocks of 64 (one thread per block).
+__device__ void fp8_sim_smem(float* v, int n) {
+    for (int b = threadIdx.x; b < n / 64; b += blockDim.x) {
+        float* p = v + b * 64;
+        float amax = 0.f;
+        for (int i = 0; i < 64; i++) amax = fmaxf(amax, fabsf(p[i]));
+        amax = fmaxf(amax, 1e-4f);
+        float scale = exp2i(ceil_log2_exact(amax / 448.f));
+        for (int i = 0; i < 64; i++) p[i] = e4m3_round(fminf(fmaxf(p[i] / scale, -448.f), 448.f)) * scale;
+    }
+}
+
+// Hadamard (natural order, scaled 1/sqrt(n)) + FP4 E2M1 round trip in blocks of 32.
+__device__ void hadamard_fp4_smem(float* v, int n) {
+    for (int st = 1; st < n; st <<= 1) {
+        __syncthreads();
+        for (int i = threadIdx.x; i < n / 2; i += blockDim.x) {
+            int blk = i / st, off = i % st;
+            int a0 = blk * 2 * st + off, b0 = a0 + st;
+            float a = v[a0], b = v[b0];
+            v[a0] = a + b;
+            v[b0] = a - b;
+        }
+    }
+    __syncthreads();
+    float sc = (float)(1.0 / sqrt((double)n));
+    for (int i = threadIdx.x; i < n; i += blockDim.x) v[i] *= sc;
+    __syncthreads();
+    for (int b = threadIdx.x; b < n / 32; b += blockDim.x) {
+        float* p = v + b * 32;
+        float amax = 0.f;
+        for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(p[i]));
+        amax = fmaxf(amax, 7.052966104933725e-38f);
+        float scale = exp2i(ceil_log2_exact(amax / 6.f));
+        for (int i = 0; i < 32; i++) p[i] = e2m1_round(fminf(fmaxf(p[i] / scale, -6.f), 6.f)) * scale;
+    }
+    __syncthreads();
+}
+
+// Weighted RMSNorm of src[0..n) into smem dst (f64 sum of squares).
+__device__ void rmsnorm_w_to(const float* src, const float* w, float* dst, int n, float eps, double* shd) {
+    double ss = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float x = src[i];
+        dst[i] = x;
+        ss += (double)x * (double)x;
+    }
+    double t = block_sum_d(ss, shd);
+    float s = 1.f / sqrtf((float)(t / (double)n) + eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = (dst[i] * s) * w[i];
+    __syncthreads();
+}
+
+// q LoRA norm and the KV row: qr = rmsnorm_w(qa), k = rope(rmsnorm_w(kv)), FP8 sim on the
+// non-rotary part, stored into the raw ring at pos % cap. grid T, smem (Rq + Dh) floats.
+extern "C" __global__ void __launch_bounds__(256) attn_prep(const float* __restrict__ qa, const float* __restrict__ kvp,
+                                                            const float* __restrict__ qa_norm,
+                                                            const float* __restrict__ kv_norm, int Rq, int Dh, int R,
+                                                            float eps, const int* __restrict__ pos,
+                                                            const float* __restrict__ omega, float* qr_out, float* raw,
+                                                            int cap, int qat) {
+    extern __shared__ float sm[];
+    __shared__ double shd[32];
+    int t = blockIdx.x, p = pos[t];
+    float* q = sm;
+    float* k = sm + Rq;
+    rmsnorm_w_to(qa + (i64)t * Rq, qa_norm, q, Rq, eps, shd);
+    for (int i = threadIdx.x; i < Rq; i += blockDim.x) qr_out[(i64)t * Rq + i] = q[i];
+    rmsnorm_w_to(kvp + (i64)t * Dh, kv_norm, k, Dh, eps, shd);
+    rope_tail_smem(k, Dh, R, p, omega, 1.f);
+    __syncthreads();
+    if (qat) fp8_sim_smem(k, Dh - R);
+    __syncthreads();
+    float* dst = raw + (i64)(p % cap) * Dh;
+    for (int i = threadIdx.x; i < Dh; i += blockDim.x) dst[i] = k[i];
+}
+
+// ------------------------------------------------------------------------------------------
+// Compressor (MODEL.md §2.5.5). kv/sc: this batch's projections [T][w]; skv/ssc: frontier
+// state [coff*r][w] as it was before the batch; rows: the layer's compressed row list.
+// ------------------------------------------------------------------------------------------
+struct CompArgs {
+    const float* kv;
+    const float* sc;
+    const u16* ape;
+    float* skv;
+    float* ssc;
+    float* rows;
+    const float* norm;
+    const float* omega;
+    const int* pos;
+    int T;
+    int r;
+    int d;
+    int R;
+    float eps;
+    int qat;
+    int indexer;
+    int pad;
+};
+
+__device__ __forceinline__ void comp_tok(const CompArgs& a, int p0, int q, int col, float& v, float& s) {
+    int w = (a.r == 4 ? 2 : 1) * a.d;
+    if (q >= p0) {
+        i64 o = (i64)(q - p0) * w + col;
+        v = a.kv[o];
+        s = a.sc[o] + h2f(a.ape[(i64)(q % a.r) * w + col]);
+    } else {
+        int row;
+        if (a.r == 4) row = (q >= 4 * (p0 / 4)) ? 4 + (q & 3) : (q & 3);
+        else row = q % a.r;
+        v = a.skv[(i64)row * w + col];
+        s = a.ssc[(i64)row * w + col];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
+    extern __shared__ float pooled[];
+    __shared__ double shd[32];
+    int p0 = a.pos[0];
+    int r = a.r, d = a.d;
+    int c = p0 / r + blockIdx.x;
+    if ((c + 1) * r > p0 + a.T) return;  // no window closes for this block
+    int i = threadIdx.x;
+    if (i < d) {
+        float m = -INF_F;
+        int nc = (r == 4) ? 8 : r;
+        // pass 1: max
+        for (int j = 0; j < nc; j++) {
+            int q, col;
+            if (r == 4) {
+                if (j < 4) { if (c == 0) continue; q = 4 * c - 4 + j; col = i; }
+                else { q = 4 * c + (j - 4); col = d + i; }
+            } else { q = r * c + j; col = i; }
+            float v, s;
+            comp_tok(a, p0, q, col, v, s);
+            m = fmaxf(m, s);
+        }
+        float res = 0.f;
+        if (m > -0.5e30f) {
+            float num = 0.f, den = 0.f;
+            for (int j = 0; j < nc; j++) {
+                int q, col;
+                if (r == 4) {
+                    if (j < 4) { if (c == 0) continue; q = 4 * c - 4 + j; col = i; }
+                    else { q = 4 * c + (j - 4); col = d + i; }
+                } else { q = r * c + j; col = i; }
+                float v, s;
+                comp_tok(a, p0, q, col, v, s);
+                float e = expf(s - m);
+                den += e;
+                num += e * v;
+            }
+            res = num / den;
+        }
+        pooled[i] = res;
+    }
+    __syncthreads();
+    double ss = 0.0;
+    if (i < d) ss = (double)pooled[i] * (double)pooled[i];
+    double tot = block_sum_d(ss, shd);
+    float s = 1.f / sqrtf((float)(tot / (double)d) + a.eps);
+    if (i < d) pooled[i] = (pooled[i] * s) * a.norm[i];
+    __syncthreads();
+    rope_tail_smem(pooled, d, a.R, c * r, a.omega, 1.f);
+    __syncthreads();
+    if (a.qat) {
+        if (a.indexer) hadamard_fp4_smem(pooled, d);
+        else fp8_sim_smem(pooled, d - a.R);
+    }
+    __syncthreads();
+    if (i < d) a.rows[(i64)c * d + i] = pooled[i];
+}
+
+// Frontier update after the batch (runs after comp_emit, which reads the old state).
+extern "C" __global__ void comp_state(CompArgs a) {
+    int w = (a.r == 4 ? 2 : 1) * a.d;
+    int nres = (a.r == 4) ? 4 : a.r;
+    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (i64)nres * w) return;
+    int j = (int)(idx / w), col = (int)(idx % w);
+    int p0 = a.pos[0], P1 = p0 + a.T;
+    int r = a.r;
+    // latest token < P1 with q % r == j
+    int last = P1 - 1;
+    int q = (last >= j) ? last - ((last - j) % r) : -1;
+    if (r == 4) {
+        float nv_cur = a.skv[(i64)(4 + j) * w + col], ns_cur = a.ssc[(i64)(4 + j) * w + col];
+        float old_cur_v = nv_cur, old_cur_s = ns_cur;
+        if (q >= p0) comp_tok(a, p0, q, col, nv_cur, ns_cur);
+        int W0 = p0 / 4, W1 = P1 / 4;
+        bool shift = W1 > W0;
+        float nv_prev = 0.f, ns_prev = 0.f;
+        if (shift) {
+            int qp = 4 * (W1 - 1) + j;
+            if (qp >= p0) comp_tok(a, p0, qp, col, nv_prev, ns_prev);
+            else { nv_prev = old_cur_v; ns_prev = old_cur_s; }
+        }
+        a.skv[(i64)(4 + j) * w + col] = nv_cur;
+        a.ssc[(i64)(4 + j) * w + col] = ns_cur;
+        if (shift) {
+            a.skv[(i64)j * w + col] = nv_prev;
+            a.ssc[(i64)j * w + col] = ns_prev;
+        }
+    } else {
+        if (q >= p0) {
+            float v, s;
+            comp_tok(a, p0, q, col, v, s);
+            a.skv[(i64)j * w + col] = v;
+            a.ssc[(i64)j * w + col] = s;
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Lightning indexer (ratio-4 layers; MODEL.md §2.5.6)
+// ------------------------------------------------------------------------------------------
+extern "C" __global__ void idx_q_prep(float* qi, const int* __restrict__ pos, const float* __restrict__ omega, int Hi,
+                                      int Di, int R, int qat) {
+    extern __shared__ float v[];
+    int h = blockIdx.x, t = blockIdx.y, p = pos[t];
+    float* q = qi + ((i64)t * Hi + h) * Di;
+    for (int i = threadIdx.x; i < Di; i += blockDim.x) v[i] = q[i];
+    __syncthreads();
+    rope_tail_smem(v, Di, R, p, omega, 1.f);
+    __syncthreads();
+    if (qat) hadamard_fp4_smem(v, Di);
+    __syncthreads();
+    for (int i = threadIdx.x; i < Di; i += blockDim.x) q[i] = v[i];
+}
+
+#define IDX_ROWS_PER_BLOCK 32
+// scores[t][c] = sum_h wt_h*wscale * relu(qi_h . k_c), for c < n_vis(t), only when
+// n_vis(t) > topk. grid (ceil(nmax/32), T), block 256, smem Hi*(Di+1) + Hi + 8*Di floats.
+extern "C" __global__ void __launch_bounds__(256) idx_score(const float* __restrict__ qi, const float* __restrict__ wt,
+                                                            const float* __restrict__ krows,
+                                                            const int* __restrict__ pos, float* scores, int ldsc,
+                                                            int Hi, int Di, float wscale, int topk) {
+    extern __shared__ float sm[];
+    int t = blockIdx.y;
+    int n = (pos[t] + 1) / 4;
+    if (n <= topk) return;
+    int c0 = blockIdx.x * IDX_ROWS_PER_BLOCK;
+    if (c0 >= n) return;
+    int ld = Di + 1;
+    float* qs = sm;
+    float* ws = sm + Hi * ld;
+    float* ks = ws + Hi;
+    for (int i = threadIdx.x; i < Hi * Di; i += blockDim.x) qs[(i / Di) * ld + (i % Di)] = qi[(i64)t * Hi * Di + i];
+    for (int i = threadIdx.x; i < Hi; i += blockDim.x) ws[i] = wt[(i64)t * Hi + i] * wscale;
+    __syncthreads();
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    float* kr = ks + warp * Di;
+    for (int rr = warp; rr < IDX_ROWS_PER_BLOCK; rr += 8) {
+        int c = c0 + rr;
+        if (c >= n) break;
+        for (int i = lane; i < Di; i += 32) kr[i] = krows[(i64)c * Di + i];
+        __syncwarp();
+        float acc = 0.f;
+        for (int h = lane; h < Hi; h += 32) {
+            const float* qh = qs + h * ld;
+            float dt = 0.f;
+            for (int k = 0; k < Di; k++) dt += qh[k] * kr[k];
+            acc += fmaxf(dt, 0.f) * ws[h];
+        }
+        acc = warp_sum(acc);
+        if (lane == 0) scores[(i64)t * ldsc + c] = acc;
+        __syncwarp();
+    }
+}
+
+__device__ __forceinline__ u32 fkey(float f) {
+    u32 u = __float_as_uint(f);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// Streaming top-k by radix select (no sort): the topk largest scores of the n visible rows,
+// ties to the smaller index, written in ascending index order. grid T, block 1024.
+extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __restrict__ scores, int ldsc,
+                                                               const int* __restrict__ pos, int topk, int* sel) {
+    __shared__ u32 hist[256];
+    __shared__ u32 sh_prefix, sh_remaining;
+    __shared__ u32 wcnt[2][32];
+    __shared__ u32 base_cnt[2];
+    int t = blockIdx.x;
+    int n = (pos[t] + 1) / 4;
+    if (n <= topk) return;
+    const float* sc = scores + (i64)t * ldsc;
+    u32 prefix = 0, mask = 0, remaining = topk;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
+        __syncthreads();
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+            u32 k = fkey(sc[i]);
+            if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            u32 cum = 0;
+            int b = 255;
+            for (; b > 0; b--) {
+                if (cum + hist[b] >= remaining) break;
+                cum += hist[b];
+            }
+            sh_prefix = prefix | ((u32)b << shift);
+            sh_remaining = remaining - cum;
+        }
+        __syncthreads();
+        prefix = sh_prefix;
+        remaining = sh_remaining;
+        mask |= 255u << shift;
+        __syncthreads();
+    }
+    u32 kth = prefix;  // key of the topk-th largest; take `remaining` of the equal keys
+    if (threadIdx.x == 0) { base_cnt[0] = 0; base_cnt[1] = 0; }
+    __syncthreads();
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int c0 = 0; c0 < n; c0 += blockDim.x) {
+        int i = c0 + threadIdx.x;
+        u32 k = (i < n) ? fkey(sc[i]) : 0u;
+        bool gt = (i < n) && k > kth;
+        bool eq = (i < n) && k == kth;
+        u32 bg = __ballot_sync(0xffffffffu, gt), be = __ballot_sync(0xffffffffu, eq);
+        if (lane == 0) { wcnt[0][warp] = __popc(bg); wcnt[1][warp] = __popc(be); }
+        __syncthreads();
+        u32 og = base_cnt[0], oe = base_cnt[1];
+        for (int w2 = 0; w2 < warp; w2++) { og += wcnt[0][w2]; oe += wcnt[1][w2]; }
+        u32 lm = (1u << lane) - 1u;
+        u32 rg = og + __popc(bg & lm), re = oe + __popc(be & lm);
+        // output slot = (#gt before) + min(#eq before, remaining)
+        if (gt) sel[(i64)t * topk + rg + min(re, remaining)] = i;
+        if (eq && re < remaining) sel[(i64)t * topk + rg + re] = i;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            u32 sg = 0, se = 0;
+            for (int w2 = 0; w2 < (int)(blockDim.x >> 5); w2++) { sg += wcnt[0][w2]; se += wcnt[1][w2]; }
+            base_cnt[0] += sg;
+            base_cnt[1] += se;
+        }
+        __syncthreads();
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Attention with sink (MODEL.md §2.5.7) in split-row partials with online softmax. Warp w of
+// a block serves head blockIdx.x*8 + w; lane owns dims 4*lane + 128*jj + (0..3).
+// ------------------------------------------------------------------------------------------
+struct AttnArgs {
+    const float* q;     // [T][H*Dh] q_b output (before the per-head norm and RoPE)
+    const float* raw;   // ring [cap][Dh]
+    const float* comp;  // compressed rows [.][Dh] (ratio > 0)
+    const int* sel;     // [T][topk] indexer selection (ratio 4)
+    const int* pos;
+    const float* omega;
+    float* po;          // [T][nsplit][H][Dh]
+    float* pml;         // [T][nsplit][H][2]
+    int cap;
+    int topk;
+    int H;
+    int Dh;
+    int R;
+    int W;
+    int ratio;
+    int nsplit;
+    float eps;
+    int pad;
+};
+
+#define ATT_TR 16
+extern "C" __global__ void __launch_bounds__(256) attn_partial(AttnArgs a) {
+    extern __shared__ float4 ktile4[];  // ATT_TR * Dh floats
+    float* ktile = (float*)ktile4;
+    int t = blockIdx.z, sp = blockIdx.y;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int h = blockIdx.x * 8 + warp;
+    bool hv = h < a.H;
+    int p = a.pos[t];
+    int Dh = a.Dh;
+    int nraw = min(p + 1, a.W);
+    int ncv = a.ratio ? (p + 1) / a.ratio : 0;
+    bool use_sel = (a.ratio == 4) && (ncv > a.topk);
+    int ncomp = use_sel ? a.topk : ncv;
+    int n = nraw + ncomp;
+    int chunk = (n + a.nsplit - 1) / a.nsplit;
+    int r0 = sp * chunk, r1 = min(n, r0 + chunk);
+    // q: load, per-head RMSNorm (no weight), RoPE on the tail
+    float qv[4][4];
+    double ss = 0.0;
+    const float* qh = a.q + ((i64)t * a.H + (hv ? h : 0)) * Dh;
+#pragma unroll
+    for (int jj = 0; jj < 4; jj++) {
+        int d = 4 * lane + 128 * jj;
+        if (d < Dh) {
+            float4 v = *(const float4*)(qh + d);
+            qv[jj][0] = v.x; qv[jj][1] = v.y; qv[jj][2] = v.z; qv[jj][3] = v.w;
+        } else {
+            qv[jj][0] = qv[jj][1] = qv[jj][2] = qv[jj][3] = 0.f;
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) ss += (double)qv[jj][i] * (double)qv[jj][i];
+    }
+    ss = warp_sum_d(ss);
+    float rs = 1.f / sqrtf((float)(ss / (double)Dh) + a.eps);
+    int Dn = Dh - a.R;
+#pragma unroll
+    for (int jj = 0; jj < 4; jj++) {
+        int d = 4 * lane + 128 * jj;
+#pragma unroll
+        for (int i = 0; i < 4; i++) qv[jj][i] *= rs;
+        if (d < Dh && d >= Dn) {
+#pragma unroll
+            for (int pr = 0; pr < 2; pr++) {
+                int k = (d + 2 * pr - Dn) / 2;
+                float th = (float)p * a.omega[k];
+                float c = cosf(th), s = sinf(th);
+                float x0 = qv[jj][2 * pr], x1 = qv[jj][2 * pr + 1];
+                qv[jj][2 * pr] = x0 * c - x1 * s;
+                qv[jj][2 * pr + 1] = x0 * s + x1 * c;
+            }
+        }
+    }
+    float scale = 1.f / sqrtf((float)Dh);
+    float m = -INF_F, l = 0.f;
+    float o[4][4];
+#pragma unroll
+    for (int jj = 0; jj < 4; jj++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) o[jj][i] = 0.f;
+    int dq = Dh >> 2;  // float4 per row
+    for (int rb = r0; rb < r1; rb += ATT_TR) {
+        int cnt = min(ATT_TR, r1 - rb);
+        __syncthreads();
+        for (int f = threadIdx.x; f < cnt * dq; f += blockDim.x) {
+            int rr = f / dq, c4 = f % dq;
+            int r = rb + rr;
+            const float* src;
+            if (r < nraw) src = a.raw + (i64)((p - nraw + 1 + r) % a.cap) * Dh;
+            else {
+                int ci = r - nraw;
+                int c = use_sel ? a.sel[(i64)t * a.topk + ci] : ci;
+                src = a.comp + (i64)c * Dh;
+            }
+            ktile4[rr * dq + c4] = ((const float4*)src)[c4];
+        }
+        __syncthreads();
+        if (!hv) continue;
+        float sc[ATT_TR];
+        float tmax = -INF_F;
+#pragma unroll
+        for (int rr = 0; rr < ATT_TR; rr++) {
+            float part = 0.f;
+            if (rr < cnt) {
+                const float* kr = ktile + rr * Dh;
+#pragma unroll
+                for (int jj = 0; jj < 4; jj++) {
+                    int d = 4 * lane + 128 * jj;
+                    if (d < Dh) {
+                        float4 kv = *(const float4*)(kr + d);
+                        part += qv[jj][0] * kv.x + qv[jj][1] * kv.y + qv[jj][2] * kv.z + qv[jj][3] * kv.w;
+                    }
+                }
+            }
+            part = warp_sum(part);
+            sc[rr] = (rr < cnt) ? part * scale : -INF_F;
+            tmax = fmaxf(tmax, sc[rr]);
+        }
+        float mn = fmaxf(m, tmax);
+        float fac = (m == -INF_F) ? 0.f : expf(m - mn);
+        l *= fac;
+#pragma unroll
+        for (int jj = 0; jj < 4; jj++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) o[jj][i] *= fac;
+#pragma unroll
+        for (int rr = 0; rr < ATT_TR; rr++) {
+            if (rr >= cnt) break;
+            float e = expf(sc[rr] - mn);
+            l += e;
+            const float* kr = ktile + rr * Dh;
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {
+                int d = 4 * lane + 128 * jj;
+                if (d < Dh) {
+                    float4 kv = *(const float4*)(kr + d);
+                    o[jj][0] += e * kv.x; o[jj][1] += e * kv.y; o[jj][2] += e * kv.z; o[jj][3] += e * kv.w;
+                }
+            }
+        }
+        m = mn;
+    }
+    if (!hv) return;
+    i64 base = ((i64)t * a.nsplit + sp) * a.H + h;
+    float* op = a.po + base * Dh;
+#pragma unroll
+    for (int jj = 0; jj < 4; jj++) {
+        int d = 4 * lane + 128 * jj;
+        if (d < Dh) *(float4*)(op + d) = make_float4(o[jj][0], o[jj][1], o[jj][2], o[jj][3]);
+    }
+    if (lane == 0) { a.pml[base * 2] = m; a.pml[base * 2 + 1] = l; }
+}
+
+// Merge the splits with the sink, normalize, inverse RoPE on the tail. grid (H, T).
+extern "C" __global__ void attn_combine(const float* __restrict__ po, const float* __restrict__ pml,
+                                        const float* __restrict__ sinks, const int* __restrict__ pos,
+                                        const float* __restrict__ omega, int H, int Dh, int R, int nsplit,
+                                        float* out) {
+    extern __shared__ float ov[];
+    int h = blockIdx.x, t = blockIdx.y, p = pos[t];
+    float sink = sinks[h];
+    float M = sink;
+    for (int s = 0; s < nsplit; s++) M = fmaxf(M, pml[(((i64)t * nsplit + s) * H + h) * 2]);
+    float den = expf(sink - M);
+    for (int s = 0; s < nsplit; s++) {
+        i64 b = (((i64)t * nsplit + s) * H + h) * 2;
+        float ms = pml[b], ls = pml[b + 1];
+        if (ls > 0.f) den += ls * expf(ms - M);
+    }
+    for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
+        float acc = 0.f;
+        for (int s = 0; s < nsplit; s++) {
+            i64 b = ((i64)t * nsplit + s) * H + h;
+            float ls = pml[b * 2 + 1];
+            if (ls > 0.f) acc += po[b * Dh + d] * expf(pml[b * 2] - M);
+        }
+        ov[d] = acc / den;
+    }
+    __syncthreads();
+    rope_tail_smem(ov, Dh, R, p, omega, -1.f);
+    __syncthreads();
+    for (int d = threadIdx.x; d < Dh; d += blockDim.x) out[((i64)t * H + h) * Dh + d] = ov[d];
+}
+
+// ------------------------------------------------------------------------------------------
+// MoE routing (MODEL.md §2.6)
+// ------------------------------------------------------------------------------------------
+extern "C" __global__ void moe_route(const float* __restrict__ logits, const float* __restrict__ bias,
+                                     const int* __restrict__ tid2eid, const int* __restrict__ tok, int E, int K,
+                                     float wscale, int wnorm, int* sel, float* wts) {
+    extern __shared__ float prob[];
+    int t = blockIdx.x;
+    for (int e = threadIdx.x; e < E; e += blockDim.x) prob[e] = sqrtf(softplusf_(logits[(i64)t * E + e]));
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    int s[16];
+    if (tid2eid) {
+        for (int i = 0; i < K; i++) s[i] = tid2eid[(i64)tok[t] * K + i];
+    } else {
+        for (int i = 0; i < K; i++) {
+            int best = -1;
+            float bv = 0.f;
+            for (int e = 0; e < E; e++) {
+                bool taken = false;
+                for (int q = 0; q < i; q++) taken |= (s[q] == e);
+                if (taken) continue;
+                float v = prob[e] + (bias ? bias[e] : 0.f);
+                if (best < 0 || v > bv) { best = e; bv = v; }
+            }
+            s[i] = best;
+        }
+    }
+    float sum = 0.f;
+    for (int i = 0; i < K; i++) sum += prob[s[i]];
+    for (int i = 0; i < K; i++) {
+        sel[t * K + i] = s[i];
+        wts[t * K + i] = wnorm ? prob[s[i]] / sum * wscale : prob[s[i]] * wscale;
+    }
+}
+
+// Group (token, slot) pairs by expert, in token order: off[E+1], pair_tok[slot] = token,
+// pair_of[t*K+i] = slot, pair_w[slot] = routing weight. One block, thread per expert.
+extern "C" __global__ void moe_group(const int* __restrict__ sel, const float* __restrict__ wts, int T, int K, int E,
+                                     int* off, int* pair_tok, int* pair_of, float* pair_w) {
+    extern __shared__ int cnt[];
+    int TK = T * K;
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        int c = 0;
+        for (int i = 0; i < TK; i++) c += (sel[i] == e);
+        cnt[e] = c;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int acc = 0;
+        for (int e = 0; e < E; e++) { int c = cnt[e]; off[e] = acc; cnt[e] = acc; acc += c; }
+        off[E] = acc;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        int slot = cnt[e];
+        for (int i = 0; i < TK; i++)
+            if (sel[i] == e) { pair_tok[slot] = i / K; pair_of[i] = slot; pair_w[slot] = wts[i]; slot++; }
+    }
+}
+
+// mid = silu(min(g, c)) * clamp(u, -c, c) * w   (w = 1 when pw == 0)
+extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __restrict__ u,
+                                   const float* __restrict__ pw, int n, int F, float clamp, float* mid) {
+    i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (i64)n * F) return;
+    float gg = fminf(g[i], clamp);
+    float uu = fminf(fmaxf(u[i], -clamp), clamp);
+    float m = siluf_(gg) * uu;
+    mid[i] = pw ? m * pw[i / F] : m;
+}
+
+// out[t] = sum_i ypair[pair_of[t*K+i]] (selection order) + shared[t]
+extern "C" __global__ void moe_combine(const float* __restrict__ ypair, const int* __restrict__ pair_of,
+                                       const float* __restrict__ shared, int K, int D, float* out) {
+    int t = blockIdx.y;
+    int d = blockIdx.x * blockDim.x + threadIdx.x;
+    if (d >= D) return;
+    float acc = 0.f;
+    for (int i = 0; i < K; i++) acc += ypair[(i64)pair_of[t * K + i] * D + d];
+    out[(i64)t * D + d] = acc + shared[(i64)t * D + d];
+}
+
+// argmax over x[0..n) skipping index `excl` (-1: none); ties to the smaller index.
+extern "C" __global__ void __launch_bounds__(1024) argmax_excl(const float* __restrict__ x, int n, int excl, int* out) {
+    __shared__ float bv[32];
+    __shared__ int bi[32];
+    float v = -INF_F;
+    int idx = 0x7fffffff;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        if (i == excl) continue;
+        float xi = x[i];
+        if (xi > v || (xi == v && i < idx)) { v = xi; idx = i; }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, v, o);
+        int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+        if (ov > v || (ov == v && oi < idx)) { v = ov; idx = oi; }
+    }
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    if (lane == 0) { bv[w] = v; bi[w] = idx; }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int k = 1; k < (int)(blockDim.x >> 5); k++)
+            if (bv[k] > v || (bv[k] == v && bi[k] < idx)) { v = bv[k]; idx = bi[k]; }
+        out[0] = idx;
+    }
+}
+
+// Bandwidth probe: y[i] = x[i] (float4), used by ds4-bench for the device-copy ceiling.
+extern "C" __global__ void copy_f4(const float4* __restrict__ x, float4* __restrict__ y, i64 n) {
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) y[i] = x[i];
+}

@@ -1,0 +1,1091 @@
+//! A CUDA inference session: KV state on the GPU, layer-major batched prefill, and a decode
+//! step that is captured once into a CUDA graph (per position bucket) and replayed. Logits stay
+//! on the device until asked for; greedy decoding reads back only the argmax.
+
+use super::driver::{Args, CudaError, DevBuf, DevPtr, Gpu, Graph, Result};
+use super::weights::{CudaModel, WMat};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// f32 activations everywhere (f32 FMA GEMMs in prefill): matches the fixtures like the
+    /// CPU reference.
+    Reference,
+    /// Prefill GEMMs on tensor cores with f16 inputs and f32 accumulation; decode unchanged.
+    Fast,
+}
+
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    pub ctx: usize,
+    /// FP8 KV / FP4 indexer simulation (the model's QAT numerics); false = "exact" numerics.
+    pub qat: bool,
+    pub precision: Precision,
+    pub max_chunk: usize,
+    pub graphs: bool,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions { ctx: 4096, qat: true, precision: Precision::Fast, max_chunk: 2048, graphs: true }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct MvJob {
+    w: WMat,
+    x: u64,
+    y: u64,
+    sel: u64,
+    x_slot: i64,
+    nslots: i32,
+    x_grp_rows: i32,
+    block0: i32,
+    pad: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct GemmArgs {
+    w: WMat,
+    x: u64,
+    y: u64,
+    grp_off: u64,
+    gather: u64,
+    ldx: i32,
+    ldy: i32,
+    t: i32,
+    pad: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CompArgs {
+    kv: u64,
+    sc: u64,
+    ape: u64,
+    skv: u64,
+    ssc: u64,
+    rows: u64,
+    norm: u64,
+    omega: u64,
+    pos: u64,
+    t: i32,
+    r: i32,
+    d: i32,
+    rd: i32,
+    eps: f32,
+    qat: i32,
+    indexer: i32,
+    pad: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct AttnArgs {
+    q: u64,
+    raw: u64,
+    comp: u64,
+    sel: u64,
+    pos: u64,
+    omega: u64,
+    po: u64,
+    pml: u64,
+    cap: i32,
+    topk: i32,
+    h: i32,
+    dh: i32,
+    rd: i32,
+    w: i32,
+    ratio: i32,
+    nsplit: i32,
+    eps: f32,
+    pad: i32,
+}
+
+const MV_ROWS_PER_BLOCK: usize = 16;
+
+struct JobTable {
+    buf: DevBuf,
+    blocks: Vec<u32>, // cumulative block count after each job
+    smem: Vec<u32>,   // max smem up to each job
+}
+
+impl JobTable {
+    fn new(gpu: &Gpu, jobs: &mut [MvJob]) -> Result<JobTable> {
+        let mut blocks = Vec::new();
+        let mut smem = Vec::new();
+        let mut b = 0i32;
+        let mut s = 0u32;
+        for j in jobs.iter_mut() {
+            j.block0 = b;
+            b += j.nslots * ((j.w.rows as usize + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK) as i32;
+            s = s.max(j.w.cols as u32 * 4);
+            blocks.push(b as u32);
+            smem.push(s);
+        }
+        let bytes = std::mem::size_of::<MvJob>() * jobs.len();
+        let buf = gpu.alloc(bytes)?;
+        // SAFETY: MvJob is plain repr(C) data.
+        let raw = unsafe { std::slice::from_raw_parts(jobs.as_ptr() as *const u8, bytes) };
+        gpu.htod(buf.ptr, raw)?;
+        Ok(JobTable { buf, blocks, smem })
+    }
+    fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
+        let args = Args::new().a(self.buf.ptr).a(njobs as i32);
+        gpu.launch("matvec_grouped", (self.blocks[njobs - 1], 1, 1), 256, self.smem[njobs - 1], args)
+    }
+}
+
+struct LayerJobs {
+    a: JobTable,
+    b: JobTable,
+    c: JobTable,
+    d: JobTable,
+    e: JobTable,
+    f: JobTable,
+}
+
+struct LayerState {
+    raw: DevBuf,
+    comp: Option<DevBuf>,
+    skv: Option<DevBuf>,
+    ssc: Option<DevBuf>,
+    icomp: Option<DevBuf>,
+    iskv: Option<DevBuf>,
+    issc: Option<DevBuf>,
+}
+
+/// Per-chunk scratch buffers, sized for `max_chunk` tokens.
+struct Scratch {
+    pos: DevBuf,
+    tok: DevBuf,
+    s: DevBuf,
+    xn: DevBuf,
+    post: DevBuf,
+    comb: DevBuf,
+    pdot: DevBuf,
+    pss: DevBuf,
+    qa: DevBuf,
+    qr: DevBuf,
+    kvp: DevBuf,
+    q: DevBuf,
+    ckv: DevBuf,
+    csc: DevBuf,
+    ikv: DevBuf,
+    isc: DevBuf,
+    iq: DevBuf,
+    iw: DevBuf,
+    scores: DevBuf,
+    isel: DevBuf,
+    po: DevBuf,
+    pml: DevBuf,
+    heads: DevBuf,
+    low: DevBuf,
+    attn_out: DevBuf,
+    rlog: DevBuf,
+    esel: DevBuf,
+    ewts: DevBuf,
+    g: DevBuf,
+    u: DevBuf,
+    gs: DevBuf,
+    us: DevBuf,
+    mid: DevBuf,
+    mids: DevBuf,
+    ypair: DevBuf,
+    shared: DevBuf,
+    ffn_out: DevBuf,
+    off: DevBuf,
+    pair_tok: DevBuf,
+    pair_of: DevBuf,
+    pair_w: DevBuf,
+    yhead: DevBuf,
+    logits: DevBuf,
+    amax: DevBuf,
+}
+
+pub struct CudaSession {
+    m: Arc<CudaModel>,
+    pub opts: SessionOptions,
+    cap: usize,
+    comp_cap: usize,
+    idx_ld: usize,
+    hc_split: usize,
+    hc_chunk: usize,
+    tokens: Vec<u32>,
+    logits_host: Option<Vec<f32>>,
+    has_logits: bool,
+    st: Vec<LayerState>,
+    sc: Scratch,
+    jobs: Vec<LayerJobs>,
+    head_job: JobTable,
+    graphs: HashMap<usize, Graph>,
+    pub graph_captures: usize,
+}
+
+fn nsplit_decode(ratio: usize) -> usize {
+    if ratio == 0 { 8 } else { 16 }
+}
+
+impl CudaSession {
+    pub fn new(m: Arc<CudaModel>, opts: SessionOptions) -> Result<CudaSession> {
+        let d = m.dims.clone();
+        let gpu = m.gpu.clone();
+        if opts.ctx == 0 || opts.max_chunk == 0 {
+            return Err(CudaError::Other("context and chunk must be positive".into()));
+        }
+        let tmax = opts.max_chunk.min(opts.ctx).max(1);
+        let cap = ((d.window + tmax + 255) / 256) * 256;
+        let comp_cap = opts.ctx / 4 + 2;
+        let idx_ld = (opts.ctx / 4 + 2).max(1);
+        let hc_split = (d.d / 64).max(1);
+        let hc_chunk = (d.d + hc_split - 1) / hc_split;
+        let f4 = |n: usize| gpu.alloc(n * 4);
+        let mut st = Vec::new();
+        for l in 0..d.n_layer {
+            let r = d.ratios[l];
+            let raw = gpu.alloc_zeroed(cap * d.dh * 4)?;
+            let (comp, skv, ssc) = if r > 0 {
+                let w = if r == 4 { 2 * d.dh } else { d.dh };
+                let rows = if r == 4 { 8 } else { r };
+                let n = opts.ctx / r + 2;
+                (Some(gpu.alloc_zeroed(n * d.dh * 4)?), Some(gpu.alloc_zeroed(rows * w * 4)?), Some(gpu.alloc(rows * w * 4)?))
+            } else {
+                (None, None, None)
+            };
+            let (icomp, iskv, issc) = if r == 4 {
+                (
+                    Some(gpu.alloc_zeroed((opts.ctx / 4 + 2) * d.di * 4)?),
+                    Some(gpu.alloc_zeroed(8 * 2 * d.di * 4)?),
+                    Some(gpu.alloc(8 * 2 * d.di * 4)?),
+                )
+            } else {
+                (None, None, None)
+            };
+            st.push(LayerState { raw, comp, skv, ssc, icomp, iskv, issc });
+        }
+        let t = tmax;
+        let n = d.n_hc;
+        let nsmax = 16usize;
+        let sc = Scratch {
+            pos: f4(t)?,
+            tok: f4(t)?,
+            s: f4(t * n * d.d)?,
+            xn: f4(t * d.d)?,
+            post: f4(t * n)?,
+            comb: f4(t * n * n)?,
+            pdot: f4(t * hc_split * 24)?,
+            pss: gpu.alloc(t * hc_split * 8)?,
+            qa: f4(t * d.rq)?,
+            qr: f4(t * d.rq)?,
+            kvp: f4(t * d.dh)?,
+            q: f4(t * d.h * d.dh)?,
+            ckv: f4(t * 2 * d.dh)?,
+            csc: f4(t * 2 * d.dh)?,
+            ikv: f4(t * 2 * d.di.max(1))?,
+            isc: f4(t * 2 * d.di.max(1))?,
+            iq: f4(t * d.hi.max(1) * d.di.max(1))?,
+            iw: f4(t * d.hi.max(1))?,
+            scores: f4(t * idx_ld)?,
+            isel: f4(t * d.topk.max(1))?,
+            po: f4(t.max(nsmax) * d.h * d.dh)?,
+            pml: f4(t.max(nsmax) * d.h * 2)?,
+            heads: f4(t * d.h * d.dh)?,
+            low: f4(t * d.g * d.ro)?,
+            attn_out: f4(t * d.d)?,
+            rlog: f4(t * d.e)?,
+            esel: f4(t * d.k)?,
+            ewts: f4(t * d.k)?,
+            g: f4(t * d.k * d.f)?,
+            u: f4(t * d.k * d.f)?,
+            gs: f4(t * d.f)?,
+            us: f4(t * d.f)?,
+            mid: f4(t * d.k * d.f)?,
+            mids: f4(t * d.f)?,
+            ypair: f4(t * d.k * d.d)?,
+            shared: f4(t * d.d)?,
+            ffn_out: f4(t * d.d)?,
+            off: f4(d.e + 1)?,
+            pair_tok: f4(t * d.k)?,
+            pair_of: f4(t * d.k)?,
+            pair_w: f4(t * d.k)?,
+            yhead: f4(d.d)?,
+            logits: f4(d.vocab)?,
+            amax: f4(1)?,
+        };
+        // state init: score frontiers start at NEG_INF
+        let mut sess = CudaSession {
+            m: m.clone(),
+            opts: SessionOptions { max_chunk: tmax, ..opts },
+            cap,
+            comp_cap,
+            idx_ld,
+            hc_split,
+            hc_chunk,
+            tokens: Vec::new(),
+            logits_host: None,
+            has_logits: false,
+            st,
+            sc,
+            jobs: Vec::new(),
+            head_job: JobTable::new(&gpu, &mut [])?,
+            graphs: HashMap::new(),
+            graph_captures: 0,
+        };
+        sess.build_jobs()?;
+        sess.reset()?;
+        Ok(sess)
+    }
+
+    fn gpu(&self) -> &Gpu {
+        &self.m.gpu
+    }
+
+    pub fn model(&self) -> &Arc<CudaModel> {
+        &self.m
+    }
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+    pub fn ctx(&self) -> usize {
+        self.opts.ctx
+    }
+
+    /// Forget everything: position 0, empty frontiers.
+    pub fn reset(&mut self) -> Result<()> {
+        let gpu = self.m.gpu.clone();
+        for s in &self.st {
+            if let Some(b) = &s.skv {
+                gpu.memset0(b.ptr, b.bytes)?;
+                fill_neg_inf(&gpu, s.ssc.as_ref().unwrap())?;
+            }
+            if let Some(b) = &s.iskv {
+                gpu.memset0(b.ptr, b.bytes)?;
+                fill_neg_inf(&gpu, s.issc.as_ref().unwrap())?;
+            }
+        }
+        gpu.sync()?;
+        self.tokens.clear();
+        self.logits_host = None;
+        self.has_logits = false;
+        Ok(())
+    }
+
+    fn build_jobs(&mut self) -> Result<()> {
+        let d = self.m.dims.clone();
+        let gpu = self.m.gpu.clone();
+        let sc = &self.sc;
+        let job = |w: WMat, x: u64, y: u64| MvJob { w, x, y, x_grp_rows: w.rows, nslots: 1, ..Default::default() };
+        let mut all = Vec::new();
+        for l in 0..d.n_layer {
+            let ly = &self.m.layers[l];
+            let xn = sc.xn.ptr;
+            let mut a = vec![job(ly.q_a.wmat(), xn, sc.qa.ptr), job(ly.kv.wmat(), xn, sc.kvp.ptr)];
+            if let Some(c) = &ly.comp {
+                a.push(job(c.kv.wmat(), xn, sc.ckv.ptr));
+                a.push(job(c.gate.wmat(), xn, sc.csc.ptr));
+            }
+            if let Some(c) = &ly.icomp {
+                a.push(job(c.kv.wmat(), xn, sc.ikv.ptr));
+                a.push(job(c.gate.wmat(), xn, sc.isc.ptr));
+                a.push(job(ly.idx_proj.as_ref().unwrap().wmat(), xn, sc.iw.ptr));
+            }
+            let mut b = vec![job(ly.q_b.wmat(), sc.qr.ptr, sc.q.ptr)];
+            if let Some(m) = &ly.idx_q_b {
+                b.push(job(m.wmat(), sc.qr.ptr, sc.iq.ptr));
+            }
+            let mut oa = job(ly.out_a.wmat(), sc.heads.ptr, sc.low.ptr);
+            oa.x_grp_rows = d.ro as i32;
+            if d.ro % MV_ROWS_PER_BLOCK != 0 {
+                return Err(CudaError::Other("output LoRA rank must be a multiple of 16".into()));
+            }
+            let c = vec![oa];
+            let dd = vec![job(ly.out_b.wmat(), sc.low.ptr, sc.attn_out.ptr)];
+            let e = vec![
+                job(ly.gate_inp.wmat(), xn, sc.rlog.ptr),
+                job(ly.gate_sh.wmat(), xn, sc.gs.ptr),
+                job(ly.up_sh.wmat(), xn, sc.us.ptr),
+            ];
+            let mut ge = job(ly.gate_exps.wmat(), xn, sc.g.ptr);
+            ge.nslots = d.k as i32;
+            ge.sel = sc.esel.ptr;
+            let mut ue = job(ly.up_exps.wmat(), xn, sc.u.ptr);
+            ue.nslots = d.k as i32;
+            ue.sel = sc.esel.ptr;
+            let f = vec![ge, ue];
+            let mk = |mut v: Vec<MvJob>| JobTable::new(&gpu, &mut v);
+            all.push(LayerJobs { a: mk(a)?, b: mk(b)?, c: mk(c)?, d: mk(dd)?, e: mk(e)?, f: mk(f)? });
+        }
+        self.jobs = all;
+        self.head_job = JobTable::new(&gpu, &mut [job(self.m.output.wmat(), sc.yhead.ptr, sc.logits.ptr)])?;
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // building blocks
+    // ---------------------------------------------------------------------------------------
+
+    fn gemm(&self, w: WMat, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize, grp: Option<(DevPtr, DevPtr, usize)>) -> Result<()> {
+        let (off, gather, nz) = grp.unwrap_or((0, 0, 1));
+        let a = GemmArgs { w, x, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, pad: 0 };
+        let (name, bm) = match self.opts.precision {
+            Precision::Reference => ("gemm_f32", 64),
+            Precision::Fast => ("gemm_h", 128),
+        };
+        let grid = (((w.rows as usize + bm - 1) / bm) as u32, ((t + 63) / 64) as u32, nz as u32);
+        self.gpu().launch(name, grid, 256, 0, Args::new().a(a))
+    }
+
+    fn hc_post_mix(&self, t: usize, y: DevPtr, fn_ptr: DevPtr, m: usize) -> Result<()> {
+        let d = &self.m.dims;
+        let sc = &self.sc;
+        let args = Args::new()
+            .a(sc.s.ptr)
+            .a(y)
+            .a(sc.post.ptr)
+            .a(sc.comb.ptr)
+            .a(fn_ptr)
+            .a(m as i32)
+            .a(d.d as i32)
+            .a(d.n_hc as i32)
+            .a(self.hc_chunk as i32)
+            .a(sc.pdot.ptr)
+            .a(sc.pss.ptr);
+        self.gpu().launch("hc_post_mix", (self.hc_split as u32, t as u32, 1), 256, 0, args)
+    }
+
+    /// hc_finish for tokens [t0, t0+t) writing xn rows starting at `out`.
+    fn hc_finish(&self, t0: usize, t: usize, m: usize, scale: DevPtr, base: DevPtr, norm: DevPtr, out: DevPtr) -> Result<()> {
+        let d = &self.m.dims;
+        let sc = &self.sc;
+        let ns = self.hc_split;
+        let args = Args::new()
+            .a(sc.s.ptr + (t0 * d.n_hc * d.d * 4) as u64)
+            .a(sc.pdot.ptr + (t0 * ns * m * 4) as u64)
+            .a(sc.pss.ptr + (t0 * ns * 8) as u64)
+            .a(ns as i32)
+            .a(m as i32)
+            .a(d.d as i32)
+            .a(d.n_hc as i32)
+            .a(scale)
+            .a(base)
+            .a(norm)
+            .a(d.rms_eps)
+            .a(d.sinkhorn as i32)
+            .a(d.hc_eps)
+            .a(sc.post.ptr + (t0 * d.n_hc * 4) as u64)
+            .a(sc.comb.ptr + (t0 * d.n_hc * d.n_hc * 4) as u64)
+            .a(out);
+        self.gpu().launch("hc_finish", (t as u32, 1, 1), 256, (d.d * 4) as u32, args)
+    }
+
+    fn comp_args(&self, l: usize, t: usize, indexer: bool) -> CompArgs {
+        let d = &self.m.dims;
+        let ly = &self.m.layers[l];
+        let s = &self.st[l];
+        let (c, kv, scp, skv, ssc, rows, dim) = if indexer {
+            (ly.icomp.as_ref().unwrap(), self.sc.ikv.ptr, self.sc.isc.ptr, s.iskv.as_ref().unwrap().ptr, s.issc.as_ref().unwrap().ptr, s.icomp.as_ref().unwrap().ptr, d.di)
+        } else {
+            (ly.comp.as_ref().unwrap(), self.sc.ckv.ptr, self.sc.csc.ptr, s.skv.as_ref().unwrap().ptr, s.ssc.as_ref().unwrap().ptr, s.comp.as_ref().unwrap().ptr, d.dh)
+        };
+        CompArgs {
+            kv,
+            sc: scp,
+            ape: c.ape.ptr,
+            skv,
+            ssc,
+            rows,
+            norm: c.norm.ptr,
+            omega: self.m.omega_comp.ptr,
+            pos: self.sc.pos.ptr,
+            t: t as i32,
+            r: ly.ratio as i32,
+            d: dim as i32,
+            rd: d.r as i32,
+            eps: d.rms_eps,
+            qat: self.opts.qat as i32,
+            indexer: indexer as i32,
+            pad: 0,
+        }
+    }
+
+    fn compressor(&self, l: usize, t: usize, indexer: bool) -> Result<()> {
+        let a = self.comp_args(l, t, indexer);
+        let r = a.r as usize;
+        let dim = a.d as usize;
+        let w = if r == 4 { 2 * dim } else { dim };
+        let emits = t / r + 1;
+        let block = ((dim + 31) / 32 * 32) as u32;
+        self.gpu().launch("comp_emit", (emits as u32, 1, 1), block, (dim * 4) as u32, Args::new().a(a))?;
+        let nres = if r == 4 { 4 } else { r };
+        let n = nres * w;
+        self.gpu().launch("comp_state", (((n + 255) / 256) as u32, 1, 1), 256, 0, Args::new().a(a))
+    }
+
+    /// Run all layers for `t` tokens whose positions/ids are already in sc.pos / sc.tok.
+    /// `idx_rows`: upper bound of indexer rows visible to any token of the batch (grid size).
+    fn layers(&self, t: usize, decode: bool, idx_rows: usize) -> Result<()> {
+        let d = &self.m.dims;
+        let gpu = self.gpu();
+        let sc = &self.sc;
+        let nhc = d.n_hc;
+        let mhc = nhc * (nhc + 2);
+        // embedding and the first hc_pre partials
+        gpu.launch("embed_rows", (t as u32, 1, 1), 256, 0, Args::new().a(self.m.tok_embd.ptr).a(sc.tok.ptr).a(sc.s.ptr).a(d.d as i32).a(nhc as i32))?;
+        self.hc_post_mix(t, 0, self.m.layers[0].hc_attn_fn.ptr, mhc)?;
+        let idx_active = idx_rows > d.topk;
+        for l in 0..d.n_layer {
+            let ly = &self.m.layers[l];
+            let stl = &self.st[l];
+            let ratio = ly.ratio;
+            let omega = if ratio == 0 { self.m.omega_main.ptr } else { self.m.omega_comp.ptr };
+            // ---- attention ----
+            self.hc_finish(0, t, mhc, ly.hc_attn_scale.ptr, ly.hc_attn_base.ptr, ly.attn_norm.ptr, sc.xn.ptr)?;
+            if decode {
+                self.jobs[l].a.run(gpu, self.jobs[l].a.blocks.len())?;
+            } else {
+                self.gemm(ly.q_a.wmat(), sc.xn.ptr, d.d, sc.qa.ptr, d.rq, t, None)?;
+                self.gemm(ly.kv.wmat(), sc.xn.ptr, d.d, sc.kvp.ptr, d.dh, t, None)?;
+                if let Some(c) = &ly.comp {
+                    let w = c.kv.rows;
+                    self.gemm(c.kv.wmat(), sc.xn.ptr, d.d, sc.ckv.ptr, w, t, None)?;
+                    self.gemm(c.gate.wmat(), sc.xn.ptr, d.d, sc.csc.ptr, w, t, None)?;
+                }
+                if let Some(c) = &ly.icomp {
+                    let w = c.kv.rows;
+                    self.gemm(c.kv.wmat(), sc.xn.ptr, d.d, sc.ikv.ptr, w, t, None)?;
+                    self.gemm(c.gate.wmat(), sc.xn.ptr, d.d, sc.isc.ptr, w, t, None)?;
+                    self.gemm(ly.idx_proj.as_ref().unwrap().wmat(), sc.xn.ptr, d.d, sc.iw.ptr, d.hi, t, None)?;
+                }
+            }
+            let args = Args::new()
+                .a(sc.qa.ptr)
+                .a(sc.kvp.ptr)
+                .a(ly.q_a_norm.ptr)
+                .a(ly.kv_norm.ptr)
+                .a(d.rq as i32)
+                .a(d.dh as i32)
+                .a(d.r as i32)
+                .a(d.rms_eps)
+                .a(sc.pos.ptr)
+                .a(omega)
+                .a(sc.qr.ptr)
+                .a(stl.raw.ptr)
+                .a(self.cap as i32)
+                .a(self.opts.qat as i32);
+            gpu.launch("attn_prep", (t as u32, 1, 1), 256, ((d.rq + d.dh) * 4) as u32, args)?;
+            if ratio > 0 {
+                self.compressor(l, t, false)?;
+            }
+            if ratio == 4 {
+                self.compressor(l, t, true)?;
+            }
+            let use_idx = ratio == 4 && idx_active;
+            if decode {
+                self.jobs[l].b.run(gpu, if use_idx { 2 } else { 1 })?;
+            } else {
+                self.gemm(ly.q_b.wmat(), sc.qr.ptr, d.rq, sc.q.ptr, d.h * d.dh, t, None)?;
+                if use_idx {
+                    self.gemm(ly.idx_q_b.as_ref().unwrap().wmat(), sc.qr.ptr, d.rq, sc.iq.ptr, d.hi * d.di, t, None)?;
+                }
+            }
+            if use_idx {
+                let args = Args::new().a(sc.iq.ptr).a(sc.pos.ptr).a(self.m.omega_comp.ptr).a(d.hi as i32).a(d.di as i32).a(d.r as i32).a(self.opts.qat as i32);
+                gpu.launch("idx_q_prep", (d.hi as u32, t as u32, 1), ((d.di + 31) / 32 * 32) as u32, (d.di * 4) as u32, args)?;
+                let wscale = 1.0f32 / ((d.di * d.hi) as f32).sqrt();
+                let smem = ((d.hi * (d.di + 1) + d.hi + 8 * d.di) * 4) as u32;
+                let args = Args::new()
+                    .a(sc.iq.ptr)
+                    .a(sc.iw.ptr)
+                    .a(stl.icomp.as_ref().unwrap().ptr)
+                    .a(sc.pos.ptr)
+                    .a(sc.scores.ptr)
+                    .a(self.idx_ld as i32)
+                    .a(d.hi as i32)
+                    .a(d.di as i32)
+                    .a(wscale)
+                    .a(d.topk as i32);
+                gpu.launch("idx_score", (((idx_rows + 31) / 32) as u32, t as u32, 1), 256, smem, args)?;
+                let args = Args::new().a(sc.scores.ptr).a(self.idx_ld as i32).a(sc.pos.ptr).a(d.topk as i32).a(sc.isel.ptr);
+                gpu.launch("topk_select", (t as u32, 1, 1), 1024, 0, args)?;
+            }
+            let nsplit = if decode { nsplit_decode(ratio) } else { 1 };
+            let aa = AttnArgs {
+                q: sc.q.ptr,
+                raw: stl.raw.ptr,
+                comp: stl.comp.as_ref().map(|b| b.ptr).unwrap_or(0),
+                sel: sc.isel.ptr,
+                pos: sc.pos.ptr,
+                omega,
+                po: sc.po.ptr,
+                pml: sc.pml.ptr,
+                cap: self.cap as i32,
+                topk: d.topk as i32,
+                h: d.h as i32,
+                dh: d.dh as i32,
+                rd: d.r as i32,
+                w: d.window as i32,
+                ratio: ratio as i32,
+                nsplit: nsplit as i32,
+                eps: d.rms_eps,
+                pad: 0,
+            };
+            gpu.launch("attn_partial", (((d.h + 7) / 8) as u32, nsplit as u32, t as u32), 256, (16 * d.dh * 4) as u32, Args::new().a(aa))?;
+            let args = Args::new()
+                .a(sc.po.ptr)
+                .a(sc.pml.ptr)
+                .a(ly.sinks.ptr)
+                .a(sc.pos.ptr)
+                .a(omega)
+                .a(d.h as i32)
+                .a(d.dh as i32)
+                .a(d.r as i32)
+                .a(nsplit as i32)
+                .a(sc.heads.ptr);
+            gpu.launch("attn_combine", (d.h as u32, t as u32, 1), 256, (d.dh * 4) as u32, args)?;
+            if decode {
+                self.jobs[l].c.run(gpu, 1)?;
+                self.jobs[l].d.run(gpu, 1)?;
+            } else {
+                let hg = d.h / d.g * d.dh;
+                for gi in 0..d.g {
+                    let w = ly.out_a.wmat_rows(gi * d.ro, d.ro);
+                    self.gemm(w, sc.heads.ptr + (gi * hg * 4) as u64, d.h * d.dh, sc.low.ptr + (gi * d.ro * 4) as u64, d.g * d.ro, t, None)?;
+                }
+                self.gemm(ly.out_b.wmat(), sc.low.ptr, d.g * d.ro, sc.attn_out.ptr, d.d, t, None)?;
+            }
+            self.hc_post_mix(t, sc.attn_out.ptr, ly.hc_ffn_fn.ptr, mhc)?;
+            // ---- FFN ----
+            self.hc_finish(0, t, mhc, ly.hc_ffn_scale.ptr, ly.hc_ffn_base.ptr, ly.ffn_norm.ptr, sc.xn.ptr)?;
+            if decode {
+                self.jobs[l].e.run(gpu, 3)?;
+            } else {
+                self.gemm(ly.gate_inp.wmat(), sc.xn.ptr, d.d, sc.rlog.ptr, d.e, t, None)?;
+                self.gemm(ly.gate_sh.wmat(), sc.xn.ptr, d.d, sc.gs.ptr, d.f, t, None)?;
+                self.gemm(ly.up_sh.wmat(), sc.xn.ptr, d.d, sc.us.ptr, d.f, t, None)?;
+            }
+            let args = Args::new()
+                .a(sc.rlog.ptr)
+                .a(ly.probs_b.as_ref().map(|b| b.ptr).unwrap_or(0))
+                .a(ly.tid2eid.as_ref().map(|b| b.ptr).unwrap_or(0))
+                .a(sc.tok.ptr)
+                .a(d.e as i32)
+                .a(d.k as i32)
+                .a(d.w_scale)
+                .a(d.w_norm as i32)
+                .a(sc.esel.ptr)
+                .a(sc.ewts.ptr);
+            gpu.launch("moe_route", (t as u32, 1, 1), 256, (d.e * 4) as u32, args)?;
+            let clamp = d.clamp[l];
+            if decode {
+                self.jobs[l].f.run(gpu, 2)?;
+                let args = Args::new()
+                    .a(ly.down_exps.wmat())
+                    .a(ly.down_sh.wmat())
+                    .a(sc.esel.ptr)
+                    .a(sc.ewts.ptr)
+                    .a(sc.g.ptr)
+                    .a(sc.u.ptr)
+                    .a(sc.gs.ptr)
+                    .a(sc.us.ptr)
+                    .a(sc.ffn_out.ptr)
+                    .a(d.k as i32)
+                    .a(clamp)
+                    .a(clamp);
+                let grid = ((d.d + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK) as u32;
+                gpu.launch("moe_down_fused", (grid, t as u32, 1), 256, ((d.k + 1) * d.f * 4) as u32, args)?;
+            } else {
+                let tk = t * d.k;
+                let args = Args::new()
+                    .a(sc.esel.ptr)
+                    .a(sc.ewts.ptr)
+                    .a(t as i32)
+                    .a(d.k as i32)
+                    .a(d.e as i32)
+                    .a(sc.off.ptr)
+                    .a(sc.pair_tok.ptr)
+                    .a(sc.pair_of.ptr)
+                    .a(sc.pair_w.ptr);
+                gpu.launch("moe_group", (1, 1, 1), (((d.e + 31) / 32 * 32).min(1024)) as u32, (d.e * 4) as u32, args)?;
+                let grp = Some((sc.off.ptr, sc.pair_tok.ptr, d.e));
+                // GEMM grid.y must cover the largest group: at most t tokens per expert
+                self.gemm(ly.gate_exps.wmat(), sc.xn.ptr, d.d, sc.g.ptr, d.f, t, grp)?;
+                self.gemm(ly.up_exps.wmat(), sc.xn.ptr, d.d, sc.u.ptr, d.f, t, grp)?;
+                let n = tk * d.f;
+                let args = Args::new().a(sc.g.ptr).a(sc.u.ptr).a(sc.pair_w.ptr).a(tk as i32).a(d.f as i32).a(clamp).a(sc.mid.ptr);
+                gpu.launch("moe_mid", (((n + 255) / 256) as u32, 1, 1), 256, 0, args)?;
+                self.gemm(ly.down_exps.wmat(), sc.mid.ptr, d.f, sc.ypair.ptr, d.d, t, Some((sc.off.ptr, 0, d.e)))?;
+                let n = t * d.f;
+                let args = Args::new().a(sc.gs.ptr).a(sc.us.ptr).a(0u64).a(t as i32).a(d.f as i32).a(clamp).a(sc.mids.ptr);
+                gpu.launch("moe_mid", (((n + 255) / 256) as u32, 1, 1), 256, 0, args)?;
+                self.gemm(ly.down_sh.wmat(), sc.mids.ptr, d.f, sc.shared.ptr, d.d, t, None)?;
+                let args = Args::new().a(sc.ypair.ptr).a(sc.pair_of.ptr).a(sc.shared.ptr).a(d.k as i32).a(d.d as i32).a(sc.ffn_out.ptr);
+                gpu.launch("moe_combine", (((d.d + 255) / 256) as u32, t as u32, 1), 256, 0, args)?;
+            }
+            let (next_fn, next_m) = if l + 1 < d.n_layer {
+                (self.m.layers[l + 1].hc_attn_fn.ptr, mhc)
+            } else {
+                (self.m.out_hc_fn.ptr, nhc)
+            };
+            self.hc_post_mix(t, sc.ffn_out.ptr, next_fn, next_m)?;
+        }
+        Ok(())
+    }
+
+    /// Output head for token `ti` of the batch -> sc.logits.
+    fn head_last(&self, ti: usize) -> Result<()> {
+        let d = &self.m.dims;
+        self.hc_finish(ti, 1, d.n_hc, self.m.out_hc_scale.ptr, self.m.out_hc_base.ptr, self.m.out_norm.ptr, self.sc.yhead.ptr)?;
+        self.head_job.run(self.gpu(), 1)
+    }
+
+    fn upload_batch(&self, toks: &[u32], p0: usize) -> Result<()> {
+        let pos: Vec<i32> = (0..toks.len()).map(|i| (p0 + i) as i32).collect();
+        let tk: Vec<i32> = toks.iter().map(|&t| t as i32).collect();
+        self.gpu().htod(self.sc.pos.ptr, &pos)?;
+        self.gpu().htod(self.sc.tok.ptr, &tk)
+    }
+
+    fn check_tokens(&self, toks: &[u32]) -> Result<()> {
+        let v = self.m.dims.vocab as u32;
+        if let Some(bad) = toks.iter().find(|&&t| t >= v) {
+            return Err(CudaError::Other(format!("token id {bad} out of range (vocab {v})")));
+        }
+        if self.tokens.len() + toks.len() > self.opts.ctx {
+            return Err(CudaError::Other(format!(
+                "context overflow: {} + {} tokens > ctx {}",
+                self.tokens.len(),
+                toks.len(),
+                self.opts.ctx
+            )));
+        }
+        Ok(())
+    }
+
+    /// Append tokens with batched prefill (chunks of max_chunk). Logits of the last token.
+    pub fn prefill(&mut self, toks: &[u32]) -> Result<()> {
+        self.prefill_inner(toks, None)
+    }
+
+    /// Prefill and return the logits of every token ([n][vocab]) — for verification.
+    pub fn prefill_all_logits(&mut self, toks: &[u32]) -> Result<Vec<f32>> {
+        let mut out = Vec::with_capacity(toks.len() * self.m.dims.vocab);
+        self.prefill_inner(toks, Some(&mut out))?;
+        Ok(out)
+    }
+
+    fn prefill_inner(&mut self, toks: &[u32], mut all: Option<&mut Vec<f32>>) -> Result<()> {
+        self.check_tokens(toks)?;
+        let v = self.m.dims.vocab;
+        for chunk in toks.chunks(self.opts.max_chunk) {
+            let p0 = self.tokens.len();
+            let t = chunk.len();
+            self.upload_batch(chunk, p0)?;
+            let idx_rows = (p0 + t) / 4;
+            self.layers(t, false, idx_rows)?;
+            if let Some(out) = all.as_deref_mut() {
+                for ti in 0..t {
+                    self.head_last(ti)?;
+                    let mut row = vec![0f32; v];
+                    self.gpu().dtoh(&mut row, self.sc.logits.ptr)?;
+                    out.extend_from_slice(&row);
+                }
+            } else {
+                self.head_last(t - 1)?;
+            }
+            self.gpu().sync()?;
+            self.tokens.extend_from_slice(chunk);
+            self.logits_host = None;
+            self.has_logits = true;
+        }
+        Ok(())
+    }
+
+    fn decode_key(&self, p: usize) -> usize {
+        let d = &self.m.dims;
+        let n = (p + 1) / 4;
+        if d.ratios.iter().all(|&r| r != 4) || n <= d.topk {
+            return 0;
+        }
+        // idx_score blocks rounded up to a multiple of 64 blocks (2048 rows)
+        ((n + 2047) / 2048) * 2048
+    }
+
+    /// One decode step (graph-replayed when enabled).
+    pub fn eval(&mut self, tok: u32) -> Result<()> {
+        self.check_tokens(&[tok])?;
+        let p = self.tokens.len();
+        self.upload_batch(&[tok], p)?;
+        let key = self.decode_key(p);
+        let idx_rows = if key == 0 { 0 } else { key };
+        if self.opts.graphs {
+            if !self.graphs.contains_key(&key) {
+                self.gpu().sync()?;
+                self.gpu().begin_capture()?;
+                let r = self.layers(1, true, idx_rows).and_then(|_| self.head_last(0));
+                let g = self.gpu().end_capture();
+                r?;
+                self.graphs.insert(key, g?);
+                self.graph_captures += 1;
+            }
+            self.gpu().launch_graph(&self.graphs[&key])?;
+        } else {
+            self.layers(1, true, idx_rows)?;
+            self.head_last(0)?;
+        }
+        self.tokens.push(tok);
+        self.logits_host = None;
+        self.has_logits = true;
+        Ok(())
+    }
+
+    /// Greedy next token from the current logits, skipping `exclude` (e.g. EOS).
+    pub fn argmax(&mut self, exclude: Option<u32>) -> Result<u32> {
+        if !self.has_logits {
+            return Err(CudaError::Other("no logits yet".into()));
+        }
+        let ex = exclude.map(|e| e as i32).unwrap_or(-1);
+        let args = Args::new().a(self.sc.logits.ptr).a(self.m.dims.vocab as i32).a(ex).a(self.sc.amax.ptr);
+        self.gpu().launch("argmax_excl", (1, 1, 1), 1024, 0, args)?;
+        let mut o = [0i32];
+        self.gpu().dtoh(&mut o, self.sc.amax.ptr)?;
+        Ok(o[0] as u32)
+    }
+
+    pub fn logits(&mut self) -> Result<&[f32]> {
+        if !self.has_logits {
+            return Err(CudaError::Other("no logits yet".into()));
+        }
+        if self.logits_host.is_none() {
+            let mut v = vec![0f32; self.m.dims.vocab];
+            self.gpu().dtoh(&mut v, self.sc.logits.ptr)?;
+            self.logits_host = Some(v);
+        }
+        Ok(self.logits_host.as_deref().unwrap())
+    }
+
+    /// Bring the session to exactly `prompt`: keep the common prefix when the live state is a
+    /// prefix of it, otherwise rebuild from position 0.
+    pub fn sync(&mut self, prompt: &[u32]) -> Result<()> {
+        let live = self.tokens.len();
+        if live > prompt.len() || prompt[..live] != self.tokens[..] {
+            self.reset()?;
+        }
+        let rest = prompt[self.tokens.len()..].to_vec();
+        if !rest.is_empty() {
+            self.prefill(&rest)?;
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // payload (KVCACHE.md §3) = snapshot
+    // ---------------------------------------------------------------------------------------
+
+    fn raw_live(&self) -> usize {
+        self.tokens.len().min(self.m.dims.window).min(self.cap)
+    }
+
+    pub fn payload_bytes(&self) -> usize {
+        let d = &self.m.dims;
+        let p = self.tokens.len();
+        let mut n = 13 * 4 + p * 4 + d.vocab * 4 + 2 * d.n_layer * 4;
+        for l in 0..d.n_layer {
+            let r = d.ratios[l];
+            n += self.raw_live() * d.dh * 4;
+            if r > 0 {
+                let w = if r == 4 { 2 * d.dh } else { d.dh };
+                let rows = if r == 4 { 8 } else { r };
+                n += (p / r) * d.dh * 4 + 2 * rows * w * 4;
+            }
+            if r == 4 {
+                n += (p / 4) * d.di * 4 + 2 * 8 * 2 * d.di * 4;
+            }
+        }
+        n
+    }
+
+    /// Serialize the session (DSV4 payload v1, f32 rows).
+    pub fn save_payload(&mut self) -> Result<Vec<u8>> {
+        if !self.has_logits {
+            return Err(CudaError::Other("empty session".into()));
+        }
+        let d = self.m.dims.clone();
+        let p = self.tokens.len();
+        let mut out: Vec<u8> = Vec::with_capacity(self.payload_bytes());
+        let chunk = if self.opts.ctx > 2048 { 2048 } else { self.opts.ctx };
+        let rl = self.raw_live();
+        let hdr = [
+            0x3456_5344u32,
+            1,
+            self.opts.ctx as u32,
+            chunk as u32,
+            self.cap as u32,
+            d.window.min(self.opts.ctx) as u32,
+            self.comp_cap as u32,
+            p as u32,
+            d.n_layer as u32,
+            d.dh as u32,
+            d.di as u32,
+            d.vocab as u32,
+            rl as u32,
+        ];
+        for h in hdr {
+            out.extend_from_slice(&h.to_le_bytes());
+        }
+        for &t in &self.tokens {
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+        let logits = self.logits()?.to_vec();
+        push_f32(&mut out, &logits);
+        for l in 0..d.n_layer {
+            let r = d.ratios[l];
+            out.extend_from_slice(&(if r > 0 { (p / r) as u32 } else { 0 }).to_le_bytes());
+        }
+        for l in 0..d.n_layer {
+            let r = d.ratios[l];
+            out.extend_from_slice(&(if r == 4 { (p / 4) as u32 } else { 0 }).to_le_bytes());
+        }
+        let gpu = self.m.gpu.clone();
+        let get = |ptr: DevPtr, n: usize| -> Result<Vec<f32>> {
+            let mut v = vec![0f32; n];
+            gpu.dtoh(&mut v, ptr)?;
+            Ok(v)
+        };
+        for l in 0..d.n_layer {
+            let r = d.ratios[l];
+            let s = &self.st[l];
+            for q in (p - rl)..p {
+                let row = get(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, d.dh)?;
+                push_f32(&mut out, &row);
+            }
+            if r > 0 {
+                let w = if r == 4 { 2 * d.dh } else { d.dh };
+                let rows = if r == 4 { 8 } else { r };
+                push_f32(&mut out, &get(s.comp.as_ref().unwrap().ptr, (p / r) * d.dh)?);
+                push_f32(&mut out, &get(s.skv.as_ref().unwrap().ptr, rows * w)?);
+                push_f32(&mut out, &get(s.ssc.as_ref().unwrap().ptr, rows * w)?);
+            }
+            if r == 4 {
+                push_f32(&mut out, &get(s.icomp.as_ref().unwrap().ptr, (p / 4) * d.di)?);
+                push_f32(&mut out, &get(s.iskv.as_ref().unwrap().ptr, 8 * 2 * d.di)?);
+                push_f32(&mut out, &get(s.issc.as_ref().unwrap().ptr, 8 * 2 * d.di)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Restore from a payload written by `save_payload` (or a compatible writer).
+    pub fn load_payload(&mut self, data: &[u8]) -> Result<()> {
+        let d = self.m.dims.clone();
+        let bad = |m: &str| CudaError::Other(format!("payload: {m}"));
+        let mut rd = Reader { b: data, pos: 0 };
+        let mut h = [0u32; 13];
+        for x in h.iter_mut() {
+            *x = rd.u32().ok_or_else(|| bad("truncated header"))?;
+        }
+        if h[0] != 0x3456_5344 || h[1] != 1 {
+            return Err(bad("bad magic/version"));
+        }
+        let p = h[7] as usize;
+        if h[8] as usize != d.n_layer || h[9] as usize != d.dh || h[10] as usize != d.di || h[11] as usize != d.vocab {
+            return Err(bad("model dimensions differ"));
+        }
+        if p >= self.opts.ctx || h[2] as usize > self.opts.ctx {
+            return Err(bad("does not fit this session's context"));
+        }
+        let rl = h[12] as usize;
+        if rl != p.min(d.window) || rl > self.cap {
+            return Err(bad("raw row count"));
+        }
+        let mut toks = Vec::with_capacity(p);
+        for _ in 0..p {
+            let t = rd.u32().ok_or_else(|| bad("truncated tokens"))?;
+            if t as usize >= d.vocab {
+                return Err(bad("token out of range"));
+            }
+            toks.push(t);
+        }
+        let logits = rd.f32s(d.vocab).ok_or_else(|| bad("truncated logits"))?;
+        let mut ncomp = vec![0usize; d.n_layer];
+        let mut nidx = vec![0usize; d.n_layer];
+        for c in ncomp.iter_mut() {
+            *c = rd.u32().ok_or_else(|| bad("truncated counts"))? as usize;
+        }
+        for c in nidx.iter_mut() {
+            *c = rd.u32().ok_or_else(|| bad("truncated counts"))? as usize;
+        }
+        self.reset()?;
+        let gpu = self.m.gpu.clone();
+        for l in 0..d.n_layer {
+            let r = d.ratios[l];
+            let s = &self.st[l];
+            let want_c = if r > 0 { p / r } else { 0 };
+            let want_i = if r == 4 { p / 4 } else { 0 };
+            if ncomp[l] != want_c || nidx[l] != want_i {
+                return Err(bad("row counts inconsistent with the token count"));
+            }
+            for q in (p - rl)..p {
+                let row = rd.f32s(d.dh).ok_or_else(|| bad("truncated raw rows"))?;
+                gpu.htod(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, &row)?;
+            }
+            if r > 0 {
+                let w = if r == 4 { 2 * d.dh } else { d.dh };
+                let rows = if r == 4 { 8 } else { r };
+                gpu.htod(s.comp.as_ref().unwrap().ptr, &rd.f32s(want_c * d.dh).ok_or_else(|| bad("truncated rows"))?)?;
+                gpu.htod(s.skv.as_ref().unwrap().ptr, &rd.f32s(rows * w).ok_or_else(|| bad("truncated state"))?)?;
+                gpu.htod(s.ssc.as_ref().unwrap().ptr, &rd.f32s(rows * w).ok_or_else(|| bad("truncated state"))?)?;
+            }
+            if r == 4 {
+                gpu.htod(s.icomp.as_ref().unwrap().ptr, &rd.f32s(want_i * d.di).ok_or_else(|| bad("truncated rows"))?)?;
+                gpu.htod(s.iskv.as_ref().unwrap().ptr, &rd.f32s(16 * d.di).ok_or_else(|| bad("truncated state"))?)?;
+                gpu.htod(s.issc.as_ref().unwrap().ptr, &rd.f32s(16 * d.di).ok_or_else(|| bad("truncated state"))?)?;
+            }
+        }
+        if rd.pos != data.len() {
+            return Err(bad("trailing bytes"));
+        }
+        gpu.htod(self.sc.logits.ptr, &logits)?;
+        self.tokens = toks;
+        self.logits_host = Some(logits);
+        self.has_logits = p > 0;
+        Ok(())
+    }
+}
+
+fn push_f32(out: &mut Vec<u8>, v: &[f32]) {
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+impl Reader<'_> {
+    fn u32(&mut self) -> Option<u32> {
+        let s = self.b.get(self.pos..self.pos + 4)?;
+        self.pos += 4;
+        Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn f32s(&mut self, n: usize) -> Option<Vec<f32>> {
+        let s = self.b.get(self.pos..self.pos + n * 4)?;
+        self.pos += n * 4;
+        Some(s.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    }
+}
+
+fn fill_neg_inf(gpu: &Gpu, b: &DevBuf) -> Result<()> {
+    let v = vec![-1.0e30f32; b.bytes / 4];
+    gpu.htod(b.ptr, &v)
+}
+
+// Compile-time check that the argument structs keep the C layout sizes.
+const _: () = assert!(std::mem::size_of::<WMat>() == 48);
+const _: () = assert!(std::mem::size_of::<MvJob>() == 96);
+const _: () = assert!(std::mem::size_of::<GemmArgs>() == 96);
+const _: () = assert!(std::mem::size_of::<CompArgs>() == 104);
+const _: () = assert!(std::mem::size_of::<AttnArgs>() == 104);

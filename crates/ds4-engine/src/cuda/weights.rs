@@ -1,0 +1,426 @@
+//! Model weights resident in GPU memory. Uploaded once from the GGUF mmap through pinned
+//! staging buffers (double-buffered, host copies spread over threads) and repacked on the
+//! device into the (payload, header) block layout the kernels read (see kernels/matmul.cuh).
+
+use super::dims::Dims;
+use super::driver::{Args, CudaError, DevBuf, DevPtr, Gpu, Pinned, Result};
+use ds4_gguf::{GgmlType, Gguf, TensorInfo};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// Mirror of `struct WMat` in matmul.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WMat {
+    pub pay: u64,
+    pub hdr: u64,
+    pub e_pay: i64,
+    pub e_hdr: i64,
+    pub ty: i32,
+    pub rows: i32,
+    pub cols: i32,
+    pub pad: i32,
+}
+
+/// A weight matrix (or a stack of expert matrices) on the device.
+pub struct GMat {
+    pub pay: DevBuf,
+    pub hdr: Option<DevBuf>,
+    pub ty: GgmlType,
+    pub rows: usize,
+    pub cols: usize,
+    pub n_exp: usize,
+    pub e_pay: usize,
+    pub e_hdr: usize,
+    /// Bytes of the original GGUF data per expert (or for the whole matrix): what one matvec
+    /// streams from memory.
+    pub bytes_per_mat: usize,
+}
+
+impl GMat {
+    pub fn wmat(&self) -> WMat {
+        WMat {
+            pay: self.pay.ptr,
+            hdr: self.hdr.as_ref().map(|h| h.ptr).unwrap_or(0),
+            e_pay: self.e_pay as i64,
+            e_hdr: self.e_hdr as i64,
+            ty: self.ty.id() as i32,
+            rows: self.rows as i32,
+            cols: self.cols as i32,
+            pad: 0,
+        }
+    }
+    /// Rows [r0, r0+n) of a plain matrix as a WMat.
+    pub fn wmat_rows(&self, r0: usize, n: usize) -> WMat {
+        let mut w = self.wmat();
+        let (pb, hb) = split_sizes(self.ty);
+        let bl = self.ty.block_len();
+        let nb = self.cols / bl;
+        w.pay += (r0 * nb * pb) as u64;
+        if hb > 0 {
+            w.hdr += (r0 * nb * hb) as u64;
+        }
+        w.rows = n as i32;
+        w
+    }
+}
+
+/// (payload bytes, header bytes) per block after repacking.
+pub fn split_sizes(ty: GgmlType) -> (usize, usize) {
+    match ty {
+        GgmlType::F32 => (4, 0),
+        GgmlType::F16 => (2, 0),
+        GgmlType::Q8_0 => (32, 2),
+        GgmlType::Iq2Xxs => (64, 2),
+        GgmlType::Q2K => (80, 4),
+        GgmlType::Q4K => (128, 16),
+        _ => (0, 0),
+    }
+}
+/// (header offset, header length) inside a GGUF block.
+fn header_range(ty: GgmlType) -> (usize, usize) {
+    match ty {
+        GgmlType::Q8_0 | GgmlType::Iq2Xxs => (0, 2),
+        GgmlType::Q2K => (80, 4),
+        GgmlType::Q4K => (0, 16),
+        _ => (0, 0),
+    }
+}
+
+pub struct Uploader<'a> {
+    gpu: &'a Gpu,
+    pinned: [Pinned; 2],
+    stage: [DevBuf; 2],
+    events: [cudarc::driver::sys::CUevent; 2],
+    used: [bool; 2],
+    turn: usize,
+    pub done: u64,
+    pub total: u64,
+    progress: &'a mut dyn FnMut(u64, u64),
+}
+
+const STAGE: usize = 256 << 20;
+
+impl<'a> Uploader<'a> {
+    pub fn new(gpu: &'a Gpu, total: u64, progress: &'a mut dyn FnMut(u64, u64)) -> Result<Self> {
+        Ok(Uploader {
+            gpu,
+            pinned: [Pinned::new(STAGE)?, Pinned::new(STAGE)?],
+            stage: [gpu.alloc(STAGE)?, gpu.alloc(STAGE)?],
+            events: [gpu.event()?, gpu.event()?],
+            used: [false, false],
+            turn: 0,
+            done: 0,
+            total,
+            progress,
+        })
+    }
+
+    /// Stream `src` to the device; for every staged chunk call `sink(stage_ptr, offset, len)`
+    /// which enqueues the device-side consumer (copy or repack). `unit` = chunk granularity.
+    fn stream(&mut self, src: &[u8], unit: usize, mut sink: impl FnMut(&Gpu, DevPtr, usize, usize) -> Result<()>) -> Result<()> {
+        let max = (STAGE / unit) * unit;
+        let mut off = 0;
+        while off < src.len() {
+            let len = max.min(src.len() - off);
+            let b = self.turn;
+            self.turn ^= 1;
+            if self.used[b] {
+                // SAFETY: event recorded on our stream.
+                unsafe { cudarc::driver::result::event::synchronize(self.events[b]) }
+                    .map_err(|e| CudaError::Other(format!("event sync: {e:?}")))?;
+            }
+            let dst = &mut self.pinned[b].as_mut_slice()[..len];
+            dst.par_chunks_mut(8 << 20).zip(src[off..off + len].par_chunks(8 << 20)).for_each(|(d, s)| d.copy_from_slice(s));
+            self.gpu.htod_async(self.stage[b].ptr, &self.pinned[b].as_mut_slice()[..len])?;
+            sink(self.gpu, self.stage[b].ptr, off, len)?;
+            self.gpu.record(self.events[b])?;
+            self.used[b] = true;
+            off += len;
+            self.done += len as u64;
+            (self.progress)(self.done, self.total);
+        }
+        Ok(())
+    }
+
+    pub fn finish(&mut self) -> Result<()> {
+        self.gpu.sync()
+    }
+
+    /// Upload raw bytes (f32/f16/i32 tensors) as is.
+    pub fn raw(&mut self, src: &[u8]) -> Result<DevBuf> {
+        let buf = self.gpu.alloc(src.len())?;
+        let base = buf.ptr;
+        self.stream(src, 16, |g, st, off, len| g.dtod(base + off as u64, st, len))?;
+        Ok(buf)
+    }
+
+    /// Upload a 2-D weight or a 3-D expert stack ([cols, rows, n_exp] in GGUF order).
+    pub fn mat(&mut self, t: &TensorInfo, data: &[u8]) -> Result<GMat> {
+        let cols = t.dims[0] as usize;
+        let rows = *t.dims.get(1).unwrap_or(&1) as usize;
+        let n_exp = *t.dims.get(2).unwrap_or(&1) as usize;
+        let ty = t.ty;
+        let bl = ty.block_len();
+        let bb = ty.block_bytes();
+        if cols % bl != 0 || cols % 8 != 0 {
+            return Err(CudaError::Other(format!("{}: {cols} columns do not fit {} blocks", t.name, ty.name())));
+        }
+        let (pb, hb) = split_sizes(ty);
+        if pb == 0 {
+            return Err(CudaError::Other(format!("{}: type {} not supported by the CUDA backend", t.name, ty.name())));
+        }
+        let nblocks = rows * n_exp * (cols / bl);
+        let expect = nblocks * bb;
+        if data.len() != expect {
+            return Err(CudaError::Other(format!("{}: {} data bytes, expected {expect}", t.name, data.len())));
+        }
+        let per_exp_blocks = rows * (cols / bl);
+        if hb == 0 {
+            let pay = self.raw(data)?;
+            return Ok(GMat { pay, hdr: None, ty, rows, cols, n_exp, e_pay: per_exp_blocks * pb, e_hdr: 0, bytes_per_mat: per_exp_blocks * bb });
+        }
+        let pay = self.gpu.alloc(nblocks * pb)?;
+        let hdr = self.gpu.alloc(nblocks * hb)?;
+        let (hoff, hlen) = header_range(ty);
+        let (pp, hp) = (pay.ptr, hdr.ptr);
+        self.stream(data, bb, |g, st, off, len| {
+            let b0 = off / bb;
+            let nb = (len / bb) as i64;
+            let args = Args::new()
+                .a(st)
+                .a(pp + (b0 * pb) as u64)
+                .a(hp + (b0 * hb) as u64)
+                .a(nb)
+                .a(bb as i32)
+                .a(hoff as i32)
+                .a(hlen as i32);
+            g.launch("repack_blocks", (((nb + 255) / 256) as u32, 1, 1), 256, 0, args)
+        })?;
+        Ok(GMat { pay, hdr: Some(hdr), ty, rows, cols, n_exp, e_pay: per_exp_blocks * pb, e_hdr: per_exp_blocks * hb, bytes_per_mat: per_exp_blocks * bb })
+    }
+}
+
+pub struct GComp {
+    pub ape: DevBuf,
+    pub kv: GMat,
+    pub gate: GMat,
+    pub norm: DevBuf,
+}
+
+pub struct GLayer {
+    pub ratio: usize,
+    pub hc_attn_fn: DevBuf,
+    pub hc_attn_scale: DevBuf,
+    pub hc_attn_base: DevBuf,
+    pub attn_norm: DevBuf,
+    pub q_a: GMat,
+    pub q_a_norm: DevBuf,
+    pub q_b: GMat,
+    pub kv: GMat,
+    pub kv_norm: DevBuf,
+    pub sinks: DevBuf,
+    pub out_a: GMat,
+    pub out_b: GMat,
+    pub comp: Option<GComp>,
+    pub icomp: Option<GComp>,
+    pub idx_q_b: Option<GMat>,
+    pub idx_proj: Option<GMat>,
+    pub hc_ffn_fn: DevBuf,
+    pub hc_ffn_scale: DevBuf,
+    pub hc_ffn_base: DevBuf,
+    pub ffn_norm: DevBuf,
+    pub gate_inp: GMat,
+    pub probs_b: Option<DevBuf>,
+    pub tid2eid: Option<DevBuf>,
+    pub gate_exps: GMat,
+    pub up_exps: GMat,
+    pub down_exps: GMat,
+    pub gate_sh: GMat,
+    pub up_sh: GMat,
+    pub down_sh: GMat,
+}
+
+pub struct CudaModel {
+    pub gpu: Arc<Gpu>,
+    pub dims: Dims,
+    pub layers: Vec<GLayer>,
+    pub tok_embd: DevBuf,
+    pub out_hc_fn: DevBuf,
+    pub out_hc_scale: DevBuf,
+    pub out_hc_base: DevBuf,
+    pub out_norm: DevBuf,
+    pub output: GMat,
+    pub omega_main: DevBuf,
+    pub omega_comp: DevBuf,
+    pub eos: Option<u32>,
+    /// GGUF bytes streamed per decoded token at short context (weights only).
+    pub decode_weight_bytes: u64,
+    pub resident_bytes: u64,
+}
+
+fn tensor<'g>(g: &'g Gguf, name: &str) -> Result<&'g TensorInfo> {
+    g.tensor(name).ok_or_else(|| CudaError::Other(format!("tensor {name} missing")))
+}
+
+fn check_f32(t: &TensorInfo, n: usize) -> Result<()> {
+    if t.ty != GgmlType::F32 || t.n_elements() as usize != n {
+        return Err(CudaError::Other(format!("{}: expected F32 x {n}, found {} x {:?}", t.name, t.ty.name(), t.dims)));
+    }
+    Ok(())
+}
+
+impl CudaModel {
+    /// Upload every tensor. `progress(done_bytes, total_bytes)` is called as data streams.
+    pub fn upload(gpu: Arc<Gpu>, g: &Gguf, progress: &mut dyn FnMut(u64, u64)) -> Result<CudaModel> {
+        let dims = Dims::from_gguf(g)?;
+        let total: u64 = g.tensors.iter().map(|t| t.n_bytes).sum();
+        let mut up = Uploader::new(&gpu, total, progress)?;
+        let vecf = |name: &str, n: usize, up: &mut Uploader| -> Result<DevBuf> {
+            let t = tensor(g, name)?;
+            check_f32(t, n)?;
+            up.raw(g.tensor_data(t))
+        };
+        let mat = |name: &str, up: &mut Uploader| -> Result<GMat> {
+            let t = tensor(g, name)?;
+            up.mat(t, g.tensor_data(t))
+        };
+        let f16raw = |name: &str, n: usize, up: &mut Uploader| -> Result<DevBuf> {
+            let t = tensor(g, name)?;
+            if t.ty != GgmlType::F16 || t.n_elements() as usize != n {
+                return Err(CudaError::Other(format!("{name}: expected F16 x {n}, found {} {:?}", t.ty.name(), t.dims)));
+            }
+            up.raw(g.tensor_data(t))
+        };
+        let d = &dims;
+        let nhc = d.n_hc;
+        let mhc = nhc * (nhc + 2);
+        let mut layers = Vec::with_capacity(d.n_layer);
+        let mut decode_bytes: u64 = 0;
+        for l in 0..d.n_layer {
+            let p = |s: &str| format!("blk.{l}.{s}");
+            let ratio = d.ratios[l];
+            let comp = if ratio > 0 {
+                let w = if ratio == 4 { 2 * d.dh } else { d.dh };
+                Some(GComp {
+                    ape: f16raw(&p("attn_compressor_ape.weight"), w * ratio, &mut up)?,
+                    kv: mat(&p("attn_compressor_kv.weight"), &mut up)?,
+                    gate: mat(&p("attn_compressor_gate.weight"), &mut up)?,
+                    norm: vecf(&p("attn_compressor_norm.weight"), d.dh, &mut up)?,
+                })
+            } else {
+                None
+            };
+            let (icomp, idx_q_b, idx_proj) = if ratio == 4 {
+                (
+                    Some(GComp {
+                        ape: f16raw(&p("indexer_compressor_ape.weight"), 2 * d.di * 4, &mut up)?,
+                        kv: mat(&p("indexer_compressor_kv.weight"), &mut up)?,
+                        gate: mat(&p("indexer_compressor_gate.weight"), &mut up)?,
+                        norm: vecf(&p("indexer_compressor_norm.weight"), d.di, &mut up)?,
+                    }),
+                    Some(mat(&p("indexer.attn_q_b.weight"), &mut up)?),
+                    Some(mat(&p("indexer.proj.weight"), &mut up)?),
+                )
+            } else {
+                (None, None, None)
+            };
+            let has_bias = g.tensor(&p("exp_probs_b.bias")).is_some();
+            let hash = l < d.n_hash;
+            let layer = GLayer {
+                ratio,
+                hc_attn_fn: f16raw(&p("hc_attn_fn.weight"), mhc * nhc * d.d, &mut up)?,
+                hc_attn_scale: vecf(&p("hc_attn_scale.weight"), 3, &mut up)?,
+                hc_attn_base: vecf(&p("hc_attn_base.weight"), mhc, &mut up)?,
+                attn_norm: vecf(&p("attn_norm.weight"), d.d, &mut up)?,
+                q_a: mat(&p("attn_q_a.weight"), &mut up)?,
+                q_a_norm: vecf(&p("attn_q_a_norm.weight"), d.rq, &mut up)?,
+                q_b: mat(&p("attn_q_b.weight"), &mut up)?,
+                kv: mat(&p("attn_kv.weight"), &mut up)?,
+                kv_norm: vecf(&p("attn_kv_a_norm.weight"), d.dh, &mut up)?,
+                sinks: vecf(&p("attn_sinks.weight"), d.h, &mut up)?,
+                out_a: mat(&p("attn_output_a.weight"), &mut up)?,
+                out_b: mat(&p("attn_output_b.weight"), &mut up)?,
+                comp,
+                icomp,
+                idx_q_b,
+                idx_proj,
+                hc_ffn_fn: f16raw(&p("hc_ffn_fn.weight"), mhc * nhc * d.d, &mut up)?,
+                hc_ffn_scale: vecf(&p("hc_ffn_scale.weight"), 3, &mut up)?,
+                hc_ffn_base: vecf(&p("hc_ffn_base.weight"), mhc, &mut up)?,
+                ffn_norm: vecf(&p("ffn_norm.weight"), d.d, &mut up)?,
+                gate_inp: mat(&p("ffn_gate_inp.weight"), &mut up)?,
+                probs_b: if has_bias && !hash { Some(vecf(&p("exp_probs_b.bias"), d.e, &mut up)?) } else { None },
+                tid2eid: if hash {
+                    let t = tensor(g, &p("ffn_gate_tid2eid.weight"))?;
+                    if t.ty != GgmlType::I32 || t.n_elements() as usize != d.k * d.vocab {
+                        return Err(CudaError::Other(format!("{}: bad hash table", t.name)));
+                    }
+                    let data = g.tensor_data(t);
+                    if data.chunks_exact(4).any(|c| {
+                        let v = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                        v < 0 || v as usize >= d.e
+                    }) {
+                        return Err(CudaError::Other(format!("{}: expert id out of range", t.name)));
+                    }
+                    Some(up.raw(data)?)
+                } else {
+                    None
+                },
+                gate_exps: mat(&p("ffn_gate_exps.weight"), &mut up)?,
+                up_exps: mat(&p("ffn_up_exps.weight"), &mut up)?,
+                down_exps: mat(&p("ffn_down_exps.weight"), &mut up)?,
+                gate_sh: mat(&p("ffn_gate_shexp.weight"), &mut up)?,
+                up_sh: mat(&p("ffn_up_shexp.weight"), &mut up)?,
+                down_sh: mat(&p("ffn_down_shexp.weight"), &mut up)?,
+            };
+            let lb = |m: &GMat| m.bytes_per_mat as u64;
+            let mut b = lb(&layer.q_a) + lb(&layer.q_b) + lb(&layer.kv) + lb(&layer.out_a) + lb(&layer.out_b);
+            b += 2 * (mhc * nhc * d.d * 2) as u64 + lb(&layer.gate_inp);
+            b += d.k as u64 * (lb(&layer.gate_exps) + lb(&layer.up_exps) + lb(&layer.down_exps));
+            b += lb(&layer.gate_sh) + lb(&layer.up_sh) + lb(&layer.down_sh);
+            if let Some(c) = &layer.comp {
+                b += lb(&c.kv) + lb(&c.gate);
+            }
+            if let Some(c) = &layer.icomp {
+                b += lb(&c.kv) + lb(&c.gate) + lb(layer.idx_proj.as_ref().unwrap());
+            }
+            decode_bytes += b;
+            layers.push(layer);
+        }
+        let tok_embd = f16raw("token_embd.weight", d.d * d.vocab, &mut up)?;
+        let out_hc_fn = f16raw("output_hc_fn.weight", nhc * nhc * d.d, &mut up)?;
+        let out_hc_scale = vecf("output_hc_scale.weight", 1, &mut up)?;
+        let out_hc_base = vecf("output_hc_base.weight", nhc, &mut up)?;
+        let out_norm = vecf("output_norm.weight", d.d, &mut up)?;
+        let output = mat("output.weight", &mut up)?;
+        decode_bytes += output.bytes_per_mat as u64 + (nhc * nhc * d.d * 2) as u64;
+        up.finish()?;
+        drop(up);
+        let (om, oc) = dims.omegas();
+        let omega_main = gpu.alloc(om.len() * 4)?;
+        gpu.htod(omega_main.ptr, &om)?;
+        let omega_comp = gpu.alloc(oc.len() * 4)?;
+        gpu.htod(omega_comp.ptr, &oc)?;
+        let eos = g
+            .meta("tokenizer.ggml.eos_token_id")
+            .and_then(|v| v.as_u64())
+            .map(|v| v as u32);
+        Ok(CudaModel {
+            gpu,
+            dims,
+            layers,
+            tok_embd,
+            out_hc_fn,
+            out_hc_scale,
+            out_hc_base,
+            out_norm,
+            output,
+            omega_main,
+            omega_comp,
+            eos,
+            decode_weight_bytes: decode_bytes,
+            resident_bytes: total,
+        })
+    }
+}
