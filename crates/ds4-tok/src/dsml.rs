@@ -593,8 +593,10 @@ impl DecodeTracker {
                             self.mode = TrackMode::Structural;
                             break;
                         }
-                        if raw.len() - self.pos >= 2 && partial_at(raw, self.pos, end) {
-                            self.state = DecodeState::Structural;
+                        if partial_at(raw, self.pos, end) {
+                            // Wait here even for a lone '<' (ds4 steps past it and can then miss
+                            // the end tag); like ds4, report structure from two bytes on.
+                            self.state = if raw.len() - self.pos >= 2 { DecodeState::Structural } else { DecodeState::StringBody };
                             return self.state;
                         }
                         self.pos += 1;
@@ -613,8 +615,8 @@ impl DecodeTracker {
                                 self.mode = TrackMode::Structural;
                                 break;
                             }
-                            if raw.len() - self.pos >= 2 && partial_at(raw, self.pos, end) {
-                                self.state = DecodeState::Structural;
+                            if partial_at(raw, self.pos, end) {
+                                self.state = if raw.len() - self.pos >= 2 { DecodeState::Structural } else { DecodeState::JsonStructural };
                                 return self.state;
                             }
                         }
