@@ -1,0 +1,221 @@
+//! What the CLI needs from an inference session, and the generation loop
+//! shared by one-shot and interactive mode.
+
+use anyhow::Result;
+use ds4_engine::sampling::Sampler;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A live KV session. Implemented by the engine session; tests use a
+/// recording fake.
+pub trait LiveSession {
+    /// Context size (positions).
+    fn ctx(&self) -> usize;
+    /// Tokens held in the live KV, in order.
+    fn tokens(&self) -> &[u32];
+    /// Bring the session to exactly `prompt`, reusing the longest valid
+    /// prefix of the live tokens and prefilling the rest. `progress(done,
+    /// total)` reports the prefilled part and may return false to cancel.
+    /// Returns the number of reused tokens.
+    fn sync(&mut self, prompt: &[u32], progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<usize>;
+    /// Append one token (one decode step).
+    fn eval(&mut self, token: u32) -> Result<()>;
+    /// Next-token logits after the last processed token.
+    fn logits(&self) -> &[f32];
+    /// Forget the KV state (the next sync prefills from zero).
+    fn invalidate(&mut self);
+}
+
+/// Tokens that fit: `max_new` capped to `ctx − pos − 1`; none if fewer than
+/// two slots are free (CLI.md §4).
+pub fn generation_budget(max_new: usize, ctx: usize, pos: usize) -> usize {
+    let room = ctx.saturating_sub(pos);
+    if room <= 1 {
+        0
+    } else {
+        max_new.min(room - 1)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    Eos,
+    Length,
+    Interrupted,
+}
+
+pub struct Generated {
+    pub tokens: Vec<u32>,
+    pub stop: StopReason,
+    pub seconds: f64,
+}
+
+/// Sample and feed tokens until EOS (not fed, not returned), the cap, or
+/// `interrupt` (checked before each token, so Ctrl+C stops after the
+/// current one). `on_token` sees each kept token before it is evaluated.
+pub fn generate(
+    session: &mut dyn LiveSession,
+    sampler: &mut Sampler,
+    max_new: usize,
+    eos: u32,
+    interrupt: &AtomicBool,
+    on_token: &mut dyn FnMut(u32) -> Result<()>,
+) -> Result<Generated> {
+    let t0 = std::time::Instant::now();
+    let mut tokens = Vec::new();
+    let stop = loop {
+        if interrupt.load(Ordering::Relaxed) {
+            break StopReason::Interrupted;
+        }
+        if tokens.len() >= max_new {
+            break StopReason::Length;
+        }
+        let tok = sampler.sample(session.logits());
+        if tok == eos {
+            break StopReason::Eos;
+        }
+        on_token(tok)?;
+        tokens.push(tok);
+        session.eval(tok)?;
+    };
+    Ok(Generated { tokens, stop, seconds: t0.elapsed().as_secs_f64() })
+}
+
+/// Tokens per second, 0 when nothing was timed.
+pub fn rate(n: usize, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        n as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod fake {
+    //! A deterministic stand-in session: logits are a function of the live
+    //! tokens, and every prefilled token is recorded.
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    pub struct FakeSession {
+        pub ctx: usize,
+        pub vocab: usize,
+        pub toks: Vec<u32>,
+        pub logits: Vec<f32>,
+        /// Tokens computed by each sync (the non-reused suffix); shared so
+        /// a test can read it while the session is boxed.
+        pub prefills: Rc<RefCell<Vec<Vec<u32>>>>,
+        pub evals: usize,
+        /// Script of tokens to make most likely, by number of evals so far.
+        pub script: Vec<u32>,
+        pub fail_next_sync: bool,
+    }
+
+    impl FakeSession {
+        pub fn new(ctx: usize, vocab: usize, script: Vec<u32>) -> Self {
+            let mut s = FakeSession {
+                ctx,
+                vocab,
+                toks: Vec::new(),
+                logits: vec![0.0; vocab],
+                prefills: Rc::new(RefCell::new(Vec::new())),
+                evals: 0,
+                script,
+                fail_next_sync: false,
+            };
+            s.refresh();
+            s
+        }
+
+        fn refresh(&mut self) {
+            self.logits.iter_mut().for_each(|l| *l = 0.0);
+            let want = self.script.get(self.evals).copied().unwrap_or(1);
+            self.logits[want as usize] = 100.0;
+        }
+    }
+
+    impl LiveSession for FakeSession {
+        fn ctx(&self) -> usize {
+            self.ctx
+        }
+        fn tokens(&self) -> &[u32] {
+            &self.toks
+        }
+        fn sync(&mut self, prompt: &[u32], progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<usize> {
+            if self.fail_next_sync {
+                self.fail_next_sync = false;
+                anyhow::bail!("injected failure");
+            }
+            if prompt.len() > self.ctx {
+                anyhow::bail!("prompt of {} tokens exceeds the context ({})", prompt.len(), self.ctx);
+            }
+            let common = self.toks.iter().zip(prompt).take_while(|(a, b)| a == b).count();
+            let suffix = prompt[common..].to_vec();
+            progress(suffix.len(), suffix.len());
+            self.prefills.borrow_mut().push(suffix);
+            self.toks = prompt.to_vec();
+            self.evals = 0;
+            self.refresh();
+            Ok(common)
+        }
+        fn eval(&mut self, token: u32) -> Result<()> {
+            self.toks.push(token);
+            self.evals += 1;
+            self.refresh();
+            Ok(())
+        }
+        fn logits(&self) -> &[f32] {
+            &self.logits
+        }
+        fn invalidate(&mut self) {
+            self.toks.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fake::FakeSession;
+    use super::*;
+    use ds4_engine::sampling::SamplerParams;
+
+    #[test]
+    fn budget() {
+        assert_eq!(generation_budget(50000, 100, 10), 89);
+        assert_eq!(generation_budget(5, 100, 10), 5);
+        assert_eq!(generation_budget(5, 100, 99), 0);
+        assert_eq!(generation_budget(5, 100, 98), 1);
+        assert_eq!(generation_budget(5, 100, 150), 0);
+    }
+
+    #[test]
+    fn stops_at_eos_length_and_interrupt() {
+        let mut s = FakeSession::new(100, 16, vec![5, 6, 7, 1]);
+        s.sync(&[0, 3], &mut |_, _| true).unwrap();
+        let mut sampler = Sampler::new(SamplerParams::greedy(), 1);
+        let stop = AtomicBool::new(false);
+        let mut seen = Vec::new();
+        let g = generate(&mut s, &mut sampler, 10, 1, &stop, &mut |t| {
+            seen.push(t);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(g.tokens, vec![5, 6, 7]);
+        assert_eq!(seen, g.tokens);
+        assert_eq!(g.stop, StopReason::Eos);
+        assert_eq!(s.toks, vec![0, 3, 5, 6, 7]);
+
+        let mut s = FakeSession::new(100, 16, vec![5, 6, 7, 1]);
+        let g = generate(&mut s, &mut sampler, 2, 1, &stop, &mut |_| Ok(())).unwrap();
+        assert_eq!((g.tokens.len(), g.stop), (2, StopReason::Length));
+
+        // Interrupt raised while the first token is handled: it is kept.
+        let mut s = FakeSession::new(100, 16, vec![5, 6, 7, 1]);
+        let g = generate(&mut s, &mut sampler, 10, 1, &stop, &mut |_| {
+            stop.store(true, Ordering::Relaxed);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((g.tokens, g.stop), (vec![5], StopReason::Interrupted));
+    }
+}
