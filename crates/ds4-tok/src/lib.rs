@@ -4,6 +4,7 @@
 mod bytelevel;
 pub mod chat;
 pub mod dsml;
+mod dump;
 mod json;
 mod pretok;
 mod stream;
@@ -13,6 +14,7 @@ mod unicode_tables;
 
 pub use bytelevel::{byte_to_char, bytes_to_vocab_string};
 pub use chat::{Chat, Message, Role, ThinkingMode, ToolCall};
+pub use dump::{dump_prompt, dump_tokens, dump_tokens_ds4, json_bytes_string};
 pub use stream::{StreamDecoder, Utf8Stream};
 pub use tokenizer::{
     SpecialTokens, TokError, Tokenizer, ASSISTANT, BOS, DSML, EOS, SERVING_SPECIALS, THINK, THINK_END, USER,

@@ -53,3 +53,46 @@ fn corpus_matches_reference_in_both_entry_points() {
     assert!(bytes >= 1 << 20, "corpus is only {bytes} bytes");
     assert!(bad.is_empty(), "{} mismatches:\n{}", bad.len(), bad[..bad.len().min(30)].join("\n"));
 }
+
+#[test]
+fn dump_tokens_round_trips_every_token_through_python_json() {
+    // Every vocabulary entry (many are partial UTF-8) is dumped, decoded by Python's json module
+    // with the documented surrogateescape rule, and compared byte for byte.
+    let t = tok();
+    let ids: Vec<u32> = (0..t.vocab_size() as u32).collect();
+    let dump = ds4_tok::dump_tokens(t, &ids);
+    let script = r#"
+import sys, json
+out = []
+for line in sys.stdin.buffer.read().decode("utf-8").split("\n"):
+    if not line:
+        continue
+    i, s = line.split("\t", 1)
+    out.append(i + " " + json.loads(s).encode("utf-8", "surrogateescape").hex())
+sys.stdout.write("\n".join(out))
+"#;
+    let mut child = Command::new(python())
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(dump.as_bytes()).unwrap();
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut n = 0;
+    for (line, &id) in text.lines().zip(&ids) {
+        let (i, hex) = line.split_once(' ').unwrap_or((line, ""));
+        assert_eq!(i.parse::<u32>().unwrap(), id);
+        let want: String = t.token_bytes(id).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, want, "token {id}");
+        n += 1;
+    }
+    assert_eq!(n, ids.len());
+}
