@@ -109,7 +109,7 @@ pub fn run(args: &Args) -> Result<i32> {
         return perplexity(args, &loaded, path);
     }
     let mode = args.think_mode();
-    if mode == ThinkMode::Max && mode.effective(args.ctx) != ThinkMode::Max {
+    if mode == ThinkMode::Max && crate::prompt::effective(mode, args.ctx) != ThinkMode::Max {
         eprintln!("ds4: {}", think_max_warning("--think-max", args.ctx));
     }
     let chunk = args.prefill_chunk.unwrap_or(DEFAULT_PREFILL_CHUNK);
@@ -171,7 +171,7 @@ fn prefill(session: &mut dyn LiveSession, prompt: &[u32]) -> Result<(usize, f64)
 }
 
 fn one_shot(args: &Args, l: &Loaded, text: &[u8]) -> Result<i32> {
-    let eff = args.think_mode().effective(args.ctx);
+    let eff = crate::prompt::effective(args.think_mode(), args.ctx);
     let prompt = prompt::one_shot(&l.tok, &args.system, text, eff);
     let sp = *l.tok.special();
     // A raw (already rendered) prompt thinks if it ends inside <think>.
@@ -200,7 +200,7 @@ fn one_shot(args: &Args, l: &Loaded, text: &[u8]) -> Result<i32> {
         let mut t = trace::Trace::create(path).with_context(|| format!("--trace {}", path.display()))?;
         t.turn(&trace::TurnRecord {
             turn: 1,
-            mode: eff.name(),
+            mode: crate::prompt::mode_name(eff),
             transcript_tokens: prompt.len() + gen.tokens.len(),
             reused_tokens: 0,
             prefilled_tokens: prompt.len(),
@@ -248,7 +248,7 @@ fn dump_logits(args: &Args, l: &Loaded, prompt: Option<&[u8]>, path: &std::path:
     let tokens = match args.tokens_arg().map_err(anyhow::Error::msg)? {
         TokensArg::Ids(ids) => ids,
         TokensArg::MaxNew(_) => {
-            let eff = args.think_mode().effective(args.ctx);
+            let eff = crate::prompt::effective(args.think_mode(), args.ctx);
             prompt::one_shot(&l.tok, &args.system, prompt.unwrap_or_default(), eff)
         }
     };
@@ -287,7 +287,7 @@ fn dump_logits(args: &Args, l: &Loaded, prompt: Option<&[u8]>, path: &std::path:
 
 /// `--dump-logprobs` (CLI.md §5.2): greedy continuation with top-k logprobs.
 fn dump_logprobs(args: &Args, l: &Loaded, text: &[u8], path: &std::path::Path) -> Result<i32> {
-    let eff = args.think_mode().effective(args.ctx);
+    let eff = crate::prompt::effective(args.think_mode(), args.ctx);
     let prompt = prompt::one_shot(&l.tok, &args.system, text, eff);
     let mut session = new_session(args, l, args.ctx);
     prefill(&mut session, &prompt)?;

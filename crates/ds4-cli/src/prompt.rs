@@ -5,44 +5,18 @@
 
 use ds4_tok::Tokenizer;
 
-/// Context size from which Think Max is honoured (SERVING.md §2).
-pub const THINK_MAX_MIN_CTX: usize = 393216;
+pub use ds4_tok::chat::{ThinkingMode as ThinkMode, THINK_MAX_MIN_CTX, THINK_MAX_PREAMBLE};
 
-/// The Think Max "Reasoning Effort" preamble, inserted right after BOS
-/// (476 bytes; SERVING.md §2, fixture 05_think_max_no_system).
-pub const THINK_MAX_PREAMBLE: &str = "Reasoning Effort: Absolute maximum with no shortcuts permitted.\n\
-You MUST be very thorough in your thinking and comprehensively decompose the problem to resolve the root cause, \
-rigorously stress-testing your logic against all potential paths, edge cases, and adversarial scenarios.\n\
-Explicitly write out your entire deliberation process, documenting every intermediate step, considered alternative, \
-and rejected hypothesis to ensure absolutely no assumption is left unchecked.\n\n";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ThinkMode {
-    None,
-    High,
-    Max,
+/// The mode used with a context of `ctx` positions (max needs ≥ 393216).
+pub fn effective(mode: ThinkMode, ctx: usize) -> ThinkMode {
+    mode.for_context(ctx as u64)
 }
 
-impl ThinkMode {
-    pub fn thinking(self) -> bool {
-        self != ThinkMode::None
-    }
-
-    /// Max is downgraded to high below the minimum context.
-    pub fn effective(self, ctx: usize) -> ThinkMode {
-        if self == ThinkMode::Max && ctx < THINK_MAX_MIN_CTX {
-            ThinkMode::High
-        } else {
-            self
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ThinkMode::None => "none",
-            ThinkMode::High => "high",
-            ThinkMode::Max => "max",
-        }
+pub fn mode_name(mode: ThinkMode) -> &'static str {
+    match mode {
+        ThinkMode::None => "none",
+        ThinkMode::High => "high",
+        ThinkMode::Max => "max",
     }
 }
 
@@ -93,7 +67,7 @@ pub fn one_shot(tok: &Tokenizer, system: &str, prompt: &[u8], mode: ThinkMode) -
     t.push(sp.user);
     t.extend(encode_text(tok, prompt));
     t.push(sp.assistant);
-    t.push(if mode.thinking() { sp.think } else { sp.think_end });
+    t.push(if mode.is_thinking() { sp.think } else { sp.think_end });
     t
 }
 
@@ -144,7 +118,7 @@ impl Transcript {
         self.tokens.push(sp.user);
         self.tokens.extend(encode_text(tok, user_text));
         self.tokens.push(sp.assistant);
-        self.tokens.push(if mode.thinking() { sp.think } else { sp.think_end });
+        self.tokens.push(if mode.is_thinking() { sp.think } else { sp.think_end });
         rollback
     }
 
@@ -182,10 +156,10 @@ pub(crate) mod tests {
 
     #[test]
     fn modes() {
-        assert_eq!(ThinkMode::Max.effective(393215), ThinkMode::High);
-        assert_eq!(ThinkMode::Max.effective(393216), ThinkMode::Max);
-        assert_eq!(ThinkMode::None.effective(1), ThinkMode::None);
-        assert!(!ThinkMode::None.thinking());
+        assert_eq!(effective(ThinkMode::Max, 393215), ThinkMode::High);
+        assert_eq!(effective(ThinkMode::Max, 393216), ThinkMode::Max);
+        assert_eq!(effective(ThinkMode::None, 1), ThinkMode::None);
+        assert!(!ThinkMode::None.is_thinking());
         assert_eq!(THINK_MAX_PREAMBLE.len(), 476);
         assert_eq!(
             think_max_warning("--think-max", 32768),

@@ -83,7 +83,7 @@ impl<'t> Chat<'t> {
     ) -> Result<Chat<'t>> {
         let session = factory.create(ctx)?;
         let mode = opts.mode;
-        let transcript = Transcript::new(tok, &opts.system, mode.effective(ctx) == ThinkMode::Max);
+        let transcript = Transcript::new(tok, &opts.system, crate::prompt::effective(mode, ctx) == ThinkMode::Max);
         Ok(Chat {
             tok,
             factory,
@@ -103,7 +103,7 @@ impl<'t> Chat<'t> {
     }
 
     fn apply_preamble(&mut self) {
-        let want = self.mode.effective(self.ctx) == ThinkMode::Max;
+        let want = crate::prompt::effective(self.mode, self.ctx) == ThinkMode::Max;
         if self.transcript.set_max_preamble(self.tok, want) {
             // Every later position moved: the live KV no longer matches.
             self.session.invalidate();
@@ -139,7 +139,7 @@ impl<'t> Chat<'t> {
             "/think-max" => {
                 self.mode = ThinkMode::Max;
                 self.apply_preamble();
-                if self.mode.effective(self.ctx) == ThinkMode::Max {
+                if crate::prompt::effective(self.mode, self.ctx) == ThinkMode::Max {
                     writeln!(out, "Thinking mode: max.")?;
                 } else {
                     writeln!(err, "ds4: {}", think_max_warning("/think-max", self.ctx))?;
@@ -154,7 +154,7 @@ impl<'t> Chat<'t> {
                     self.session = self.factory.create(n)?;
                     self.ctx = n;
                     self.apply_preamble();
-                    if self.mode == ThinkMode::Max && self.mode.effective(n) != ThinkMode::Max {
+                    if self.mode == ThinkMode::Max && crate::prompt::effective(self.mode, n) != ThinkMode::Max {
                         writeln!(err, "ds4: {}", think_max_warning("/ctx", n))?;
                     }
                     if let Some(t) = &mut self.trace {
@@ -185,7 +185,7 @@ impl<'t> Chat<'t> {
     /// suffix when the live KV is a prefix), generate, close with EOS.
     pub fn turn(&mut self, text: &[u8], out: &mut dyn Write, err: &mut dyn Write) -> Result<TurnSummary> {
         self.interrupt.store(false, Ordering::Relaxed);
-        let eff = self.mode.effective(self.ctx);
+        let eff = crate::prompt::effective(self.mode, self.ctx);
         self.apply_preamble();
         let rollback = self.transcript.begin_turn(self.tok, text, eff);
         let live = self.session.tokens();
@@ -222,7 +222,7 @@ impl<'t> Chat<'t> {
         let seed = self.opts.seed.unwrap_or_else(seed_from_time);
         let mut sampler = Sampler::new(self.opts.params, seed);
         let eos = self.tok.special().eos;
-        let mut printer = TokenPrinter::new(&mut *out, eff.thinking(), self.opts.color);
+        let mut printer = TokenPrinter::new(&mut *out, eff.is_thinking(), self.opts.color);
         let tok = self.tok;
         let transcript = &mut self.transcript;
         let gen = generate(self.session.as_mut(), &mut sampler, budget, eos, &self.interrupt, &mut |id| {
@@ -262,7 +262,7 @@ impl<'t> Chat<'t> {
         if let Some(t) = &mut self.trace {
             let _ = t.turn(&TurnRecord {
                 turn: self.turns,
-                mode: eff.name(),
+                mode: crate::prompt::mode_name(eff),
                 transcript_tokens: self.transcript.tokens.len(),
                 reused_tokens: reused,
                 prefilled_tokens: prefilled,

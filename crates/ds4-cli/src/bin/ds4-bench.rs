@@ -1,1 +1,419 @@
-fn main() {}
+//! ds4-bench (CLI.md §7): instantaneous prefill / generation throughput at growing context
+//! frontiers, one CSV row per frontier, plus an SVG plot and (CUDA) the achieved weight
+//! bandwidth per decoded token against a device-copy ceiling measured in the same run.
+//!
+//! Extra modes for the CUDA backend (device verification, run by tools/gpu/*.sh):
+//!   --verify-fixtures DIR   every fixture case on the GPU + GPU-vs-CPU agreement
+//!   --kernel-bench          matvec/GEMM bandwidth at the real shapes, random blocks
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Parser;
+use ds4_engine::backend::{Backend, Options};
+use ds4_engine::cpu::CpuBackend;
+use ds4_engine::cuda::{self, CudaModel, CudaSession, Gpu, Precision, SessionOptions};
+use ds4_engine::model::Model;
+use ds4_gguf::Gguf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+#[path = "ds4-bench/verify.rs"]
+mod verify;
+
+#[derive(Parser, Debug)]
+#[command(name = "ds4-bench", about = "DeepSeek V4 Flash throughput at context frontiers")]
+struct Args {
+    #[arg(short = 'm', long = "model", default_value = "ds4flash.gguf")]
+    model: PathBuf,
+    #[arg(long = "prompt-file")]
+    prompt_file: Option<PathBuf>,
+    #[arg(long = "chat-prompt-file")]
+    chat_prompt_file: Option<PathBuf>,
+    /// Deterministic pseudo-random token ids instead of a text file (synthetic models).
+    #[arg(long = "random-prompt")]
+    random_prompt: Option<usize>,
+    #[arg(long = "sys", alias = "system", default_value = "You are a helpful assistant.")]
+    system: String,
+    #[arg(long = "ctx-start", default_value_t = 2048)]
+    ctx_start: usize,
+    #[arg(long = "ctx-max", default_value_t = 32768)]
+    ctx_max: usize,
+    #[arg(long = "ctx-alloc")]
+    ctx_alloc: Option<usize>,
+    #[arg(long = "step-incr", default_value_t = 2048)]
+    step_incr: usize,
+    #[arg(long = "step-mul", default_value_t = 1.0)]
+    step_mul: f64,
+    #[arg(short = 'n', long = "gen-tokens", alias = "tokens", default_value_t = 128)]
+    gen_tokens: usize,
+    #[arg(long = "csv")]
+    csv: Option<PathBuf>,
+    /// SVG plot of the CSV (default: the CSV path with .svg).
+    #[arg(long = "svg")]
+    svg: Option<PathBuf>,
+    #[arg(long = "cuda")]
+    cuda: bool,
+    #[arg(long = "cpu")]
+    cpu: bool,
+    #[arg(long = "metal")]
+    metal: bool,
+    #[arg(long = "backend")]
+    backend: Option<String>,
+    #[arg(short = 't', long = "threads")]
+    threads: Option<usize>,
+    /// Reference precision on the GPU (f32 prefill GEMMs).
+    #[arg(long = "quality")]
+    quality: bool,
+    #[arg(long = "warm-weights")]
+    warm_weights: bool,
+    /// Turn off the FP8/FP4 QAT simulation.
+    #[arg(long = "no-qat")]
+    no_qat: bool,
+    /// Disable CUDA graphs for decode.
+    #[arg(long = "no-graphs")]
+    no_graphs: bool,
+    #[arg(long = "verify-fixtures")]
+    verify_fixtures: Option<PathBuf>,
+    #[arg(long = "kernel-bench")]
+    kernel_bench: bool,
+}
+
+enum Bk {
+    Cuda(CudaSession),
+    Cpu(CpuBackend, Vec<f32>, Vec<u32>),
+}
+
+enum Snap {
+    Cuda(Vec<u8>),
+    Cpu(ds4_engine::state::KvState, Vec<f32>, Vec<u32>),
+}
+
+impl Bk {
+    fn sync(&mut self, toks: &[u32]) -> Result<()> {
+        match self {
+            Bk::Cuda(s) => s.sync(toks).map_err(|e| anyhow!("{e}")),
+            Bk::Cpu(b, logits, live) => {
+                if live.len() > toks.len() || toks[..live.len()] != live[..] {
+                    b.reset();
+                    live.clear();
+                }
+                let rest = &toks[live.len()..];
+                for ch in rest.chunks(2048) {
+                    *logits = b.forward(ch, false).map_err(|e| anyhow!("{e}"))?;
+                    live.extend_from_slice(ch);
+                }
+                Ok(())
+            }
+        }
+    }
+    fn snapshot(&mut self) -> Result<(Snap, usize)> {
+        match self {
+            Bk::Cuda(s) => {
+                let p = s.save_payload().map_err(|e| anyhow!("{e}"))?;
+                let n = p.len();
+                Ok((Snap::Cuda(p), n))
+            }
+            Bk::Cpu(b, logits, live) => {
+                let st = b.export_state();
+                let n = payload_bytes_cpu(&st, logits.len(), live.len());
+                Ok((Snap::Cpu(st, logits.clone(), live.clone()), n))
+            }
+        }
+    }
+    fn restore(&mut self, s: Snap) -> Result<()> {
+        match (self, s) {
+            (Bk::Cuda(c), Snap::Cuda(p)) => c.load_payload(&p).map_err(|e| anyhow!("{e}")),
+            (Bk::Cpu(b, logits, live), Snap::Cpu(st, l, t)) => {
+                b.import_state(&st).map_err(|e| anyhow!("{e}"))?;
+                *logits = l;
+                *live = t;
+                Ok(())
+            }
+            _ => bail!("snapshot from another backend"),
+        }
+    }
+    /// One greedy step: argmax (never `excl`) of the current logits, then decode it.
+    fn step(&mut self, excl: Option<u32>) -> Result<u32> {
+        match self {
+            Bk::Cuda(s) => {
+                let t = s.argmax(excl).map_err(|e| anyhow!("{e}"))?;
+                s.eval(t).map_err(|e| anyhow!("{e}"))?;
+                Ok(t)
+            }
+            Bk::Cpu(b, logits, live) => {
+                let mut best = 0usize;
+                for (i, &v) in logits.iter().enumerate() {
+                    if Some(i as u32) == excl {
+                        continue;
+                    }
+                    if Some(best as u32) == excl || v > logits[best] {
+                        best = i;
+                    }
+                }
+                *logits = b.forward(&[best as u32], false).map_err(|e| anyhow!("{e}"))?;
+                live.push(best as u32);
+                Ok(best as u32)
+            }
+        }
+    }
+}
+
+/// Size of the DSV4 payload (KVCACHE.md §3) for a CPU state.
+fn payload_bytes_cpu(st: &ds4_engine::state::KvState, vocab: usize, p: usize) -> usize {
+    let nl = st.layers.len();
+    let mut n = 13 * 4 + p * 4 + vocab * 4 + 2 * nl * 4;
+    let rl = p.min(st.raw_cap);
+    for l in &st.layers {
+        n += rl * st.head_dim * 4 + (l.comp.len() + l.idx.len()) * 4;
+        for f in [&l.comp_front, &l.idx_front].into_iter().flatten() {
+            n += (f.kv.len() + f.score.len()) * 4;
+        }
+    }
+    n
+}
+
+fn frontiers(a: &Args) -> Result<Vec<usize>> {
+    if a.ctx_start == 0 || a.ctx_max < a.ctx_start {
+        bail!("--ctx-max must be >= --ctx-start > 0");
+    }
+    if a.step_mul < 1.0 || !a.step_mul.is_finite() {
+        bail!("--step-mul must be >= 1");
+    }
+    if a.step_mul == 1.0 && a.step_incr == 0 {
+        bail!("--step-incr must be > 0 when --step-mul is 1");
+    }
+    let mut v = vec![a.ctx_start];
+    let mut cur = a.ctx_start;
+    while cur < a.ctx_max {
+        let next = if a.step_mul == 1.0 { cur + a.step_incr } else { ((cur as f64 * a.step_mul).ceil() as usize).max(cur + 1) };
+        cur = next.min(a.ctx_max);
+        v.push(cur);
+    }
+    Ok(v)
+}
+
+fn prompt_tokens(a: &Args, g: &Gguf) -> Result<Vec<u32>> {
+    let n_sources = a.prompt_file.is_some() as u8 + a.chat_prompt_file.is_some() as u8 + a.random_prompt.is_some() as u8;
+    if n_sources != 1 {
+        bail!("exactly one of --prompt-file, --chat-prompt-file (or --random-prompt N) is required");
+    }
+    if let Some(n) = a.random_prompt {
+        let vocab = g.meta("deepseek4.vocab_size").and_then(|v| v.as_u64()).unwrap_or(129280);
+        // xorshift: a fixed sequence, avoiding the first 3 ids (BOS/EOS/PAD)
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut v = vec![0u32];
+        while v.len() < n {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            v.push(3 + (s % (vocab - 3)) as u32);
+        }
+        return Ok(v);
+    }
+    let tok = ds4_tok::Tokenizer::from_gguf(g).map_err(|e| anyhow!("tokenizer: {e:?}"))?;
+    if let Some(p) = &a.prompt_file {
+        let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        return Ok(tok.encode(&text));
+    }
+    let p = a.chat_prompt_file.as_ref().unwrap();
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    let rendered = ds4_tok::chat::render_completion(&a.system, &text, ds4_tok::chat::ThinkingMode::None);
+    Ok(tok.encode_chat(&rendered))
+}
+
+fn main() {
+    let a = Args::parse();
+    let r = if let Some(dir) = &a.verify_fixtures {
+        verify::run(dir, &a)
+    } else if a.kernel_bench {
+        cuda::kbench::run().map_err(|e| anyhow!("{e}"))
+    } else {
+        bench(&a)
+    };
+    if let Err(e) = r {
+        eprintln!("ds4-bench: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn want_cuda(a: &Args) -> Result<bool> {
+    if a.metal || a.backend.as_deref() == Some("metal") {
+        bail!("the Metal backend is not available in this build");
+    }
+    if a.cpu || a.backend.as_deref() == Some("cpu") {
+        return Ok(false);
+    }
+    if a.cuda || a.backend.as_deref() == Some("cuda") {
+        return Ok(true);
+    }
+    if let Some(b) = &a.backend {
+        bail!("unknown backend {b}");
+    }
+    Ok(cuda::available())
+}
+
+fn progress_bar(total: u64, what: &str) -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::new(total);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}")
+            .unwrap()
+            .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb
+}
+
+pub fn load_cuda(path: &Path) -> Result<(Arc<CudaModel>, Gguf)> {
+    let gpu = Arc::new(Gpu::new(0).map_err(|e| anyhow!("{e}"))?);
+    eprintln!("GPU: {} ({} SMs, {:.1} GiB), kernels built in {:.1} s", gpu.name, gpu.sm_count, gpu.total_mem as f64 / (1u64 << 30) as f64, gpu.compile_s);
+    let g = Gguf::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let total: u64 = g.tensors.iter().map(|t| t.n_bytes).sum();
+    let pb = progress_bar(total, "uploading weights");
+    let t0 = Instant::now();
+    let mut cb = |d: u64, _t: u64| pb.set_position(d);
+    let m = CudaModel::upload(gpu, &g, &mut cb).map_err(|e| anyhow!("{e}"))?;
+    pb.finish_and_clear();
+    let dt = t0.elapsed().as_secs_f64();
+    eprintln!("weights: {:.2} GiB uploaded in {:.1} s ({:.1} GB/s)", total as f64 / (1u64 << 30) as f64, dt, total as f64 / dt / 1e9);
+    Ok((Arc::new(m), g))
+}
+
+fn bench(a: &Args) -> Result<()> {
+    let fr = frontiers(a)?;
+    let ctx_alloc = a.ctx_alloc.unwrap_or(a.ctx_max + a.gen_tokens + 1);
+    if ctx_alloc <= a.ctx_max + a.gen_tokens {
+        bail!("--ctx-alloc must be larger than ctx-max + gen-tokens");
+    }
+    if let Some(t) = a.threads {
+        let _ = rayon::ThreadPoolBuilder::new().num_threads(t).build_global();
+    }
+    let use_cuda = want_cuda(a)?;
+    let (mut bk, g, eos, weight_bytes, ceiling) = if use_cuda {
+        let (m, g) = load_cuda(&a.model)?;
+        let ceiling = cuda::kbench::copy_ceiling(&m.gpu).map_err(|e| anyhow!("{e}"))?;
+        eprintln!("device-copy ceiling: {:.2} TB/s (read+write)", ceiling / 1e12);
+        let opts = SessionOptions {
+            ctx: ctx_alloc,
+            qat: !a.no_qat,
+            precision: if a.quality { Precision::Reference } else { Precision::Fast },
+            max_chunk: 2048,
+            graphs: !a.no_graphs,
+        };
+        let eos = m.eos;
+        let wb = m.decode_weight_bytes;
+        let s = CudaSession::new(m, opts).map_err(|e| anyhow!("{e}"))?;
+        (Bk::Cuda(s), g, eos, wb, Some(ceiling))
+    } else {
+        let model = Model::load(&a.model).map_err(|e| anyhow!("{e}"))?;
+        let g = Gguf::open(&a.model)?;
+        let eos = g.meta("tokenizer.ggml.eos_token_id").and_then(|v| v.as_u64()).map(|v| v as u32);
+        let b = CpuBackend::new(model, Options { qat: !a.no_qat });
+        (Bk::Cpu(b, Vec::new(), Vec::new()), g, eos, 0, None)
+    };
+    let toks = prompt_tokens(a, &g)?;
+    if toks.len() < a.ctx_max {
+        bail!("the prompt has {} tokens, fewer than --ctx-max {}", toks.len(), a.ctx_max);
+    }
+    let mut out: Box<dyn Write> = match &a.csv {
+        Some(p) => Box::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?),
+        None => Box::new(std::io::stdout()),
+    };
+    writeln!(out, "ctx_tokens,prefill_tokens,prefill_tps,gen_tokens,gen_tps,kvcache_bytes")?;
+    out.flush()?;
+    let mut rows: Vec<(usize, usize, f64, usize, f64, usize)> = Vec::new();
+    let mut prev = 0;
+    let mut failure: Option<anyhow::Error> = None;
+    for &f in &fr {
+        let r = (|| -> Result<()> {
+            let t0 = Instant::now();
+            bk.sync(&toks[..f])?;
+            let pt = t0.elapsed().as_secs_f64();
+            let (snap, kvb) = bk.snapshot()?;
+            let t1 = Instant::now();
+            for _ in 0..a.gen_tokens {
+                bk.step(eos)?;
+            }
+            let gt = t1.elapsed().as_secs_f64();
+            bk.restore(snap)?;
+            let row = (f, f - prev, (f - prev) as f64 / pt, a.gen_tokens, a.gen_tokens as f64 / gt, kvb);
+            writeln!(out, "{},{},{:.2},{},{:.2},{}", row.0, row.1, row.2, row.3, row.4, row.5)?;
+            out.flush()?;
+            if let Some(c) = ceiling {
+                let bw = weight_bytes as f64 * row.4;
+                eprintln!(
+                    "ctx {f}: prefill {:.0} t/s, decode {:.1} t/s = {:.2} TB/s of weights ({:.0}% of the {:.2} TB/s copy ceiling)",
+                    row.2,
+                    row.4,
+                    bw / 1e12,
+                    100.0 * bw / c,
+                    c / 1e12
+                );
+            }
+            rows.push(row);
+            prev = f;
+            Ok(())
+        })();
+        if let Err(e) = r {
+            failure = Some(e);
+            break;
+        }
+    }
+    drop(out);
+    if let Some(p) = &a.csv {
+        let svg = a.svg.clone().unwrap_or_else(|| p.with_extension("svg"));
+        std::fs::write(&svg, plot_svg(&rows, weight_bytes, ceiling))?;
+        if let Some(c) = ceiling {
+            let mut s = String::new();
+            s += &format!("weights streamed per decoded token: {:.3} GB\n", weight_bytes as f64 / 1e9);
+            s += &format!("device-copy ceiling (same run): {:.3} TB/s\n", c / 1e12);
+            for r in &rows {
+                let bw = weight_bytes as f64 * r.4;
+                s += &format!("ctx {}: decode {:.1} t/s -> {:.3} TB/s ({:.1}% of ceiling); prefill {:.0} t/s\n", r.0, r.4, bw / 1e12, 100.0 * bw / c, r.2);
+            }
+            std::fs::write(p.with_extension("summary.txt"), s)?;
+        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    Ok(())
+}
+
+fn plot_svg(rows: &[(usize, usize, f64, usize, f64, usize)], weight_bytes: u64, ceiling: Option<f64>) -> String {
+    let (w, h, ml, mr, mt, mb) = (900.0, 420.0, 70.0, 70.0, 40.0, 50.0);
+    let xmax = rows.iter().map(|r| r.0).max().unwrap_or(1) as f64;
+    let pmax = rows.iter().map(|r| r.2).fold(1.0, f64::max) * 1.1;
+    let gmax = rows.iter().map(|r| r.4).fold(1.0, f64::max) * 1.1;
+    let x = |v: f64| ml + (w - ml - mr) * v / xmax;
+    let yp = |v: f64| h - mb - (h - mt - mb) * v / pmax;
+    let yg = |v: f64| h - mb - (h - mt - mb) * v / gmax;
+    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+    s += &format!("<line x1=\"{ml}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n", h - mb, w - mr, h - mb);
+    s += &format!("<line x1=\"{ml}\" y1=\"{mt}\" x2=\"{ml}\" y2=\"{}\" stroke=\"#1f77b4\"/>\n", h - mb);
+    s += &format!("<line x1=\"{}\" y1=\"{mt}\" x2=\"{}\" y2=\"{}\" stroke=\"#d62728\"/>\n", w - mr, w - mr, h - mb);
+    for i in 0..=5 {
+        let f = i as f64 / 5.0;
+        s += &format!("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#1f77b4\">{:.0}</text>\n", ml - 5.0, yp(f * pmax) + 4.0, f * pmax);
+        s += &format!("<text x=\"{}\" y=\"{}\" fill=\"#d62728\">{:.0}</text>\n", w - mr + 5.0, yg(f * gmax) + 4.0, f * gmax);
+        s += &format!("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{:.0}</text>\n", x(f * xmax), h - mb + 18.0, f * xmax);
+    }
+    let line = |f: &dyn Fn(&(usize, usize, f64, usize, f64, usize)) -> (f64, f64), col: &str| {
+        let pts: Vec<String> = rows.iter().map(|r| { let (a, b) = f(r); format!("{a:.1},{b:.1}") }).collect();
+        format!("<polyline fill=\"none\" stroke=\"{col}\" stroke-width=\"2\" points=\"{}\"/>\n", pts.join(" "))
+    };
+    s += &line(&|r| (x(r.0 as f64), yp(r.2)), "#1f77b4");
+    s += &line(&|r| (x(r.0 as f64), yg(r.4)), "#d62728");
+    s += &format!("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">context tokens</text>\n", (w + ml - mr) / 2.0, h - 10.0);
+    s += &format!("<text x=\"{ml}\" y=\"{}\" fill=\"#1f77b4\">prefill tokens/s</text>\n", mt - 10.0);
+    s += &format!("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#d62728\">decode tokens/s</text>\n", w - mr, mt - 10.0);
+    if let Some(c) = ceiling {
+        let g = c / weight_bytes.max(1) as f64;
+        if g < gmax {
+            s += &format!("<line x1=\"{ml}\" y1=\"{0:.1}\" x2=\"{1}\" y2=\"{0:.1}\" stroke=\"#d62728\" stroke-dasharray=\"4 4\"/>\n", yg(g), w - mr);
+        }
+        s += &format!("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#555\">dashed: decode rate at the measured copy ceiling ({:.2} TB/s, {:.2} GB weights/token)</text>\n", (w + ml - mr) / 2.0, mt - 24.0, c / 1e12, weight_bytes as f64 / 1e9);
+    }
+    s += "</svg>\n";
+    s
+}
