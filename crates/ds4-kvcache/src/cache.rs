@@ -881,3 +881,9 @@ impl DiskCache {
         }
     }
 }
+
+// The server shares one cache between its worker and HTTP threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<DiskCache>();
+};

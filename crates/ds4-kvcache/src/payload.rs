@@ -43,6 +43,21 @@ pub struct ModelShape {
     pub raw_window: u32,
 }
 
+impl ModelShape {
+    /// The shape a session of context `ctx` writes: prefill chunk 2048 for
+    /// contexts above 2048 (else the context), raw window min(128, ctx).
+    pub fn for_context(head_dim: u32, indexer_dim: u32, vocab: u32, compress_ratios: Vec<u32>, ctx: u32) -> ModelShape {
+        ModelShape {
+            head_dim,
+            indexer_dim,
+            vocab,
+            compress_ratios,
+            prefill_chunk: if ctx > 2048 { 2048 } else { ctx },
+            raw_window: ctx.min(128),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PayloadError {
     /// Shorter than the header or a declared section.

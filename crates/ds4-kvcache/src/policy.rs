@@ -260,7 +260,7 @@ impl ContinuedSchedule {
     /// The caller must also skip it while the model is inside a DSML tool block.
     pub fn target(&self, policy: &Policy, live_len: u32) -> Option<u32> {
         let step = policy.continued_step();
-        if step == 0 || live_len < policy.min_tokens || live_len % step != 0 || live_len <= self.last_stored {
+        if step == 0 || live_len < policy.min_tokens || !live_len.is_multiple_of(step) || live_len <= self.last_stored {
             return None;
         }
         Some(live_len)
