@@ -49,9 +49,15 @@ impl Hasher for FxHasher {
     }
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.write_u64(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
         }
+        let mut tail = 0u64;
+        for (i, &b) in chunks.remainder().iter().enumerate() {
+            tail |= (b as u64) << (8 * i);
+        }
+        self.write_u64(tail ^ ((bytes.len() as u64) << 56));
     }
     #[inline]
     fn write_u64(&mut self, x: u64) {
@@ -159,14 +165,20 @@ impl Matcher {
     }
 }
 
-/// Reusable buffers for one encode call.
+/// Reusable buffers for one encode call, and a cache of the pieces seen in it (natural text
+/// repeats most of its words, and a cache hit skips the merge loop).
 #[derive(Default)]
-struct Scratch {
+struct Scratch<'a> {
     syms: Vec<u32>,
     ranks: Vec<u64>,
     prev: Vec<u32>,
     next: Vec<u32>,
+    cache: FxMap<&'a [u8], (u32, u32)>,
+    cached_ids: Vec<u32>,
 }
+
+/// Pieces longer than this are not cached (rare, and would bloat the cache).
+const CACHE_MAX_PIECE: usize = 48;
 
 /// DeepSeek V4 tokenizer. Cheap to share across threads (`&Tokenizer` is all encode needs).
 #[derive(Clone)]
@@ -174,8 +186,10 @@ pub struct Tokenizer {
     /// Raw bytes of every token, concatenated; token i is bytes[offs[i]..offs[i+1]].
     bytes: Vec<u8>,
     offs: Vec<u32>,
-    /// Vocabulary strings as stored (byte-level alphabet for normal tokens, literal for added).
-    texts: Vec<String>,
+    /// Vocabulary strings as stored (byte-level alphabet for normal tokens, literal for added),
+    /// concatenated; token i is texts[text_offs[i]..text_offs[i+1]].
+    texts: String,
+    text_offs: Vec<u32>,
     added: Vec<bool>,
     byte_ids: [u32; 256],
     /// (left id << 32 | right id) -> (rank << 32 | merged id).
@@ -183,14 +197,15 @@ pub struct Tokenizer {
     all_added: Matcher,
     serving: Matcher,
     added_ids: HashMap<String, u32>,
-    vocab_ids: HashMap<String, u32>,
+    /// Normal-token string -> id, built on first use of `token_to_id` (diagnostics only).
+    vocab_ids: std::sync::OnceLock<FxMap<Box<str>, u32>>,
     special: SpecialTokens,
 }
 
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tokenizer")
-            .field("vocab", &self.texts.len())
+            .field("vocab", &self.vocab_size())
             .field("merges", &self.merges.len())
             .field("special", &self.special)
             .finish()
@@ -239,7 +254,8 @@ impl Tokenizer {
         let mut bytes = Vec::new();
         let mut offs = vec![0u32];
         let mut added = Vec::with_capacity(tokens.len());
-        let mut normal_ids: HashMap<&str, u32> = HashMap::with_capacity(tokens.len());
+        let mut normal_ids: FxMap<&str, u32> = FxMap::default();
+        normal_ids.reserve(tokens.len());
         let mut added_ids = HashMap::new();
         for (i, (&t, &ty)) in tokens.iter().zip(types).enumerate() {
             let is_added = ty == 3 || ty == 4;
@@ -300,25 +316,32 @@ impl Tokenizer {
             dsml: lookup(DSML)?,
         };
         let serving = Matcher::new(SERVING_SPECIALS.iter().map(|&s| (s, added_ids[s])));
-        let vocab_ids = normal_ids.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let mut texts = String::with_capacity(tokens.iter().map(|t| t.len()).sum());
+        let mut text_offs = Vec::with_capacity(tokens.len() + 1);
+        text_offs.push(0u32);
+        for t in tokens {
+            texts.push_str(t);
+            text_offs.push(u32::try_from(texts.len()).map_err(|_| md("vocabulary strings exceed 4 GiB".into()))?);
+        }
         Ok(Tokenizer {
             bytes,
             offs,
-            texts: tokens.iter().map(|s| s.to_string()).collect(),
+            texts,
+            text_offs,
             added,
             byte_ids,
             merges: merge_map,
             all_added,
             serving,
             added_ids,
-            vocab_ids,
+            vocab_ids: std::sync::OnceLock::new(),
             special,
         })
     }
 
     /// Number of ids (the logits width).
     pub fn vocab_size(&self) -> usize {
-        self.texts.len()
+        self.text_offs.len() - 1
     }
 
     pub fn special(&self) -> &SpecialTokens {
@@ -333,12 +356,26 @@ impl Tokenizer {
     /// Id of any token by its vocabulary string (byte-level alphabet form for normal tokens,
     /// literal text for added tokens).
     pub fn token_to_id(&self, vocab_string: &str) -> Option<u32> {
-        self.added_ids.get(vocab_string).or_else(|| self.vocab_ids.get(vocab_string)).copied()
+        if let Some(&id) = self.added_ids.get(vocab_string) {
+            return Some(id);
+        }
+        let map = self.vocab_ids.get_or_init(|| {
+            (0..self.vocab_size() as u32)
+                .filter(|&i| !self.added[i as usize])
+                .filter_map(|i| self.token_text(i).map(|t| (Box::from(t), i)))
+                .rev() // the first id wins for duplicate strings
+                .collect()
+        });
+        map.get(vocab_string).copied()
     }
 
     /// The vocabulary string of a token as stored (e.g. `Ġhello`, `<｜User｜>`).
     pub fn token_text(&self, id: u32) -> Option<&str> {
-        self.texts.get(id as usize).map(|s| s.as_str())
+        let i = id as usize;
+        if i + 1 >= self.text_offs.len() {
+            return None;
+        }
+        Some(&self.texts[self.text_offs[i] as usize..self.text_offs[i + 1] as usize])
     }
 
     /// Raw bytes a token stands for (may be an incomplete UTF-8 sequence).
@@ -418,7 +455,7 @@ impl Tokenizer {
         out
     }
 
-    fn encode_split(&self, text: &str, m: &Matcher, out: &mut Vec<u32>) {
+    fn encode_split<'a>(&self, text: &'a str, m: &Matcher, out: &mut Vec<u32>) {
         let mut sc = Scratch::default();
         let mut last = 0;
         // Added tokens are valid UTF-8 whose first byte is never a continuation byte, so every
@@ -431,8 +468,22 @@ impl Tokenizer {
         self.encode_ordinary_into(&text[last..], &mut sc, out);
     }
 
-    fn encode_ordinary_into(&self, text: &str, sc: &mut Scratch, out: &mut Vec<u32>) {
-        pretokenize(text, &mut |piece: &str| self.bpe(piece.as_bytes(), sc, out));
+    fn encode_ordinary_into<'a>(&self, text: &'a str, sc: &mut Scratch<'a>, out: &mut Vec<u32>) {
+        pretokenize(text, &mut |piece: &'a str| {
+            let b = piece.as_bytes();
+            if b.len() < 2 || b.len() > CACHE_MAX_PIECE {
+                return self.bpe(b, sc, out);
+            }
+            if let Some(&(start, len)) = sc.cache.get(b) {
+                out.extend_from_slice(&sc.cached_ids[start as usize..(start + len) as usize]);
+                return;
+            }
+            let before = out.len();
+            self.bpe(b, sc, out);
+            let start = sc.cached_ids.len() as u32;
+            sc.cached_ids.extend_from_slice(&out[before..]);
+            sc.cache.insert(b, (start, (out.len() - before) as u32));
+        });
     }
 
     #[inline]
