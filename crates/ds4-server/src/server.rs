@@ -106,3 +106,97 @@ impl Server {
         }
     }
 }
+
+/// Process-wide instance lock (SERVING.md §6.1): an exclusively locked file
+/// holding our PID; a second engine process refuses to start.
+pub fn acquire_lock(path: &std::path::Path) -> Result<std::fs::File, String> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("cannot open lock file {}: {e}", path.display()))?;
+    match f.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let pid = std::fs::read_to_string(path).unwrap_or_default();
+            return Err(format!("another ds4 process holds {} (pid {})", path.display(), pid.trim()));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(format!("cannot lock {}: {e}", path.display())),
+    }
+    let _ = f.set_len(0);
+    let _ = write!(f, "{}", std::process::id());
+    Ok(f)
+}
+
+/// Bind, serve until SIGINT/SIGTERM, drain, exit status. A second signal
+/// exits immediately with 130.
+pub fn run<S: EngineSession>(
+    args: &crate::config::Args,
+    session: S,
+    codec: Arc<dyn TextCodec>,
+    render: Arc<dyn Render>,
+) -> i32 {
+    let trace = match &args.trace {
+        None => None,
+        Some(p) => match Trace::open(p) {
+            Ok(t) => Some(Arc::new(t)),
+            Err(e) => {
+                crate::slog!("cannot open trace file {}: {e}", p.display());
+                return 1;
+            }
+        },
+    };
+    let server = match Server::start(session, codec, render, ServerOptions::from_args(args, trace)) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::slog!("cannot start worker: {e}");
+            return 1;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            crate::slog!("cannot start runtime: {e}");
+            return 1;
+        }
+    };
+    let addr = format!("{}:{}", args.bind_host(), args.port);
+    rt.block_on(async move {
+        let listener = match tokio::net::TcpListener::bind(&addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                crate::slog!("cannot bind {addr}: {e}");
+                return 1;
+            }
+        };
+        crate::slog!("listening on http://{addr}");
+        let shutdown = async {
+            wait_signal().await;
+            tokio::spawn(async {
+                wait_signal().await;
+                crate::slog!("second signal: exiting immediately");
+                std::process::exit(130);
+            });
+        };
+        server.serve(listener, shutdown).await;
+        crate::slog!("shutdown complete");
+        0
+    })
+}
+
+async fn wait_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(mut i), Ok(mut t)) => {
+            tokio::select! {
+                _ = i.recv() => {}
+                _ = t.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
