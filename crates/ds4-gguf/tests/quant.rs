@@ -238,3 +238,147 @@ fn results_independent_of_thread_count() {
         }
     }
 }
+
+/// The SIMD kernels (when the CPU has them) equal the portable definition bit for bit.
+#[test]
+fn simd_equals_scalar_bitwise() {
+    use ds4_gguf::quant::{dot_row, dot_row_scalar, simd_enabled};
+    eprintln!("SIMD kernels enabled: {}", simd_enabled());
+    let mut rng = Rng(0xabc);
+    for ty in WEIGHT_TYPES {
+        let widths: &[usize] = match ty.block_len() {
+            1 => &[1, 7, 32, 33, 64, 100, 256, 1000, 4096],
+            32 => &[32, 64, 96, 4096],
+            _ => &[256, 512, 2048],
+        };
+        for &cols in widths {
+            for _ in 0..3 {
+                let w = random_tensor(&mut rng, ty, cols, 0.05);
+                let x = random_x(&mut rng, cols);
+                assert_eq!(dot_row(ty, &w, &x).to_bits(), dot_row_scalar(ty, &w, &x).to_bits(), "{ty} cols {cols}");
+            }
+        }
+        // Extreme bytes: all-ones / all-zeros blocks (NaN/inf scales are compared as bits too).
+        for fillb in [0u8, 0xff, 0x80, 0x7f] {
+            let cols = if ty.block_len() == 1 { 64 } else { 2 * ty.block_len() };
+            let w = vec![fillb; ty.row_bytes(cols)];
+            let x = random_x(&mut rng, cols);
+            let (a, b) = (dot_row(ty, &w, &x), dot_row_scalar(ty, &w, &x));
+            assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()), "{ty} fill {fillb:#x}: {a} vs {b}");
+        }
+    }
+}
+
+mod q8 {
+    use super::*;
+    use ds4_gguf::quant::q8::{dot_row_q8, dot_row_q8_scalar};
+    use ds4_gguf::quant::{matmul_q8, matvec_q8, quantize_q8_0, quantize_q8_k, Q8Acts};
+
+    #[test]
+    fn q8_k_quantization_follows_the_spec() {
+        // Largest magnitude is negative and ties with a later positive value: the first wins.
+        let mut x = vec![0.0f32; 256];
+        x[3] = -2.0;
+        x[10] = 2.0;
+        x[20] = 1.0;
+        x[21] = 0.5 * 2.0 / 127.0; // exactly half a step: ties to even
+        x[22] = 1.5 * 2.0 / 127.0;
+        let a = quantize_q8_k(&x);
+        let iscale = -127.0f32 / -2.0;
+        assert_eq!(a.d[0], 1.0 / iscale);
+        assert_eq!(a.q[3], -127);
+        assert_eq!(a.q[10], 127);
+        assert_eq!(a.q[20], (iscale * 1.0f32).round_ties_even() as i8);
+        assert_eq!(a.q[21], (iscale * x[21]).round_ties_even() as i8);
+        assert_eq!(a.q[22], (iscale * x[22]).round_ties_even() as i8);
+        assert_eq!(a.bsums[0], a.q[..16].iter().map(|&q| q as i16).sum::<i16>());
+        assert_eq!(a.bsums[1], a.q[16..32].iter().map(|&q| q as i16).sum::<i16>());
+        // Positive vmax gives a negative d; zero block gives zeros.
+        let mut y = vec![0.0f32; 512];
+        y[0] = 3.0;
+        let b = quantize_q8_k(&y);
+        assert_eq!(b.q[0], -127);
+        assert!(b.d[0] < 0.0);
+        assert_eq!((b.d[1], b.q[256..].iter().all(|&q| q == 0), b.bsums[16..].iter().all(|&s| s == 0)), (0.0, true, true));
+        // Round trip within half a step.
+        let mut rng = Rng(5);
+        let x = random_x(&mut rng, 1024);
+        let a = quantize_q8_k(&x);
+        for (i, &v) in x.iter().enumerate() {
+            let d = a.d[i / 256];
+            assert!((a.q[i] as f32 * d - v).abs() <= d.abs() * 0.5001, "{i}");
+            assert!(a.q[i] > -128);
+        }
+    }
+
+    #[test]
+    fn q8_0_quantization_follows_the_spec() {
+        let mut rng = Rng(6);
+        let mut x = random_x(&mut rng, 96);
+        x[32..64].iter_mut().for_each(|v| *v = 0.0);
+        let a = quantize_q8_0(&x);
+        for b in 0..3 {
+            let blk = &x[32 * b..32 * b + 32];
+            let amax = blk.iter().fold(0f32, |m, v| m.max(v.abs()));
+            assert_eq!(a.d[b], amax / 127.0);
+            let id = if a.d[b] != 0.0 { 1.0 / a.d[b] } else { 0.0 };
+            for i in 0..32 {
+                assert_eq!(a.q[32 * b + i], (blk[i] * id).round_ties_even() as i8);
+            }
+        }
+        assert!(a.q[32..64].iter().all(|&q| q == 0));
+    }
+
+    /// f64 reference: Σ dequant(w)·dequant(xq). The integer inner sums are exact, so only the
+    /// per-block f32 outer products and the running f32 sum round: we allow
+    /// (blocks + 4)·2^-23·Σ|w·xq| (MODEL.md §8.2 expects ≲ 1e-5 relative).
+    #[test]
+    fn q8_matvec_matches_f64_and_scalar() {
+        let mut rng = Rng(77);
+        for ty in [GgmlType::Q8_0, GgmlType::Q2K, GgmlType::Q4K, GgmlType::Iq2Xxs] {
+            for &(rows, cols) in &[(9usize, 256usize), (40, 4096), (130, 2048)] {
+                let w = random_tensor(&mut rng, ty, rows * cols, 0.05);
+                let wf = dequant_all(ty, &w, rows * cols);
+                let x = random_x(&mut rng, cols);
+                let xq = Q8Acts::for_weights(ty, &x);
+                let xd: Vec<f64> = match &xq {
+                    Q8Acts::Q8_0(a) => (0..cols).map(|i| a.q[i] as f64 * a.d[i / 32] as f64).collect(),
+                    Q8Acts::Q8K(a) => (0..cols).map(|i| a.q[i] as f64 * a.d[i / 256] as f64).collect(),
+                };
+                let mut y = vec![0f32; rows];
+                matvec_q8(ty, &w, rows, cols, &xq, &mut y);
+                let blocks = (cols / ty.block_len()) as f64;
+                for r in 0..rows {
+                    let wr = &wf[r * cols..(r + 1) * cols];
+                    let exact: f64 = wr.iter().zip(&xd).map(|(&a, b)| a as f64 * b).sum();
+                    let mag: f64 = wr.iter().zip(&xd).map(|(&a, b)| (a as f64 * b).abs()).sum();
+                    let tol = (blocks + 4.0) * 2f64.powi(-23) * mag + 1e-30;
+                    assert!((y[r] as f64 - exact).abs() <= tol, "{ty} {rows}x{cols} row {r}: {} vs {exact} (tol {tol:e})", y[r]);
+                    let row = &w[r * ty.row_bytes(cols)..(r + 1) * ty.row_bytes(cols)];
+                    assert_eq!(dot_row_q8(ty, row, &xq, 0).to_bits(), dot_row_q8_scalar(ty, row, &xq, 0).to_bits(), "{ty} simd vs scalar");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn q8_matmul_rows_equal_matvec() {
+        let mut rng = Rng(78);
+        for ty in [GgmlType::Q8_0, GgmlType::Q2K, GgmlType::Q4K, GgmlType::Iq2Xxs] {
+            let (rows, cols, n) = (33, 512, 7);
+            let w = random_tensor(&mut rng, ty, rows * cols, 0.05);
+            let x = random_x(&mut rng, n * cols);
+            let xq = Q8Acts::for_weights(ty, &x);
+            let mut y = vec![0f32; n * rows];
+            matmul_q8(ty, &w, rows, cols, &xq, n, &mut y);
+            for t in 0..n {
+                let xt = Q8Acts::for_weights(ty, &x[t * cols..(t + 1) * cols]);
+                let mut yv = vec![0f32; rows];
+                matvec_q8(ty, &w, rows, cols, &xt, &mut yv);
+                for r in 0..rows {
+                    assert_eq!(y[t * rows + r].to_bits(), yv[r].to_bits(), "{ty} token {t} row {r}");
+                }
+            }
+        }
+    }
+}

@@ -10,8 +10,13 @@
 //! per-token accumulation so its rows equal `matvec` bit for bit. Rows are independent, so the
 //! thread count never changes a result.
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 mod blocks;
 mod grid;
+pub mod q8;
+
+pub use q8::{act_format, matmul_q8, matvec_q8, quantize_q8_0, quantize_q8_k, Q8Acts, Q8KActs, Q8_0Acts};
 
 use crate::types::GgmlType;
 use rayon::prelude::*;
@@ -66,7 +71,7 @@ pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), Quant
     Ok(())
 }
 
-fn block_decoder(ty: GgmlType) -> fn(&[u8], &mut [f32]) {
+pub(crate) fn block_decoder(ty: GgmlType) -> fn(&[u8], &mut [f32]) {
     match ty {
         GgmlType::Q8_0 => blocks::q8_0,
         GgmlType::Q2K => blocks::q2_k,
@@ -98,9 +103,36 @@ fn for_each_chunk(ty: GgmlType, row: &[u8], mut f: impl FnMut(usize, &[f32])) {
     }
 }
 
+/// Whether the AVX2 kernels are used (CPU support, unless `DS4_NO_SIMD` is set). Results are
+/// identical either way; the switch exists for benchmarks and debugging.
+pub fn simd_enabled() -> bool {
+    use std::sync::OnceLock;
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            avx2::available() && std::env::var_os("DS4_NO_SIMD").is_none()
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
 /// Accumulate `w[i]*x[i]` into `acc[i % LANES]`.
 #[inline(always)]
 fn acc_chunk(acc: &mut [f32; LANES], w: &[f32], x: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if simd_enabled() {
+        // SAFETY: CPU support checked by simd_enabled.
+        return unsafe { avx2::acc_chunk(acc, w, &x[..w.len()]) };
+    }
+    acc_chunk_scalar(acc, w, x)
+}
+
+#[inline(always)]
+fn acc_chunk_scalar(acc: &mut [f32; LANES], w: &[f32], x: &[f32]) {
     let x = &x[..w.len()];
     let mut wc = w.chunks_exact(LANES);
     let mut xc = x.chunks_exact(LANES);
@@ -127,9 +159,21 @@ pub(crate) fn reduce_lanes(a: &[f32; LANES]) -> f32 {
 }
 
 /// Dot product of one encoded row with `x` in the canonical order.
+#[inline]
 pub fn dot_row(ty: GgmlType, row: &[u8], x: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if simd_enabled() && ty != GgmlType::Q8K {
+        // SAFETY: CPU support checked by simd_enabled.
+        return unsafe { avx2::dot_row(ty, row, x) };
+    }
+    dot_row_scalar(ty, row, x)
+}
+
+/// The portable definition of [`dot_row`] (tests compare the SIMD kernels against it).
+#[doc(hidden)]
+pub fn dot_row_scalar(ty: GgmlType, row: &[u8], x: &[f32]) -> f32 {
     let mut acc = [0f32; LANES];
-    for_each_chunk(ty, row, |s, w| acc_chunk(&mut acc, w, &x[s..]));
+    for_each_chunk(ty, row, |s, w| acc_chunk_scalar(&mut acc, w, &x[s..]));
     reduce_lanes(&acc)
 }
 
