@@ -264,8 +264,17 @@ fn progress_bar(total: u64, what: &str) -> indicatif::ProgressBar {
     pb
 }
 
+static GPU: std::sync::OnceLock<Arc<Gpu>> = std::sync::OnceLock::new();
+
 pub fn load_cuda(path: &Path) -> Result<(Arc<CudaModel>, Gguf)> {
-    let gpu = Arc::new(Gpu::new(0).map_err(|e| anyhow!("{e}"))?);
+    let gpu = match GPU.get() {
+        Some(g) => g.clone(),
+        None => {
+            let g = Arc::new(Gpu::new(0).map_err(|e| anyhow!("{e}"))?);
+            let _ = GPU.set(g.clone());
+            g
+        }
+    };
     eprintln!("GPU: {} ({} SMs, {:.1} GiB), kernels built in {:.1} s", gpu.name, gpu.sm_count, gpu.total_mem as f64 / (1u64 << 30) as f64, gpu.compile_s);
     let g = Gguf::open(path).with_context(|| format!("opening {}", path.display()))?;
     let total: u64 = g.tensors.iter().map(|t| t.n_bytes).sum();

@@ -159,6 +159,34 @@ pub fn compile_cubin(arch: &str) -> Result<Vec<u8>> {
     }
 }
 
+/// `compile_cubin` with a disk cache keyed by a hash of the source and arch
+/// (`$DS4_KERNEL_CACHE`, default `$HOME/.cache/ds4-cuda`): later processes skip NVRTC.
+pub fn cached_cubin(arch: &str) -> Result<Vec<u8>> {
+    let src = kernel_source();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in src.bytes().chain(arch.bytes()) {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    let dir = std::env::var_os("DS4_KERNEL_CACHE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/ds4-cuda")));
+    let path = dir.as_ref().map(|d| d.join(format!("kernels-{arch}-{h:016x}.cubin")));
+    if let Some(p) = &path {
+        if let Ok(b) = std::fs::read(p) {
+            if b.len() > 4 && &b[..4] == b"\x7fELF" {
+                return Ok(b);
+            }
+        }
+    }
+    let cubin = compile_cubin(arch)?;
+    if let (Some(d), Some(p)) = (&dir, &path) {
+        // best effort: a read-only home just means compiling again next time
+        let _ = std::fs::create_dir_all(d).and_then(|_| std::fs::write(p, &cubin));
+    }
+    Ok(cubin)
+}
+
 pub fn arch_for(cc: (i32, i32)) -> &'static str {
     match cc {
         (9, 0) => "sm_90",
@@ -235,7 +263,7 @@ impl Gpu {
             .map_err(derr("attr"))?;
         let total_mem = ctx.total_mem().map_err(derr("mem"))?;
         let t0 = std::time::Instant::now();
-        let cubin = compile_cubin(arch_for(cc))?;
+        let cubin = cached_cubin(arch_for(cc))?;
         let compile_s = t0.elapsed().as_secs_f64();
         // SAFETY: a complete CUBIN image from NVRTC.
         let module = unsafe { dr::module::load_data(cubin.as_ptr() as *const c_void) }.map_err(derr("load module"))?;
@@ -293,16 +321,14 @@ impl Gpu {
         unsafe { dr::memset_d8_async(ptr, 0, bytes, self.cu_stream()) }.map_err(derr("memset"))
     }
 
+    /// Copy host -> device and wait (ordered on our stream, so kernels see the data).
     pub fn htod<T: Copy>(&self, dst: DevPtr, src: &[T]) -> Result<()> {
         if src.is_empty() {
             return Ok(());
         }
-        // SAFETY: synchronous copy into a device range at least as large as src (caller).
-        unsafe {
-            dr::stream::synchronize(self.cu_stream()).map_err(derr("sync"))?;
-            dr::memcpy_htod_sync(dst, src)
-        }
-        .map_err(derr("htod"))
+        // SAFETY: dst holds at least src.len() elements (caller); src outlives the sync below.
+        unsafe { dr::memcpy_htod_async(dst, src, self.cu_stream()) }.map_err(derr("htod"))?;
+        self.sync()
     }
 
     /// Async copy from host memory that stays valid until the next synchronize (pinned or not).
@@ -314,16 +340,14 @@ impl Gpu {
         unsafe { dr::memcpy_htod_async(dst, src, self.cu_stream()) }.map_err(derr("htod async"))
     }
 
+    /// Copy device -> host after all queued work (ordered on our stream).
     pub fn dtoh<T: Copy>(&self, dst: &mut [T], src: DevPtr) -> Result<()> {
         if dst.is_empty() {
             return Ok(());
         }
-        // SAFETY: src holds at least dst.len() elements (caller).
-        unsafe {
-            dr::stream::synchronize(self.cu_stream()).map_err(derr("sync"))?;
-            dr::memcpy_dtoh_sync(dst, src)
-        }
-        .map_err(derr("dtoh"))
+        // SAFETY: src holds at least dst.len() elements (caller); dst outlives the sync below.
+        unsafe { dr::memcpy_dtoh_async(dst, src, self.cu_stream()) }.map_err(derr("dtoh"))?;
+        self.sync()
     }
 
     pub fn dtod(&self, dst: DevPtr, src: DevPtr, bytes: usize) -> Result<()> {

@@ -20,6 +20,7 @@
 //!   activations against dequantized weights).
 
 pub mod dims;
+pub mod kbench;
 pub mod driver;
 pub mod session;
 pub mod weights;

@@ -34,30 +34,30 @@ impl Default for SessionOptions {
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
-struct MvJob {
-    w: WMat,
-    x: u64,
-    y: u64,
-    sel: u64,
-    x_slot: i64,
-    nslots: i32,
-    x_grp_rows: i32,
-    block0: i32,
-    pad: i32,
+pub(crate) struct MvJob {
+    pub w: WMat,
+    pub x: u64,
+    pub y: u64,
+    pub sel: u64,
+    pub x_slot: i64,
+    pub nslots: i32,
+    pub x_grp_rows: i32,
+    pub block0: i32,
+    pub pad: i32,
 }
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct GemmArgs {
-    w: WMat,
-    x: u64,
-    y: u64,
-    grp_off: u64,
-    gather: u64,
-    ldx: i32,
-    ldy: i32,
-    t: i32,
-    pad: i32,
+pub(crate) struct GemmArgs {
+    pub w: WMat,
+    pub x: u64,
+    pub y: u64,
+    pub grp_off: u64,
+    pub gather: u64,
+    pub ldx: i32,
+    pub ldy: i32,
+    pub t: i32,
+    pub pad: i32,
 }
 
 #[repr(C)]
@@ -107,14 +107,14 @@ struct AttnArgs {
 
 const MV_ROWS_PER_BLOCK: usize = 16;
 
-struct JobTable {
+pub(crate) struct JobTable {
     buf: DevBuf,
     blocks: Vec<u32>, // cumulative block count after each job
     smem: Vec<u32>,   // max smem up to each job
 }
 
 impl JobTable {
-    fn new(gpu: &Gpu, jobs: &mut [MvJob]) -> Result<JobTable> {
+    pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJob]) -> Result<JobTable> {
         let mut blocks = Vec::new();
         let mut smem = Vec::new();
         let mut b = 0i32;
@@ -133,7 +133,7 @@ impl JobTable {
         gpu.htod(buf.ptr, raw)?;
         Ok(JobTable { buf, blocks, smem })
     }
-    fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
+    pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
         let args = Args::new().a(self.buf.ptr).a(njobs as i32);
         gpu.launch("matvec_grouped", (self.blocks[njobs - 1], 1, 1), 256, self.smem[njobs - 1], args)
     }

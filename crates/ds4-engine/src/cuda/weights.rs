@@ -89,6 +89,7 @@ fn header_range(ty: GgmlType) -> (usize, usize) {
 
 pub struct Uploader<'a> {
     gpu: &'a Gpu,
+    stage_bytes: usize,
     pinned: [Pinned; 2],
     stage: [DevBuf; 2],
     events: [cudarc::driver::sys::CUevent; 2],
@@ -103,10 +104,13 @@ const STAGE: usize = 256 << 20;
 
 impl<'a> Uploader<'a> {
     pub fn new(gpu: &'a Gpu, total: u64, progress: &'a mut dyn FnMut(u64, u64)) -> Result<Self> {
+        // staging sized to the data for small uploads (kernel tests), 2 x 256 MiB otherwise
+        let st = (total as usize).clamp(1 << 20, STAGE);
         Ok(Uploader {
             gpu,
-            pinned: [Pinned::new(STAGE)?, Pinned::new(STAGE)?],
-            stage: [gpu.alloc(STAGE)?, gpu.alloc(STAGE)?],
+            stage_bytes: st,
+            pinned: [Pinned::new(st)?, Pinned::new(st)?],
+            stage: [gpu.alloc(st)?, gpu.alloc(st)?],
             events: [gpu.event()?, gpu.event()?],
             used: [false, false],
             turn: 0,
@@ -119,7 +123,7 @@ impl<'a> Uploader<'a> {
     /// Stream `src` to the device; for every staged chunk call `sink(stage_ptr, offset, len)`
     /// which enqueues the device-side consumer (copy or repack). `unit` = chunk granularity.
     fn stream(&mut self, src: &[u8], unit: usize, mut sink: impl FnMut(&Gpu, DevPtr, usize, usize) -> Result<()>) -> Result<()> {
-        let max = (STAGE / unit) * unit;
+        let max = (self.stage_bytes / unit) * unit;
         let mut off = 0;
         while off < src.len() {
             let len = max.min(src.len() - off);
@@ -199,6 +203,16 @@ impl<'a> Uploader<'a> {
         })?;
         Ok(GMat { pay, hdr: Some(hdr), ty, rows, cols, n_exp, e_pay: per_exp_blocks * pb, e_hdr: per_exp_blocks * hb, bytes_per_mat: per_exp_blocks * bb })
     }
+}
+
+/// Upload a matrix given as raw GGUF block bytes (benchmarks and kernel tests).
+pub fn upload_raw_mat(gpu: &Gpu, name: &str, ty: GgmlType, dims: Vec<u64>, data: &[u8]) -> Result<GMat> {
+    let t = TensorInfo { name: name.to_string(), dims, ty, offset: 0, n_bytes: data.len() as u64 };
+    let mut nop = |_: u64, _: u64| {};
+    let mut up = Uploader::new(gpu, data.len() as u64, &mut nop)?;
+    let m = up.mat(&t, data)?;
+    up.finish()?;
+    Ok(m)
 }
 
 pub struct GComp {
