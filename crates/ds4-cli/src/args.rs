@@ -74,6 +74,11 @@ pub struct Args {
     #[arg(long = "prompt-file", value_name = "FILE")]
     pub prompt_file: Option<PathBuf>,
 
+    /// The prompt as token ids (comma-separated), used as they are: no chat
+    /// template (diagnostics and reference comparisons).
+    #[arg(long = "prompt-tokens", value_name = "IDS", conflicts_with_all = ["prompt", "prompt_file"])]
+    pub prompt_tokens: Option<String>,
+
     /// System prompt (-sys also works). An empty string omits it.
     #[arg(long = "system", value_name = "TEXT", default_value = DEFAULT_SYSTEM, allow_hyphen_values = true)]
     pub system: String,
@@ -249,6 +254,12 @@ impl Args {
         }
         self.backend()?;
         self.tokens_arg()?;
+        if let Some(l) = &self.prompt_tokens {
+            parse_id_list(l).map_err(|e| e.replace("--tokens", "--prompt-tokens"))?;
+            if self.dump_tokens {
+                return Err("--dump-tokens takes a text prompt (-p or --prompt-file)".into());
+            }
+        }
         if self.dump_tokens && self.prompt.is_none() && self.prompt_file.is_none() {
             return Err("--dump-tokens requires -p or --prompt-file".into());
         }
@@ -259,8 +270,9 @@ impl Args {
         if modes.iter().filter(|&&m| m).count() > 1 {
             return Err("choose one of --dump-tokens, --dump-logits, --dump-logprobs, --perplexity-file, --inspect".into());
         }
-        if self.dump_logits.is_some() && self.tokens.is_none() && self.prompt.is_none() && self.prompt_file.is_none() {
-            return Err("--dump-logits needs --tokens ID,ID,... or a prompt (-p/--prompt-file)".into());
+        let has_prompt = self.prompt.is_some() || self.prompt_file.is_some() || self.prompt_tokens.is_some();
+        if self.dump_logits.is_some() && self.tokens.is_none() && !has_prompt {
+            return Err("--dump-logits needs --tokens ID,ID,... or a prompt (-p/--prompt-file/--prompt-tokens)".into());
         }
         Ok(())
     }
@@ -396,6 +408,10 @@ mod tests {
         let a = parse(&["--tokens", "0,x", "--dump-logits", "o.f32"]).unwrap();
         assert!(a.validate().is_err());
         assert!(parse(&["--dump-logits", "o.f32"]).unwrap().validate().is_err());
+        let a = parse(&["--prompt-tokens", "0,7", "--dump-logits", "o.f32"]).unwrap();
+        a.validate().unwrap();
+        assert!(parse(&["--prompt-tokens", "0,a"]).unwrap().validate().is_err());
+        assert!(parse(&["--prompt-tokens", "1", "-p", "x"]).is_err());
     }
 
     #[test]

@@ -115,13 +115,28 @@ pub fn run(args: &Args) -> Result<i32> {
     let chunk = args.prefill_chunk.unwrap_or(DEFAULT_PREFILL_CHUNK);
     eprintln!("ds4: {}", engine::memory_note(&loaded.model.hp, args.ctx, "cpu", chunk));
     if let Some(path) = &args.dump_logprobs {
-        let text = prompt.unwrap_or_default();
-        return dump_logprobs(args, &loaded, &text, path);
+        let tokens = build_prompt(args, &loaded, prompt.as_deref())?;
+        return dump_logprobs(args, &loaded, &tokens, path);
     }
-    match prompt {
-        Some(text) => one_shot(args, &loaded, &text),
-        None => interactive(args, &loaded),
+    if prompt.is_none() && args.prompt_tokens.is_none() {
+        return interactive(args, &loaded);
     }
+    one_shot(args, &loaded, &build_prompt(args, &loaded, prompt.as_deref())?)
+}
+
+/// The one-shot prompt tokens: `--prompt-tokens` as given, else the chat
+/// layout of CLI.md §2.1 around the text.
+fn build_prompt(args: &Args, l: &Loaded, text: Option<&[u8]>) -> Result<Vec<u32>> {
+    if let Some(list) = &args.prompt_tokens {
+        let ids = args::parse_id_list(list).map_err(anyhow::Error::msg)?;
+        let vocab = l.model.hp.n_vocab;
+        if let Some(&bad) = ids.iter().find(|&&t| t as usize >= vocab) {
+            bail!("token id {bad} is outside the vocabulary (0..{vocab})");
+        }
+        return Ok(ids);
+    }
+    let eff = crate::prompt::effective(args.think_mode(), args.ctx);
+    Ok(prompt::one_shot(&l.tok, &args.system, text.unwrap_or_default(), eff))
 }
 
 /// `--dump-tokens`: one line per token, the id, a tab, the token's bytes as
@@ -170,14 +185,13 @@ fn prefill(session: &mut dyn LiveSession, prompt: &[u32]) -> Result<(usize, f64)
     Ok((reused, t0.elapsed().as_secs_f64()))
 }
 
-fn one_shot(args: &Args, l: &Loaded, text: &[u8]) -> Result<i32> {
+fn one_shot(args: &Args, l: &Loaded, prompt: &[u32]) -> Result<i32> {
     let eff = crate::prompt::effective(args.think_mode(), args.ctx);
-    let prompt = prompt::one_shot(&l.tok, &args.system, text, eff);
     let sp = *l.tok.special();
     // A raw (already rendered) prompt thinks if it ends inside <think>.
     let thinking = prompt.last() == Some(&sp.think);
     let mut session = new_session(args, l, args.ctx);
-    let (_, prefill_s) = prefill(&mut session, &prompt)?;
+    let (_, prefill_s) = prefill(&mut session, prompt)?;
     let budget = generation_budget(args.max_new_tokens(), args.ctx, session.tokens().len());
     let mut sampler = Sampler::new(sampler_params(args), args.seed.unwrap_or_else(seed_from_time));
     let stdout = std::io::stdout();
@@ -204,7 +218,7 @@ fn one_shot(args: &Args, l: &Loaded, text: &[u8]) -> Result<i32> {
             transcript_tokens: prompt.len() + gen.tokens.len(),
             reused_tokens: 0,
             prefilled_tokens: prompt.len(),
-            prefilled_text: &l.tok.decode(&prompt),
+            prefilled_text: &l.tok.decode(prompt),
             generated_tokens: gen.tokens.len(),
             reasoning: &printer.reasoning,
             answer: &printer.answer,
@@ -247,10 +261,7 @@ fn interactive(args: &Args, l: &Loaded) -> Result<i32> {
 fn dump_logits(args: &Args, l: &Loaded, prompt: Option<&[u8]>, path: &std::path::Path) -> Result<i32> {
     let tokens = match args.tokens_arg().map_err(anyhow::Error::msg)? {
         TokensArg::Ids(ids) => ids,
-        TokensArg::MaxNew(_) => {
-            let eff = crate::prompt::effective(args.think_mode(), args.ctx);
-            prompt::one_shot(&l.tok, &args.system, prompt.unwrap_or_default(), eff)
-        }
+        TokensArg::MaxNew(_) => build_prompt(args, l, prompt)?,
     };
     let vocab = l.model.hp.n_vocab;
     if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
@@ -286,11 +297,9 @@ fn dump_logits(args: &Args, l: &Loaded, prompt: Option<&[u8]>, path: &std::path:
 }
 
 /// `--dump-logprobs` (CLI.md §5.2): greedy continuation with top-k logprobs.
-fn dump_logprobs(args: &Args, l: &Loaded, text: &[u8], path: &std::path::Path) -> Result<i32> {
-    let eff = crate::prompt::effective(args.think_mode(), args.ctx);
-    let prompt = prompt::one_shot(&l.tok, &args.system, text, eff);
+fn dump_logprobs(args: &Args, l: &Loaded, prompt: &[u32], path: &std::path::Path) -> Result<i32> {
     let mut session = new_session(args, l, args.ctx);
-    prefill(&mut session, &prompt)?;
+    prefill(&mut session, prompt)?;
     let k = args.logprobs_top_k.min(128);
     let file = std::fs::File::create(path).with_context(|| format!("failed to open --dump-logprobs file {}", path.display()))?;
     let mut w = logprobs::LogprobWriter::new(BufWriter::new(file), prompt.len(), args.ctx, k)?;
