@@ -111,3 +111,46 @@ fn truncated_metadata_is_an_error() {
     let e = Tokenizer::from_parts(&toks, &[1, 1], &[]).unwrap_err().to_string();
     assert!(e.contains("begin"), "{e}");
 }
+
+#[test]
+fn fixture_model_text_sequences_match_their_ids() {
+    // The vocab-f16 medium/long sequences are BOS + the encoding of their manifest text, cut to
+    // the sequence length. (The "short" chat sequence is not compared: its token file has an
+    // extra 223 " " after <｜User｜> that the real tokenizer does not produce for its text;
+    // HF tokenizers 0.23.3 agrees with us there.)
+    let root = shared_dir().join("fixtures/model");
+    // The manifest is Python JSON: it may hold bare Infinity/NaN, which serde_json rejects.
+    let text = std::fs::read_to_string(root.join("manifest.json")).unwrap();
+    let text = text.replace("-Infinity", "null").replace("Infinity", "null").replace("NaN", "null");
+    let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let m = manifest["models"].as_array().unwrap().iter().find(|m| m["name"] == "vocab-f16").unwrap();
+    let mut checked = 0;
+    for s in m["sequences"].as_array().unwrap() {
+        if s["name"] == "short" {
+            continue;
+        }
+        let raw = std::fs::read(root.join(s["tokens"]["file"].as_str().unwrap())).unwrap();
+        let want: Vec<u32> = raw.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as u32).collect();
+        let mut got = vec![tok().special().bos];
+        got.extend(tok().encode(s["text"].as_str().unwrap()));
+        assert!(got.len() >= want.len());
+        assert_eq!(&got[..want.len()], &want[..], "{}", s["name"]);
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+}
+
+#[test]
+fn truncated_vocabulary_models_load() {
+    // The small fixture models embed a truncated copy of the tokenizer (first merges only).
+    for name in ["tiny-f32", "t256-q2", "t256-q4"] {
+        let g = ds4_gguf::Gguf::open(shared_dir().join(format!("fixtures/model/{name}/model.gguf"))).unwrap();
+        let t = Tokenizer::from_gguf(&g).unwrap();
+        assert_eq!(t.vocab_size(), 384);
+        let text = "<｜begin▁of▁sentence｜><｜User｜>Hello the world 中文<｜Assistant｜></think>";
+        let ids = t.encode_chat(text);
+        assert_eq!(t.decode(&ids), text.as_bytes());
+        assert!(ids.iter().all(|&i| (i as usize) < 384));
+        assert_eq!(ids[0], 0);
+    }
+}
