@@ -32,10 +32,25 @@ pub struct LayerTrace {
     pub hc_state: Vec<f32>,
 }
 
+/// A discontinuous decision taken within `NEAR_TIE` (relative) of its boundary: a QAT
+/// rounding input next to a rounding/scale boundary, or an indexer top-k cut between two
+/// nearly equal scores. Two correct float32 implementations may decide these differently.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NearTie {
+    pub layer: usize,
+    pub pos: usize,
+    pub what: &'static str,
+    pub margin: f32,
+}
+
+/// Relative margin below which [`NearTie`]s are recorded.
+pub const NEAR_TIE: f32 = 1e-5;
+
 #[derive(Clone, Debug, Default)]
 pub struct Trace {
     pub record_hc_state: bool,
     pub layers: Vec<LayerTrace>,
+    pub near_ties: Vec<NearTie>,
 }
 
 /// `y = W·x` for `n` token rows through the shared kernels (rows of `y` bit-identical to matvec).
@@ -210,10 +225,15 @@ impl CpuBackend {
         let kvp = mm(data, &lw.kv, 0, &xn, n);
         let mut kv = Self::norm_rows(&kvp, &lw.kv_norm, eps);
         let mut cs = Vec::new();
+        let tracing = self.trace.is_some();
+        let mut ties = Vec::new();
         for (t, row) in kv.chunks_mut(hd).enumerate() {
             rope.cos_sin(p0 + t, &mut cs);
             ops::rope_tail(row, &cs, false);
             if self.opts.qat {
+                if tracing {
+                    note_tie(&mut ties, l, p0 + t, "raw kv fp8", ops::fp8_margin(row, hd - rd));
+                }
                 ops::fp8_roundtrip(row, hd - rd);
             }
         }
@@ -223,8 +243,11 @@ impl CpuBackend {
         let rope_comp = self.rope_comp.clone();
         let ls = &mut self.state.layers[l];
         if let (Some(cw), Some(front)) = (&lw.comp, ls.comp_front.as_mut()) {
-            compressor(data, hp, cw, &xn, n, p0, lw.ratio, hd, front, &mut ls.comp, &rope_comp, |row| {
+            compressor(data, hp, cw, &xn, n, p0, lw.ratio, hd, front, &mut ls.comp, &rope_comp, |row, p| {
                 if qat {
+                    if tracing {
+                        note_tie(&mut ties, l, p, "compressed kv fp8", ops::fp8_margin(row, hd - rd));
+                    }
                     ops::fp8_roundtrip(row, hd - rd);
                 }
             });
@@ -232,14 +255,19 @@ impl CpuBackend {
         let mut selection: Vec<Option<Vec<u32>>> = vec![None; n];
         if let (Some(iw), Some(front)) = (&lw.indexer, ls.idx_front.as_mut()) {
             let dih = hp.idx_head_dim;
-            compressor(data, hp, &iw.comp, &xn, n, p0, 4, dih, front, &mut ls.idx, &rope_comp, |row| {
+            compressor(data, hp, &iw.comp, &xn, n, p0, 4, dih, front, &mut ls.idx, &rope_comp, |row, p| {
                 if qat {
-                    ops::indexer_qat(row);
+                    ops::hadamard(row);
+                    if tracing {
+                        note_tie(&mut ties, l, p, "indexer row fp4", ops::fp4_margin(row));
+                    }
+                    ops::fp4_roundtrip(row);
                 }
             });
-            selection = indexer_select(data, hp, iw, &qr, &xn, n, p0, &ls.idx, &rope_comp, qat);
+            selection = indexer_select(data, hp, iw, &qr, &xn, n, p0, &ls.idx, &rope_comp, qat, l, tracing.then_some(&mut ties));
         }
         if let Some(tr) = &mut self.trace {
+            tr.near_ties.append(&mut ties);
             if lw.ratio == 4 {
                 let tk = hp.idx_top_k;
                 for (t, sel) in selection.iter().enumerate() {
@@ -480,7 +508,7 @@ fn compressor(
     front: &mut Frontier,
     rows: &mut Vec<f32>,
     rope: &Rope,
-    finish: impl Fn(&mut [f32]),
+    mut finish: impl FnMut(&mut [f32], usize),
 ) {
     let w = cw.width;
     let kv = mm(data, &cw.kv, 0, xn, n);
@@ -531,7 +559,7 @@ fn compressor(
         ops::rmsnorm_w(&pooled, &cw.norm, hp.rms_eps, &mut out);
         rope.cos_sin(p + 1 - ratio, &mut cs);
         ops::rope_tail(&mut out, &cs, false);
-        finish(&mut out);
+        finish(&mut out, p);
         rows.extend_from_slice(&out);
         if ratio == 4 {
             front.kv.copy_within(4 * w..8 * w, 0);
@@ -554,6 +582,8 @@ fn indexer_select(
     idx_rows: &[f32],
     rope: &Rope,
     qat: bool,
+    layer: usize,
+    ties: Option<&mut Vec<NearTie>>,
 ) -> Vec<Option<Vec<u32>>> {
     let tk = hp.idx_top_k;
     let (hi, di) = (hp.idx_heads, hp.idx_head_dim);
@@ -569,8 +599,10 @@ fn indexer_select(
     let mut qi = mm(data, &iw.q_b, 0, &qr[first * ql..], m);
     let wt = mm(data, &iw.proj, 0, &xn[first * d..], m);
     let wscale = (1.0 / ((di * hi) as f64).sqrt()) as f32;
-    out[first..].par_iter_mut().zip(qi.par_chunks_mut(hi * di)).zip(wt.par_chunks(hi)).enumerate().for_each(
-        |(j, ((o, q), wt))| {
+    let tracing = ties.is_some();
+    let mut margins = vec![(f32::INFINITY, f32::INFINITY); m];
+    out[first..].par_iter_mut().zip(margins.par_iter_mut()).zip(qi.par_chunks_mut(hi * di)).zip(wt.par_chunks(hi)).enumerate().for_each(
+        |(j, (((o, mg), q), wt))| {
             let p = p0 + first + j;
             let nvis = (p + 1) / 4;
             let mut cs = Vec::new();
@@ -578,7 +610,11 @@ fn indexer_select(
             for qh in q.chunks_mut(di) {
                 ops::rope_tail(qh, &cs, false);
                 if qat {
-                    ops::indexer_qat(qh);
+                    ops::hadamard(qh);
+                    if tracing {
+                        mg.0 = mg.0.min(ops::fp4_margin(qh));
+                    }
+                    ops::fp4_roundtrip(qh);
                 }
             }
             let w: Vec<f32> = wt.iter().map(|&x| x * wscale).collect();
@@ -595,12 +631,30 @@ fn indexer_select(
             let mut order: Vec<u32> = (0..nvis as u32).collect();
             let cmp = |a: &u32, b: &u32| scores[*b as usize].total_cmp(&scores[*a as usize]).then(a.cmp(b));
             order.select_nth_unstable_by(tk - 1, cmp);
+            if tracing {
+                // Gap between the last selected score and the best rejected one.
+                let cut = scores[order[tk - 1] as usize];
+                let next = order[tk..].iter().map(|&c| scores[c as usize]).fold(f32::NEG_INFINITY, f32::max);
+                mg.1 = (cut - next).abs() / cut.abs().max(next.abs()).max(f32::MIN_POSITIVE);
+            }
             let mut sel = order[..tk].to_vec();
             sel.sort_unstable();
             *o = Some(sel);
         },
     );
+    if let Some(ties) = ties {
+        for (j, &(q, cut)) in margins.iter().enumerate() {
+            note_tie(ties, layer, p0 + first + j, "indexer query fp4", q);
+            note_tie(ties, layer, p0 + first + j, "indexer top-k cut", cut);
+        }
+    }
     out
+}
+
+fn note_tie(ties: &mut Vec<NearTie>, layer: usize, pos: usize, what: &'static str, margin: f32) {
+    if margin < NEAR_TIE {
+        ties.push(NearTie { layer, pos, what, margin });
+    }
 }
 
 impl Backend for CpuBackend {

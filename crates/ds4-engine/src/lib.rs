@@ -20,6 +20,7 @@ pub mod model;
 pub mod ops;
 pub mod state;
 pub mod synth;
+pub mod sampling;
 
 pub use backend::{Backend, EngineError, Options};
 pub use cpu::CpuBackend;

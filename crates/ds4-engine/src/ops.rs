@@ -165,6 +165,58 @@ pub fn fp4_roundtrip(v: &mut [f32]) {
     }
 }
 
+/// Relative distance of `r > 0` to the nearest power of two (where `ceil(log2 r)` jumps).
+fn pow2_margin(r: f32) -> f32 {
+    let k = (r as f64).log2().round();
+    ((r as f64 - k.exp2()).abs() / k.exp2()) as f32
+}
+
+/// Diagnostics for the rounding steps: the smallest relative distance of any input of
+/// [`fp8_roundtrip`] to a rounding boundary (a midpoint between E4M3 values, or a block maximum
+/// at a power-of-two scale change). Values closer than float noise may round either way in
+/// two correct implementations.
+pub fn fp8_margin(v: &[f32], n_nope: usize) -> f32 {
+    let mut best = f32::INFINITY;
+    for blk in v[..n_nope].chunks(64) {
+        let amax = blk.iter().fold(0f32, |m, &x| m.max(x.abs()));
+        if amax > 1e-4 {
+            best = best.min(pow2_margin(amax / 448.0));
+        }
+        let scale = exp2i(ceil_log2(amax.max(1e-4) / 448.0));
+        for &x in blk {
+            let a = (x / scale).abs();
+            if a == 0.0 || a >= 448.0 {
+                continue;
+            }
+            let step = exp2i(if a < exp2i(-6) { -9 } else { (a.to_bits() >> 23) as i32 - 127 - 3 });
+            let q = a / step;
+            best = best.min(((q - q.floor()) - 0.5).abs() * step / a);
+        }
+    }
+    best
+}
+
+/// Like [`fp8_margin`] for [`fp4_roundtrip`] (input already Hadamard-rotated).
+pub fn fp4_margin(v: &[f32]) -> f32 {
+    const MIDS: [f32; 7] = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0];
+    let mut best = f32::INFINITY;
+    for blk in v.chunks(32) {
+        let amax = blk.iter().fold(0f32, |m, &x| m.max(x.abs()));
+        if amax == 0.0 {
+            continue;
+        }
+        best = best.min(pow2_margin(amax / 6.0));
+        let scale = exp2i(ceil_log2(amax / 6.0));
+        for &x in blk {
+            let a = (x / scale).abs();
+            for m in MIDS {
+                best = best.min((a - m).abs() / m);
+            }
+        }
+    }
+    best
+}
+
 /// Orthonormal Sylvester Walsh–Hadamard transform (length a power of two), MODEL.md §2.2.1.
 pub fn hadamard(v: &mut [f32]) {
     let n = v.len();

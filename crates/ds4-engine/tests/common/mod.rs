@@ -142,6 +142,26 @@ impl Expected {
             last: entry.get("last_position_full_logits").map(|v| read_f32(&f(v))),
         }
     }
+    /// The expectation restricted to row `r` (as a one-row expectation).
+    pub fn row(&self, r: usize) -> Expected {
+        match self {
+            Expected::Full { vocab, logits, .. } => {
+                Expected::Full { rows: 1, vocab: *vocab, logits: logits[r * vocab..(r + 1) * vocab].to_vec() }
+            }
+            Expected::Views { rows, top_ids, top_logits, subset_ids, subset_logits, lse, last } => {
+                let ns = subset_ids.len();
+                Expected::Views {
+                    rows: 1,
+                    top_ids: top_ids[r * 32..(r + 1) * 32].to_vec(),
+                    top_logits: top_logits[r * 32..(r + 1) * 32].to_vec(),
+                    subset_ids: subset_ids.clone(),
+                    subset_logits: subset_logits[r * ns..(r + 1) * ns].to_vec(),
+                    lse: vec![lse[r]],
+                    last: if r + 1 == *rows { last.clone() } else { None },
+                }
+            }
+        }
+    }
     pub fn rows(&self) -> usize {
         match self {
             Expected::Full { rows, .. } | Expected::Views { rows, .. } => *rows,
