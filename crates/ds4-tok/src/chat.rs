@@ -244,7 +244,7 @@ pub fn render_chat(messages: &[Message], tools: &[String], mode: ThinkingMode) -
         out.push_str(THINK_MAX_PREAMBLE);
     }
     out.push_str(&system);
-    render_turns(&mut out, messages, mode, |i| tool_context || last_user.map_or(true, |u| i > u));
+    render_turns(&mut out, messages, mode, |i| tool_context || last_user.is_none_or(|u| i > u));
     out
 }
 

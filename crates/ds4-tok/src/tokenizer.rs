@@ -455,7 +455,7 @@ impl Tokenizer {
         out
     }
 
-    fn encode_split<'a>(&self, text: &'a str, m: &Matcher, out: &mut Vec<u32>) {
+    fn encode_split(&self, text: &str, m: &Matcher, out: &mut Vec<u32>) {
         let mut sc = Scratch::default();
         let mut last = 0;
         // Added tokens are valid UTF-8 whose first byte is never a continuation byte, so every
