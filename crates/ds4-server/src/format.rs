@@ -1,7 +1,7 @@
 //! Response bodies (SERVING.md §5) and SSE translators (§8) for each API.
 
 use crate::json::{arr, str_lit, Obj};
-use crate::output::Piece;
+use ds4_tok::dsml::StreamEvent;
 use crate::request::{Api, GenRequest};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,15 +188,17 @@ pub fn final_body(m: &RespMeta, r: &GenResult) -> String {
 pub trait StreamFmt: Send {
     /// After the prompt is synced (usage of the prompt is known).
     fn start(&mut self, usage: &Usage) -> String;
-    fn piece(&mut self, p: &Piece) -> String;
-    fn end(&mut self, r: &GenResult) -> String;
+    /// One event of the stream parser; `ids[i]` is the id of live call `i`.
+    fn event(&mut self, ev: &StreamEvent, ids: &[String]) -> String;
+    /// End of generation; calls from index `streamed` on were not streamed live.
+    fn end(&mut self, r: &GenResult, streamed: usize) -> String;
 }
 
 pub fn stream_fmt(m: RespMeta) -> Box<dyn StreamFmt> {
     match m.api {
         Api::Chat => Box::new(OpenAiChatStream { m }),
         Api::Completions => Box::new(CompletionsStream { m }),
-        Api::Messages | Api::Responses => Box::new(AnthropicStream { m, open: None, index: 0, thinking_sent: false, text_sent: false }),
+        Api::Messages | Api::Responses => Box::new(AnthropicStream { m, open: None, index: 0, thinking_sent: false, text_sent: false, tool_sent: false }),
     }
 }
 
@@ -227,17 +229,31 @@ impl StreamFmt for OpenAiChatStream {
     fn start(&mut self, _u: &Usage) -> String {
         self.chunk(&Obj::new().str("role", "assistant").finish(), None)
     }
-    fn piece(&mut self, p: &Piece) -> String {
-        match p {
-            Piece::Reasoning(t) => self.chunk(&Obj::new().str("reasoning_content", t).finish(), None),
-            Piece::Content(t) => self.chunk(&Obj::new().str("content", t).finish(), None),
-            Piece::ToolStart | Piece::Tool(_) => String::new(),
+    fn event(&mut self, ev: &StreamEvent, ids: &[String]) -> String {
+        match ev {
+            StreamEvent::Reasoning(t) => self.chunk(&Obj::new().str("reasoning_content", t).finish(), None),
+            StreamEvent::Content(t) => self.chunk(&Obj::new().str("content", t).finish(), None),
+            StreamEvent::ToolCallStart { index, name } => {
+                let id = ids.get(*index).map(String::as_str).unwrap_or("");
+                let call = Obj::new()
+                    .num("index", *index)
+                    .str("id", id)
+                    .str("type", "function")
+                    .obj("function", Obj::new().str("name", name).str("arguments", ""))
+                    .finish();
+                self.chunk(&Obj::new().raw("tool_calls", &arr([call])).finish(), None)
+            }
+            StreamEvent::ToolCallArgs { index, fragment } => {
+                let call = Obj::new().num("index", *index).obj("function", Obj::new().str("arguments", fragment)).finish();
+                self.chunk(&Obj::new().raw("tool_calls", &arr([call])).finish(), None)
+            }
+            StreamEvent::ReasoningDone | StreamEvent::ToolCallEnd { .. } => String::new(),
         }
     }
-    fn end(&mut self, r: &GenResult) -> String {
+    fn end(&mut self, r: &GenResult, streamed: usize) -> String {
         let mut s = String::new();
-        if !r.calls.is_empty() {
-            let calls = arr(r.calls.iter().enumerate().map(|(i, c)| openai_call(c, Some(i))));
+        if r.calls.len() > streamed {
+            let calls = arr(r.calls.iter().enumerate().skip(streamed).map(|(i, c)| openai_call(c, Some(i))));
             s += &self.chunk(&Obj::new().raw("tool_calls", &calls).finish(), None);
         }
         s += &self.chunk("{}", Some(r.finish.openai()));
@@ -281,13 +297,13 @@ impl StreamFmt for CompletionsStream {
     fn start(&mut self, _u: &Usage) -> String {
         String::new()
     }
-    fn piece(&mut self, p: &Piece) -> String {
-        match p {
-            Piece::Reasoning(t) | Piece::Content(t) | Piece::Tool(t) => self.chunk(t, None),
-            Piece::ToolStart => String::new(),
+    fn event(&mut self, ev: &StreamEvent, _ids: &[String]) -> String {
+        match ev {
+            StreamEvent::Reasoning(t) | StreamEvent::Content(t) => self.chunk(t, None),
+            _ => String::new(),
         }
     }
-    fn end(&mut self, r: &GenResult) -> String {
+    fn end(&mut self, r: &GenResult, _streamed: usize) -> String {
         let mut s = self.chunk("", Some(r.finish.openai()));
         if self.m.include_usage {
             s += &data(
@@ -310,6 +326,7 @@ impl StreamFmt for CompletionsStream {
 enum Block {
     Thinking,
     Text,
+    Tool,
 }
 
 struct AnthropicStream {
@@ -318,6 +335,7 @@ struct AnthropicStream {
     index: usize,
     thinking_sent: bool,
     text_sent: bool,
+    tool_sent: bool,
 }
 
 fn event(name: &str, json: &str) -> String {
@@ -339,7 +357,7 @@ impl AnthropicStream {
                         .finish(),
                 );
             }
-            Some(Block::Text) => {}
+            Some(Block::Text) | Some(Block::Tool) => {}
         }
         s += &event("content_block_stop", &Obj::new().str("type", "content_block_stop").num("index", self.index).finish());
         self.index += 1;
@@ -349,7 +367,7 @@ impl AnthropicStream {
         let mut s = self.close();
         let cb = match b {
             Block::Thinking => Obj::new().str("type", "thinking").str("thinking", "").str("signature", ""),
-            Block::Text => Obj::new().str("type", "text").str("text", ""),
+            Block::Text | Block::Tool => Obj::new().str("type", "text").str("text", ""),
         };
         s += &event(
             "content_block_start",
@@ -376,31 +394,58 @@ impl StreamFmt for AnthropicStream {
             .raw("usage", &u.anthropic(0));
         event("message_start", &Obj::new().str("type", "message_start").obj("message", msg).finish())
     }
-    fn piece(&mut self, p: &Piece) -> String {
+    fn event(&mut self, ev: &StreamEvent, ids: &[String]) -> String {
         let mut s = String::new();
-        match p {
-            Piece::Reasoning(t) => {
+        match ev {
+            StreamEvent::Reasoning(t) => {
                 if self.open != Some(Block::Thinking) {
                     s += &self.open_block(Block::Thinking);
                 }
                 self.thinking_sent = true;
                 s += &self.delta(Obj::new().str("type", "thinking_delta").str("thinking", t));
             }
-            Piece::Content(t) => {
+            StreamEvent::Content(t) => {
                 if self.open != Some(Block::Text) {
                     s += &self.open_block(Block::Text);
                 }
                 self.text_sent = true;
                 s += &self.delta(Obj::new().str("type", "text_delta").str("text", t));
             }
-            Piece::ToolStart => s += &self.close(),
-            Piece::Tool(_) => {}
+            StreamEvent::ReasoningDone => {
+                if self.open == Some(Block::Thinking) {
+                    s += &self.close();
+                }
+            }
+            StreamEvent::ToolCallStart { index, name } => {
+                s += &self.close();
+                let id = ids.get(*index).map(String::as_str).unwrap_or("");
+                s += &event(
+                    "content_block_start",
+                    &Obj::new()
+                        .str("type", "content_block_start")
+                        .num("index", self.index)
+                        .obj("content_block", Obj::new().str("type", "tool_use").str("id", id).str("name", name).raw("input", "{}"))
+                        .finish(),
+                );
+                self.open = Some(Block::Tool);
+                self.tool_sent = true;
+            }
+            StreamEvent::ToolCallArgs { fragment, .. } => {
+                if self.open == Some(Block::Tool) {
+                    s += &self.delta(Obj::new().str("type", "input_json_delta").str("partial_json", fragment));
+                }
+            }
+            StreamEvent::ToolCallEnd { .. } => {
+                if self.open == Some(Block::Tool) {
+                    s += &self.close();
+                }
+            }
         }
         s
     }
-    fn end(&mut self, r: &GenResult) -> String {
+    fn end(&mut self, r: &GenResult, streamed: usize) -> String {
         let mut s = self.close();
-        for c in &r.calls {
+        for c in r.calls.iter().skip(streamed) {
             s += &event(
                 "content_block_start",
                 &Obj::new()
@@ -413,7 +458,7 @@ impl StreamFmt for AnthropicStream {
             s += &event("content_block_stop", &Obj::new().str("type", "content_block_stop").num("index", self.index).finish());
             self.index += 1;
         }
-        if !self.text_sent && r.calls.is_empty() {
+        if !self.text_sent && r.calls.is_empty() && !self.tool_sent {
             s += &self.open_block(Block::Text);
             s += &self.close();
         }
@@ -481,11 +526,11 @@ mod tests {
         let mut f = stream_fmt(meta(Api::Messages));
         let u = Usage { prompt: 10, cached: 4, completion: 0 };
         let mut s = f.start(&u);
-        s += &f.piece(&Piece::Reasoning("think".into()));
-        s += &f.piece(&Piece::Content("Hello.".into()));
-        s += &f.piece(&Piece::ToolStart);
-        s += &f.piece(&Piece::Tool("<｜DSML｜tool_calls>".into()));
-        s += &f.end(&result());
+        let ids = vec!["toolu_1".to_string()];
+        s += &f.event(&StreamEvent::Reasoning("think".into()), &ids);
+        s += &f.event(&StreamEvent::ReasoningDone, &ids);
+        s += &f.event(&StreamEvent::Content("Hello.".into()), &ids);
+        s += &f.end(&result(), 0);
         let names: Vec<&str> = s.lines().filter_map(|l| l.strip_prefix("event: ")).collect();
         assert_eq!(
             names,

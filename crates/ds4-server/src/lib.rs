@@ -17,9 +17,9 @@ pub mod json;
 #[macro_use]
 pub mod log;
 pub mod output;
+pub mod real;
 pub mod request;
 pub mod server;
 pub mod stops;
 pub mod toolmem;
-pub mod tools;
 pub mod worker;

@@ -13,11 +13,11 @@ use crate::engine::{EngineSession, SyncError, TextCodec};
 use crate::error::ApiError;
 use crate::format::{final_body, stream_fmt, Finish, GenResult, OutCall, RespMeta, StreamFmt, Usage};
 use crate::log::Trace;
-use crate::output::{find_tool_start, split_reasoning, Piece, Splitter, Utf8Hold};
+use crate::output::Utf8Hold;
+use ds4_tok::dsml::{DecodeTracker, ParsedCall, StreamEvent, StreamParser};
 use crate::request::{Api, GenRequest};
 use crate::stops::StopMatcher;
 use crate::toolmem::ToolMemory;
-use crate::tools;
 
 pub const EOS_STR: &str = "<｜end▁of▁sentence｜>";
 const KEEPALIVE: Duration = Duration::from_secs(5);
@@ -355,26 +355,30 @@ impl<S: EngineSession> Worker<S> {
                 min_p: req.sampling.min_p,
             }
         };
+        let greedy = SamplerParams::greedy();
         let seed = req.sampling.seed.unwrap_or_else(|| seed_from_time() ^ job.meta.n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let mut rng = Rng::new(seed);
         let stops = StopMatcher::new(&req.stop);
-        let parse_chat = matches!(api, Api::Chat | Api::Messages | Api::Responses);
-        let mut splitter = if parse_chat { Splitter::new(thinking, req.tools_active) } else { Splitter::new(false, false) };
+        let chat = api != Api::Completions;
+        // Chat APIs: ds4-tok's stream parser splits reasoning / content / live
+        // tool calls. Completions stream raw text.
+        let mut parser = chat.then(|| StreamParser::new(thinking, req.tools_active));
+        let mut tracker = (chat && req.tools_active).then(DecodeTracker::new);
         let mut fmt: Box<dyn StreamFmt> = stream_fmt(job.meta.clone());
         let mut utf8 = Utf8Hold::default();
         let mut raw: Vec<u8> = Vec::new();
         let mut emitted = 0usize;
-        let mut tool_text = String::new();
+        let mut ids: Vec<String> = Vec::new();
         let mut n_gen = 0usize;
         let eos = self.codec.eos();
         let mut finish = Finish::Length;
         let mut eos_hit = false;
-        let mut pieces = Vec::new();
         if sink.stream {
             sink.start_stream();
             let s = fmt.start(&usage0);
             sink.send(s);
         }
+        let id_prefix = if api == Api::Messages { "toolu_" } else { "call_" };
         let t_gen = Instant::now();
         while n_gen < max_tokens {
             if sink.gone() {
@@ -387,7 +391,12 @@ impl<S: EngineSession> Worker<S> {
                 slog!("{} shutdown requested, generation stopped after {} tokens", job.meta.id(), n_gen);
                 break;
             }
-            let tok = sample(self.session.logits(), &params, &mut rng);
+            // §4.4: DSML structure is sampled greedily, payload normally.
+            let structural = tracker.as_ref().is_some_and(|t| {
+                let st = t.state();
+                st.in_tool_call() && !st.uses_payload_sampling()
+            });
+            let tok = sample(self.session.logits(), if structural { &greedy } else { &params }, &mut rng);
             if tok == eos {
                 finish = Finish::Stop;
                 eos_hit = true;
@@ -401,6 +410,9 @@ impl<S: EngineSession> Worker<S> {
                 finish = Finish::Error;
                 break;
             }
+            if let Some(t) = tracker.as_mut() {
+                t.update(&raw);
+            }
             if let Some(p) = stops.find(&raw, prev) {
                 raw.truncate(p);
                 finish = Finish::Stop;
@@ -408,21 +420,18 @@ impl<S: EngineSession> Worker<S> {
             }
             let safe = raw.len() - stops.holdback().min(raw.len() - emitted);
             if safe > emitted {
-                let text = utf8.push(&raw[emitted..safe]);
+                let evs = match parser.as_mut() {
+                    Some(p) => p.push(&raw[emitted..safe]),
+                    None => {
+                        let t = utf8.push(&raw[emitted..safe]);
+                        if t.is_empty() { vec![] } else { vec![StreamEvent::Content(t)] }
+                    }
+                };
                 emitted = safe;
-                splitter.push(&text, &mut pieces);
-                for p in pieces.drain(..) {
-                    if let Piece::Tool(t) = &p {
-                        tool_text.push_str(t);
-                    }
-                    if sink.stream {
-                        let s = fmt.piece(&p);
-                        sink.send(s);
-                    }
-                }
+                self.emit(&mut sink, &mut *fmt, &evs, &mut ids, id_prefix);
             }
             // Tool block end with tools active ends the turn (§4.4).
-            if req.tools_active && splitter.in_tool_block() && tools::block_closed(&tool_text) {
+            if req.tools_active && parser.as_ref().is_some_and(|p| p.markers().saw_end) {
                 finish = Finish::ToolCalls;
                 break;
             }
@@ -430,24 +439,64 @@ impl<S: EngineSession> Worker<S> {
                 slog!("{} decode {} tokens {:.1} tok/s", job.meta.id(), n_gen, n_gen as f64 / t_gen.elapsed().as_secs_f64().max(1e-9));
             }
         }
-        // Flush held-back bytes.
-        if emitted < raw.len() {
-            let text = utf8.push(&raw[emitted..]);
-            splitter.push(&text, &mut pieces);
-        }
-        let tail = utf8.finish();
-        splitter.push(&tail, &mut pieces);
-        splitter.finish(&mut pieces);
-        for p in pieces.drain(..) {
-            if sink.stream {
-                let s = fmt.piece(&p);
-                sink.send(s);
-            }
-        }
+        // Flush held-back bytes and parse the whole output.
         let text = String::from_utf8_lossy(&raw).into_owned();
-        let mut result = self.finish_output(&job, text, finish, Usage { completion: n_gen, ..usage0 });
-        if req.tools_active && finish == Finish::Length && splitter.in_tool_block() && result.calls.is_empty() {
-            result.finish = Finish::Error; // unterminated tool call (§4.2)
+        let (mut result, streamed) = match parser {
+            Some(mut p) => {
+                let mut evs = if emitted < raw.len() { p.push(&raw[emitted..]) } else { vec![] };
+                let markers = p.markers().clone();
+                let end = p.finish();
+                evs.extend(end.events);
+                self.emit(&mut sink, &mut *fmt, &evs, &mut ids, id_prefix);
+                let parsed = end.parsed;
+                let gen_finish = match finish {
+                    Finish::Stop => ds4_tok::dsml::Finish::Stop,
+                    Finish::Length => ds4_tok::dsml::Finish::Length,
+                    Finish::ToolCalls => ds4_tok::dsml::Finish::ToolCalls,
+                    Finish::Error => ds4_tok::dsml::Finish::Error,
+                };
+                let f = match ds4_tok::dsml::resolve_finish(gen_finish, req.tools_active, &markers, &parsed) {
+                    ds4_tok::dsml::Finish::Stop => Finish::Stop,
+                    ds4_tok::dsml::Finish::Length => Finish::Length,
+                    ds4_tok::dsml::Finish::ToolCalls => Finish::ToolCalls,
+                    ds4_tok::dsml::Finish::Error => Finish::Error,
+                };
+                if parsed.malformed && markers.saw_start {
+                    slog!("{} invalid tool call returned as assistant text", job.meta.id());
+                }
+                if markers.orphan_end {
+                    slog!("{} orphan tool-call end tag ignored", job.meta.id());
+                }
+                let calls = self.assign_ids(&parsed.calls, &mut ids, id_prefix, parsed.raw_dsml.as_deref());
+                let r = GenResult {
+                    text,
+                    reasoning: parsed.reasoning,
+                    content: parsed.content,
+                    calls,
+                    finish: f,
+                    usage: Usage { completion: n_gen, ..usage0 },
+                };
+                (r, end.streamed_calls)
+            }
+            None => {
+                let mut t = if emitted < raw.len() { utf8.push(&raw[emitted..]) } else { String::new() };
+                t += &utf8.finish();
+                if !t.is_empty() {
+                    self.emit(&mut sink, &mut *fmt, &[StreamEvent::Content(t)], &mut ids, id_prefix);
+                }
+                let r = GenResult {
+                    reasoning: String::new(),
+                    content: text.clone(),
+                    text,
+                    calls: vec![],
+                    finish,
+                    usage: Usage { completion: n_gen, ..usage0 },
+                };
+                (r, 0)
+            }
+        };
+        if result.finish == Finish::ToolCalls && result.calls.is_empty() {
+            result.finish = Finish::Stop;
         }
         if let Some(tr) = &self.cfg.trace {
             tr.write(
@@ -455,9 +504,13 @@ impl<S: EngineSession> Worker<S> {
                 &result.text,
             );
         }
-        self.update_bindings(&job, &result, &splitter, eos_hit);
+        if !result.calls.is_empty() {
+            let names: Vec<&str> = result.calls.iter().map(|c| c.name.as_str()).collect();
+            slog!("{} tool calls: {}", job.meta.id(), names.join(", "));
+        }
+        self.update_bindings(&job, &result, eos_hit);
         if sink.stream {
-            let s = fmt.end(&result);
+            let s = fmt.end(&result, streamed);
             sink.send(s);
         } else {
             sink.json(200, final_body(&job.meta, &result));
@@ -471,54 +524,54 @@ impl<S: EngineSession> Worker<S> {
         );
     }
 
-    /// Parse the output (§4), assign ids, remember DSML (§6.3).
-    fn finish_output(&self, job: &JobSpec, text: String, finish: Finish, usage: Usage) -> GenResult {
-        let req = &job.req;
-        if req.api == Api::Completions {
-            return GenResult { reasoning: String::new(), content: text.clone(), text, calls: vec![], finish, usage };
-        }
-        let thinking = req.mode.thinking();
-        let (reasoning, after) = split_reasoning(&text, thinking);
-        let mut result = GenResult { text: text.clone(), reasoning, content: after.clone(), calls: vec![], finish, usage };
-        let Some((start, _form)) = find_tool_start(&after) else { return result };
-        match tools::parse_block(&after[start..]) {
-            Ok((calls, raw_len)) => {
-                let raw_block = &after[start..start + raw_len];
-                result.content = after[..start].trim_end_matches([' ', '\t', '\n', '\r']).to_string();
-                let prefix = if api_is_anthropic(req.api) { "toolu_" } else { "call_" };
-                let mut mem = self.shared.toolmem.lock().unwrap_or_else(|e| e.into_inner());
-                let mut ids: Vec<String> = Vec::new();
-                for c in calls {
-                    let mut id;
-                    loop {
-                        id = format!("{prefix}{}", crate::ids::random_hex(16));
-                        if !ids.contains(&id) && !mem.contains(&id) {
-                            break;
-                        }
-                    }
-                    ids.push(id.clone());
-                    result.calls.push(OutCall { id, name: c.name, arguments: c.arguments });
-                }
-                if self.shared.replay {
-                    mem.remember(&ids, raw_block, false);
-                }
-                if !result.calls.is_empty() {
-                    result.finish = Finish::ToolCalls;
-                }
-            }
-            Err(e) => {
-                slog!("invalid tool call returned as assistant text: {e}");
-                result.reasoning.clear();
-                result.content = text;
-                if result.finish == Finish::ToolCalls {
-                    result.finish = Finish::Stop;
-                }
+    fn new_id(&self, prefix: &str, taken: &[String]) -> String {
+        let mem = self.shared.toolmem.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let id = format!("{prefix}{}", crate::ids::random_hex(16));
+            if !taken.contains(&id) && !mem.contains(&id) {
+                return id;
             }
         }
-        result
     }
 
-    fn update_bindings(&self, job: &JobSpec, r: &GenResult, splitter: &Splitter, eos_hit: bool) {
+    /// Send parser events, assigning ids to live tool calls as they start.
+    fn emit(&self, sink: &mut Sink, fmt: &mut dyn StreamFmt, evs: &[StreamEvent], ids: &mut Vec<String>, prefix: &str) {
+        for ev in evs {
+            if let StreamEvent::ToolCallStart { index, .. } = ev {
+                while ids.len() <= *index {
+                    let id = self.new_id(prefix, ids);
+                    ids.push(id);
+                }
+            }
+            if sink.stream {
+                let s = fmt.event(ev, ids);
+                sink.send(s);
+            }
+        }
+    }
+
+    /// Ids for parsed calls (the live ones keep theirs), and remember the raw
+    /// DSML for exact replay (§6.3).
+    fn assign_ids(&self, calls: &[ParsedCall], ids: &mut Vec<String>, prefix: &str, raw_dsml: Option<&str>) -> Vec<OutCall> {
+        while ids.len() < calls.len() {
+            let id = self.new_id(prefix, ids);
+            ids.push(id);
+        }
+        let out: Vec<OutCall> = calls
+            .iter()
+            .zip(ids.iter())
+            .map(|(c, id)| OutCall { id: id.clone(), name: c.name.clone(), arguments: c.compact_arguments() })
+            .collect();
+        if self.shared.replay && !out.is_empty() {
+            if let Some(block) = raw_dsml {
+                let call_ids: Vec<String> = out.iter().map(|c| c.id.clone()).collect();
+                self.shared.toolmem.lock().unwrap_or_else(|e| e.into_inner()).remember(&call_ids, block, false);
+            }
+        }
+        out
+    }
+
+    fn update_bindings(&self, job: &JobSpec, r: &GenResult, eos_hit: bool) {
         let req = &job.req;
         let live_len = self.session.tokens().len();
         let mut b = self.shared.live.lock().unwrap_or_else(|e| e.into_inner());
@@ -536,8 +589,7 @@ impl<S: EngineSession> Worker<S> {
             && r.finish == Finish::Stop
             && eos_hit
             && r.calls.is_empty()
-            && splitter.saw_think_close()
-            && !splitter.in_reasoning()
+            && r.text.contains("</think>")
         {
             if let Some(base) = job.rendered.strip_suffix("<think>") {
                 let text = format!("{base}</think>{}{EOS_STR}", r.content);
@@ -547,6 +599,3 @@ impl<S: EngineSession> Worker<S> {
     }
 }
 
-fn api_is_anthropic(api: Api) -> bool {
-    api == Api::Messages
-}
