@@ -10,6 +10,22 @@ const CLOSE: &[u8] = b"</think>";
 const GREY: &[u8] = b"\x1b[90m";
 const RESET: &[u8] = b"\x1b[0m";
 
+/// On a terminal, generated control bytes (ESC above all: model output must
+/// not drive the terminal) are shown as U+FFFD; tab, newline and CR pass.
+fn write_terminal_safe<W: Write>(out: &mut W, bytes: &[u8]) -> io::Result<()> {
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r')) || b == 0x7f {
+            out.write_all(&bytes[start..i])?;
+            out.write_all("\u{fffd}".as_bytes())?;
+            start = i + 1;
+        }
+    }
+    out.write_all(&bytes[start..])
+}
+
+/// `color` means stdout is a terminal: reasoning is grey and control bytes
+/// are neutralised; otherwise bytes go out exactly as generated.
 pub struct TokenPrinter<W: Write> {
     out: W,
     /// Tags are interpreted only when the turn can think.
@@ -52,7 +68,11 @@ impl<W: Write> TokenPrinter<W> {
                 self.last_newline = b == b'\n';
             }
             self.answer.extend_from_slice(bytes);
-            self.out.write_all(bytes)?;
+            if self.color {
+                write_terminal_safe(&mut self.out, bytes)?;
+            } else {
+                self.out.write_all(bytes)?;
+            }
             return self.out.flush();
         }
         let mut buf = std::mem::take(&mut self.pending);
@@ -107,7 +127,11 @@ impl<W: Write> TokenPrinter<W> {
         } else {
             self.answer.extend_from_slice(bytes);
         }
-        self.out.write_all(bytes)?;
+        if self.color {
+            write_terminal_safe(&mut self.out, bytes)?;
+        } else {
+            self.out.write_all(bytes)?;
+        }
         self.last_newline = bytes.last() == Some(&b'\n');
         Ok(())
     }
@@ -190,8 +214,20 @@ mod tests {
     }
 
     #[test]
+    fn terminal_output_neutralises_control_bytes() {
+        let (out, _, a) = run(false, true, &[b"a\x1b[2Jb\tc\x07\n"]);
+        assert_eq!(out, "a\u{fffd}[2Jb\tc\u{fffd}\n".as_bytes());
+        assert_eq!(a, b"a\x1b[2Jb\tc\x07\n", "the record keeps the real bytes");
+        let (out, _, _) = run(true, true, &[b"x\x1b", b"</think>", b"\x00y"]);
+        assert_eq!(out, "\x1b[90mx\u{fffd}\x1b[0m\n\u{fffd}y\n".as_bytes());
+        // Not a terminal: verbatim.
+        let (out, _, _) = run(false, false, &[b"a\x1b[2J"]);
+        assert_eq!(out, b"a\x1b[2J\n");
+    }
+
+    #[test]
     fn nothink_prints_everything_verbatim() {
-        let (out, r, a) = run(false, true, &[b"x</think>", b"<think>y"]);
+        let (out, r, a) = run(false, false, &[b"x</think>", b"<think>y"]);
         assert_eq!(out, b"x</think><think>y\n");
         assert!(r.is_empty());
         assert_eq!(a, b"x</think><think>y");
