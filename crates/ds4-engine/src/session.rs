@@ -1,0 +1,229 @@
+//! An inference session (MODEL.md §3): the token history, the next-token logits and the model
+//! state held by a [`Backend`]. Prompts are synced by extending the live state when it is a
+//! prefix of the new prompt and rebuilding otherwise; long inputs are prefilled in chunks with
+//! a progress callback that can cancel. Snapshots restore a previous state exactly (rewind,
+//! speculative decoding); payloads persist it in ds4's DSV4 format.
+
+use crate::backend::{Backend, EngineError, Options};
+use crate::cpu::CpuBackend;
+use crate::hparams::Hparams;
+use crate::model::Model;
+use crate::payload::{self, Geometry};
+use crate::state::KvState;
+use std::io::{Read, Write};
+use std::sync::Arc;
+
+/// ds4's default prefill chunk: 2048 tokens for contexts above 2048, else the context size.
+pub fn default_prefill_chunk(ctx: usize) -> usize {
+    if ctx > 2048 {
+        2048
+    } else {
+        ctx.max(1)
+    }
+}
+
+/// Progress of a prefill: `done` of `total` tokens of this call processed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+}
+
+/// What [`Session::sync`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncOutcome {
+    /// Tokens of the prompt that were already live and reused.
+    pub reused: usize,
+    /// Tokens evaluated by this call.
+    pub evaluated: usize,
+    /// The live state was discarded (the prompt did not extend it).
+    pub rebuilt: bool,
+}
+
+/// A complete in-memory copy of a session (tokens, logits, model state).
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub tokens: Vec<u32>,
+    pub logits: Vec<f32>,
+    pub state: KvState,
+}
+
+pub struct Session {
+    backend: Box<dyn Backend>,
+    model: Arc<Model>,
+    ctx: usize,
+    chunk: usize,
+    tokens: Vec<u32>,
+    logits: Vec<f32>,
+}
+
+impl Session {
+    /// A session on the CPU reference backend.
+    pub fn new(model: Arc<Model>, ctx: usize, opts: Options) -> Session {
+        Self::with_backend(Box::new(CpuBackend::new(model, opts)), ctx)
+    }
+
+    /// A session on any backend (must be at position 0).
+    pub fn with_backend(mut backend: Box<dyn Backend>, ctx: usize) -> Session {
+        backend.reset();
+        let model = backend.model().clone();
+        let ctx = ctx.max(1);
+        Session { backend, model, ctx, chunk: default_prefill_chunk(ctx), tokens: Vec::new(), logits: Vec::new() }
+    }
+
+    pub fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+    pub fn backend(&self) -> &dyn Backend {
+        &*self.backend
+    }
+    /// Tokens processed so far (the authoritative history).
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+    /// Logits of the next token (after the last processed token); empty before the first.
+    pub fn logits(&self) -> &[f32] {
+        &self.logits
+    }
+    pub fn pos(&self) -> usize {
+        self.tokens.len()
+    }
+    pub fn ctx(&self) -> usize {
+        self.ctx
+    }
+    pub fn prefill_chunk(&self) -> usize {
+        self.chunk
+    }
+    /// Tokens per prefill batch (any size ≥ 1; results do not depend on it on the CPU path).
+    pub fn set_prefill_chunk(&mut self, n: usize) {
+        self.chunk = n.max(1);
+    }
+
+    /// Back to an empty session.
+    pub fn reset(&mut self) {
+        self.backend.reset();
+        self.tokens.clear();
+        self.logits.clear();
+    }
+
+    /// Make the session hold exactly `prompt`: extend the live state if it is a prefix of
+    /// `prompt`, otherwise rebuild from position 0. `progress` is called after every chunk and
+    /// returns false to cancel; a cancelled sync leaves a valid session holding the tokens
+    /// processed so far and returns [`EngineError::Cancelled`].
+    pub fn sync(&mut self, prompt: &[u32], progress: &mut dyn FnMut(Progress) -> bool) -> Result<SyncOutcome, EngineError> {
+        if prompt.len() > self.ctx {
+            return Err(EngineError::ContextFull { need: prompt.len(), ctx: self.ctx });
+        }
+        let common = self.tokens.iter().zip(prompt).take_while(|(a, b)| a == b).count();
+        let rebuilt = common < self.tokens.len();
+        if rebuilt {
+            self.reset();
+        }
+        let reused = self.tokens.len();
+        let rest = &prompt[reused..];
+        if !rest.is_empty() {
+            self.extend(rest, false, progress)?;
+        }
+        Ok(SyncOutcome { reused, evaluated: rest.len(), rebuilt })
+    }
+
+    /// Evaluate `tokens` after the live ones (chunked prefill). Returns the logits of every
+    /// token when `all_logits` (`n × vocab`, token-major), else an empty vector; the session's
+    /// next-token logits are updated either way.
+    pub fn extend(&mut self, tokens: &[u32], all_logits: bool, progress: &mut dyn FnMut(Progress) -> bool) -> Result<Vec<f32>, EngineError> {
+        let need = self.tokens.len() + tokens.len();
+        if need > self.ctx {
+            return Err(EngineError::ContextFull { need, ctx: self.ctx });
+        }
+        let v = self.model.hp.n_vocab;
+        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= v) {
+            return Err(EngineError::BadToken(t, v));
+        }
+        let mut out = Vec::new();
+        let mut done = 0;
+        while done < tokens.len() {
+            // Chunk boundaries at multiples of the chunk size (ds4's alignment, so batched
+            // backends group floating-point work as in a cold prefill).
+            let pos = self.tokens.len();
+            let n = (self.chunk - pos % self.chunk).min(tokens.len() - done);
+            let batch = &tokens[done..done + n];
+            let lg = self.backend.forward(batch, all_logits)?;
+            self.logits.clear();
+            self.logits.extend_from_slice(&lg[lg.len() - v..]);
+            if all_logits {
+                out.extend_from_slice(&lg);
+            }
+            self.tokens.extend_from_slice(batch);
+            done += n;
+            if !progress(Progress { done, total: tokens.len() }) && done < tokens.len() {
+                return Err(EngineError::Cancelled);
+            }
+        }
+        Ok(out)
+    }
+
+    /// One decode step: evaluate `token` at the next position; `logits()` then predicts the
+    /// token after it.
+    pub fn eval(&mut self, token: u32) -> Result<(), EngineError> {
+        self.extend(&[token], false, &mut |_| true).map(|_| ())
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot { tokens: self.tokens.clone(), logits: self.logits.clone(), state: self.backend.export_state() }
+    }
+
+    pub fn restore(&mut self, snap: &Snapshot) -> Result<(), EngineError> {
+        if snap.state.pos != snap.tokens.len() || snap.tokens.len() > self.ctx {
+            return Err(EngineError::Backend("snapshot is inconsistent or exceeds the context".into()));
+        }
+        self.backend.import_state(&snap.state)?;
+        self.tokens.clone_from(&snap.tokens);
+        self.logits.clone_from(&snap.logits);
+        Ok(())
+    }
+
+    fn geometry(&self) -> Geometry {
+        Geometry { ctx: self.ctx, prefill_chunk: self.chunk, raw_cap: self.model.hp.sliding_window }
+    }
+
+    /// Write the DSV4 payload of the current state (KVCACHE.md §3).
+    pub fn save_payload(&self, w: &mut dyn Write) -> Result<(), EngineError> {
+        let st = self.backend.export_state();
+        payload::write(w, &self.model.hp, self.geometry(), &self.tokens, &self.logits, &st)
+    }
+
+    /// Replace the session by a DSV4 payload. `r` must end where the payload ends. On error the
+    /// session is left empty (reset).
+    pub fn load_payload(&mut self, r: &mut dyn Read) -> Result<(), EngineError> {
+        self.reset();
+        let fresh = KvState::new(&self.model.hp);
+        let (tokens, logits, st) = payload::read(r, &self.model.hp, self.geometry(), fresh)?;
+        self.backend.import_state(&st)?;
+        self.tokens = tokens;
+        self.logits = if self.tokens.is_empty() { Vec::new() } else { logits };
+        Ok(())
+    }
+
+    /// Estimated bytes of model state for this session's context size.
+    pub fn memory_bytes(&self) -> usize {
+        memory_bytes(&self.model.hp, self.ctx)
+    }
+}
+
+/// Estimated bytes of the model state (KV cache) of a `ctx`-token session on the f32 reference
+/// layout: raw window rings, compressed and indexer rows at full context, compressor frontiers
+/// and the logits row (what ds4 reports as its KV cache size, at f32).
+pub fn memory_bytes(hp: &Hparams, ctx: usize) -> usize {
+    let mut floats = hp.n_vocab;
+    for &r in &hp.compress_ratios {
+        floats += hp.sliding_window * hp.head_dim;
+        if r != 0 {
+            let coff = if r == 4 { 2 } else { 1 };
+            floats += (ctx / r) * hp.head_dim + 2 * (coff * r) * (coff * hp.head_dim);
+        }
+        if r == 4 {
+            floats += (ctx / 4) * hp.idx_head_dim + 2 * 8 * 2 * hp.idx_head_dim;
+        }
+    }
+    floats * 4
+}

@@ -1,0 +1,210 @@
+//! Session semantics: extend / rebuild / restore / payload round trip give identical logits;
+//! cancellation; corrupt payloads are refused without panics.
+
+mod common;
+use common::*;
+use ds4_engine::{EngineError, Model, Options, Session};
+use std::sync::Arc;
+
+fn setup() -> (Arc<Model>, Vec<u32>) {
+    let model = Model::load(fixtures().join("t256-q2/model.gguf")).unwrap();
+    let man = manifest();
+    let m = model_entry(&man, "t256-q2");
+    let seq = m["sequences"].as_array().unwrap().iter().find(|s| s["name"] == "medium").unwrap();
+    (model, tokens(seq))
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+fn go(_: ds4_engine::Progress) -> bool {
+    true
+}
+
+#[test]
+fn extend_rebuild_restore_give_identical_logits() {
+    let (model, toks) = setup();
+    let n = toks.len();
+    let ctx = 512;
+    // Reference: one sync of the whole prompt.
+    let mut a = Session::new(model.clone(), ctx, Options::default());
+    let out = a.sync(&toks, &mut go).unwrap();
+    assert_eq!(out, ds4_engine::SyncOutcome { reused: 0, evaluated: n, rebuilt: false });
+    let want = bits(a.logits());
+    assert_eq!(a.tokens(), &toks[..]);
+
+    // Extend: a prefix (not aligned to 4 or 128), then the rest, with a small odd chunk.
+    let mut b = Session::new(model.clone(), ctx, Options::default());
+    b.set_prefill_chunk(37);
+    b.sync(&toks[..131], &mut go).unwrap();
+    let out = b.sync(&toks, &mut go).unwrap();
+    assert_eq!(out, ds4_engine::SyncOutcome { reused: 131, evaluated: n - 131, rebuilt: false });
+    assert_eq!(bits(b.logits()), want, "extend");
+
+    // Same prompt again: nothing to do.
+    let out = b.sync(&toks, &mut go).unwrap();
+    assert_eq!(out.evaluated, 0);
+
+    // Rebuild: a diverging prompt first.
+    let mut c = Session::new(model.clone(), ctx, Options::default());
+    let mut other = toks[..200].to_vec();
+    other[150] = (other[150] + 1) % 384;
+    c.sync(&other, &mut go).unwrap();
+    let out = c.sync(&toks, &mut go).unwrap();
+    assert!(out.rebuilt && out.reused == 0);
+    assert_eq!(bits(c.logits()), want, "rebuild");
+
+    // Restore: snapshot at 131, wander off (decode other tokens), restore, continue by eval.
+    let mut d = Session::new(model.clone(), ctx, Options::default());
+    d.sync(&toks[..131], &mut go).unwrap();
+    let snap = d.snapshot();
+    for &t in &other[131..190] {
+        d.eval(t).unwrap();
+    }
+    assert_ne!(bits(d.logits()), bits(&snap.logits));
+    d.restore(&snap).unwrap();
+    assert_eq!(d.tokens(), &toks[..131]);
+    for &t in &toks[131..] {
+        d.eval(t).unwrap();
+    }
+    assert_eq!(bits(d.logits()), want, "restore + decode");
+    eprintln!("extend / rebuild / restore+decode: {} logits bit-identical", want.len());
+}
+
+#[test]
+fn cancel_keeps_a_valid_prefix() {
+    let (model, toks) = setup();
+    let mut s = Session::new(model.clone(), 512, Options::default());
+    s.set_prefill_chunk(64);
+    let mut calls = 0;
+    let err = s.sync(&toks, &mut |p| {
+        calls += 1;
+        assert_eq!(p.total, toks.len());
+        p.done < 128
+    });
+    assert!(matches!(err, Err(EngineError::Cancelled)), "{err:?}");
+    assert_eq!(s.tokens(), &toks[..128]);
+    assert_eq!(calls, 2);
+    let out = s.sync(&toks, &mut go).unwrap();
+    assert_eq!(out.reused, 128);
+    let mut r = Session::new(model, 512, Options::default());
+    r.sync(&toks, &mut go).unwrap();
+    assert_eq!(bits(s.logits()), bits(r.logits()));
+}
+
+#[test]
+fn context_and_token_limits() {
+    let (model, toks) = setup();
+    let mut s = Session::new(model, 100, Options::default());
+    assert!(matches!(s.sync(&toks, &mut go), Err(EngineError::ContextFull { need: 300, ctx: 100 })));
+    assert!(matches!(s.sync(&[1, 2, 999], &mut go), Err(EngineError::BadToken(999, 384))));
+    assert!(s.tokens().is_empty());
+    s.sync(&toks[..100], &mut go).unwrap();
+    assert!(matches!(s.eval(5), Err(EngineError::ContextFull { .. })));
+}
+
+#[test]
+fn payload_round_trip_is_exact() {
+    let (model, toks) = setup();
+    let ctx = 1024;
+    for (cut, qat) in [(131usize, true), (256, false), (3, true)] {
+        let mut a = Session::new(model.clone(), ctx, Options { qat });
+        a.sync(&toks[..cut], &mut go).unwrap();
+        let mut buf = Vec::new();
+        a.save_payload(&mut buf).unwrap();
+        // Size: header, tokens, logits, counts, per layer rows + frontiers (KVCACHE.md §3).
+        let hp = &model.hp;
+        let r = cut.min(hp.sliding_window);
+        let mut want = 4 * (13 + cut + hp.n_vocab + 2 * hp.n_layer);
+        for l in 0..hp.n_layer {
+            let ratio = hp.ratio(l);
+            want += 4 * r * hp.head_dim;
+            if ratio != 0 {
+                let coff = if ratio == 4 { 2 } else { 1 };
+                want += 4 * ((cut / ratio) * hp.head_dim + 2 * coff * ratio * coff * hp.head_dim);
+            }
+            if ratio == 4 {
+                want += 4 * ((cut / 4) * hp.idx_head_dim + 2 * 8 * 2 * hp.idx_head_dim);
+            }
+        }
+        assert_eq!(buf.len(), want);
+        let mut b = Session::new(model.clone(), ctx, Options { qat });
+        b.load_payload(&mut buf.as_slice()).unwrap();
+        assert_eq!(b.tokens(), a.tokens());
+        assert_eq!(bits(b.logits()), bits(a.logits()));
+        a.sync(&toks, &mut go).unwrap();
+        let out = b.sync(&toks, &mut go).unwrap();
+        assert_eq!(out.reused, cut);
+        assert_eq!(bits(b.logits()), bits(a.logits()), "cut {cut}");
+        eprintln!("payload at {cut} tokens: {} bytes, continuation bit-identical", buf.len());
+    }
+}
+
+#[test]
+fn corrupt_payloads_are_refused() {
+    let (model, toks) = setup();
+    let ctx = 512;
+    let mut a = Session::new(model.clone(), ctx, Options::default());
+    a.sync(&toks[..150], &mut go).unwrap();
+    let mut good = Vec::new();
+    a.save_payload(&mut good).unwrap();
+    let mut s = Session::new(model.clone(), ctx, Options::default());
+    let mut refused = |bytes: &[u8], label: &str| {
+        let e = s.load_payload(&mut &bytes[..]).expect_err(label);
+        assert!(s.tokens().is_empty());
+        e.to_string()
+    };
+    // Truncation anywhere, trailing bytes.
+    for cut in [0, 3, 51, 52, 700, good.len() / 2, good.len() - 1] {
+        let e = refused(&good[..cut], "truncated");
+        assert!(e.contains("truncated"), "{e}");
+    }
+    let mut long = good.clone();
+    long.push(0);
+    assert!(refused(&long, "trailing").contains("trailing"));
+    // Every header word altered.
+    for w in 0..13 {
+        let mut b = good.clone();
+        let v = u32::from_le_bytes(b[4 * w..4 * w + 4].try_into().unwrap());
+        b[4 * w..4 * w + 4].copy_from_slice(&(v ^ 0x40).to_le_bytes());
+        if w == 4 {
+            // The writer's ring capacity is informational (ds4 rings are larger than the
+            // window); only R <= capacity matters.
+            continue;
+        }
+        let e = refused(&b, "header");
+        eprintln!("header word {w}: {e}");
+    }
+    // Huge counts must not allocate: token count near u32::MAX.
+    let mut b = good.clone();
+    b[28..32].copy_from_slice(&u32::MAX.to_le_bytes());
+    refused(&b, "huge T");
+    // Bad token id and inconsistent row count.
+    let mut b = good.clone();
+    b[52..56].copy_from_slice(&9999u32.to_le_bytes());
+    assert!(refused(&b, "token").contains("token id 9999"));
+    let off = 52 + 4 * 150 + 4 * 384 + 4 * 2; // n_comp of layer 2
+    let mut b = good.clone();
+    b[off..off + 4].copy_from_slice(&1000u32.to_le_bytes());
+    assert!(refused(&b, "counts").contains("layer 2"));
+    // A different geometry: smaller context or another chunk size.
+    let mut small = Session::new(model.clone(), 128, Options::default());
+    assert!(small.load_payload(&mut good.as_slice()).is_err());
+    let mut other_chunk = Session::new(model.clone(), ctx, Options::default());
+    other_chunk.set_prefill_chunk(64);
+    assert!(other_chunk.load_payload(&mut good.as_slice()).unwrap_err().to_string().contains("prefill chunk"));
+    // And the good one still loads.
+    s.load_payload(&mut good.as_slice()).unwrap();
+    assert_eq!(s.tokens(), &toks[..150]);
+}
+
+#[test]
+fn memory_estimate() {
+    let hp = ds4_engine::Hparams::published();
+    let per_token = (ds4_engine::session::memory_bytes(&hp, 1 << 20) - ds4_engine::session::memory_bytes(&hp, 0)) as f64 / (1u64 << 20) as f64;
+    // MODEL.md §3.1: 3440 values per token (≈ 13.8 GB at 1M tokens in f32).
+    assert!((per_token - 3440.0 * 4.0).abs() < 1.0, "{per_token}");
+    let fixed = ds4_engine::session::memory_bytes(&hp, 0);
+    eprintln!("published model: {per_token} bytes/token, fixed {fixed} bytes, 1M ctx {:.2} GB", ds4_engine::session::memory_bytes(&hp, 1 << 20) as f64 / 1e9);
+}
