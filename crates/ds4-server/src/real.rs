@@ -6,7 +6,7 @@ use std::sync::Arc;
 use ds4_tok::chat::{render_chat, render_completion, render_tool_tail, Message as TMessage, Role as TRole, ThinkingMode, ToolCall as TCall, DEFAULT_SYSTEM};
 use ds4_tok::Tokenizer;
 
-use crate::engine::TextCodec;
+use crate::engine::{EngineSession, Progress, SyncError, TextCodec};
 use crate::http::Render;
 use crate::request::{GenRequest, Message, Role, ThinkMode};
 
@@ -26,6 +26,37 @@ impl TextCodec for TokCodec {
     }
     fn decode(&self, ids: &[u32]) -> Vec<u8> {
         self.tok.decode(ids)
+    }
+}
+
+/// The engine's live session (`ds4_engine::Session`, chunked prefill with
+/// cancellation) as the worker's [`EngineSession`].
+pub struct EngineAdapter {
+    pub session: ds4_engine::Session,
+}
+
+impl EngineSession for EngineAdapter {
+    fn ctx(&self) -> usize {
+        self.session.ctx()
+    }
+    fn tokens(&self) -> &[u32] {
+        self.session.tokens()
+    }
+    fn logits(&self) -> &[f32] {
+        self.session.logits()
+    }
+    fn sync(&mut self, prompt: &[u32], progress: Progress<'_>) -> Result<(), SyncError> {
+        match self.session.sync(prompt, &mut |p: ds4_engine::Progress| progress(p.done, p.total)) {
+            Ok(_) => Ok(()),
+            Err(ds4_engine::EngineError::Cancelled) => Err(SyncError::Cancelled),
+            Err(e) => Err(SyncError::Failed(e.to_string())),
+        }
+    }
+    fn eval(&mut self, token: u32) -> Result<(), String> {
+        self.session.eval(token).map_err(|e| e.to_string())
+    }
+    fn invalidate(&mut self) {
+        self.session.reset();
     }
 }
 
