@@ -39,8 +39,9 @@ class Server:
         self.dir = tempfile.mkdtemp(prefix="ds4srv-")
         self.trace_path = os.path.join(self.dir, "trace.txt")
         self.log_path = os.path.join(self.dir, "stderr.txt")
+        ctx = [] if "--ctx" in extra_args else ["--ctx", str(CTX)]
         args = [
-            self.bin, "-m", self.model, "--ctx", str(CTX), "-n", "256",
+            self.bin, "-m", self.model, *ctx, "-n", "256",
             "--port", str(self.port), "--trace", self.trace_path,
             "--max-body-bytes", "1000000",
             "--lock-file", os.path.join(self.dir, "ds4.lock"),

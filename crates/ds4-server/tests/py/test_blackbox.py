@@ -302,8 +302,8 @@ def _fixture_cases():
 @pytest.mark.parametrize("name,endpoint,body,ctx,expected", _fixture_cases(), ids=lambda v: v if isinstance(v, str) and v.endswith(".json") else "")
 def test_fixture_rendering(server, name, endpoint, body, ctx, expected):
     """The real server renders every chat fixture byte-for-byte (SERVING.md §3)."""
-    if ctx > CTX:
-        pytest.skip("Think Max fixture needs ctx >= 393216 (covered by test_think_max_fixtures)")
+    if ctx >= 393216:
+        pytest.skip("Think Max fixture: run by test_think_max_fixtures on a 393216-token server")
     if endpoint == "/v1/responses":
         pytest.skip("/v1/responses not implemented")
     obj = json.loads(body)
@@ -467,5 +467,22 @@ def test_api_key():
             bad.models.list()
         good = openai.OpenAI(base_url=srv.base + "/v1", api_key="k-123", max_retries=0)
         assert good.models.list().data[0].id == "deepseek-v4-flash"
+    finally:
+        srv.stop()
+
+
+def test_think_max_fixtures():
+    """§11 #1: Think Max renders the preamble only with a context >= 393216."""
+    cases = [c for c in _fixture_cases() if c[3] >= 393216]
+    assert len(cases) == 3
+    srv = Server(["--ctx", "393216"])
+    try:
+        for name, endpoint, body, ctx, expected in cases:
+            obj = json.loads(body)
+            obj["max_tokens"] = 1
+            status, _, resp = post_json(srv.port, endpoint, body=json.dumps(obj, ensure_ascii=False).encode())
+            assert status == 200, resp
+            assert srv.trace(json.loads(resp)["id"])["prompt"] == expected, name
+            assert expected.startswith(BOS + "Reasoning Effort: Absolute maximum")
     finally:
         srv.stop()
