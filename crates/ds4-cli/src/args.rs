@@ -61,6 +61,11 @@ pub struct Args {
     #[arg(long, value_name = "NAME", overrides_with_all = ["cpu", "cuda"])]
     pub backend: Option<String>,
 
+    /// Exact kernels: f32 activations in CUDA prefill too (slower; the CPU
+    /// path is always exact).
+    #[arg(long)]
+    pub quality: bool,
+
     /// Host threads (default: all cores).
     #[arg(short = 't', long = "threads", value_name = "N", value_parser = positive_usize)]
     pub threads: Option<usize>,

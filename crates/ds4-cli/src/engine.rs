@@ -2,6 +2,7 @@
 //! backend.
 
 use anyhow::{anyhow, bail, Context, Result};
+use ds4_engine::cuda::{self, CudaModel, CudaSession, Gpu, Precision, SessionOptions};
 use ds4_engine::{Backend, CpuBackend, EngineError, Model, Options};
 use ds4_gguf::Gguf;
 use ds4_tok::Tokenizer;
@@ -23,6 +24,62 @@ pub struct Loaded {
     /// What to call the model in messages.
     pub name: String,
     pub demo: bool,
+    /// Weights on the GPU when the run uses CUDA.
+    pub cuda: Option<Arc<CudaModel>>,
+}
+
+/// Per-session knobs shared by every session of a run.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionConfig {
+    /// FP8 KV / FP4 indexer rounding (false = `--no-qat`).
+    pub qat: bool,
+    /// `--prefill-chunk`; None = the default for the context.
+    pub chunk: Option<usize>,
+    /// `--quality`: exact kernels on CUDA (f32 activations in prefill too).
+    pub quality: bool,
+}
+
+impl SessionConfig {
+    pub fn chunk_for(&self, ctx: usize) -> usize {
+        self.chunk.unwrap_or_else(|| default_prefill_chunk(ctx))
+    }
+}
+
+/// ds4's prefill chunk: 2048, or the context when smaller.
+pub fn default_prefill_chunk(ctx: usize) -> usize {
+    ctx.clamp(1, DEFAULT_PREFILL_CHUNK)
+}
+
+impl Loaded {
+    pub fn backend_name(&self) -> &'static str {
+        if self.cuda.is_some() {
+            "cuda"
+        } else {
+            "cpu"
+        }
+    }
+
+    pub fn new_session(&self, ctx: usize, cfg: SessionConfig) -> Result<Box<dyn LiveSession>> {
+        let chunk = cfg.chunk_for(ctx);
+        match &self.cuda {
+            None => Ok(Box::new(BackendSession::cpu(self.model.clone(), cfg.qat, ctx, chunk))),
+            Some(m) => {
+                let opts = SessionOptions {
+                    ctx,
+                    qat: cfg.qat,
+                    precision: if cfg.quality { Precision::Reference } else { Precision::Fast },
+                    max_chunk: chunk,
+                    graphs: true,
+                };
+                let s = CudaSession::new(m.clone(), opts).map_err(|e| anyhow!("CUDA session: {e}"))?;
+                Ok(Box::new(CudaLive { s, logits: Vec::new(), chunk }))
+            }
+        }
+    }
+
+    pub fn memory_note(&self, ctx: usize, cfg: &SessionConfig) -> String {
+        memory_note(&self.model.hp, ctx, self.backend_name(), cfg.chunk_for(ctx))
+    }
 }
 
 /// The message for a missing model file: how to get one.
@@ -53,23 +110,37 @@ pub fn tokenizer(g: &Gguf) -> Result<Tokenizer> {
     Tokenizer::from_gguf(g).map_err(|e| anyhow!("{e}"))
 }
 
-pub fn load(model: &Path, demo: bool) -> Result<Loaded> {
+/// Load the model (and, with CUDA, upload it to the GPU).
+pub fn load(model: &Path, demo: bool, backend: BackendChoice) -> Result<Loaded> {
+    let use_cuda = match backend {
+        BackendChoice::Cpu => false,
+        BackendChoice::Cuda => {
+            if !cuda::available() {
+                bail!("--cuda: no usable CUDA device here (a CUDA driver, a GPU and libnvrtc are needed); use --cpu");
+            }
+            true
+        }
+        BackendChoice::Auto => cuda::available(),
+    };
     let (g, name) = open_gguf(model, demo)?;
     let tok = tokenizer(&g)?;
     let model = Model::from_gguf(g).map_err(|e| anyhow!("{name}: {e}"))?;
     if model.hp.n_vocab != tok.vocab_size() {
         bail!("{name}: the tokenizer has {} tokens but the model's vocabulary is {}", tok.vocab_size(), model.hp.n_vocab);
     }
-    Ok(Loaded { model: Arc::new(model), tok, name, demo })
+    let cuda = if use_cuda { Some(Arc::new(upload_cuda(&model)?)) } else { None };
+    Ok(Loaded { model: Arc::new(model), tok, name, demo, cuda })
 }
 
-/// Which backend a run uses.
-pub fn pick_backend(choice: BackendChoice) -> Result<BackendChoice> {
-    match choice {
-        BackendChoice::Cpu => Ok(BackendChoice::Cpu),
-        BackendChoice::Auto => Ok(BackendChoice::Cpu),
-        BackendChoice::Cuda => bail!("the CUDA backend is not wired into ds4 yet; use --cpu"),
-    }
+fn upload_cuda(model: &Model) -> Result<CudaModel> {
+    let gpu = Arc::new(Gpu::new(0).map_err(|e| anyhow!("CUDA: {e}"))?);
+    eprintln!("ds4: GPU {} ({:.1} GiB)", gpu.name, gpu.total_mem as f64 / (1u64 << 30) as f64);
+    let g = model.gguf();
+    let total: u64 = g.tensors.iter().map(|t| t.n_bytes).sum();
+    let bar = crate::progress::ByteBar::new(total, "uploading weights");
+    let m = CudaModel::upload(gpu, g, &mut |done, _| bar.set(done)).map_err(|e| anyhow!("CUDA upload: {e}"))?;
+    bar.finish();
+    Ok(m)
 }
 
 /// Rough f32 context-state bytes for `ctx` positions: the raw window, the
@@ -189,22 +260,112 @@ impl LiveSession for BackendSession {
         self.toks.clear();
         self.logits.clear();
     }
+
+    fn extend_all(&mut self, tokens: &[u32], progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<Vec<f32>> {
+        self.extend(tokens, true, progress)
+    }
 }
 
-/// Creates CPU sessions for the interactive chat.
-pub struct CpuFactory {
-    pub model: Arc<Model>,
-    pub qat: bool,
-    pub chunk: usize,
+/// Creates the interactive chat's sessions on the run's backend.
+pub struct Factory<'a> {
+    pub loaded: &'a Loaded,
+    pub cfg: SessionConfig,
 }
 
-impl crate::repl::SessionFactory for CpuFactory {
+impl crate::repl::SessionFactory for Factory<'_> {
     fn create(&mut self, ctx: usize) -> Result<Box<dyn LiveSession>> {
-        Ok(Box::new(BackendSession::cpu(self.model.clone(), self.qat, ctx, self.chunk)))
+        self.loaded.new_session(ctx, self.cfg)
     }
 
     fn memory_note(&self, ctx: usize) -> String {
-        memory_note(&self.model.hp, ctx, "cpu", self.chunk)
+        self.loaded.memory_note(ctx, &self.cfg)
+    }
+}
+
+/// A live session on the GPU. The next-token logits are copied to the host
+/// after every step (the sampler runs on the CPU).
+pub struct CudaLive {
+    s: CudaSession,
+    logits: Vec<f32>,
+    chunk: usize,
+}
+
+impl CudaLive {
+    fn fetch_logits(&mut self) -> Result<()> {
+        let l = self.s.logits().map_err(|e| anyhow!("{e}"))?;
+        self.logits.clear();
+        self.logits.extend_from_slice(l);
+        Ok(())
+    }
+}
+
+impl LiveSession for CudaLive {
+    fn ctx(&self) -> usize {
+        self.s.ctx()
+    }
+
+    fn tokens(&self) -> &[u32] {
+        self.s.tokens()
+    }
+
+    fn sync(&mut self, prompt: &[u32], progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<usize> {
+        if prompt.is_empty() {
+            bail!("empty prompt");
+        }
+        if prompt.len() > self.s.ctx() {
+            return Err(EngineError::ContextFull { need: prompt.len(), ctx: self.s.ctx() }.into());
+        }
+        let live = self.s.tokens().len();
+        let extends = live <= prompt.len() && prompt[..live] == *self.s.tokens() && !(live == prompt.len() && self.logits.is_empty());
+        if !extends {
+            self.invalidate();
+        }
+        let reused = self.s.tokens().len();
+        let rest = &prompt[reused..];
+        let mut done = 0;
+        for chunk in rest.chunks(self.chunk) {
+            self.s.prefill(chunk).map_err(|e| anyhow!("{e}"))?;
+            done += chunk.len();
+            if !progress(done, rest.len()) && done < rest.len() {
+                self.fetch_logits()?;
+                return Err(EngineError::Cancelled.into());
+            }
+        }
+        self.fetch_logits()?;
+        Ok(reused)
+    }
+
+    fn eval(&mut self, token: u32) -> Result<()> {
+        if self.s.tokens().len() >= self.s.ctx() {
+            return Err(EngineError::ContextFull { need: self.s.tokens().len() + 1, ctx: self.s.ctx() }.into());
+        }
+        self.s.eval(token).map_err(|e| anyhow!("{e}"))?;
+        self.fetch_logits()
+    }
+
+    fn logits(&self) -> &[f32] {
+        &self.logits
+    }
+
+    fn invalidate(&mut self) {
+        // A failed reset leaves the session unusable; the next step reports it.
+        let _ = self.s.reset();
+        self.logits.clear();
+    }
+
+    fn extend_all(&mut self, tokens: &[u32], progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<Vec<f32>> {
+        if self.s.tokens().len() + tokens.len() > self.s.ctx() {
+            return Err(EngineError::ContextFull { need: self.s.tokens().len() + tokens.len(), ctx: self.s.ctx() }.into());
+        }
+        let mut out = Vec::with_capacity(tokens.len() * self.s.model().dims.vocab);
+        let mut done = 0;
+        for chunk in tokens.chunks(self.chunk) {
+            out.extend(self.s.prefill_all_logits(chunk).map_err(|e| anyhow!("{e}"))?);
+            done += chunk.len();
+            progress(done, tokens.len());
+        }
+        self.fetch_logits()?;
+        Ok(out)
     }
 }
 

@@ -19,7 +19,7 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::sync::atomic::AtomicBool;
 
 use args::{Args, TokensArg};
-use engine::{BackendSession, Loaded, DEFAULT_PREFILL_CHUNK};
+use engine::{Loaded, SessionConfig};
 use printer::TokenPrinter;
 use progress::{PrefillProgress, Spinner};
 use prompt::{think_max_warning, ThinkMode};
@@ -81,8 +81,7 @@ pub fn run(args: &Args) -> Result<i32> {
         // Ignore the error of a pool already built (only possible in tests).
         let _ = rayon::ThreadPoolBuilder::new().num_threads(t).build_global();
     }
-    let backend = engine::pick_backend(args.backend().map_err(anyhow::Error::msg)?)?;
-    let _ = backend;
+    let backend = args.backend().map_err(anyhow::Error::msg)?;
 
     if !args.demo && !args.model.exists() {
         bail!("{}", engine::missing_model_message(&args.model));
@@ -92,7 +91,7 @@ pub fn run(args: &Args) -> Result<i32> {
     } else {
         format!("loading {}", args.model.display())
     });
-    let loaded = engine::load(&args.model, args.demo)?;
+    let loaded = engine::load(&args.model, args.demo, backend)?;
     spinner.finish(format!(
         "model {}: {} layers, width {}, vocabulary {}",
         loaded.name, loaded.model.hp.n_layer, loaded.model.hp.n_embd, loaded.model.hp.n_vocab
@@ -112,8 +111,7 @@ pub fn run(args: &Args) -> Result<i32> {
     if mode == ThinkMode::Max && crate::prompt::effective(mode, args.ctx) != ThinkMode::Max {
         eprintln!("ds4: {}", think_max_warning("--think-max", args.ctx));
     }
-    let chunk = args.prefill_chunk.unwrap_or(DEFAULT_PREFILL_CHUNK);
-    eprintln!("ds4: {}", engine::memory_note(&loaded.model.hp, args.ctx, "cpu", chunk));
+    eprintln!("ds4: {}", loaded.memory_note(args.ctx, &session_config(args)));
     if let Some(path) = &args.dump_logprobs {
         let tokens = build_prompt(args, &loaded, prompt.as_deref())?;
         return dump_logprobs(args, &loaded, &tokens, path);
@@ -169,8 +167,8 @@ fn sampler_params(args: &Args) -> SamplerParams {
     SamplerParams { temperature: args.temp, top_k: args.top_k, top_p: args.top_p, min_p: args.min_p }
 }
 
-fn new_session(args: &Args, l: &Loaded, ctx: usize) -> BackendSession {
-    BackendSession::cpu(l.model.clone(), !args.no_qat, ctx, args.prefill_chunk.unwrap_or(DEFAULT_PREFILL_CHUNK))
+fn session_config(args: &Args) -> SessionConfig {
+    SessionConfig { qat: !args.no_qat, chunk: args.prefill_chunk, quality: args.quality }
 }
 
 fn prefill(session: &mut dyn LiveSession, prompt: &[u32]) -> Result<(usize, f64)> {
@@ -190,8 +188,8 @@ fn one_shot(args: &Args, l: &Loaded, prompt: &[u32]) -> Result<i32> {
     let sp = *l.tok.special();
     // A raw (already rendered) prompt thinks if it ends inside <think>.
     let thinking = prompt.last() == Some(&sp.think);
-    let mut session = new_session(args, l, args.ctx);
-    let (_, prefill_s) = prefill(&mut session, prompt)?;
+    let mut session = l.new_session(args.ctx, session_config(args))?;
+    let (_, prefill_s) = prefill(session.as_mut(), prompt)?;
     let budget = generation_budget(args.max_new_tokens(), args.ctx, session.tokens().len());
     let mut sampler = Sampler::new(sampler_params(args), args.seed.unwrap_or_else(seed_from_time));
     let stdout = std::io::stdout();
@@ -199,7 +197,7 @@ fn one_shot(args: &Args, l: &Loaded, prompt: &[u32]) -> Result<i32> {
     let mut printer = TokenPrinter::new(stdout.lock(), thinking, color);
     let never = AtomicBool::new(false);
     let tok = &l.tok;
-    let gen = generate(&mut session, &mut sampler, budget, sp.eos, &never, &mut |id| {
+    let gen = generate(session.as_mut(), &mut sampler, budget, sp.eos, &never, &mut |id| {
         printer.write(tok.token_bytes(id).unwrap_or(&[]))?;
         Ok(())
     });
@@ -239,11 +237,7 @@ fn interactive(args: &Args, l: &Loaded) -> Result<i32> {
         Some(p) => Some(trace::Trace::create(p).with_context(|| format!("--trace {}", p.display()))?),
         None => None,
     };
-    let factory = engine::CpuFactory {
-        model: l.model.clone(),
-        qat: !args.no_qat,
-        chunk: args.prefill_chunk.unwrap_or(DEFAULT_PREFILL_CHUNK),
-    };
+    let factory = engine::Factory { loaded: l, cfg: session_config(args) };
     let opts = repl::ChatOptions {
         system: args.system.clone(),
         mode: args.think_mode(),
@@ -268,8 +262,7 @@ fn dump_logits(args: &Args, l: &Loaded, prompt: Option<&[u8]>, path: &std::path:
         bail!("token id {bad} is outside the vocabulary (0..{vocab})");
     }
     let ctx = args.ctx.max(tokens.len());
-    let chunk = args.prefill_chunk.unwrap_or(tokens.len().max(1));
-    let mut session = BackendSession::cpu(l.model.clone(), !args.no_qat, ctx, chunk);
+    let mut session = l.new_session(ctx, session_config(args))?;
     let mut progress = PrefillProgress::new(tokens.len());
     let logits = if args.decode {
         let mut all = Vec::with_capacity(tokens.len() * vocab);
@@ -280,7 +273,7 @@ fn dump_logits(args: &Args, l: &Loaded, prompt: Option<&[u8]>, path: &std::path:
         }
         all
     } else {
-        session.extend(&tokens, true, &mut |d, _| {
+        session.extend_all(&tokens, &mut |d, _| {
             progress.update(d);
             true
         })?
@@ -298,8 +291,8 @@ fn dump_logits(args: &Args, l: &Loaded, prompt: Option<&[u8]>, path: &std::path:
 
 /// `--dump-logprobs` (CLI.md §5.2): greedy continuation with top-k logprobs.
 fn dump_logprobs(args: &Args, l: &Loaded, prompt: &[u32], path: &std::path::Path) -> Result<i32> {
-    let mut session = new_session(args, l, args.ctx);
-    prefill(&mut session, prompt)?;
+    let mut session = l.new_session(args.ctx, session_config(args))?;
+    prefill(session.as_mut(), prompt)?;
     let k = args.logprobs_top_k.min(128);
     let file = std::fs::File::create(path).with_context(|| format!("failed to open --dump-logprobs file {}", path.display()))?;
     let mut w = logprobs::LogprobWriter::new(BufWriter::new(file), prompt.len(), args.ctx, k)?;
@@ -339,7 +332,7 @@ fn perplexity(args: &Args, l: &Loaded, path: &std::path::Path) -> Result<i32> {
     if scored == 0 {
         bail!("context too small for perplexity scoring");
     }
-    let mut session = new_session(args, l, args.ctx);
+    let mut session = l.new_session(args.ctx, session_config(args))?;
     session.sync(&tokens[..PREFIX], &mut |_, _| true).context("perplexity prefix failed")?;
     let mut nll = 0f64;
     for j in 0..scored {

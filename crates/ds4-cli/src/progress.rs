@@ -81,6 +81,38 @@ impl Spinner {
     }
 }
 
+/// A byte-progress bar (GPU weight upload) on a terminal; silent otherwise.
+pub struct ByteBar {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl ByteBar {
+    pub fn new(total: u64, what: &str) -> ByteBar {
+        if !std::io::stderr().is_terminal() {
+            eprintln!("ds4: {what} ({:.2} GiB)", total as f64 / (1u64 << 30) as f64);
+            return ByteBar { bar: None };
+        }
+        let bar = indicatif::ProgressBar::new(total);
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} {binary_bytes_per_sec}") {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(what.to_string());
+        ByteBar { bar: Some(bar) }
+    }
+
+    pub fn set(&self, done: u64) {
+        if let Some(b) = &self.bar {
+            b.set_position(done);
+        }
+    }
+
+    pub fn finish(self) {
+        if let Some(b) = self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

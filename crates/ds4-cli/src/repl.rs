@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::printer::TokenPrinter;
 use crate::progress::PrefillProgress;
 use crate::prompt::{think_max_warning, ThinkMode, Transcript};
-use crate::session::{generate, generation_budget, rate, LiveSession, StopReason};
+use crate::session::{generate, generation_budget, rate, LiveSession, NoSession, StopReason};
 use crate::trace::{Trace, TurnRecord};
 
 /// Creates sessions (again on `/ctx N`).
@@ -149,10 +149,13 @@ impl<'t> Chat<'t> {
             "/ctx" => match arg.parse::<usize>() {
                 Ok(n) if n > 0 && n <= i32::MAX as usize => {
                     writeln!(err, "ds4: {}", self.factory.memory_note(n))?;
-                    // Drop the old session first: its buffers scale with ctx.
-                    self.session.invalidate();
-                    self.session = self.factory.create(n)?;
+                    // Free the old session first: its buffers scale with ctx.
+                    self.session = Box::new(NoSession);
                     self.ctx = n;
+                    match self.factory.create(n) {
+                        Ok(s) => self.session = s,
+                        Err(e) => writeln!(err, "ds4: cannot create a session with ctx={n}: {e:#}")?,
+                    }
                     self.apply_preamble();
                     if self.mode == ThinkMode::Max && crate::prompt::effective(self.mode, n) != ThinkMode::Max {
                         writeln!(err, "ds4: {}", think_max_warning("/ctx", n))?;
@@ -491,6 +494,9 @@ mod tests {
             }
             fn invalidate(&mut self) {
                 self.1.invalidate()
+            }
+            fn extend_all(&mut self, t: &[u32], cb: &mut dyn FnMut(usize, usize) -> bool) -> Result<Vec<f32>> {
+                self.1.extend_all(t, cb)
             }
         }
         let inner = std::mem::replace(&mut c.session, Box::new(FakeSession::new(1, 2, vec![])));

@@ -23,6 +23,35 @@ pub trait LiveSession {
     fn logits(&self) -> &[f32];
     /// Forget the KV state (the next sync prefills from zero).
     fn invalidate(&mut self);
+    /// Evaluate `tokens` after the live ones and return the logits of every
+    /// one of them (`n × vocab`, token-major) — the `--dump-logits` path.
+    fn extend_all(&mut self, tokens: &[u32], progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<Vec<f32>>;
+}
+
+/// The state of an interactive chat whose session could not be created:
+/// every turn fails with a hint until `/ctx N` succeeds.
+pub struct NoSession;
+
+impl LiveSession for NoSession {
+    fn ctx(&self) -> usize {
+        0
+    }
+    fn tokens(&self) -> &[u32] {
+        &[]
+    }
+    fn sync(&mut self, _: &[u32], _: &mut dyn FnMut(usize, usize) -> bool) -> Result<usize> {
+        anyhow::bail!("no active session (create one with /ctx N)")
+    }
+    fn eval(&mut self, _: u32) -> Result<()> {
+        anyhow::bail!("no active session")
+    }
+    fn logits(&self) -> &[f32] {
+        &[]
+    }
+    fn invalidate(&mut self) {}
+    fn extend_all(&mut self, _: &[u32], _: &mut dyn FnMut(usize, usize) -> bool) -> Result<Vec<f32>> {
+        anyhow::bail!("no active session")
+    }
 }
 
 /// Tokens that fit: `max_new` capped to `ctx − pos − 1`; none if fewer than
@@ -99,7 +128,6 @@ pub(crate) mod fake {
 
     pub struct FakeSession {
         pub ctx: usize,
-        pub vocab: usize,
         pub toks: Vec<u32>,
         pub logits: Vec<f32>,
         /// Tokens computed by each sync (the non-reused suffix); shared so
@@ -115,7 +143,6 @@ pub(crate) mod fake {
         pub fn new(ctx: usize, vocab: usize, script: Vec<u32>) -> Self {
             let mut s = FakeSession {
                 ctx,
-                vocab,
                 toks: Vec::new(),
                 logits: vec![0.0; vocab],
                 prefills: Rc::new(RefCell::new(Vec::new())),
@@ -169,6 +196,14 @@ pub(crate) mod fake {
         }
         fn invalidate(&mut self) {
             self.toks.clear();
+        }
+        fn extend_all(&mut self, tokens: &[u32], _: &mut dyn FnMut(usize, usize) -> bool) -> Result<Vec<f32>> {
+            let mut out = Vec::new();
+            for &t in tokens {
+                self.eval(t)?;
+                out.extend_from_slice(&self.logits);
+            }
+            Ok(out)
         }
     }
 }

@@ -338,6 +338,7 @@ fn bench(a: &Args) -> Result<()> {
             let t0 = Instant::now();
             bk.sync(&toks[..f])?;
             let pt = t0.elapsed().as_secs_f64();
+            print_profile(&bk, f, "prefill");
             let (snap, kvb) = bk.snapshot()?;
             let t1 = Instant::now();
             for _ in 0..a.gen_tokens {
@@ -345,6 +346,7 @@ fn bench(a: &Args) -> Result<()> {
             }
             let gt = t1.elapsed().as_secs_f64();
             bk.restore(snap)?;
+            print_profile(&bk, f, "decode");
             let row = (f, f - prev, (f - prev) as f64 / pt, a.gen_tokens, a.gen_tokens as f64 / gt, kvb);
             writeln!(out, "{},{},{:.2},{},{:.2},{}", row.0, row.1, row.2, row.3, row.4, row.5)?;
             out.flush()?;
@@ -387,6 +389,15 @@ fn bench(a: &Args) -> Result<()> {
         return Err(e);
     }
     Ok(())
+}
+
+fn print_profile(bk: &Bk, f: usize, what: &str) {
+    if let Bk::Cuda(s) = bk {
+        let _ = s.model().gpu.sync();
+        for (k, ms, n) in s.model().gpu.take_profile() {
+            eprintln!("profile {what} ctx {f}: {k:<16} {ms:>10.3} ms {n:>7} launches {:>9.2} us/launch", 1e3 * ms / n as f64);
+        }
+    }
 }
 
 fn plot_svg(rows: &[(usize, usize, f64, usize, f64, usize)], weight_bytes: u64, ceiling: Option<f64>) -> String {

@@ -216,6 +216,9 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             } else if let (Some(ids), Some(v)) = (read_i32(&sd.join("prefill.official.top32_ids.i32.bin")), read_f32(&sd.join("prefill.official.top32_logits.f32.bin"))) {
                 t.check(&tag(&format!("prefill.official(top32)[..{first_off}]")), &cmp_top32(&go, &ids, &v, vocab, first_off), 2e-3, 1e-4, true);
             }
+            let mut cpu_off = CpuBackend::new(cpu_model.clone(), Options { qat: true });
+            let co = cpu_off.forward(&toks, true).map_err(|e| anyhow!("{e}"))?;
+            t.check(&tag(&format!("gpu-vs-cpu prefill.official[..{first_off}]")), &cmp(&go, &co, vocab, first_off), 2e-3, 1e-4, true);
             if let Some(w) = read_f32(&sd.join("decode.official.logits.f32.bin")) {
                 let gdo = gpu_decode(&mut ref_off, &toks, prefix)?;
                 let upto = first_off.saturating_sub(prefix - 1).min(nd);
