@@ -235,6 +235,10 @@ pub struct Gpu {
     pub total_mem: usize,
     /// Seconds NVRTC took to build the kernels.
     pub compile_s: f64,
+    /// Per-kernel (total ms, launches) when `DS4_PROFILE` is set: every launch is then timed
+    /// with events and synchronized (slow; for finding where time goes, not for throughput).
+    profile: Option<std::sync::Mutex<HashMap<String, (f64, usize)>>>,
+    prof_ev: (sys::CUevent, sys::CUevent),
 }
 // SAFETY: the context is bound per call (bind_to_thread) and all work goes to one stream.
 unsafe impl Send for Gpu {}
@@ -274,7 +278,10 @@ impl Gpu {
             let f = unsafe { dr::module::get_function(module, name) }.map_err(derr(k))?;
             funcs.insert(*k, f);
         }
-        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s };
+        let profile = std::env::var_os("DS4_PROFILE").map(|_| std::sync::Mutex::new(HashMap::new()));
+        let mk = || dr::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(derr("event"));
+        let prof_ev = (mk()?, mk()?);
+        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev };
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "attn_prep"] {
             g.set_max_smem(k, 200 * 1024)?;
@@ -369,11 +376,40 @@ impl Gpu {
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
             return Ok(());
         }
+        let capturing = {
+            let mut st = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+            // SAFETY: valid stream; only queried when profiling.
+            self.profile.is_some()
+                && unsafe { sys::cuStreamIsCapturing(self.cu_stream(), &mut st) } == sys::CUresult::CUDA_SUCCESS
+                && st != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+        };
+        let prof = self.profile.as_ref().filter(|_| !capturing);
+        if prof.is_some() {
+            self.record(self.prof_ev.0)?;
+        }
         // SAFETY: args match the kernel's parameter list (checked by construction in callers).
         unsafe {
             dr::launch_kernel(self.f(name), grid, (block, 1, 1), smem, self.cu_stream(), args)
         }
-        .map_err(derr(name))
+        .map_err(derr(name))?;
+        if let Some(p) = prof {
+            self.record(self.prof_ev.1)?;
+            let ms = self.elapsed_ms(self.prof_ev.0, self.prof_ev.1)? as f64;
+            let mut m = p.lock().unwrap();
+            let e = m.entry(name.to_string()).or_insert((0.0, 0));
+            e.0 += ms;
+            e.1 += 1;
+        }
+        Ok(())
+    }
+
+    /// The per-kernel profile table (empty unless `DS4_PROFILE` was set), and reset it.
+    pub fn take_profile(&self) -> Vec<(String, f64, usize)> {
+        let Some(p) = &self.profile else { return Vec::new() };
+        let mut m = p.lock().unwrap();
+        let mut v: Vec<(String, f64, usize)> = m.drain().map(|(k, (ms, n))| (k, ms, n)).collect();
+        v.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap());
+        v
     }
 
     pub fn event(&self) -> Result<sys::CUevent> {

@@ -240,7 +240,8 @@ impl CudaSession {
         let cap = ((d.window + tmax + 255) / 256) * 256;
         let comp_cap = opts.ctx / 4 + 2;
         let idx_ld = (opts.ctx / 4 + 2).max(1);
-        let hc_split = (d.d / 64).max(1);
+        // 256 columns per block: every thread of hc_post_mix busy, and few partials for hc_finish
+        let hc_split = (d.d / 256).max(1);
         let hc_chunk = (d.d + hc_split - 1) / hc_split;
         let f4 = |n: usize| gpu.alloc(n * 4);
         let mut st = Vec::new();

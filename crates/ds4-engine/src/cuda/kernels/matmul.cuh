@@ -49,9 +49,16 @@ __device__ __forceinline__ void q4k_scale_min(int j, const u8* s, int& sc, int& 
 }
 
 // Dequantize 8 consecutive values of row `row`, starting at column c (c % 8 == 0).
+// Every kernel that may decode IQ2_XXS copies the grid into shared memory first: the lookup
+// index depends on the loaded bits, and a dependent global load per 8 values stalls the warp.
+#define GRID_SMEM                                                        \
+    __shared__ u64 gsm[256];                                             \
+    for (int _i = threadIdx.x; _i < 256; _i += blockDim.x) gsm[_i] = IQ2XXS_GRID[_i]; \
+    __syncthreads();
+
 template <int TY>
 __device__ __forceinline__ void deq8(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols,
-                                     int row, int c, float* v) {
+                                     int row, int c, float* v, const u64* gsm) {
     if (TY == T_F32) {
         const float4* p = (const float4*)(pay + ((i64)row * cols + c) * 4);
         float4 a = __ldg(p), b = __ldg(p + 1);
@@ -82,7 +89,7 @@ __device__ __forceinline__ void deq8(const u8* __restrict__ pay, const u8* __res
         u32 s = (B >> (7 * k)) & 127;
         s |= (u32)(__popc(s) & 1) << 7;
         float db = d * (0.5f + (float)(B >> 28)) * 0.25f;
-        u64 g = IQ2XXS_GRID[gi];
+        u64 g = gsm[gi];
 #pragma unroll
         for (int i = 0; i < 8; i++) {
             float mag = (float)((g >> (8 * i)) & 0xff);
@@ -137,7 +144,7 @@ __device__ __forceinline__ void load_x_swz(float4* xs, const float* __restrict__
 
 template <int TY>
 __device__ __forceinline__ float row_dot(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols, int row,
-                                         const float4* xs, int lane) {
+                                         const float4* xs, int lane, const u64* gsm) {
     int ng = cols >> 3;
     float acc = 0.f;
     int g = lane;
@@ -145,7 +152,7 @@ __device__ __forceinline__ float row_dot(const u8* __restrict__ pay, const u8* _
     for (; g + 96 < ng; g += 128) {
         float v[4][8];
 #pragma unroll
-        for (int u = 0; u < 4; u++) deq8<TY>(pay, hdr, cols, row, (g + 32 * u) * 8, v[u]);
+        for (int u = 0; u < 4; u++) deq8<TY>(pay, hdr, cols, row, (g + 32 * u) * 8, v[u], gsm);
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             int gg = g + 32 * u;
@@ -156,7 +163,7 @@ __device__ __forceinline__ float row_dot(const u8* __restrict__ pay, const u8* _
     }
     for (; g < ng; g += 32) {
         float v[8];
-        deq8<TY>(pay, hdr, cols, row, g * 8, v);
+        deq8<TY>(pay, hdr, cols, row, g * 8, v, gsm);
         float4 a = xs[xs_slot(g, 0)], b = xs[xs_slot(g, 1)];
         acc += v[0] * a.x + v[1] * a.y + v[2] * a.z + v[3] * a.w + v[4] * b.x + v[5] * b.y + v[6] * b.z + v[7] * b.w;
     }
@@ -183,7 +190,7 @@ struct MvJob {
 #define MV_ROWS_PER_BLOCK (MV_ROWS_PER_WARP * MV_WARPS)
 
 template <int TY>
-__device__ void mv_block(const MvJob& j, int lb, float4* xs) {
+__device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
     int rows = j.w.rows, cols = j.w.cols;
     int blocks_per_slot = (rows + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK;
     int slot = lb / blocks_per_slot;
@@ -203,7 +210,7 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs) {
     for (int r = 0; r < MV_ROWS_PER_WARP; r++) {
         int row = row0 + warp * MV_ROWS_PER_WARP + r;
         if (row < rows) {
-            float s = row_dot<TY>(pay, hdr, cols, row, xs, lane);
+            float s = row_dot<TY>(pay, hdr, cols, row, xs, lane, gsm);
             if (lane == 0) j.y[(i64)slot * rows + row] = s;
         }
     }
@@ -211,18 +218,19 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs) {
 
 extern "C" __global__ void __launch_bounds__(256) matvec_grouped(const MvJob* __restrict__ jobs, int njobs) {
     extern __shared__ float4 xs_dyn[];
+    GRID_SMEM
     int b = blockIdx.x;
     int ji = 0;
     while (ji + 1 < njobs && jobs[ji + 1].block0 <= b) ji++;
     MvJob j = jobs[ji];
     int lb = b - j.block0;
     switch (j.w.type) {
-        case T_F32: mv_block<T_F32>(j, lb, xs_dyn); break;
-        case T_F16: mv_block<T_F16>(j, lb, xs_dyn); break;
-        case T_Q8_0: mv_block<T_Q8_0>(j, lb, xs_dyn); break;
-        case T_IQ2_XXS: mv_block<T_IQ2_XXS>(j, lb, xs_dyn); break;
-        case T_Q2_K: mv_block<T_Q2_K>(j, lb, xs_dyn); break;
-        default: mv_block<T_Q4_K>(j, lb, xs_dyn); break;
+        case T_F32: mv_block<T_F32>(j, lb, xs_dyn, gsm); break;
+        case T_F16: mv_block<T_F16>(j, lb, xs_dyn, gsm); break;
+        case T_Q8_0: mv_block<T_Q8_0>(j, lb, xs_dyn, gsm); break;
+        case T_IQ2_XXS: mv_block<T_IQ2_XXS>(j, lb, xs_dyn, gsm); break;
+        case T_Q2_K: mv_block<T_Q2_K>(j, lb, xs_dyn, gsm); break;
+        default: mv_block<T_Q4_K>(j, lb, xs_dyn, gsm); break;
     }
 }
 
@@ -234,7 +242,7 @@ extern "C" __global__ void __launch_bounds__(256) matvec_grouped(const MvJob* __
 template <int TY, int TYS>
 __device__ void moe_down_body(WMat wd, WMat wsh, const int* sel, const float* wts, const float* g, const float* u,
                               const float* gs, const float* us, float* out, int K, float clamp, float clamp_sh,
-                              float4* xs) {
+                              float4* xs, const u64* gsm) {
     int t = blockIdx.y;
     int F = wd.cols, D = wd.rows;
     float* xf = (float*)xs;
@@ -269,9 +277,9 @@ __device__ void moe_down_body(WMat wd, WMat wsh, const int* sel, const float* wt
         float acc = 0.f;
         for (int i = 0; i < K; i++) {
             int e = sel[t * K + i];
-            acc += row_dot<TY>(wd.pay + (i64)e * wd.e_pay, wd.hdr + (i64)e * wd.e_hdr, F, row, xs + (i64)i * (F >> 2), lane);
+            acc += row_dot<TY>(wd.pay + (i64)e * wd.e_pay, wd.hdr + (i64)e * wd.e_hdr, F, row, xs + (i64)i * (F >> 2), lane, gsm);
         }
-        acc += row_dot<TYS>(wsh.pay, wsh.hdr, F, row, xs + (i64)K * (F >> 2), lane);
+        acc += row_dot<TYS>(wsh.pay, wsh.hdr, F, row, xs + (i64)K * (F >> 2), lane, gsm);
         if (lane == 0) out[(i64)t * D + row] = acc;
     }
 }
@@ -281,10 +289,11 @@ extern "C" __global__ void __launch_bounds__(256) moe_down_fused(WMat wd, WMat w
                                                                  const float* us, float* out, int K, float clamp,
                                                                  float clamp_sh) {
     extern __shared__ float4 xs_dyn[];
+    GRID_SMEM
 #define MDB(TY)                                                                                                    \
-    if (wsh.type == T_Q8_0) moe_down_body<TY, T_Q8_0>(wd, wsh, sel, wts, g, u, gs, us, out, K, clamp, clamp_sh, xs_dyn); \
-    else if (wsh.type == T_F16) moe_down_body<TY, T_F16>(wd, wsh, sel, wts, g, u, gs, us, out, K, clamp, clamp_sh, xs_dyn); \
-    else moe_down_body<TY, T_F32>(wd, wsh, sel, wts, g, u, gs, us, out, K, clamp, clamp_sh, xs_dyn);
+    if (wsh.type == T_Q8_0) moe_down_body<TY, T_Q8_0>(wd, wsh, sel, wts, g, u, gs, us, out, K, clamp, clamp_sh, xs_dyn, gsm); \
+    else if (wsh.type == T_F16) moe_down_body<TY, T_F16>(wd, wsh, sel, wts, g, u, gs, us, out, K, clamp, clamp_sh, xs_dyn, gsm); \
+    else moe_down_body<TY, T_F32>(wd, wsh, sel, wts, g, u, gs, us, out, K, clamp, clamp_sh, xs_dyn, gsm);
     switch (wd.type) {
         case T_F32: MDB(T_F32) break;
         case T_F16: MDB(T_F16) break;
@@ -320,7 +329,7 @@ struct GemmArgs {
 #define GF_BK 32
 
 template <int TY>
-__device__ void gemm_f32_body(const GemmArgs& a, float (*Ws)[GF_BM + 4], float (*Xs)[GF_BN + 4]) {
+__device__ void gemm_f32_body(const GemmArgs& a, float (*Ws)[GF_BM + 4], float (*Xs)[GF_BN + 4], const u64* gsm) {
     int e = blockIdx.z;
     int j0 = 0, j1 = a.T;
     const u8* pay = a.w.pay;
@@ -351,7 +360,7 @@ __device__ void gemm_f32_body(const GemmArgs& a, float (*Ws)[GF_BM + 4], float (
     }
     for (int k0 = 0; k0 < cols; k0 += GF_BK) {
         float v[8];
-        if (wrow < rows) deq8<TY>(pay, hdr, cols, wrow, k0 + lc, v);
+        if (wrow < rows) deq8<TY>(pay, hdr, cols, wrow, k0 + lc, v, gsm);
         else {
 #pragma unroll
             for (int i = 0; i < 8; i++) v[i] = 0.f;
@@ -395,13 +404,14 @@ __device__ void gemm_f32_body(const GemmArgs& a, float (*Ws)[GF_BM + 4], float (
 extern "C" __global__ void __launch_bounds__(256) gemm_f32(GemmArgs a) {
     __shared__ float Ws[GF_BK][GF_BM + 4];
     __shared__ float Xs[GF_BK][GF_BN + 4];
+    GRID_SMEM
     switch (a.w.type) {
-        case T_F32: gemm_f32_body<T_F32>(a, Ws, Xs); break;
-        case T_F16: gemm_f32_body<T_F16>(a, Ws, Xs); break;
-        case T_Q8_0: gemm_f32_body<T_Q8_0>(a, Ws, Xs); break;
-        case T_IQ2_XXS: gemm_f32_body<T_IQ2_XXS>(a, Ws, Xs); break;
-        case T_Q2_K: gemm_f32_body<T_Q2_K>(a, Ws, Xs); break;
-        default: gemm_f32_body<T_Q4_K>(a, Ws, Xs); break;
+        case T_F32: gemm_f32_body<T_F32>(a, Ws, Xs, gsm); break;
+        case T_F16: gemm_f32_body<T_F16>(a, Ws, Xs, gsm); break;
+        case T_Q8_0: gemm_f32_body<T_Q8_0>(a, Ws, Xs, gsm); break;
+        case T_IQ2_XXS: gemm_f32_body<T_IQ2_XXS>(a, Ws, Xs, gsm); break;
+        case T_Q2_K: gemm_f32_body<T_Q2_K>(a, Ws, Xs, gsm); break;
+        default: gemm_f32_body<T_Q4_K>(a, Ws, Xs, gsm); break;
     }
 }
 
@@ -422,7 +432,7 @@ __device__ __forceinline__ void mma16816(float* c, const u32* a, const u32* b) {
 }
 
 template <int TY>
-__device__ void gemm_h_body(const GemmArgs& a, u16* As, u16* Bs) {
+__device__ void gemm_h_body(const GemmArgs& a, u16* As, u16* Bs, const u64* gsm) {
     int e = blockIdx.z;
     int j0 = 0, j1 = a.T;
     const u8* pay = a.w.pay;
@@ -461,7 +471,7 @@ __device__ void gemm_h_body(const GemmArgs& a, u16* As, u16* Bs) {
             int gi = tid + h * 256;
             int ar = gi >> 2, ac = (gi & 3) * 8;
             float v[8];
-            if (rb + ar < rows) deq8<TY>(pay, hdr, cols, rb + ar, k0 + ac, v);
+            if (rb + ar < rows) deq8<TY>(pay, hdr, cols, rb + ar, k0 + ac, v, gsm);
             else {
 #pragma unroll
                 for (int i = 0; i < 8; i++) v[i] = 0.f;
@@ -520,13 +530,14 @@ __device__ void gemm_h_body(const GemmArgs& a, u16* As, u16* Bs) {
 extern "C" __global__ void __launch_bounds__(256) gemm_h(GemmArgs a) {
     __shared__ __align__(16) u16 As[GH_BM * GH_LD];
     __shared__ __align__(16) u16 Bs[GH_BN * GH_LD];
+    GRID_SMEM
     switch (a.w.type) {
-        case T_F32: gemm_h_body<T_F32>(a, As, Bs); break;
-        case T_F16: gemm_h_body<T_F16>(a, As, Bs); break;
-        case T_Q8_0: gemm_h_body<T_Q8_0>(a, As, Bs); break;
-        case T_IQ2_XXS: gemm_h_body<T_IQ2_XXS>(a, As, Bs); break;
-        case T_Q2_K: gemm_h_body<T_Q2_K>(a, As, Bs); break;
-        default: gemm_h_body<T_Q4_K>(a, As, Bs); break;
+        case T_F32: gemm_h_body<T_F32>(a, As, Bs, gsm); break;
+        case T_F16: gemm_h_body<T_F16>(a, As, Bs, gsm); break;
+        case T_Q8_0: gemm_h_body<T_Q8_0>(a, As, Bs, gsm); break;
+        case T_IQ2_XXS: gemm_h_body<T_IQ2_XXS>(a, As, Bs, gsm); break;
+        case T_Q2_K: gemm_h_body<T_Q2_K>(a, As, Bs, gsm); break;
+        default: gemm_h_body<T_Q4_K>(a, As, Bs, gsm); break;
     }
 }
 
@@ -547,18 +558,19 @@ extern "C" __global__ void repack_blocks(const u8* __restrict__ src, u8* __restr
 
 // Dequantize a whole matrix (row-major f32 out); used by tests to check every format.
 extern "C" __global__ void dequant_rows(WMat w, float* out) {
+    GRID_SMEM
     i64 gidx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     int ng = w.cols >> 3;
     if (gidx >= (i64)w.rows * ng) return;
     int row = (int)(gidx / ng), c = (int)(gidx % ng) * 8;
     float v[8];
     switch (w.type) {
-        case T_F32: deq8<T_F32>(w.pay, w.hdr, w.cols, row, c, v); break;
-        case T_F16: deq8<T_F16>(w.pay, w.hdr, w.cols, row, c, v); break;
-        case T_Q8_0: deq8<T_Q8_0>(w.pay, w.hdr, w.cols, row, c, v); break;
-        case T_IQ2_XXS: deq8<T_IQ2_XXS>(w.pay, w.hdr, w.cols, row, c, v); break;
-        case T_Q2_K: deq8<T_Q2_K>(w.pay, w.hdr, w.cols, row, c, v); break;
-        default: deq8<T_Q4_K>(w.pay, w.hdr, w.cols, row, c, v); break;
+        case T_F32: deq8<T_F32>(w.pay, w.hdr, w.cols, row, c, v, gsm); break;
+        case T_F16: deq8<T_F16>(w.pay, w.hdr, w.cols, row, c, v, gsm); break;
+        case T_Q8_0: deq8<T_Q8_0>(w.pay, w.hdr, w.cols, row, c, v, gsm); break;
+        case T_IQ2_XXS: deq8<T_IQ2_XXS>(w.pay, w.hdr, w.cols, row, c, v, gsm); break;
+        case T_Q2_K: deq8<T_Q2_K>(w.pay, w.hdr, w.cols, row, c, v, gsm); break;
+        default: deq8<T_Q4_K>(w.pay, w.hdr, w.cols, row, c, v, gsm); break;
     }
     for (int i = 0; i < 8; i++) out[(i64)row * w.cols + c + i] = v[i];
 }

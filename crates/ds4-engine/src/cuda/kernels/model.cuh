@@ -93,53 +93,51 @@ extern "C" __global__ void __launch_bounds__(256) hc_finish(const float* __restr
     __shared__ double shd[32];
     __shared__ float pre_s[MAXN];
     int t = blockIdx.x;
+    __shared__ float mix_s[MAXM];
+    __shared__ float rs_s;
     if (threadIdx.x == 0) {
         double ss = 0.0;
+#pragma unroll 8
         for (int s = 0; s < nsplit; s++) ss += pss[(i64)t * nsplit + s];
-        float rs = 1.f / sqrtf((float)(ss / (double)(N * D)) + eps);
-        float mix[MAXM];
-        for (int m = 0; m < M; m++) {
-            float a = 0.f;
-            for (int s = 0; s < nsplit; s++) a += pdot[((i64)t * nsplit + s) * M + m];
-            mix[m] = a * rs;
-        }
-        for (int i = 0; i < N; i++) pre_s[i] = sigmoidf_(mix[i] * scale[0] + base[i]) + hc_eps;
+        rs_s = 1.f / sqrtf((float)(ss / (double)(N * D)) + eps);
+    }
+    __syncthreads();
+    if (threadIdx.x < M) {
+        float a = 0.f;
+#pragma unroll 8
+        for (int s = 0; s < nsplit; s++) a += pdot[((i64)t * nsplit + s) * M + threadIdx.x];
+        mix_s[threadIdx.x] = a * rs_s;
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        // warp 0: pre/post and the Sinkhorn iterations, lane a*N+b holding C[a][b]; every sum is
+        // gathered lane by lane in index order (same arithmetic as a serial loop)
+        int lane = threadIdx.x;
+        if (lane < N) pre_s[lane] = sigmoidf_(mix_s[lane] * scale[0] + base[lane]) + hc_eps;
         if (M > N) {
-            for (int i = 0; i < N; i++) post_out[t * N + i] = 2.f * sigmoidf_(mix[N + i] * scale[1] + base[N + i]);
-            float C[MAXN * MAXN];
-            for (int a = 0; a < N; a++) {
-                float mx = -INF_F;
-                for (int b = 0; b < N; b++) {
-                    float z = mix[2 * N + a * N + b] * scale[2] + base[2 * N + a * N + b];
-                    C[a * N + b] = z;
-                    mx = fmaxf(mx, z);
-                }
-                float sum = 0.f;
-                for (int b = 0; b < N; b++) { C[a * N + b] = expf(C[a * N + b] - mx); sum += C[a * N + b]; }
-                float inv = 1.f / sum;
-                for (int b = 0; b < N; b++) C[a * N + b] = C[a * N + b] * inv + hc_eps;
-            }
-            for (int b = 0; b < N; b++) {
-                float cs = 0.f;
-                for (int a = 0; a < N; a++) cs += C[a * N + b];
-                float inv = 1.f / (cs + hc_eps);
-                for (int a = 0; a < N; a++) C[a * N + b] *= inv;
-            }
+            if (lane < N) post_out[t * N + lane] = 2.f * sigmoidf_(mix_s[N + lane] * scale[1] + base[N + lane]);
+            int NN = N * N;
+            int li = lane < NN ? lane : 0;
+            int a = li / N, b = li % N;
+            float c = mix_s[2 * N + li] * scale[2] + base[2 * N + li];
+            float mx = -INF_F;
+            for (int q = 0; q < N; q++) mx = fmaxf(mx, __shfl_sync(0xffffffffu, c, a * N + q));
+            c = expf(c - mx);
+            float sum = 0.f;
+            for (int q = 0; q < N; q++) sum += __shfl_sync(0xffffffffu, c, a * N + q);
+            c = c * (1.f / sum) + hc_eps;
+            float cs = 0.f;
+            for (int q = 0; q < N; q++) cs += __shfl_sync(0xffffffffu, c, q * N + b);
+            c *= 1.f / (cs + hc_eps);
             for (int it = 1; it < iters; it++) {
-                for (int a = 0; a < N; a++) {
-                    float rsum = 0.f;
-                    for (int b = 0; b < N; b++) rsum += C[a * N + b];
-                    float inv = 1.f / (rsum + hc_eps);
-                    for (int b = 0; b < N; b++) C[a * N + b] *= inv;
-                }
-                for (int b = 0; b < N; b++) {
-                    float cs = 0.f;
-                    for (int a = 0; a < N; a++) cs += C[a * N + b];
-                    float inv = 1.f / (cs + hc_eps);
-                    for (int a = 0; a < N; a++) C[a * N + b] *= inv;
-                }
+                float rsum = 0.f;
+                for (int q = 0; q < N; q++) rsum += __shfl_sync(0xffffffffu, c, a * N + q);
+                c *= 1.f / (rsum + hc_eps);
+                float cs2 = 0.f;
+                for (int q = 0; q < N; q++) cs2 += __shfl_sync(0xffffffffu, c, q * N + b);
+                c *= 1.f / (cs2 + hc_eps);
             }
-            for (int i = 0; i < N * N; i++) comb_out[t * N * N + i] = C[i];
+            if (lane < NN) comb_out[t * NN + lane] = c;
         }
     }
     __syncthreads();
@@ -710,24 +708,35 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
     int t = blockIdx.x;
     for (int e = threadIdx.x; e < E; e += blockDim.x) prob[e] = sqrtf(softplusf_(logits[(i64)t * E + e]));
     __syncthreads();
-    if (threadIdx.x != 0) return;
-    int s[16];
+    __shared__ int s[16];
+    if (threadIdx.x >= 32) return;
+    int lane = threadIdx.x;
     if (tid2eid) {
-        for (int i = 0; i < K; i++) s[i] = tid2eid[(i64)tok[t] * K + i];
+        if (lane < K) s[lane] = tid2eid[(i64)tok[t] * K + lane];
     } else {
+        // K rounds of a warp argmax of prob + bias over the experts not yet taken; ties go to
+        // the smaller expert id
         for (int i = 0; i < K; i++) {
-            int best = -1;
-            float bv = 0.f;
-            for (int e = 0; e < E; e++) {
+            float bv = -INF_F;
+            int bi = 0x7fffffff;
+            for (int e = lane; e < E; e += 32) {
                 bool taken = false;
                 for (int q = 0; q < i; q++) taken |= (s[q] == e);
                 if (taken) continue;
                 float v = prob[e] + (bias ? bias[e] : 0.f);
-                if (best < 0 || v > bv) { best = e; bv = v; }
+                if (bi == 0x7fffffff || v > bv) { bv = v; bi = e; }
             }
-            s[i] = best;
+            for (int o = 16; o > 0; o >>= 1) {
+                float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+                int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+                if (oi != 0x7fffffff && (bi == 0x7fffffff || ov > bv || (ov == bv && oi < bi))) { bv = ov; bi = oi; }
+            }
+            if (lane == 0) s[i] = bi;
+            __syncwarp();
         }
     }
+    __syncwarp();
+    if (lane != 0) return;
     float sum = 0.f;
     for (int i = 0; i < K; i++) sum += prob[s[i]];
     for (int i = 0; i < K; i++) {
