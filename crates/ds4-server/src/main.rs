@@ -36,6 +36,11 @@ fn real_main(args: &Args) -> i32 {
     if args.backend_name() != "cpu" {
         slog!("backend {} is not wired into the server yet; using cpu", args.backend_name());
     }
+    if args.kv_disk_dir.is_some() {
+        // ds4-kvcache exists; the worker has the seam (reuse ladder step 8) but
+        // does not call it yet. Say so instead of silently ignoring the flag.
+        slog!("--kv-disk-dir: the disk KV cache is not wired into the server yet; running with live-session reuse only");
+    }
     let t0 = std::time::Instant::now();
     let gguf = match ds4_gguf::Gguf::open(&args.model) {
         Ok(g) => g,

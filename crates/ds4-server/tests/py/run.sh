@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Black-box tests of the real ds4-server binary with the official OpenAI and
 # Anthropic SDKs. Needs: pip install openai anthropic pytest httpx
-# Usage: crates/ds4-server/tests/py/run.sh [pytest args]
+# Usage: [PYTHON=python3] [DS4_SERVER_BIN=…] crates/ds4-server/tests/py/run.sh [pytest args]
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../../../.." && pwd)"
 cd "$ROOT"
@@ -10,4 +10,4 @@ if [ -z "${DS4_SERVER_BIN:-}" ]; then
     cargo build --profile test -p ds4-server --bin ds4-server
     export DS4_SERVER_BIN="$ROOT/target/debug/ds4-server"
 fi
-exec python3 -m pytest -q -p no:cacheprovider "$ROOT/crates/ds4-server/tests/py" "$@"
+exec "${PYTHON:-python3}" -m pytest -q -p no:cacheprovider "$ROOT/crates/ds4-server/tests/py" "$@"
