@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use ds4_engine::cuda::{self, CudaModel, CudaSession, Gpu, Precision, SessionOptions};
-use ds4_engine::{Backend, CpuBackend, EngineError, Model, Options};
+use ds4_engine::{EngineError, Model, Options, Session};
 use ds4_gguf::Gguf;
 use ds4_tok::Tokenizer;
 use std::path::{Path, PathBuf};
@@ -15,8 +15,6 @@ use crate::session::LiveSession;
 /// Seed of the built-in demo model (fixed: the demo is the same everywhere).
 pub const DEMO_SEED: u64 = 4;
 
-/// Default prefill chunk (tokens per forward call).
-pub const DEFAULT_PREFILL_CHUNK: usize = 2048;
 
 pub struct Loaded {
     pub model: Arc<Model>,
@@ -45,10 +43,7 @@ impl SessionConfig {
     }
 }
 
-/// ds4's prefill chunk: 2048, or the context when smaller.
-pub fn default_prefill_chunk(ctx: usize) -> usize {
-    ctx.clamp(1, DEFAULT_PREFILL_CHUNK)
-}
+pub use ds4_engine::session::default_prefill_chunk;
 
 impl Loaded {
     pub fn backend_name(&self) -> &'static str {
@@ -62,7 +57,7 @@ impl Loaded {
     pub fn new_session(&self, ctx: usize, cfg: SessionConfig) -> Result<Box<dyn LiveSession>> {
         let chunk = cfg.chunk_for(ctx);
         match &self.cuda {
-            None => Ok(Box::new(BackendSession::cpu(self.model.clone(), cfg.qat, ctx, chunk))),
+            None => Ok(Box::new(CpuLive::new(self.model.clone(), cfg.qat, ctx, chunk))),
             Some(m) => {
                 let opts = SessionOptions {
                     ctx,
@@ -143,126 +138,56 @@ fn upload_cuda(model: &Model) -> Result<CudaModel> {
     Ok(m)
 }
 
-/// Rough f32 context-state bytes for `ctx` positions: the raw window, the
-/// compressed rows and the indexer rows of every layer.
-pub fn context_bytes(hp: &ds4_engine::Hparams, ctx: usize) -> usize {
-    let mut f = 0usize;
-    for &r in &hp.compress_ratios {
-        f += hp.sliding_window.min(ctx) * hp.head_dim;
-        if r != 0 {
-            f += ctx / r * hp.head_dim;
-            let coff = if r == 4 { 2 } else { 1 };
-            f += 2 * coff * r * coff * hp.head_dim;
-        }
-        if r == 4 {
-            f += ctx / 4 * hp.idx_head_dim + 2 * 2 * 4 * 2 * hp.idx_head_dim;
-        }
-    }
-    f * 4
-}
-
+/// The context-memory line (ds4 logs it when a session is created), from
+/// the engine's estimate of the model state for `ctx` positions.
 pub fn memory_note(hp: &ds4_engine::Hparams, ctx: usize, backend: &str, chunk: usize) -> String {
     format!(
         "context buffers {:.2} MiB (ctx={ctx}, backend={backend}, prefill_chunk={chunk})",
-        context_bytes(hp, ctx) as f64 / (1024.0 * 1024.0)
+        ds4_engine::session::memory_bytes(hp, ctx) as f64 / (1024.0 * 1024.0)
     )
 }
 
-/// A live session over a backend: extends the KV when the live tokens are a
-/// prefix of the requested prompt, otherwise rebuilds from position 0.
-pub struct BackendSession {
-    backend: Box<dyn Backend>,
-    ctx: usize,
-    chunk: usize,
-    toks: Vec<u32>,
-    logits: Vec<f32>,
-}
+/// The engine's CPU session as the CLI's live session.
+pub struct CpuLive(pub Session);
 
-impl BackendSession {
-    pub fn new(backend: Box<dyn Backend>, ctx: usize, chunk: usize) -> Self {
-        BackendSession { backend, ctx, chunk: chunk.max(1), toks: Vec::new(), logits: Vec::new() }
-    }
-
-    pub fn cpu(model: Arc<Model>, qat: bool, ctx: usize, chunk: usize) -> Self {
-        Self::new(Box::new(CpuBackend::new(model, Options { qat })), ctx, chunk)
-    }
-
-    /// Feed `tokens` in chunks of the prefill size; with `all`, return the
-    /// logits of every token (`n × vocab`).
-    pub fn extend(
-        &mut self,
-        tokens: &[u32],
-        all: bool,
-        progress: &mut dyn FnMut(usize, usize) -> bool,
-    ) -> Result<Vec<f32>> {
-        if self.toks.len() + tokens.len() > self.ctx {
-            return Err(EngineError::ContextFull { need: self.toks.len() + tokens.len(), ctx: self.ctx }.into());
-        }
-        let mut out = Vec::new();
-        let mut done = 0;
-        for chunk in tokens.chunks(self.chunk) {
-            let l = self.backend.forward(chunk, all)?;
-            self.toks.extend_from_slice(chunk);
-            done += chunk.len();
-            let v = l.len() / if all { chunk.len() } else { 1 };
-            self.logits.clear();
-            self.logits.extend_from_slice(&l[l.len() - v..]);
-            if all {
-                out.extend_from_slice(&l);
-            }
-            if !progress(done, tokens.len()) && done < tokens.len() {
-                return Err(EngineError::Cancelled.into());
-            }
-        }
-        Ok(out)
+impl CpuLive {
+    pub fn new(model: Arc<Model>, qat: bool, ctx: usize, chunk: usize) -> Self {
+        let mut s = Session::new(model, ctx, Options { qat });
+        s.set_prefill_chunk(chunk);
+        CpuLive(s)
     }
 }
 
-impl LiveSession for BackendSession {
+impl LiveSession for CpuLive {
     fn ctx(&self) -> usize {
-        self.ctx
+        self.0.ctx()
     }
 
     fn tokens(&self) -> &[u32] {
-        &self.toks
+        self.0.tokens()
     }
 
     fn sync(&mut self, prompt: &[u32], progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<usize> {
         if prompt.is_empty() {
             bail!("empty prompt");
         }
-        if prompt.len() > self.ctx {
-            return Err(EngineError::ContextFull { need: prompt.len(), ctx: self.ctx }.into());
-        }
-        let live = self.toks.len();
-        let reuse = if live <= prompt.len() && prompt[..live] == self.toks[..] && !(live == prompt.len() && self.logits.is_empty()) {
-            live
-        } else {
-            self.invalidate();
-            0
-        };
-        if reuse < prompt.len() {
-            self.extend(&prompt[reuse..], false, progress)?;
-        }
-        Ok(reuse)
+        Ok(self.0.sync(prompt, &mut |p| progress(p.done, p.total))?.reused)
     }
 
     fn eval(&mut self, token: u32) -> Result<()> {
-        self.extend(&[token], false, &mut |_, _| true).map(|_| ())
+        Ok(self.0.eval(token)?)
     }
 
     fn logits(&self) -> &[f32] {
-        &self.logits
+        self.0.logits()
     }
 
     fn invalidate(&mut self) {
-        self.backend.reset();
-        self.toks.clear();
-        self.logits.clear();
+        self.0.reset();
     }
 
     fn extend_all(&mut self, tokens: &[u32], progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<Vec<f32>> {
-        self.extend(tokens, true, progress)
+        Ok(self.0.extend(tokens, true, &mut |p| progress(p.done, p.total))?)
     }
 }
 
