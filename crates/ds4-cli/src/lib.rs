@@ -14,7 +14,6 @@ pub mod trace;
 
 use anyhow::{bail, Context, Result};
 use ds4_engine::sampling::{self, seed_from_time, Sampler, SamplerParams};
-use ds4_tok::Tokenizer;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::sync::atomic::AtomicBool;
 
@@ -71,9 +70,8 @@ pub fn run(args: &Args) -> Result<i32> {
         let (g, _) = engine::open_gguf(&args.model, args.demo)?;
         let tok = engine::tokenizer(&g)?;
         let text = prompt.unwrap_or_default();
-        let ids = if args.chat { tok.encode_chat_bytes(&text) } else { tok.encode_bytes(&text) };
-        let mut out = BufWriter::new(std::io::stdout().lock());
-        write_token_dump(&tok, &ids, &mut out)?;
+        let mut out = std::io::stdout().lock();
+        out.write_all(ds4_tok::dump_prompt(&tok, &text, args.chat).as_bytes())?;
         out.flush()?;
         return Ok(0);
     }
@@ -135,16 +133,6 @@ fn build_prompt(args: &Args, l: &Loaded, text: Option<&[u8]>) -> Result<Vec<u32>
     }
     let eff = crate::prompt::effective(args.think_mode(), args.ctx);
     Ok(prompt::one_shot(&l.tok, &args.system, text.unwrap_or_default(), eff))
-}
-
-/// `--dump-tokens`: one line per token, the id, a tab, the token's bytes as
-/// a JSON string (issue #3 item 5).
-pub fn write_token_dump(tok: &Tokenizer, ids: &[u32], out: &mut dyn Write) -> Result<()> {
-    for &id in ids {
-        let bytes = tok.token_bytes(id).unwrap_or(&[]);
-        writeln!(out, "{id}\t{}", logprobs::json_bytes_string(bytes))?;
-    }
-    Ok(())
 }
 
 fn inspect(l: &Loaded) {
