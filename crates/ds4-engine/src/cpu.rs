@@ -618,7 +618,11 @@ fn indexer_select(
                 }
             }
             let w: Vec<f32> = wt.iter().map(|&x| x * wscale).collect();
+            // Rows in parallel too: a single decode query may score ~n/4 rows.
+            let q = &*q;
             let scores: Vec<f32> = (0..nvis)
+                .into_par_iter()
+                .with_min_len(256)
                 .map(|c| {
                     let kc = &idx_rows[c * di..(c + 1) * di];
                     let mut s = 0f32;

@@ -33,7 +33,7 @@ pub enum TensorKind {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TensorSpec {
     pub name: String,
-    /// GGUF order (dims[0] contiguous).
+    /// GGUF order (`dims[0]` contiguous).
     pub dims: Vec<u64>,
     /// Accepted types; `types[0]` is the type to write for the requested [`Variant`].
     pub types: Vec<GgmlType>,
@@ -47,7 +47,7 @@ pub struct TensorSpec {
 /// Which routed-expert types to expect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
-    /// Loader: accept every routed type allowed for this model (types[0] = IQ2_XXS / Q2_K).
+    /// Loader: accept every routed type allowed for this model (`types[0]` = IQ2_XXS / Q2_K).
     Any,
     /// Published q2 file: gate/up IQ2_XXS, down Q2_K.
     Q2,

@@ -8,9 +8,19 @@
 //!   accepted types; `types[0]` = the type to write for a variant); [`layout::check`] reports
 //!   every mismatch; [`layout::expected_mtp_tensors`] for the MTP GGUF.
 //! * [`Model::load`]`(path) -> Arc<Model>` / [`Model::from_gguf`] — bind a GGUF.
-//!
-//! Further modules (forward pass, session, backend trait) are added as they land; see the
-//! module docs.
+//! * [`Session`] — the inference session: [`Session::new`]`(model, ctx, Options { qat })` on the
+//!   CPU reference backend, or [`Session::with_backend`]; `tokens()`, `logits()` (next-token
+//!   logits), `sync(prompt, progress)` (extend the live prefix or rebuild; the progress callback
+//!   returns false to cancel), `extend(tokens, all_logits, progress)` (chunked prefill, optionally
+//!   returning every position's logits), `eval(token)`, `snapshot()` / `restore()`,
+//!   `save_payload(&mut dyn Write)` / `load_payload(&mut dyn Read)` (ds4's DSV4 format,
+//!   [`payload`]), `memory_bytes()` ([`session::memory_bytes`]`(hp, ctx)`).
+//! * [`Backend`] — the small trait a backend implements (batch forward at the next positions
+//!   returning logits, reset, export/import of the canonical [`KvState`]); [`CpuBackend`] is the
+//!   float32 reference ([`cpu`], with decision traces for tests); `cuda` holds the GPU backend.
+//! * [`Options`]`{ qat }` — `qat: false` is the `--no-qat` diagnostic (no FP8 KV / indexer FP4
+//!   rounding).
+//! * [`ops`] — the primitive operations (norms, RoPE, Sinkhorn, FP8/FP4 round trips, Hadamard).
 
 pub mod backend;
 pub mod cpu;
