@@ -160,6 +160,54 @@ impl Binder<'_> {
     fn vec(&self, name: &str) -> Vec<f32> {
         vec_f32(self.g, self.info(name))
     }
+    fn opt_vec(&self, name: &str) -> Option<Vec<f32>> {
+        self.g.tensor(name).map(|t| vec_f32(self.g, t))
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn block(
+        &self,
+        p: &str,
+        index: usize,
+        ratio: usize,
+        tid2eid: Option<Vec<u32>>,
+        exp_probs_b: Option<Vec<f32>>,
+        clamp: f32,
+        clamp_sh: f32,
+    ) -> LayerWeights {
+        LayerWeights {
+            index,
+            ratio,
+            hc_attn: self.hc(p, "attn"),
+            hc_ffn: self.hc(p, "ffn"),
+            attn_norm: self.vec(&format!("{p}attn_norm.weight")),
+            q_a: self.mat(&format!("{p}attn_q_a.weight")),
+            q_a_norm: self.vec(&format!("{p}attn_q_a_norm.weight")),
+            q_b: self.mat(&format!("{p}attn_q_b.weight")),
+            kv: self.mat(&format!("{p}attn_kv.weight")),
+            kv_norm: self.vec(&format!("{p}attn_kv_a_norm.weight")),
+            sinks: self.vec(&format!("{p}attn_sinks.weight")),
+            out_a: self.mat(&format!("{p}attn_output_a.weight")),
+            out_b: self.mat(&format!("{p}attn_output_b.weight")),
+            comp: (ratio != 0).then(|| self.comp(p, "attn")),
+            indexer: (ratio == 4).then(|| IndexerWeights {
+                q_b: self.mat(&format!("{p}indexer.attn_q_b.weight")),
+                proj: self.mat(&format!("{p}indexer.proj.weight")),
+                comp: self.comp(p, "indexer"),
+            }),
+            ffn_norm: self.vec(&format!("{p}ffn_norm.weight")),
+            gate_inp: self.mat(&format!("{p}ffn_gate_inp.weight")),
+            exp_probs_b,
+            tid2eid,
+            gate_exps: self.mat(&format!("{p}ffn_gate_exps.weight")),
+            up_exps: self.mat(&format!("{p}ffn_up_exps.weight")),
+            down_exps: self.mat(&format!("{p}ffn_down_exps.weight")),
+            gate_sh: self.mat(&format!("{p}ffn_gate_shexp.weight")),
+            up_sh: self.mat(&format!("{p}ffn_up_shexp.weight")),
+            down_sh: self.mat(&format!("{p}ffn_down_shexp.weight")),
+            clamp,
+            clamp_sh,
+        }
+    }
     fn hc(&self, p: &str, sub: &str) -> HcWeights {
         HcWeights {
             fn_: self.mat(&format!("{p}hc_{sub}_fn.weight")),
@@ -211,44 +259,8 @@ impl Model {
             } else {
                 None
             };
-            let bias_name = format!("{p}exp_probs_b.bias");
-            layers.push(LayerWeights {
-                index: l,
-                ratio,
-                hc_attn: b.hc(&p, "attn"),
-                hc_ffn: b.hc(&p, "ffn"),
-                attn_norm: b.vec(&format!("{p}attn_norm.weight")),
-                q_a: b.mat(&format!("{p}attn_q_a.weight")),
-                q_a_norm: b.vec(&format!("{p}attn_q_a_norm.weight")),
-                q_b: b.mat(&format!("{p}attn_q_b.weight")),
-                kv: b.mat(&format!("{p}attn_kv.weight")),
-                kv_norm: b.vec(&format!("{p}attn_kv_a_norm.weight")),
-                sinks: b.vec(&format!("{p}attn_sinks.weight")),
-                out_a: b.mat(&format!("{p}attn_output_a.weight")),
-                out_b: b.mat(&format!("{p}attn_output_b.weight")),
-                comp: (ratio != 0).then(|| b.comp(&p, "attn")),
-                indexer: (ratio == 4).then(|| IndexerWeights {
-                    q_b: b.mat(&format!("{p}indexer.attn_q_b.weight")),
-                    proj: b.mat(&format!("{p}indexer.proj.weight")),
-                    comp: b.comp(&p, "indexer"),
-                }),
-                ffn_norm: b.vec(&format!("{p}ffn_norm.weight")),
-                gate_inp: b.mat(&format!("{p}ffn_gate_inp.weight")),
-                exp_probs_b: if hp.is_hash_layer(l) {
-                    None
-                } else {
-                    g.tensor(&bias_name).map(|t| vec_f32(&g, t))
-                },
-                tid2eid,
-                gate_exps: b.mat(&format!("{p}ffn_gate_exps.weight")),
-                up_exps: b.mat(&format!("{p}ffn_up_exps.weight")),
-                down_exps: b.mat(&format!("{p}ffn_down_exps.weight")),
-                gate_sh: b.mat(&format!("{p}ffn_gate_shexp.weight")),
-                up_sh: b.mat(&format!("{p}ffn_up_shexp.weight")),
-                down_sh: b.mat(&format!("{p}ffn_down_shexp.weight")),
-                clamp: hp.swiglu_clamp[l],
-                clamp_sh: hp.swiglu_clamp_shexp[l],
-            });
+            let bias = if hp.is_hash_layer(l) { None } else { b.opt_vec(&format!("{p}exp_probs_b.bias")) };
+            layers.push(b.block(&p, l, ratio, tid2eid, bias, hp.swiglu_clamp[l], hp.swiglu_clamp_shexp[l]));
         }
         if !bad.is_empty() {
             return Err(LayoutError { mismatches: bad }.into());
@@ -287,5 +299,56 @@ impl Model {
             Some(GgmlType::F16) => 16,
             _ => 32,
         }
+    }
+}
+
+/// The optional MTP (next-token drafter) block from its own GGUF (MODEL.md §4.4, §7), bound by
+/// tensor name against the main model's hyperparameters (ds4 validates no MTP metadata). The
+/// block is a ratio-0 decoder layer with router bias (index `n_layer`); the drafter reuses the
+/// main model's embedding and LM head.
+pub struct MtpWeights {
+    gguf: Gguf,
+    pub e_proj: Mat,
+    pub h_proj: Mat,
+    pub enorm: Vec<f32>,
+    pub hnorm: Vec<f32>,
+    pub norm: Vec<f32>,
+    pub hc_head: HcWeights,
+    pub block: LayerWeights,
+}
+
+impl MtpWeights {
+    pub fn load(path: impl AsRef<Path>, hp: &Hparams) -> Result<MtpWeights, ModelError> {
+        Self::from_gguf(Gguf::open(path)?, hp)
+    }
+
+    /// Bind; every layout mismatch is reported at once.
+    pub fn from_gguf(g: Gguf, hp: &Hparams) -> Result<MtpWeights, ModelError> {
+        layout::check(&layout::expected_mtp_tensors(hp, Variant::Any), |n| g.tensor(n))?;
+        let b = Binder { g: &g };
+        let p = "mtp.0.";
+        // The MTP clamp is the published 10 like every layer; use the last layer's value.
+        let (c, cs) = (hp.swiglu_clamp[hp.n_layer - 1], hp.swiglu_clamp_shexp[hp.n_layer - 1]);
+        let block = b.block(p, hp.n_layer, 0, None, b.opt_vec(&format!("{p}exp_probs_b.bias")), c, cs);
+        let hc_head = HcWeights {
+            fn_: b.mat(&format!("{p}hc_head_fn.weight")),
+            scale: b.vec(&format!("{p}hc_head_scale.weight")),
+            base: b.vec(&format!("{p}hc_head_base.weight")),
+        };
+        Ok(MtpWeights {
+            e_proj: b.mat(&format!("{p}e_proj.weight")),
+            h_proj: b.mat(&format!("{p}h_proj.weight")),
+            enorm: b.vec(&format!("{p}enorm.weight")),
+            hnorm: b.vec(&format!("{p}hnorm.weight")),
+            norm: b.vec(&format!("{p}norm.weight")),
+            hc_head,
+            block,
+            gguf: g,
+        })
+    }
+
+    /// The MTP file image the [`Mat`] offsets point into.
+    pub fn data(&self) -> &[u8] {
+        self.gguf.bytes()
     }
 }

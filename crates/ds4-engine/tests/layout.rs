@@ -268,3 +268,28 @@ fn mtp_table_is_self_consistent() {
     assert_eq!(err.mismatches.len(), 1);
     assert_eq!(err.mismatches[0].tensor, "mtp.0.exp_probs_b.bias");
 }
+
+#[test]
+fn mtp_file_binds_and_reports_mismatches() {
+    // A synthetic MTP GGUF for the tiny model's widths (zero data; binding only reads the table
+    // and small vectors).
+    let model = Model::load(fixtures().join("tiny-f32/model.gguf")).unwrap();
+    let hp = &model.hp;
+    let specs = layout::expected_mtp_tensors(hp, Variant::F32);
+    let mut tensors: Vec<(String, Vec<u64>, GgmlType)> = specs.iter().map(|s| (s.name.clone(), s.dims.clone(), s.types[0])).collect();
+    let meta = vec![("general.architecture".to_string(), MetaValue::Str("deepseek4-mtp".into()))];
+    let mtp = ds4_engine::model::MtpWeights::from_gguf(Gguf::from_bytes(write_gguf(&meta, &tensors, None)).unwrap(), hp).unwrap();
+    assert_eq!(mtp.block.index, hp.n_layer);
+    assert_eq!(mtp.block.ratio, 0);
+    assert!(mtp.block.exp_probs_b.is_some() && mtp.block.tid2eid.is_none() && mtp.block.comp.is_none());
+    assert_eq!((mtp.e_proj.rows, mtp.e_proj.cols), (hp.n_embd, hp.n_embd));
+    // Break three tensors: all three reported.
+    tensors.retain(|t| t.0 != "mtp.0.h_proj.weight");
+    tensors.iter_mut().find(|t| t.0 == "mtp.0.ffn_up_exps.weight").unwrap().2 = GgmlType::F16;
+    tensors.iter_mut().find(|t| t.0 == "mtp.0.hnorm.weight").unwrap().1 = vec![65];
+    let err = ds4_engine::model::MtpWeights::from_gguf(Gguf::from_bytes(write_gguf(&meta, &tensors, None)).unwrap(), hp).err().unwrap();
+    let ModelError::Layout(le) = &err else { panic!("{err}") };
+    let mut names: Vec<&str> = le.mismatches.iter().map(|m| m.tensor.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["mtp.0.ffn_up_exps.weight", "mtp.0.h_proj.weight", "mtp.0.hnorm.weight"], "{err}");
+}
