@@ -289,6 +289,11 @@ impl Gpu {
         Ok(g)
     }
 
+    /// Make our context current on the calling thread (sessions may move between threads).
+    pub fn bind(&self) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(derr("bind context"))
+    }
+
     pub fn f(&self, name: &str) -> sys::CUfunction {
         *self.funcs.get(name).unwrap_or_else(|| panic!("kernel {name} not in KERNELS"))
     }
@@ -452,6 +457,8 @@ pub struct Graph {
     graph: sys::CUgraph,
     exec: sys::CUgraphExec,
 }
+// SAFETY: graph handles are plain driver objects, used only through &Gpu on the session's thread.
+unsafe impl Send for Graph {}
 impl Drop for Graph {
     fn drop(&mut self) {
         // SAFETY: handles owned by this struct.

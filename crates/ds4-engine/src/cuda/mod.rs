@@ -19,12 +19,14 @@
 //!   inputs and f32 accumulation. Decode is memory-bound and identical in both (f32
 //!   activations against dequantized weights).
 
+pub mod backend;
 pub mod dims;
 pub mod kbench;
 pub mod driver;
 pub mod session;
 pub mod weights;
 
+pub use backend::CudaBackend;
 pub use dims::Dims;
 pub use driver::{CudaError, Gpu};
 pub use session::{CudaSession, Precision, SessionOptions};

@@ -240,8 +240,9 @@ impl CudaSession {
         let cap = ((d.window + tmax + 255) / 256) * 256;
         let comp_cap = opts.ctx / 4 + 2;
         let idx_ld = (opts.ctx / 4 + 2).max(1);
-        // 256 columns per block: every thread of hc_post_mix busy, and few partials for hc_finish
-        let hc_split = (d.d / 256).max(1);
+        // 128 columns per block (one per thread): enough blocks for a single decode token, few
+        // partials for hc_finish
+        let hc_split = ((d.d + 127) / 128).max(1);
         let hc_chunk = (d.d + hc_split - 1) / hc_split;
         let f4 = |n: usize| gpu.alloc(n * 4);
         let mut st = Vec::new();
@@ -356,6 +357,7 @@ impl CudaSession {
 
     /// Forget everything: position 0, empty frontiers.
     pub fn reset(&mut self) -> Result<()> {
+        self.m.gpu.bind()?;
         let gpu = self.m.gpu.clone();
         for s in &self.st {
             if let Some(b) = &s.skv {
@@ -454,7 +456,8 @@ impl CudaSession {
             .a(self.hc_chunk as i32)
             .a(sc.pdot.ptr)
             .a(sc.pss.ptr);
-        self.gpu().launch("hc_post_mix", (self.hc_split as u32, t as u32, 1), 256, 0, args)
+        let block = ((self.hc_chunk + 31) / 32 * 32) as u32;
+        self.gpu().launch("hc_post_mix", (self.hc_split as u32, t as u32, 1), block, 0, args)
     }
 
     /// hc_finish for tokens [t0, t0+t) writing xn rows starting at `out`.
@@ -479,7 +482,7 @@ impl CudaSession {
             .a(sc.post.ptr + (t0 * d.n_hc * 4) as u64)
             .a(sc.comb.ptr + (t0 * d.n_hc * d.n_hc * 4) as u64)
             .a(out);
-        self.gpu().launch("hc_finish", (t as u32, 1, 1), 256, (d.d * 4) as u32, args)
+        self.gpu().launch("hc_finish", (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, (d.d * 4) as u32, args)
     }
 
     fn comp_args(&self, l: usize, t: usize, indexer: bool) -> CompArgs {
@@ -576,7 +579,7 @@ impl CudaSession {
                 .a(stl.raw.ptr)
                 .a(self.cap as i32)
                 .a(self.opts.qat as i32);
-            gpu.launch("attn_prep", (t as u32, 1, 1), 256, ((d.rq + d.dh) * 4) as u32, args)?;
+            gpu.launch("attn_prep", (t as u32, 1, 1), 512, ((d.rq + d.dh) * 4) as u32, args)?;
             if ratio > 0 {
                 self.compressor(l, t, false)?;
             }
@@ -633,7 +636,9 @@ impl CudaSession {
                 eps: d.rms_eps,
                 pad: 0,
             };
-            gpu.launch("attn_partial", (((d.h + 7) / 8) as u32, nsplit as u32, t as u32), 256, (16 * d.dh * 4) as u32, Args::new().a(aa))?;
+            // prefill: 16 heads per block, so every K tile loaded serves more heads
+            let hpb = if decode { 8 } else { 16 };
+            gpu.launch("attn_partial", (((d.h + hpb - 1) / hpb) as u32, nsplit as u32, t as u32), (hpb * 32) as u32, (16 * d.dh * 4) as u32, Args::new().a(aa))?;
             let args = Args::new()
                 .a(sc.po.ptr)
                 .a(sc.pml.ptr)
@@ -778,6 +783,7 @@ impl CudaSession {
     }
 
     fn prefill_inner(&mut self, toks: &[u32], mut all: Option<&mut Vec<f32>>) -> Result<()> {
+        self.m.gpu.bind()?;
         self.check_tokens(toks)?;
         let v = self.m.dims.vocab;
         for chunk in toks.chunks(self.opts.max_chunk) {
@@ -816,6 +822,7 @@ impl CudaSession {
 
     /// One decode step (graph-replayed when enabled).
     pub fn eval(&mut self, tok: u32) -> Result<()> {
+        self.m.gpu.bind()?;
         self.check_tokens(&[tok])?;
         let p = self.tokens.len();
         self.upload_batch(&[tok], p)?;
@@ -844,6 +851,7 @@ impl CudaSession {
 
     /// Greedy next token from the current logits, skipping `exclude` (e.g. EOS).
     pub fn argmax(&mut self, exclude: Option<u32>) -> Result<u32> {
+        self.m.gpu.bind()?;
         if !self.has_logits {
             return Err(CudaError::Other("no logits yet".into()));
         }
@@ -856,6 +864,7 @@ impl CudaSession {
     }
 
     pub fn logits(&mut self) -> Result<&[f32]> {
+        self.m.gpu.bind()?;
         if !self.has_logits {
             return Err(CudaError::Other("no logits yet".into()));
         }
@@ -910,6 +919,7 @@ impl CudaSession {
 
     /// Serialize the session (DSV4 payload v1, f32 rows).
     pub fn save_payload(&mut self) -> Result<Vec<u8>> {
+        self.m.gpu.bind()?;
         if !self.has_logits {
             return Err(CudaError::Other("empty session".into()));
         }
@@ -980,6 +990,7 @@ impl CudaSession {
 
     /// Restore from a payload written by `save_payload` (or a compatible writer).
     pub fn load_payload(&mut self, data: &[u8]) -> Result<()> {
+        self.m.gpu.bind()?;
         let d = self.m.dims.clone();
         let bad = |m: &str| CudaError::Other(format!("payload: {m}"));
         let mut rd = Reader { b: data, pos: 0 };
@@ -1052,6 +1063,95 @@ impl CudaSession {
         self.tokens = toks;
         self.logits_host = Some(logits);
         self.has_logits = p > 0;
+        Ok(())
+    }
+}
+
+impl CudaSession {
+    /// The state in the canonical CPU form (f32, ring of `window` rows) for snapshots/payloads.
+    pub fn export_state(&self) -> Result<crate::state::KvState> {
+        self.m.gpu.bind()?;
+        let d = &self.m.dims;
+        let p = self.tokens.len();
+        let gpu = &self.m.gpu;
+        let get = |ptr: DevPtr, n: usize| -> Result<Vec<f32>> {
+            let mut v = vec![0f32; n];
+            gpu.dtoh(&mut v, ptr)?;
+            Ok(v)
+        };
+        let w = d.window;
+        let mut layers = Vec::with_capacity(d.n_layer);
+        for l in 0..d.n_layer {
+            let r = d.ratios[l];
+            let s = &self.st[l];
+            let mut raw = vec![0f32; w * d.dh];
+            for q in p.saturating_sub(w)..p {
+                let row = get(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, d.dh)?;
+                raw[(q % w) * d.dh..(q % w + 1) * d.dh].copy_from_slice(&row);
+            }
+            let front = |kv: &Option<DevBuf>, sc: &Option<DevBuf>, ratio: usize, dim: usize| -> Result<Option<crate::state::Frontier>> {
+                match (kv, sc) {
+                    (Some(kv), Some(sc)) => {
+                        let mut f = crate::state::Frontier::new(ratio, dim);
+                        f.kv = get(kv.ptr, f.rows * f.width)?;
+                        f.score = get(sc.ptr, f.rows * f.width)?;
+                        Ok(Some(f))
+                    }
+                    _ => Ok(None),
+                }
+            };
+            layers.push(crate::state::LayerState {
+                ratio: r,
+                raw,
+                comp: if r > 0 { get(s.comp.as_ref().unwrap().ptr, (p / r) * d.dh)? } else { Vec::new() },
+                comp_front: front(&s.skv, &s.ssc, r, d.dh)?,
+                idx: if r == 4 { get(s.icomp.as_ref().unwrap().ptr, (p / 4) * d.di)? } else { Vec::new() },
+                idx_front: if r == 4 { front(&s.iskv, &s.issc, 4, d.di)? } else { None },
+            });
+        }
+        Ok(crate::state::KvState { pos: p, raw_cap: w, head_dim: d.dh, idx_head_dim: d.di, layers })
+    }
+
+    /// Replace the whole state. Token ids are not part of a `KvState`: the session's token list
+    /// becomes `pos` placeholders (callers that need ids, e.g. `sync`, track them themselves).
+    pub fn import_state(&mut self, st: &crate::state::KvState) -> Result<()> {
+        self.m.gpu.bind()?;
+        let d = self.m.dims.clone();
+        let bad = |m: &str| CudaError::Other(format!("import_state: {m}"));
+        if st.head_dim != d.dh || st.idx_head_dim != d.di || st.layers.len() != d.n_layer || st.raw_cap == 0 {
+            return Err(bad("state does not match this model's layout"));
+        }
+        let p = st.pos;
+        if p >= self.opts.ctx {
+            return Err(bad("state longer than this session's context"));
+        }
+        self.reset()?;
+        let gpu = self.m.gpu.clone();
+        for l in 0..d.n_layer {
+            let r = d.ratios[l];
+            let (ls, s) = (&st.layers[l], &self.st[l]);
+            if ls.ratio != r || ls.comp.len() != if r > 0 { (p / r) * d.dh } else { 0 } || ls.idx.len() != if r == 4 { (p / 4) * d.di } else { 0 } {
+                return Err(bad("row counts do not match pos"));
+            }
+            for q in p.saturating_sub(d.window.min(st.raw_cap))..p {
+                gpu.htod(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, st.raw_row(l, q))?;
+            }
+            if r > 0 {
+                let f = ls.comp_front.as_ref().ok_or_else(|| bad("missing frontier"))?;
+                gpu.htod(s.comp.as_ref().unwrap().ptr, &ls.comp)?;
+                gpu.htod(s.skv.as_ref().unwrap().ptr, &f.kv)?;
+                gpu.htod(s.ssc.as_ref().unwrap().ptr, &f.score)?;
+            }
+            if r == 4 {
+                let f = ls.idx_front.as_ref().ok_or_else(|| bad("missing indexer frontier"))?;
+                gpu.htod(s.icomp.as_ref().unwrap().ptr, &ls.idx)?;
+                gpu.htod(s.iskv.as_ref().unwrap().ptr, &f.kv)?;
+                gpu.htod(s.issc.as_ref().unwrap().ptr, &f.score)?;
+            }
+        }
+        self.tokens = vec![0; p];
+        self.logits_host = None;
+        self.has_logits = false;
         Ok(())
     }
 }

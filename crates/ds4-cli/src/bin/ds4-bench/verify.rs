@@ -9,7 +9,7 @@ use super::Args;
 use anyhow::{anyhow, Context, Result};
 use ds4_engine::backend::{Backend, Options};
 use ds4_engine::cpu::CpuBackend;
-use ds4_engine::cuda::{CudaModel, CudaSession, Precision, SessionOptions};
+use ds4_engine::cuda::{CudaBackend, CudaModel, CudaSession, Precision, SessionOptions};
 use ds4_engine::model::Model;
 use std::path::Path;
 use std::sync::Arc;
@@ -244,6 +244,53 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                 pr.extend_from_slice(ref_chunk.logits().map_err(|e| anyhow!("{e}"))?);
             }
             t.check(&tag("payload save/load + decode"), &cmp(&pr, &gd, vocab, nd), 1e-5, 1e-6, true);
+            // cross-backend state through the engine's Backend trait: GPU prefix -> CPU decode,
+            // CPU prefix -> GPU decode (payloads/snapshots are portable across backends)
+            {
+                let mut gb = CudaBackend::with_weights(cpu_model.clone(), cm.clone(), Options { qat: false }, 1024, Precision::Reference)
+                    .map_err(|e| anyhow!("{e}"))?;
+                gb.forward(&toks[..prefix], false).map_err(|e| anyhow!("{e}"))?;
+                let st = gb.export_state();
+                let mut cb = CpuBackend::new(cpu_model.clone(), Options { qat: false });
+                cb.import_state(&st).map_err(|e| anyhow!("{e}"))?;
+                let mut a = Vec::new();
+                let mut b = Vec::new();
+                cpu.reset();
+                cpu.forward(&toks[..prefix], false).map_err(|e| anyhow!("{e}"))?;
+                gb.import_state(&cpu.export_state()).map_err(|e| anyhow!("{e}"))?;
+                for &tk in &toks[prefix..] {
+                    a.extend(cb.forward(&[tk], false).map_err(|e| anyhow!("{e}"))?);
+                    b.extend(gb.forward(&[tk], false).map_err(|e| anyhow!("{e}"))?);
+                }
+                t.check(&tag("state gpu->cpu decode"), &cmp(&a, &cd[vocab..], vocab, nd - 1), 2e-3, 1e-4, true);
+                t.check(&tag("state cpu->gpu decode"), &cmp(&b, &cd[vocab..], vocab, nd - 1), 2e-3, 1e-4, true);
+            }
+            // official-mode state diagnostic: where do GPU and CPU KV rows part?
+            if sname == "short" {
+                let gst = ref_off.export_state().map_err(|e| anyhow!("{e}"))?;
+                let mut co2 = CpuBackend::new(cpu_model.clone(), Options { qat: true });
+                co2.forward(&toks, false).map_err(|e| anyhow!("{e}"))?;
+                let cst = co2.export_state();
+                let mut shown = 0;
+                let mut nbad = 0;
+                let mut mx = 0f32;
+                for (l, (gl, cl)) in gst.layers.iter().zip(&cst.layers).enumerate() {
+                    for (kind, gv, cv) in [("raw", &gl.raw, &cl.raw), ("comp", &gl.comp, &cl.comp), ("idx", &gl.idx, &cl.idx)] {
+                        for (i, (x, y)) in gv.iter().zip(cv.iter()).enumerate() {
+                            let dd = (x - y).abs();
+                            mx = mx.max(dd);
+                            if dd > 1e-3 * y.abs().max(1e-2) {
+                                nbad += 1;
+                                if shown < 4 {
+                                    shown += 1;
+                                    println!("INFO {} qat state diff: layer {l} {kind}[{i}] gpu={x:e} cpu={y:e}", tag(""));
+                                }
+                            }
+                        }
+                    }
+                }
+                println!("INFO {} qat state: max_abs={mx:.3e} elements_off={nbad}", tag(""));
+            }
             // fast path deviation (informational)
             fast_ex.reset().map_err(|e| anyhow!("{e}"))?;
             let gf = fast_ex.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;

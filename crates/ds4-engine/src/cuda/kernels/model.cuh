@@ -29,42 +29,38 @@ __device__ float block_sum_f(float v, float* sh) {
 
 // hc_post (optional, when y != 0) followed by the partial sums of the next hc_pre:
 // per (token, column slice) the sum of squares of the flattened state and the M partial
-// dot products with fn. grid (nsplit, T).
+// dot products with fn. grid (nsplit, T), one thread per column (blockDim == chunk).
+// The per-thread partials are reduced through shared memory with one barrier: warp w sums
+// rows m = w, w + nwarps, ... lane-strided then by a butterfly (fixed order).
 extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const float* __restrict__ y,
                                                               const float* __restrict__ post,
                                                               const float* __restrict__ comb,
                                                               const u16* __restrict__ fn, int M, int D, int N,
                                                               int chunk, float* pdot, double* pss) {
-    __shared__ double shd[32];
-    __shared__ float shf[32];
+    __shared__ float red[MAXM][256];
+    __shared__ double redd[256];
     int t = blockIdx.y, sp = blockIdx.x, nsplit = gridDim.x;
-    int d0 = sp * chunk, d1 = min(D, d0 + chunk);
+    int d = sp * chunk + threadIdx.x;
     float* St = S + (i64)t * N * D;
-    float pb[MAXN], cm[MAXN * MAXN];
-    if (y) {
-        for (int b = 0; b < N; b++) pb[b] = post[t * N + b];
-        for (int i = 0; i < N * N; i++) cm[i] = comb[t * N * N + i];
-    }
     double ss = 0.0;
     float dot[MAXM];
 #pragma unroll
     for (int m = 0; m < MAXM; m++) dot[m] = 0.f;
-    i64 fstride = (i64)N * D;
-    for (int d = d0 + threadIdx.x; d < d1; d += blockDim.x) {
-        float sv[MAXN];
+    if (threadIdx.x < chunk && d < D) {
+        float sv[MAXN], nv[MAXN];
         for (int a = 0; a < N; a++) sv[a] = St[(i64)a * D + d];
-        float nv[MAXN];
         if (y) {
             float yd = y[(i64)t * D + d];
             for (int b = 0; b < N; b++) {
-                float acc = pb[b] * yd;
-                for (int a = 0; a < N; a++) acc += cm[a * N + b] * sv[a];
+                float acc = post[t * N + b] * yd;
+                for (int a = 0; a < N; a++) acc += comb[t * N * N + a * N + b] * sv[a];
                 nv[b] = acc;
             }
             for (int b = 0; b < N; b++) St[(i64)b * D + d] = nv[b];
         } else {
             for (int b = 0; b < N; b++) nv[b] = sv[b];
         }
+        i64 fstride = (i64)N * D;
         for (int b = 0; b < N; b++) {
             ss += (double)nv[b] * (double)nv[b];
 #pragma unroll
@@ -72,17 +68,30 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const fl
                 if (m < M) dot[m] += h2f(fn[(i64)m * fstride + (i64)b * D + d]) * nv[b];
         }
     }
-    double tss = block_sum_d(ss, shd);
-    for (int m = 0; m < M; m++) {
-        float v = block_sum_f(dot[m], shf);
-        if (threadIdx.x == 0) pdot[((i64)t * nsplit + sp) * M + m] = v;
+#pragma unroll
+    for (int m = 0; m < MAXM; m++)
+        if (m < M) red[m][threadIdx.x] = dot[m];
+    redd[threadIdx.x] = ss;
+    __syncthreads();
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int m = w; m <= M; m += nw) {
+        if (m < M) {
+            float a = 0.f;
+            for (int i = lane; i < (int)blockDim.x; i += 32) a += red[m][i];
+            a = warp_sum(a);
+            if (lane == 0) pdot[((i64)t * nsplit + sp) * M + m] = a;
+        } else {
+            double a = 0.0;
+            for (int i = lane; i < (int)blockDim.x; i += 32) a += redd[i];
+            a = warp_sum_d(a);
+            if (lane == 0) pss[(i64)t * nsplit + sp] = a;
+        }
     }
-    if (threadIdx.x == 0) pss[(i64)t * nsplit + sp] = tss;
 }
 
 // Finish hc_pre: mix, pre/post/Sinkhorn (M == N*(N+2)) or head pre only (M == N), collapse
 // the streams and apply the following weighted RMSNorm. grid T, dynamic smem D floats.
-extern "C" __global__ void __launch_bounds__(256) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
+extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
                                                             const double* __restrict__ pss, int nsplit, int M, int D,
                                                             int N, const float* __restrict__ scale,
                                                             const float* __restrict__ base,
@@ -221,7 +230,7 @@ __device__ void rmsnorm_w_to(const float* src, const float* w, float* dst, int n
 
 // q LoRA norm and the KV row: qr = rmsnorm_w(qa), k = rope(rmsnorm_w(kv)), FP8 sim on the
 // non-rotary part, stored into the raw ring at pos % cap. grid T, smem (Rq + Dh) floats.
-extern "C" __global__ void __launch_bounds__(256) attn_prep(const float* __restrict__ qa, const float* __restrict__ kvp,
+extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restrict__ qa, const float* __restrict__ kvp,
                                                             const float* __restrict__ qa_norm,
                                                             const float* __restrict__ kv_norm, int Rq, int Dh, int R,
                                                             float eps, const int* __restrict__ pos,
@@ -535,12 +544,12 @@ struct AttnArgs {
 };
 
 #define ATT_TR 16
-extern "C" __global__ void __launch_bounds__(256) attn_partial(AttnArgs a) {
+extern "C" __global__ void __launch_bounds__(512) attn_partial(AttnArgs a) {
     extern __shared__ float4 ktile4[];  // ATT_TR * Dh floats
     float* ktile = (float*)ktile4;
     int t = blockIdx.z, sp = blockIdx.y;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int h = blockIdx.x * 8 + warp;
+    int h = blockIdx.x * (blockDim.x >> 5) + warp;  // one head per warp
     bool hv = h < a.H;
     int p = a.pos[t];
     int Dh = a.Dh;

@@ -1,0 +1,86 @@
+//! The CUDA backend behind the engine's [`Backend`] trait (selected at run time like `cpu`).
+
+use super::{CudaModel, CudaSession, Gpu, Precision, SessionOptions};
+use crate::backend::{Backend, EngineError, Options};
+use crate::model::Model;
+use crate::state::KvState;
+use std::sync::Arc;
+
+pub struct CudaBackend {
+    model: Arc<Model>,
+    sess: CudaSession,
+}
+
+fn be(e: super::CudaError) -> EngineError {
+    EngineError::Backend(e.to_string())
+}
+
+impl CudaBackend {
+    /// Upload `model`'s weights to GPU `ordinal` and open a session of `ctx` tokens.
+    /// `progress(done, total)` follows the weight upload.
+    pub fn new(
+        model: Arc<Model>,
+        opts: Options,
+        ctx: usize,
+        precision: Precision,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<CudaBackend, EngineError> {
+        let gpu = Arc::new(Gpu::new(0).map_err(be)?);
+        let cm = Arc::new(CudaModel::upload(gpu, model.gguf(), progress).map_err(be)?);
+        Self::with_weights(model, cm, opts, ctx, precision)
+    }
+
+    /// A session over weights already on the GPU (several sessions can share them).
+    pub fn with_weights(model: Arc<Model>, weights: Arc<CudaModel>, opts: Options, ctx: usize, precision: Precision) -> Result<CudaBackend, EngineError> {
+        let so = SessionOptions { ctx, qat: opts.qat, precision, max_chunk: 2048, graphs: true };
+        Ok(CudaBackend { model, sess: CudaSession::new(weights, so).map_err(be)? })
+    }
+
+    pub fn session(&mut self) -> &mut CudaSession {
+        &mut self.sess
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &str {
+        "cuda"
+    }
+    fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+    fn pos(&self) -> usize {
+        self.sess.tokens().len()
+    }
+    fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>, EngineError> {
+        let vocab = self.model.hp.n_vocab;
+        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= vocab) {
+            return Err(EngineError::BadToken(t, vocab));
+        }
+        let need = self.pos() + tokens.len();
+        if need > self.sess.ctx() {
+            return Err(EngineError::ContextFull { need, ctx: self.sess.ctx() });
+        }
+        if tokens.is_empty() {
+            return Err(EngineError::Backend("forward needs at least one token".into()));
+        }
+        if all_logits {
+            return self.sess.prefill_all_logits(tokens).map_err(be);
+        }
+        if tokens.len() == 1 {
+            self.sess.eval(tokens[0]).map_err(be)?;
+        } else {
+            self.sess.prefill(tokens).map_err(be)?;
+        }
+        Ok(self.sess.logits().map_err(be)?.to_vec())
+    }
+    fn reset(&mut self) {
+        // a failed reset leaves a session that reports errors on the next call
+        let _ = self.sess.reset();
+    }
+    fn export_state(&self) -> KvState {
+        self.sess.export_state().unwrap_or_else(|_| KvState::new(&self.model.hp))
+    }
+    fn import_state(&mut self, state: &KvState) -> Result<(), EngineError> {
+        self.sess.import_state(state).map_err(be)
+    }
+}
