@@ -309,3 +309,68 @@ fn official_t256_q4() {
 fn official_vocab_f16() {
     official("vocab-f16");
 }
+
+/// ds4's CPU numerics (8-bit activations): batch invariant like the reference path, and as
+/// far from the exact logits as the reference's own int8-activation emulation is.
+#[test]
+fn q8_activation_path() {
+    let man = manifest();
+    for name in ["t256-q2", "t256-q4", "tiny-f32"] {
+        let m = model_entry(&man, name);
+        let model = load(name);
+        let v = model.hp.n_vocab;
+        for seq in m["sequences"].as_array().unwrap().iter().filter(|s| s["name"] != "long") {
+            let sname = seq["name"].as_str().unwrap();
+            let toks = tokens(seq);
+            let run = |chunk: usize| {
+                let mut be = CpuBackend::new(model.clone(), exact()).with_q8_activations(true);
+                let mut out = Vec::new();
+                for c in toks.chunks(chunk) {
+                    out.extend(be.forward_tokens(c, true).unwrap());
+                }
+                out
+            };
+            let full = run(toks.len());
+            let chunked = run(7);
+            assert!(full.iter().zip(&chunked).all(|(a, b)| a.to_bits() == b.to_bits()), "{name}/{sname}: q8 chunked differs");
+            let exp = Expected::load(name, &seq["expected"]["prefill_exact"]);
+            let st = compare(&full, v, &exp, usize::MAX);
+            let agree = 1.0 - st.argmax_mismatch.len() as f64 / toks.len() as f64;
+            let refn = &seq["noise"]["int8_activation_emulation_vs_exact_f32"];
+            let (rmax, ragree) = (refn["max_abs"].as_f64().unwrap(), refn["top1_agreement"].as_f64().unwrap());
+            eprintln!(
+                "{name}/{sname} q8 activations vs exact: max|d| {:.3} (reference emulation {rmax:.3}), top-1 agreement {agree:.3} (reference {ragree:.3})",
+                st.max
+            );
+            assert!(st.max <= 2.0 * rmax + 0.05 && agree >= ragree - 0.05, "{name}/{sname}");
+        }
+    }
+}
+
+/// Same bits whatever the thread count (rows, heads, experts and indexer rows are split
+/// across threads, but every reduction has a fixed order).
+#[test]
+fn thread_count_does_not_change_bits() {
+    let man = manifest();
+    let m = model_entry(&man, "t256-q4");
+    let seq = m["sequences"].as_array().unwrap().iter().find(|s| s["name"] == "medium").unwrap();
+    let model = load("t256-q4");
+    let toks = tokens(seq);
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let mut be = CpuBackend::new(model.clone(), Options::default());
+            let mut out = be.forward_tokens(&toks[..200], true).unwrap();
+            for &t in &toks[200..] {
+                out.extend(be.forward_tokens(&[t], false).unwrap());
+            }
+            out
+        })
+    };
+    let one = run(1);
+    for threads in [2, 3, 5] {
+        let other = run(threads);
+        assert!(one.iter().zip(&other).all(|(a, b)| a.to_bits() == b.to_bits()), "{threads} threads");
+    }
+    eprintln!("1, 2, 3, 5 threads: {} logits bit-identical", one.len());
+}
