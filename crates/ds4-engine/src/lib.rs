@@ -7,7 +7,8 @@
 //! * [`layout::expected_tensors`]`(&Hparams, Variant)` — the one tensor table (names, dims,
 //!   accepted types; `types[0]` = the type to write for a variant); [`layout::check`] reports
 //!   every mismatch; [`layout::expected_mtp_tensors`] for the MTP GGUF.
-//! * [`Model::load`]`(path) -> Arc<Model>` / [`Model::from_gguf`] — bind a GGUF.
+//! * [`Model::load`]`(path) -> Arc<Model>` / [`Model::from_gguf`] — bind a GGUF;
+//!   [`model::MtpWeights::load`]`(path, &hp)` binds the optional MTP GGUF.
 //! * [`Session`] — the inference session: [`Session::new`]`(model, ctx, Options { qat })` on the
 //!   CPU reference backend, or [`Session::with_backend`]; `tokens()`, `logits()` (next-token
 //!   logits), `sync(prompt, progress)` (extend the live prefix or rebuild; the progress callback
@@ -17,7 +18,9 @@
 //!   [`payload`]), `memory_bytes()` ([`session::memory_bytes`]`(hp, ctx)`).
 //! * [`Backend`] — the small trait a backend implements (batch forward at the next positions
 //!   returning logits, reset, export/import of the canonical [`KvState`]); [`CpuBackend`] is the
-//!   float32 reference ([`cpu`], with decision traces for tests); `cuda` holds the GPU backend.
+//!   float32 reference ([`cpu`], with decision traces for tests;
+//!   `CpuBackend::with_q8_activations(true)` selects ds4's 8-bit-activation CPU numerics);
+//!   `cuda` holds the GPU backend.
 //! * [`Options`]`{ qat }` — `qat: false` is the `--no-qat` diagnostic (no FP8 KV / indexer FP4
 //!   rounding).
 //! * [`ops`] — the primitive operations (norms, RoPE, Sinkhorn, FP8/FP4 round trips, Hadamard).
