@@ -251,3 +251,75 @@ fn dump_tokens_plain_and_chat_on_real_tokenizer() {
     let o = run(&["-m", m, "--dump-tokens", "--prompt-file", f.to_str().unwrap()]);
     assert!(String::from_utf8(o.stdout).unwrap().contains("128828\t"), "but it is in the plain one");
 }
+
+#[test]
+fn perplexity_matches_nll_from_dumped_logits() {
+    // Teacher-forced NLL after the 32-token warm-up, recomputed in f64 from
+    // the --dump-logits rows of the same tokens.
+    let mp = model_path("tiny-f32");
+    let m = mp.to_str().unwrap();
+    let text = "The quick brown fox jumps over the lazy dog while the cat sleeps in the warm afternoon sun.";
+    let f = scratch("ppl.txt");
+    std::fs::write(&f, text).unwrap();
+    let o = run(&["-m", m, "--dump-tokens", "--prompt-file", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", show(&o));
+    let ids: Vec<usize> = String::from_utf8(o.stdout).unwrap().lines().map(|l| l.split('\t').next().unwrap().parse().unwrap()).collect();
+    assert!(ids.len() > 40, "{} tokens", ids.len());
+    let list = ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let lg = scratch("ppl.f32");
+    let o = run(&["-m", m, "--tokens", &list, "--dump-logits", lg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", show(&o));
+    let logits = read_f32(&lg);
+    let v = logits.len() / ids.len();
+    let mut nll = 0f64;
+    for i in 32..ids.len() {
+        let row = &logits[(i - 1) * v..i * v];
+        let max = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
+        let lse = max + row.iter().map(|&x| (x as f64 - max).exp()).sum::<f64>().ln();
+        nll += lse - row[ids[i]] as f64;
+    }
+    let scored = ids.len() - 32;
+    let o = run(&["-m", m, "--perplexity-file", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", show(&o));
+    let line = String::from_utf8(o.stdout).unwrap();
+    let field = |k: &str| -> f64 {
+        line.split_whitespace().find_map(|w| w.strip_prefix(&format!("{k}="))).unwrap_or_else(|| panic!("{k} in {line}")).parse().unwrap()
+    };
+    assert_eq!(field("tokens") as usize, ids.len());
+    assert_eq!(field("scored") as usize, scored);
+    let avg = nll / scored as f64;
+    assert!((field("avg_nll") - avg).abs() < 1e-4, "avg_nll {} vs {avg}", field("avg_nll"));
+    assert!((field("ppl") - avg.exp()).abs() / avg.exp() < 1e-4);
+
+    // -n caps the scored tokens; too short a text is an error.
+    let o = run(&["-m", m, "--perplexity-file", f.to_str().unwrap(), "-n", "5"]);
+    assert!(String::from_utf8(o.stdout).unwrap().contains("scored=5 "));
+    std::fs::write(&f, "short").unwrap();
+    let o = run(&["-m", m, "--perplexity-file", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+}
+
+#[test]
+fn inspect_prints_the_model_summary() {
+    let mp = model_path("t256-q2");
+    let o = run(&["-m", mp.to_str().unwrap(), "--inspect"]);
+    assert!(o.status.success(), "{}", show(&o));
+    let s = String::from_utf8(o.stdout).unwrap();
+    assert!(s.contains("layers: 6  width: 256  vocabulary: 384"), "{s}");
+    assert!(s.contains("compress ratios: [0, 0, 4, 128, 4, 128]"), "{s}");
+    assert!(s.contains("experts: 8 routed (2 used"), "{s}");
+}
+
+#[test]
+fn raw_rendered_prompt_is_used_as_is() {
+    // A prompt starting with BOS is tokenized with the rendered-chat
+    // tokenizer and no template is added around it.
+    let tr = scratch("raw.trace");
+    let text = "<｜begin▁of▁sentence｜><｜User｜>Hi there!<｜Assistant｜></think>";
+    let mp = model_path("vocab-f16");
+    let o = run(&["-m", mp.to_str().unwrap(), "-p", text, "-n", "2", "--temp", "0", "--trace", tr.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", show(&o));
+    let t = std::fs::read_to_string(&tr).unwrap();
+    assert!(t.contains(&format!("prefilled_text: {text}\n")), "{t}");
+    assert!(t.contains("prefilled_tokens: 7\n"), "{t}");
+}
