@@ -222,6 +222,7 @@ impl<'t> Chat<'t> {
         let prefilled_text = self.tok.decode(&self.transcript.tokens[reused..]);
 
         let budget = generation_budget(self.opts.max_new, self.session.ctx(), self.session.tokens().len());
+        // As in ds4, every turn starts its own RNG stream from --seed.
         let seed = self.opts.seed.unwrap_or_else(seed_from_time);
         let mut sampler = Sampler::new(self.opts.params, seed);
         let eos = self.tok.special().eos;
