@@ -2,8 +2,8 @@
 //! backend.
 
 use anyhow::{anyhow, bail, Context, Result};
-use ds4_engine::cuda::{self, CudaModel, CudaSession, Gpu, Precision, SessionOptions};
-use ds4_engine::{EngineError, Model, Options, Session};
+use ds4_engine::cuda::{self, CudaBackend, CudaModel, Gpu, Precision};
+use ds4_engine::{Model, Options, Session};
 use ds4_gguf::Gguf;
 use ds4_tok::Tokenizer;
 use std::path::{Path, PathBuf};
@@ -55,21 +55,18 @@ impl Loaded {
     }
 
     pub fn new_session(&self, ctx: usize, cfg: SessionConfig) -> Result<Box<dyn LiveSession>> {
-        let chunk = cfg.chunk_for(ctx);
-        match &self.cuda {
-            None => Ok(Box::new(CpuLive::new(self.model.clone(), cfg.qat, ctx, chunk))),
-            Some(m) => {
-                let opts = SessionOptions {
-                    ctx,
-                    qat: cfg.qat,
-                    precision: if cfg.quality { Precision::Reference } else { Precision::Fast },
-                    max_chunk: chunk,
-                    graphs: true,
-                };
-                let s = CudaSession::new(m.clone(), opts).map_err(|e| anyhow!("CUDA session: {e}"))?;
-                Ok(Box::new(CudaLive { s, logits: Vec::new(), chunk }))
+        let opts = Options { qat: cfg.qat };
+        let mut s = match &self.cuda {
+            None => Session::new(self.model.clone(), ctx, opts),
+            Some(w) => {
+                let precision = if cfg.quality { Precision::Reference } else { Precision::Fast };
+                let b = CudaBackend::with_weights(self.model.clone(), w.clone(), opts, ctx, precision)
+                    .map_err(|e| anyhow!("CUDA session: {e}"))?;
+                Session::with_backend(Box::new(b), ctx)
             }
-        }
+        };
+        s.set_prefill_chunk(cfg.chunk_for(ctx));
+        Ok(Box::new(EngineLive(s)))
     }
 
     pub fn memory_note(&self, ctx: usize, cfg: &SessionConfig) -> String {
@@ -147,18 +144,10 @@ pub fn memory_note(hp: &ds4_engine::Hparams, ctx: usize, backend: &str, chunk: u
     )
 }
 
-/// The engine's CPU session as the CLI's live session.
-pub struct CpuLive(pub Session);
+/// The engine's session (on any backend) as the CLI's live session.
+pub struct EngineLive(pub Session);
 
-impl CpuLive {
-    pub fn new(model: Arc<Model>, qat: bool, ctx: usize, chunk: usize) -> Self {
-        let mut s = Session::new(model, ctx, Options { qat });
-        s.set_prefill_chunk(chunk);
-        CpuLive(s)
-    }
-}
-
-impl LiveSession for CpuLive {
+impl LiveSession for EngineLive {
     fn ctx(&self) -> usize {
         self.0.ctx()
     }
@@ -204,93 +193,6 @@ impl crate::repl::SessionFactory for Factory<'_> {
 
     fn memory_note(&self, ctx: usize) -> String {
         self.loaded.memory_note(ctx, &self.cfg)
-    }
-}
-
-/// A live session on the GPU. The next-token logits are copied to the host
-/// after every step (the sampler runs on the CPU).
-pub struct CudaLive {
-    s: CudaSession,
-    logits: Vec<f32>,
-    chunk: usize,
-}
-
-impl CudaLive {
-    fn fetch_logits(&mut self) -> Result<()> {
-        let l = self.s.logits().map_err(|e| anyhow!("{e}"))?;
-        self.logits.clear();
-        self.logits.extend_from_slice(l);
-        Ok(())
-    }
-}
-
-impl LiveSession for CudaLive {
-    fn ctx(&self) -> usize {
-        self.s.ctx()
-    }
-
-    fn tokens(&self) -> &[u32] {
-        self.s.tokens()
-    }
-
-    fn sync(&mut self, prompt: &[u32], progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<usize> {
-        if prompt.is_empty() {
-            bail!("empty prompt");
-        }
-        if prompt.len() > self.s.ctx() {
-            return Err(EngineError::ContextFull { need: prompt.len(), ctx: self.s.ctx() }.into());
-        }
-        let live = self.s.tokens().len();
-        let extends = live <= prompt.len() && prompt[..live] == *self.s.tokens() && !(live == prompt.len() && self.logits.is_empty());
-        if !extends {
-            self.invalidate();
-        }
-        let reused = self.s.tokens().len();
-        let rest = &prompt[reused..];
-        let mut done = 0;
-        for chunk in rest.chunks(self.chunk) {
-            self.s.prefill(chunk).map_err(|e| anyhow!("{e}"))?;
-            done += chunk.len();
-            if !progress(done, rest.len()) && done < rest.len() {
-                self.fetch_logits()?;
-                return Err(EngineError::Cancelled.into());
-            }
-        }
-        self.fetch_logits()?;
-        Ok(reused)
-    }
-
-    fn eval(&mut self, token: u32) -> Result<()> {
-        if self.s.tokens().len() >= self.s.ctx() {
-            return Err(EngineError::ContextFull { need: self.s.tokens().len() + 1, ctx: self.s.ctx() }.into());
-        }
-        self.s.eval(token).map_err(|e| anyhow!("{e}"))?;
-        self.fetch_logits()
-    }
-
-    fn logits(&self) -> &[f32] {
-        &self.logits
-    }
-
-    fn invalidate(&mut self) {
-        // A failed reset leaves the session unusable; the next step reports it.
-        let _ = self.s.reset();
-        self.logits.clear();
-    }
-
-    fn extend_all(&mut self, tokens: &[u32], progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<Vec<f32>> {
-        if self.s.tokens().len() + tokens.len() > self.s.ctx() {
-            return Err(EngineError::ContextFull { need: self.s.tokens().len() + tokens.len(), ctx: self.s.ctx() }.into());
-        }
-        let mut out = Vec::with_capacity(tokens.len() * self.s.model().dims.vocab);
-        let mut done = 0;
-        for chunk in tokens.chunks(self.chunk) {
-            out.extend(self.s.prefill_all_logits(chunk).map_err(|e| anyhow!("{e}"))?);
-            done += chunk.len();
-            progress(done, tokens.len());
-        }
-        self.fetch_logits()?;
-        Ok(out)
     }
 }
 
