@@ -11,5 +11,5 @@ mod mock;
 fn main() {
     let args = ds4_server::config::Args::parse();
     let m = mock::Mock { ctx: args.ctx, toks: vec![], logits: vec![0.0; mock::VOCAB], d: Default::default() };
-    std::process::exit(ds4_server::server::run(&args, m, Arc::new(mock::Codec), Arc::new(mock::TestRender)));
+    std::process::exit(ds4_server::server::run(&args, m, Arc::new(mock::Codec), Arc::new(mock::TestRender), None));
 }

@@ -87,25 +87,9 @@ pub struct Args {
     #[arg(long = "lock-file", env = "DS4_LOCK_FILE", default_value = "/tmp/ds4.lock")]
     pub lock_file: PathBuf,
 
-    // ---- disk KV cache (KVCACHE.md §8) ----
-    #[arg(long = "kv-disk-dir")]
-    pub kv_disk_dir: Option<PathBuf>,
-    #[arg(long = "kv-disk-space-mb", default_value_t = 4096)]
-    pub kv_disk_space_mb: u64,
-    #[arg(long = "kv-cache-min-tokens", default_value_t = 512)]
-    pub kv_cache_min_tokens: usize,
-    #[arg(long = "kv-cache-cold-max-tokens", default_value_t = 30000)]
-    pub kv_cache_cold_max_tokens: usize,
-    #[arg(long = "kv-cache-continued-interval-tokens", default_value_t = 10000)]
-    pub kv_cache_continued_interval_tokens: usize,
-    #[arg(long = "kv-cache-boundary-trim-tokens", default_value_t = 32)]
-    pub kv_cache_boundary_trim_tokens: usize,
-    #[arg(long = "kv-cache-boundary-align-tokens", default_value_t = 2048)]
-    pub kv_cache_boundary_align_tokens: usize,
-    #[arg(long = "kv-cache-reject-different-quant")]
-    pub kv_cache_reject_different_quant: bool,
-    #[arg(long = "kv-cache-consume-over", default_value_t = 0)]
-    pub kv_cache_consume_over: usize,
+    // ---- disk KV cache (KVCACHE.md §8): the cache crate owns these flags ----
+    #[command(flatten)]
+    pub kv: ds4_kvcache::KvCacheArgs,
     #[arg(long = "tool-memory-max-ids", default_value_t = 100000, value_parser = positive_usize)]
     pub tool_memory_max_ids: usize,
     #[arg(long = "disable-exact-dsml-tool-replay")]
@@ -115,9 +99,7 @@ pub struct Args {
 impl Args {
     /// Cross-flag checks clap cannot express. Returns a message for exit 2.
     pub fn validate(&self) -> Result<(), String> {
-        if self.kv_cache_cold_max_tokens != 0 && self.kv_cache_cold_max_tokens < self.kv_cache_min_tokens {
-            return Err("--kv-cache-cold-max-tokens must be 0 or >= --kv-cache-min-tokens".into());
-        }
+        self.kv.validate()?;
         if let Some(b) = &self.backend {
             if !matches!(b.as_str(), "cpu" | "cuda" | "metal") {
                 return Err(format!("unknown backend {b:?} (cpu, cuda, metal)"));
@@ -183,5 +165,11 @@ mod tests {
         let a = Args::try_parse_from(["ds4-server", "--host", "localhost", "--kv-cache-cold-max-tokens", "0"]).unwrap();
         assert!(a.validate().is_ok());
         assert_eq!(a.bind_host(), "127.0.0.1");
+        // Flattened cache flags keep their names and defaults.
+        assert_eq!(a.kv.kv_disk_dir, None);
+        let a = Args::try_parse_from(["ds4-server", "--kv-disk-dir", "/tmp/x", "--kv-disk-space-mb", "5", "--kv-cache-min-tokens", "64"]).unwrap();
+        assert_eq!(a.kv.budget_bytes(), 5 << 20);
+        assert_eq!(a.kv.policy().min_tokens, 64);
+        assert_eq!(Args::try_parse_from(["ds4-server", "--kv-cache-min-tokens", "0"]).unwrap_err().exit_code(), 2);
     }
 }

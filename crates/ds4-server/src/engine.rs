@@ -17,6 +17,25 @@ pub trait TextCodec: Send + Sync + 'static {
         }
         out
     }
+
+    /// Rendered-chat tokenization of arbitrary bytes: a disk checkpoint's
+    /// text may end inside a UTF-8 sequence, so the suffix after it may not
+    /// be valid UTF-8 on its own (KVCACHE.md §5 step 5).
+    fn encode_chat_bytes(&self, bytes: &[u8]) -> Vec<u32> {
+        match std::str::from_utf8(bytes) {
+            Ok(s) => self.encode_chat(s),
+            Err(_) => self.encode_chat(&String::from_utf8_lossy(bytes)),
+        }
+    }
+
+    /// `<｜User｜>` and `<｜Assistant｜>` ids, for the cold-save chat anchor
+    /// (KVCACHE.md §4.1); `None` disables the anchor.
+    fn user_id(&self) -> Option<u32> {
+        None
+    }
+    fn assistant_id(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// Progress callback: `(done, total)` prompt tokens; return `false` to cancel.
@@ -41,4 +60,22 @@ pub trait EngineSession: Send + 'static {
     fn eval(&mut self, token: u32) -> Result<(), String>;
     /// Drop the live state (next sync rebuilds).
     fn invalidate(&mut self);
+
+    /// Routed-expert quantisation bits of the model (2 or 4) for disk
+    /// checkpoints (KVCACHE.md §2.1); 0 = this engine cannot checkpoint, the
+    /// disk cache stays off.
+    fn quant_bits(&self) -> u8 {
+        0
+    }
+    /// The DSV4 session payload of the live state (KVCACHE.md §3). The cache
+    /// needs the exact length before writing, hence bytes rather than a writer.
+    fn save_payload(&mut self) -> Result<Vec<u8>, String> {
+        Err("this engine cannot save its state".into())
+    }
+    /// Replace the live state by a DSV4 payload read from `r` (which ends
+    /// where the payload ends). On error the live state is empty.
+    fn load_payload(&mut self, _r: &mut dyn std::io::Read) -> Result<(), String> {
+        self.invalidate();
+        Err("this engine cannot load a saved state".into())
+    }
 }

@@ -198,6 +198,36 @@ fn validate_tool_results(st: &AppState, req: &GenRequest) -> Result<Option<(Vec<
     Ok(Some((ids, start, requires_live)))
 }
 
+/// SERVING.md §6.3 (a): before rendering, load the exact DSML of the
+/// request's tool-call ids that tool memory does not know from the disk
+/// cache's tool-id maps, so exact replay survives restarts.
+fn import_disk_tool_ids(shared: &Shared, req: &GenRequest) {
+    let Some(disk) = &shared.disk else { return };
+    let wanted: std::collections::HashSet<String> = {
+        let mem = shared.toolmem.lock().unwrap_or_else(|e| e.into_inner());
+        req.messages
+            .iter()
+            .flat_map(|m| m.tool_calls.iter().map(|c| &c.id).chain(m.tool_result_ids.iter()))
+            .filter(|id| !id.is_empty() && !mem.contains(id))
+            .cloned()
+            .collect()
+    };
+    if wanted.is_empty() {
+        return;
+    }
+    let found = disk.import_tool_ids(&wanted);
+    if found.is_empty() {
+        return;
+    }
+    let mut mem = shared.toolmem.lock().unwrap_or_else(|e| e.into_inner());
+    for e in &found {
+        if let Ok(d) = std::str::from_utf8(&e.dsml) {
+            mem.remember(std::slice::from_ref(&e.id), d, true);
+        }
+    }
+    crate::slog!("kv cache imported {} tool-call ids from disk tool maps", found.len());
+}
+
 async fn post(st: &Arc<AppState>, api: Api, req: Request) -> Result<Response, ApiError> {
     let body = read_body(st, req).await?;
     if st.shared.shutting_down.load(Ordering::Relaxed) {
@@ -211,6 +241,9 @@ async fn post(st: &Arc<AppState>, api: Api, req: Request) -> Result<Response, Ap
     let prepared = tokio::task::spawn_blocking(move || {
         let replay_on = st2.shared.replay;
         let shared = st2.shared.clone();
+        if replay_on {
+            import_disk_tool_ids(&shared, &greq);
+        }
         let mut replay = |ids: &[&str]| -> Option<Arc<str>> {
             if !replay_on {
                 return None;

@@ -36,11 +36,6 @@ fn real_main(args: &Args) -> i32 {
     if args.backend_name() != "cpu" {
         slog!("backend {} is not wired into the server yet; using cpu", args.backend_name());
     }
-    if args.kv_disk_dir.is_some() {
-        // ds4-kvcache exists; the worker has the seam (reuse ladder step 8) but
-        // does not call it yet. Say so instead of silently ignoring the flag.
-        slog!("--kv-disk-dir: the disk KV cache is not wired into the server yet; running with live-session reuse only");
-    }
     let t0 = std::time::Instant::now();
     let gguf = match ds4_gguf::Gguf::open(&args.model) {
         Ok(g) => g,
@@ -63,6 +58,13 @@ fn real_main(args: &Args) -> i32 {
             return 1;
         }
     };
+    let disk = match open_disk_cache(args, &model.hp) {
+        Ok(d) => d,
+        Err(e) => {
+            slog!("{e}");
+            return 1;
+        }
+    };
     let session = ds4_engine::Session::new(model, args.ctx, ds4_engine::Options::default());
     slog!(
         "model {} loaded in {:.1}s, ctx {} (KV ~{} MiB), backend cpu",
@@ -71,5 +73,25 @@ fn real_main(args: &Args) -> i32 {
         args.ctx,
         session.memory_bytes() >> 20
     );
-    ds4_server::server::run(args, EngineAdapter { session }, Arc::new(TokCodec { tok }), Arc::new(TokRender))
+    ds4_server::server::run(args, EngineAdapter::new(session), Arc::new(TokCodec { tok }), Arc::new(TokRender), disk)
+}
+
+/// `--kv-disk-dir`: open (create) the checkpoint directory with the model's
+/// payload shape, so other models' files are rejected before loading.
+fn open_disk_cache(args: &Args, hp: &ds4_engine::Hparams) -> Result<Option<Arc<ds4_kvcache::DiskCache>>, String> {
+    let shape = ds4_kvcache::ModelShape::for_context(
+        hp.head_dim as u32,
+        hp.idx_head_dim as u32,
+        hp.n_vocab as u32,
+        hp.compress_ratios.iter().map(|&r| r as u32).collect(),
+        u32::try_from(args.ctx).unwrap_or(u32::MAX),
+    );
+    let tools = ds4_kvcache::ToolReplayArgs {
+        tool_memory_max_ids: u32::try_from(args.tool_memory_max_ids).unwrap_or(u32::MAX),
+        disable_exact_dsml_tool_replay: args.disable_exact_dsml_tool_replay,
+    };
+    let log: ds4_kvcache::LogFn = Arc::new(|m: &str| slog!("{m}"));
+    ds4_kvcache::DiskCache::from_args(&args.kv, &tools, Some(shape), Some(log))
+        .map(|d| d.map(Arc::new))
+        .map_err(|e| format!("cannot open the KV disk cache: {e}"))
 }

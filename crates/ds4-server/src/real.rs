@@ -27,12 +27,43 @@ impl TextCodec for TokCodec {
     fn decode(&self, ids: &[u32]) -> Vec<u8> {
         self.tok.decode(ids)
     }
+    fn encode_chat_bytes(&self, bytes: &[u8]) -> Vec<u32> {
+        self.tok.encode_chat_bytes(bytes)
+    }
+    fn user_id(&self) -> Option<u32> {
+        Some(self.tok.special().user)
+    }
+    fn assistant_id(&self) -> Option<u32> {
+        Some(self.tok.special().assistant)
+    }
+}
+
+/// Routed-expert quantisation bits as the KVC header records them: 2 for the
+/// 2-bit published variant (IQ2_XXS / Q2_K experts), else 4. Checkpoints hold
+/// attention state, not expert weights, so any wider type (the 4-bit file,
+/// f16/f32 test models) is recorded as 4 (KVCACHE.md §8 quant compatibility).
+pub fn routed_quant_bits(g: &ds4_gguf::Gguf) -> u8 {
+    use ds4_gguf::GgmlType;
+    let ty = g.tensors.iter().find(|t| t.name.ends_with("ffn_gate_exps.weight")).map(|t| t.ty);
+    match ty {
+        Some(GgmlType::Iq2Xxs) | Some(GgmlType::Q2K) => 2,
+        _ => 4,
+    }
 }
 
 /// The engine's live session (`ds4_engine::Session`, chunked prefill with
 /// cancellation) as the worker's [`EngineSession`].
 pub struct EngineAdapter {
     pub session: ds4_engine::Session,
+    /// [`routed_quant_bits`] of the model.
+    pub quant_bits: u8,
+}
+
+impl EngineAdapter {
+    pub fn new(session: ds4_engine::Session) -> Self {
+        let quant_bits = routed_quant_bits(session.model().gguf());
+        EngineAdapter { session, quant_bits }
+    }
 }
 
 impl EngineSession for EngineAdapter {
@@ -57,6 +88,17 @@ impl EngineSession for EngineAdapter {
     }
     fn invalidate(&mut self) {
         self.session.reset();
+    }
+    fn quant_bits(&self) -> u8 {
+        self.quant_bits
+    }
+    fn save_payload(&mut self) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        self.session.save_payload(&mut out).map_err(|e| e.to_string())?;
+        Ok(out)
+    }
+    fn load_payload(&mut self, r: &mut dyn std::io::Read) -> Result<(), String> {
+        self.session.load_payload(r).map_err(|e| e.to_string())
     }
 }
 

@@ -18,10 +18,12 @@ pub struct ServerOptions {
     pub tool_memory_max_ids: usize,
     pub replay: bool,
     pub trace: Option<Arc<Trace>>,
+    /// Disk KV checkpoint cache (`--kv-disk-dir`).
+    pub disk: Option<Arc<ds4_kvcache::DiskCache>>,
 }
 
 impl ServerOptions {
-    pub fn from_args(a: &crate::config::Args, trace: Option<Arc<Trace>>) -> Self {
+    pub fn from_args(a: &crate::config::Args, trace: Option<Arc<Trace>>, disk: Option<Arc<ds4_kvcache::DiskCache>>) -> Self {
         ServerOptions {
             ctx: a.ctx,
             default_max_tokens: a.tokens,
@@ -31,6 +33,7 @@ impl ServerOptions {
             tool_memory_max_ids: a.tool_memory_max_ids,
             replay: !a.disable_exact_dsml_tool_replay,
             trace,
+            disk,
         }
     }
 }
@@ -54,6 +57,7 @@ impl Server {
             toolmem: Mutex::new(ToolMemory::new(opts.tool_memory_max_ids, DEFAULT_MAX_BYTES)),
             replay: opts.replay,
             shutting_down: AtomicBool::new(false),
+            disk: opts.disk.clone(),
         });
         let (tx, rx) = std::sync::mpsc::channel::<Job>();
         let worker = Worker::new(
@@ -137,6 +141,7 @@ pub fn run<S: EngineSession>(
     session: S,
     codec: Arc<dyn TextCodec>,
     render: Arc<dyn Render>,
+    disk: Option<Arc<ds4_kvcache::DiskCache>>,
 ) -> i32 {
     let trace = match &args.trace {
         None => None,
@@ -148,7 +153,7 @@ pub fn run<S: EngineSession>(
             }
         },
     };
-    let server = match Server::start(session, codec, render, ServerOptions::from_args(args, trace)) {
+    let server = match Server::start(session, codec, render, ServerOptions::from_args(args, trace, disk)) {
         Ok(s) => s,
         Err(e) => {
             crate::slog!("cannot start worker: {e}");

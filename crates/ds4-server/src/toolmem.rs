@@ -111,6 +111,15 @@ impl ToolMemory {
         out
     }
 
+    /// Ids whose remembered block is exactly `block` (for a cache file's
+    /// tool-id map, KVCACHE.md §2.2). Linear: stores are rare.
+    pub fn ids_for_block(&self, block: &[u8]) -> Vec<String> {
+        let mut v: Vec<String> =
+            self.ids.iter().filter(|(_, (b, _, _))| b.as_bytes() == block).map(|(k, _)| k.clone()).collect();
+        v.sort();
+        v
+    }
+
     /// All (id, block) pairs, for writing cache-file tool maps.
     pub fn entries(&self) -> impl Iterator<Item = (&str, &str)> {
         self.ids.iter().map(|(k, (b, _, _))| (k.as_str(), &**b))
@@ -136,6 +145,8 @@ mod tests {
         assert!(!m.contains("b"));
         assert!(m.contains("a") && m.contains("c") && m.contains("d"));
         assert_eq!(m.bytes, 16); // BLOCK1 stored once
+        assert_eq!(m.ids_for_block(b"\n\nBLOCK1"), vec!["a".to_string(), "d".to_string()]);
+        assert!(m.ids_for_block(b"\n\nBLOCK3").is_empty());
     }
 
     #[test]

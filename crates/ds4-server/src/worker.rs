@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ds4_engine::sampling::{sample, seed_from_time, Rng, SamplerParams};
+use ds4_kvcache::{DiskCache, EngineInfo, KeyKind, PayloadWriter, SaveReason, StoreRequest};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::engine::{EngineSession, SyncError, TextCodec};
@@ -68,11 +69,21 @@ pub struct VisibleBinding {
     pub live_len: usize,
 }
 
+/// Responses live binding (§7.3): the visible transcript of the live
+/// frontier and the call ids of its last turn.
+#[derive(Debug, Clone)]
+pub struct ResponsesBinding {
+    pub text: String,
+    pub live_len: usize,
+    pub ids: Vec<String>,
+}
+
 /// State the client threads read (parse-time validation) and the worker writes.
 #[derive(Debug, Default)]
 pub struct LiveBindings {
     pub anthropic: Option<ToolBinding>,
     pub thinking: Option<VisibleBinding>,
+    pub responses: Option<ResponsesBinding>,
 }
 
 pub struct Shared {
@@ -81,6 +92,9 @@ pub struct Shared {
     /// `--disable-exact-dsml-tool-replay` clears this.
     pub replay: bool,
     pub shutting_down: AtomicBool,
+    /// Disk KV checkpoints (`--kv-disk-dir`, KVCACHE.md); the worker saves and
+    /// loads, client threads import tool-id maps.
+    pub disk: Option<Arc<DiskCache>>,
 }
 
 pub struct WorkerConfig {
@@ -99,10 +113,14 @@ pub struct Worker<S: EngineSession> {
 /// How the prompt was matched against the live state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReuseSource {
+    ResponsesVisible,
+    ResponsesToolOutput,
     AnthropicToolOutput,
     MemoryToken,
     ThinkingVisible,
     MemoryText,
+    /// Live miss, then a disk checkpoint whose text prefixes the prompt (§7.1 step 8).
+    DiskText,
     Miss,
 }
 
@@ -174,12 +192,114 @@ impl<S: EngineSession> Worker<S> {
         Worker { session, codec, shared, cfg, jobs_run: 0 }
     }
 
-    /// Run jobs until the queue closes.
+    /// Run jobs until the queue closes, then write the `shutdown` checkpoint
+    /// (SERVING.md §6.1, KVCACHE.md §4.4).
     pub fn run(mut self, rx: std::sync::mpsc::Receiver<Job>) {
+        if self.shared.disk.is_some() && self.disk().is_none() {
+            slog!("kv disk cache disabled: this engine cannot save its state");
+        }
         while let Ok(job) = rx.recv() {
             self.run_job(job);
         }
+        if let Some(d) = self.disk() {
+            let len = self.session.tokens().len();
+            let visible = self.live_visible_key();
+            self.store_live(&d, SaveReason::Shutdown, len, visible);
+        }
         slog!("worker: queue drained, exiting");
+    }
+
+    /// The disk cache, when configured and the engine can checkpoint.
+    fn disk(&self) -> Option<Arc<DiskCache>> {
+        self.shared.disk.clone().filter(|_| matches!(self.session.quant_bits(), 2 | 4))
+    }
+
+    fn engine_info(&self) -> EngineInfo {
+        EngineInfo { quant_bits: self.session.quant_bits(), ctx: u32::try_from(self.session.ctx()).unwrap_or(u32::MAX) }
+    }
+
+    /// Key source for an evict/shutdown checkpoint (KVCACHE.md §4.3): a live
+    /// binding's visible transcript when valid for the live length, else
+    /// `None` (decoded tokens).
+    fn live_visible_key(&self) -> Option<(KeyKind, Vec<u8>)> {
+        let live_len = self.session.tokens().len();
+        let b = self.shared.live.lock().unwrap_or_else(|e| e.into_inner());
+        let responses = b.responses.as_ref().map(|r| (r.text.as_bytes(), r.live_len));
+        let thinking = b.thinking.as_ref().map(|t| (t.text.as_bytes(), t.live_len));
+        ds4_kvcache::live_key_source(live_len, responses, thinking).map(|(k, t)| (k, t.to_vec()))
+    }
+
+    /// Checkpoint the whole live state (KVCACHE.md §4). Returns whether a file
+    /// now holds it; failures are logged by the cache and never disturb serving.
+    fn store_live(&mut self, disk: &DiskCache, reason: SaveReason, original_len: usize, visible: Option<(KeyKind, Vec<u8>)>) -> bool {
+        let live = self.session.tokens().to_vec();
+        if !disk.policy().should_save_live(live.len()) {
+            return false;
+        }
+        let (kind, text) = match visible {
+            Some(v) => v,
+            None => (KeyKind::TokenText, self.codec.decode(&live)),
+        };
+        let tool_map = if self.shared.replay {
+            let mem = self.shared.toolmem.lock().unwrap_or_else(|e| e.into_inner());
+            ds4_kvcache::dsml::tool_map_for_text(&text, |block| mem.ids_for_block(block))
+        } else {
+            Vec::new()
+        };
+        let payload = match self.session.save_payload() {
+            Ok(p) => p,
+            Err(e) => {
+                slog!("kv cache skipped tokens={} reason={reason} because the engine could not save: {e}", live.len());
+                return false;
+            }
+        };
+        let req = StoreRequest {
+            reason,
+            tokens: &live,
+            live_tokens: &live,
+            original_len: original_len.max(live.len()),
+            text: &text,
+            key_kind: kind,
+            engine: self.engine_info(),
+            tool_map: &tool_map,
+        };
+        let mut write = |w: &mut dyn std::io::Write| w.write_all(&payload);
+        disk.store(&req, PayloadWriter { len: payload.len() as u64, write: &mut write }).is_ok()
+    }
+
+    /// Disk lookup after a live miss (KVCACHE.md §5): on a hit the session
+    /// holds the checkpoint and the result is (effective prompt, cached).
+    fn disk_lookup(&mut self, disk: &DiskCache, rendered: &str) -> Option<(Vec<u32>, usize)> {
+        let eng = self.engine_info();
+        let session = &mut self.session;
+        let lk = disk.load(rendered.as_bytes(), eng, |r, _hdr| {
+            session.load_payload(r)?;
+            Ok(session.tokens().to_vec())
+        });
+        let Some(hit) = lk.hit else {
+            if lk.session_invalidated {
+                self.session.invalidate();
+            }
+            return None;
+        };
+        if self.shared.replay && !hit.tool_map.is_empty() {
+            let mut mem = self.shared.toolmem.lock().unwrap_or_else(|e| e.into_inner());
+            for e in &hit.tool_map {
+                if let Ok(d) = std::str::from_utf8(&e.dsml) {
+                    mem.remember(std::slice::from_ref(&e.id), d, true);
+                }
+            }
+        }
+        let bytes = rendered.as_bytes();
+        let mut eff = hit.tokens.clone();
+        // A visible-transcript key ends with an EOS the KV never evaluated
+        // (same [DECISION] as the live bindings, SERVING.md §7.3).
+        let eos = self.codec.eos();
+        if hit.key_kind != KeyKind::TokenText && bytes[..hit.text_len].ends_with(EOS_STR.as_bytes()) && hit.tokens.last() != Some(&eos) {
+            eff.push(eos);
+        }
+        eff.extend(self.codec.encode_chat_bytes(&bytes[hit.text_len..]));
+        Some((eff, hit.tokens.len()))
     }
 
     /// Choose the reuse source (§7.1) and the effective prompt.
@@ -261,13 +381,25 @@ impl<S: EngineSession> Worker<S> {
             sink.error(&ApiError::unavailable(), api);
             return;
         }
-        let (source, effective, cached) = match self.plan(&job) {
+        let (mut source, mut effective, mut cached) = match self.plan(&job) {
             Ok(p) => p,
             Err(e) => {
                 sink.error(&e, api);
                 return;
             }
         };
+        let disk = self.disk();
+        // §7.1 step 8: the live state is useless for this prompt. Keep it on
+        // disk (evict), then try a disk checkpoint of this prompt.
+        if let (ReuseSource::Miss, Some(d)) = (&source, &disk) {
+            d.reset_continued();
+            let len = self.session.tokens().len();
+            let visible = self.live_visible_key();
+            self.store_live(d, SaveReason::Evict, len, visible);
+            if let Some((eff, n)) = self.disk_lookup(d, &job.rendered) {
+                (source, effective, cached) = (ReuseSource::DiskText, eff, n);
+            }
+        }
         let ctx = self.session.ctx();
         if effective.len() >= ctx {
             let e = ApiError::context_length(api.context_param(), effective.len(), ctx);
@@ -289,10 +421,38 @@ impl<S: EngineSession> Worker<S> {
             if source != ReuseSource::ThinkingVisible {
                 b.thinking = None;
             }
+            if !matches!(source, ReuseSource::ResponsesVisible | ReuseSource::ResponsesToolOutput) {
+                b.responses = None;
+            }
         }
-        // Prefill (only the suffix beyond the live state).
+        // Prefill (only the suffix beyond the live state), stopping at the
+        // cold-checkpoint length and continued frontiers to save there
+        // (KVCACHE.md §4.1-4.2; the CPU prefill's numerics do not depend on
+        // where a sync is split).
+        let live = self.session.tokens();
+        let start = if effective.starts_with(live) { live.len() } else { 0 };
+        let cold = disk.as_ref().and_then(|d| {
+            d.policy().cold_store_len(&effective, cached as u32, self.codec.user_id(), self.codec.assistant_id())
+        });
+        let cold = cold.map(|n| n as usize).filter(|&n| n > start);
+        let suppressed = match (&disk, cold) {
+            (Some(d), Some(n)) => d.suppress_continued(n as u32),
+            _ => None,
+        };
+        let mut stops: Vec<usize> = cold.into_iter().collect();
+        if let Some(d) = &disk {
+            let step = d.policy().continued_step() as usize;
+            if step > 0 {
+                stops.extend((start / step + 1..).map(|k| k * step).take_while(|&f| f < effective.len()));
+            }
+        }
+        stops.retain(|&n| n < effective.len());
+        stops.sort_unstable();
+        stops.dedup();
+        stops.push(effective.len());
         let stream = sink.stream;
-        let sync_res = {
+        let mut sync_res = Ok(());
+        {
             let sink_ref = &mut sink;
             let mut progress = |_done: usize, _total: usize| -> bool {
                 if stream {
@@ -304,8 +464,28 @@ impl<S: EngineSession> Worker<S> {
                 }
                 !sink_ref.gone()
             };
-            self.session.sync(&effective, &mut progress)
-        };
+            for end in stops {
+                sync_res = self.session.sync(&effective[..end], &mut progress);
+                if sync_res.is_err() {
+                    if let Some(d) = &disk {
+                        d.restore_continued(suppressed);
+                    }
+                    break;
+                }
+                let Some(d) = &disk else { continue };
+                if Some(end) == cold {
+                    if self.store_live(d, SaveReason::Cold, effective.len(), None) {
+                        d.note_store(end as u32);
+                    } else {
+                        d.restore_continued(suppressed);
+                    }
+                } else if let Some(n) = d.continued_target(end) {
+                    if self.store_live(d, SaveReason::Continued, effective.len(), None) {
+                        d.note_store(n);
+                    }
+                }
+            }
+        }
         let prefill_ms = t0.elapsed().as_millis();
         match sync_res {
             Ok(()) => {}
@@ -380,6 +560,7 @@ impl<S: EngineSession> Worker<S> {
         }
         let id_prefix = if api == Api::Messages { "toolu_" } else { "call_" };
         let t_gen = Instant::now();
+        let disk = self.disk();
         while n_gen < max_tokens {
             if sink.gone() {
                 finish = Finish::Error;
@@ -405,6 +586,18 @@ impl<S: EngineSession> Worker<S> {
             n_gen += 1;
             let prev = raw.len();
             raw.extend_from_slice(&self.codec.token_bytes(tok));
+            // §4.2 continued frontier before the decode step, never inside a tool block.
+            if let Some(d) = &disk {
+                let in_tool = tracker.as_ref().is_some_and(|t| t.state().in_tool_call());
+                if !in_tool {
+                    if let Some(n) = d.continued_target(self.session.tokens().len()) {
+                        let len = self.session.tokens().len();
+                        if self.store_live(d, SaveReason::Continued, len, None) {
+                            d.note_store(n);
+                        }
+                    }
+                }
+            }
             if let Err(e) = self.session.eval(tok) {
                 slog!("decode failed: {e}");
                 finish = Finish::Error;

@@ -47,6 +47,7 @@ fn start(ctx: usize, cors: bool, api_key: Option<&str>) -> TestServer {
         tool_memory_max_ids: 100,
         replay: true,
         trace: None,
+        disk: None,
     };
     let server = Server::start(mock, Arc::new(Codec), Arc::new(TestRender), opts).unwrap();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -67,7 +67,8 @@ class Server:
             time.sleep(0.2)
 
     def stderr(self):
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         with open(self.log_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
 
