@@ -1,8 +1,10 @@
 //! Response bodies (SERVING.md §5) and SSE translators (§8) for each API.
 
+use std::sync::Arc;
+
 use crate::json::{arr, str_lit, Obj};
 use ds4_tok::dsml::StreamEvent;
-use crate::request::{Api, GenRequest};
+use crate::request::{Api, GenRequest, ResponsesInfo};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Finish {
@@ -52,6 +54,15 @@ impl Usage {
             .obj("prompt_tokens_details", Obj::new().num("cached_tokens", self.cached()).num("cache_write_tokens", self.written()))
             .finish()
     }
+    fn responses(&self) -> String {
+        Obj::new()
+            .num("input_tokens", self.prompt)
+            .obj("input_tokens_details", Obj::new().num("cached_tokens", self.cached()).num("cache_write_tokens", self.written()))
+            .num("output_tokens", self.completion)
+            .obj("output_tokens_details", Obj::new().num("reasoning_tokens", 0))
+            .num("total_tokens", self.prompt + self.completion)
+            .finish()
+    }
     fn anthropic(&self, output: usize) -> String {
         Obj::new()
             .num("input_tokens", 0)
@@ -79,6 +90,8 @@ pub struct GenResult {
     pub calls: Vec<OutCall>,
     pub finish: Finish,
     pub usage: Usage,
+    /// The raw DSML block the calls were parsed from (exact replay, §6.3).
+    pub dsml: String,
 }
 
 /// Identity of one response.
@@ -89,15 +102,28 @@ pub struct RespMeta {
     pub created: u64,
     pub model: String,
     pub include_usage: bool,
+    /// Responses: `resp_` + 24 random hex chars (§5.4); else empty.
+    pub resp_id: String,
+    pub responses: Option<Arc<ResponsesInfo>>,
 }
 
 impl RespMeta {
     pub fn new(req: &GenRequest, n: u64, created: u64) -> Self {
-        RespMeta { api: req.api, n, created, model: req.model.clone(), include_usage: req.include_usage }
+        let resp_id = if req.api == Api::Responses { format!("resp_{}", crate::ids::random_hex(12)) } else { String::new() };
+        RespMeta {
+            api: req.api,
+            n,
+            created,
+            model: req.model.clone(),
+            include_usage: req.include_usage,
+            resp_id,
+            responses: req.responses.clone(),
+        }
     }
     pub fn id(&self) -> String {
         match self.api {
             Api::Completions => format!("cmpl-{}", self.n),
+            Api::Responses => self.resp_id.clone(),
             _ => format!("chatcmpl-{}", self.n),
         }
     }
@@ -146,7 +172,24 @@ pub fn final_body(m: &RespMeta, r: &GenResult) -> String {
                 .raw("usage", &r.usage.openai())
                 .finish()
         }
-        Api::Messages | Api::Responses => {
+        Api::Responses => {
+            let mut ids = RItems::default();
+            let info = m.responses.clone().unwrap_or_default();
+            let mut out = Vec::new();
+            let st = item_status(r.finish);
+            if info.summary && !r.reasoning.is_empty() {
+                out.push(reasoning_item(&ids.rs, st, &r.reasoning));
+            }
+            if !r.content.is_empty() {
+                out.push(message_item(&ids.msg, st, &r.content));
+            }
+            for c in &r.calls {
+                let id = ids.next_fc();
+                out.push(call_item(&info, c, &id, st, &c.arguments));
+            }
+            response_obj(m, r.finish, &arr(out), Some(&r.usage))
+        }
+        Api::Messages => {
             let id = m.id();
             let mut blocks = Vec::new();
             if !r.reasoning.is_empty() {
@@ -198,7 +241,11 @@ pub fn stream_fmt(m: RespMeta) -> Box<dyn StreamFmt> {
     match m.api {
         Api::Chat => Box::new(OpenAiChatStream { m }),
         Api::Completions => Box::new(CompletionsStream { m }),
-        Api::Messages | Api::Responses => Box::new(AnthropicStream { m, open: None, index: 0, thinking_sent: false, text_sent: false, tool_sent: false }),
+        Api::Responses => {
+            let info = m.responses.clone().unwrap_or_default();
+            Box::new(ResponsesStream { m, info, seq: 0, next_index: 0, ids: RItems::default(), rs: None, reasoning: String::new(), think_done: false, msg: None, text: String::new() })
+        }
+        Api::Messages => Box::new(AnthropicStream { m, open: None, index: 0, thinking_sent: false, text_sent: false, tool_sent: false }),
     }
 }
 
@@ -475,13 +522,307 @@ impl StreamFmt for AnthropicStream {
     }
 }
 
+// ---------------------------------------------------------------- Responses (§5.4, §8.4)
+
+/// Item ids of one response: `rs_`, `msg_`, `fc_` + 24 hex chars.
+struct RItems {
+    rs: String,
+    msg: String,
+}
+
+impl Default for RItems {
+    fn default() -> Self {
+        RItems { rs: format!("rs_{}", crate::ids::random_hex(12)), msg: format!("msg_{}", crate::ids::random_hex(12)) }
+    }
+}
+
+impl RItems {
+    fn next_fc(&mut self) -> String {
+        format!("fc_{}", crate::ids::random_hex(12))
+    }
+}
+
+fn item_status(f: Finish) -> &'static str {
+    match f {
+        Finish::Length | Finish::Error => "incomplete",
+        _ => "completed",
+    }
+}
+
+fn response_status(f: Finish) -> &'static str {
+    match f {
+        Finish::Length => "incomplete",
+        Finish::Error => "failed",
+        _ => "completed",
+    }
+}
+
+fn reasoning_item(id: &str, status: &str, text: &str) -> String {
+    let part = Obj::new().str("type", "summary_text").str("text", text).finish();
+    Obj::new().str("id", id).str("type", "reasoning").str("status", status).raw("summary", &arr([part])).finish()
+}
+
+fn output_text_part(text: &str) -> Obj {
+    Obj::new().str("type", "output_text").str("text", text).raw("annotations", "[]")
+}
+
+fn message_item(id: &str, status: &str, text: &str) -> String {
+    Obj::new()
+        .str("id", id)
+        .str("type", "message")
+        .str("status", status)
+        .str("role", "assistant")
+        .raw("content", &arr([output_text_part(text).finish()]))
+        .finish()
+}
+
+fn is_tool_search(info: &ResponsesInfo, c: &OutCall) -> bool {
+    info.tool_search && c.name == "tool_search"
+}
+
+/// Wire name and namespace of a call (namespace tools were flattened).
+fn call_name<'a>(info: &'a ResponsesInfo, c: &'a OutCall) -> (&'a str, Option<&'a str>) {
+    match info.namespaces.iter().find(|(full, _, _)| *full == c.name) {
+        Some((_, ns, wire)) => (wire, Some(ns)),
+        None => (&c.name, None),
+    }
+}
+
+/// A call output item; `args` is "" while in progress.
+fn call_item(info: &ResponsesInfo, c: &OutCall, id: &str, status: &str, args: &str) -> String {
+    if is_tool_search(info, c) {
+        let a = if args.is_empty() { "{}" } else { args };
+        return Obj::new()
+            .str("id", id)
+            .str("type", "tool_search_call")
+            .str("status", status)
+            .str("call_id", &c.id)
+            .str("execution", "client")
+            .raw("arguments", a)
+            .finish();
+    }
+    let (name, ns) = call_name(info, c);
+    let mut o = Obj::new().str("id", id).str("type", "function_call").str("status", status).str("name", name);
+    if let Some(ns) = ns {
+        o = o.str("namespace", ns);
+    }
+    o.str("call_id", &c.id).str("arguments", args).finish()
+}
+
+fn response_obj(m: &RespMeta, finish: Finish, output: &str, usage: Option<&Usage>) -> String {
+    let mut o = Obj::new()
+        .str("id", &m.id())
+        .str("object", "response")
+        .num("created_at", m.created)
+        .str("status", if usage.is_some() { response_status(finish) } else { "in_progress" })
+        .str("model", &m.model);
+    if usage.is_some() {
+        match finish {
+            Finish::Length => o = o.obj("incomplete_details", Obj::new().str("reason", "max_tokens")),
+            Finish::Error => o = o.obj("error", Obj::new().str("code", "server_error").str("message", "generation failed")),
+            _ => {}
+        }
+    }
+    o = o.raw("output", output);
+    if let Some(u) = usage {
+        o = o.raw("usage", &u.responses());
+    }
+    o.finish()
+}
+
+struct ResponsesStream {
+    m: RespMeta,
+    info: Arc<ResponsesInfo>,
+    seq: u64,
+    next_index: usize,
+    ids: RItems,
+    /// Output index of the open reasoning item.
+    rs: Option<usize>,
+    reasoning: String,
+    think_done: bool,
+    /// Output index of the open message item.
+    msg: Option<usize>,
+    text: String,
+}
+
+impl ResponsesStream {
+    /// One data-only event; `sequence_number` is its second key.
+    fn ev(&mut self, ty: &str, f: impl FnOnce(Obj) -> Obj) -> String {
+        let o = f(Obj::new().str("type", ty).num("sequence_number", self.seq));
+        self.seq += 1;
+        data(&o.finish())
+    }
+
+    fn text_delta(&mut self, t: &str) -> String {
+        let mut s = String::new();
+        let idx = match self.msg {
+            Some(i) => i,
+            None => {
+                let i = self.next_index;
+                self.next_index += 1;
+                self.msg = Some(i);
+                let item = Obj::new()
+                    .str("id", &self.ids.msg)
+                    .str("type", "message")
+                    .str("status", "in_progress")
+                    .str("role", "assistant")
+                    .raw("content", "[]")
+                    .finish();
+                s += &self.ev("response.output_item.added", |o| o.num("output_index", i).raw("item", &item));
+                let id = self.ids.msg.clone();
+                s += &self.ev("response.content_part.added", |o| {
+                    o.str("item_id", &id).num("output_index", i).num("content_index", 0).obj("part", output_text_part(""))
+                });
+                i
+            }
+        };
+        self.text.push_str(t);
+        let id = self.ids.msg.clone();
+        s += &self.ev("response.output_text.delta", |o| {
+            o.str("item_id", &id).num("output_index", idx).num("content_index", 0).str("delta", t)
+        });
+        s
+    }
+}
+
+impl StreamFmt for ResponsesStream {
+    fn start(&mut self, _u: &Usage) -> String {
+        let r = response_obj(&self.m, Finish::Stop, "[]", None);
+        self.ev("response.created", |o| o.raw("response", &r))
+    }
+
+    fn event(&mut self, ev: &StreamEvent, _ids: &[String]) -> String {
+        match ev {
+            StreamEvent::Reasoning(t) if self.info.summary => {
+                let mut s = String::new();
+                let idx = match self.rs {
+                    Some(i) => i,
+                    None => {
+                        let i = self.next_index;
+                        self.next_index += 1;
+                        self.rs = Some(i);
+                        let item = Obj::new()
+                            .str("id", &self.ids.rs)
+                            .str("type", "reasoning")
+                            .str("status", "in_progress")
+                            .raw("summary", "[]")
+                            .finish();
+                        s += &self.ev("response.output_item.added", |o| o.num("output_index", i).raw("item", &item));
+                        let id = self.ids.rs.clone();
+                        s += &self.ev("response.reasoning_summary_part.added", |o| {
+                            o.str("item_id", &id)
+                                .num("output_index", i)
+                                .num("summary_index", 0)
+                                .obj("part", Obj::new().str("type", "summary_text").str("text", ""))
+                        });
+                        i
+                    }
+                };
+                self.reasoning.push_str(t);
+                let id = self.ids.rs.clone();
+                s += &self.ev("response.reasoning_summary_text.delta", |o| {
+                    o.str("item_id", &id).num("output_index", idx).num("summary_index", 0).str("delta", t)
+                });
+                s
+            }
+            StreamEvent::ReasoningDone => {
+                self.think_done = true;
+                String::new()
+            }
+            StreamEvent::Content(t) => self.text_delta(t),
+            // Reasoning without summary opt-in never reaches the client; tool
+            // blocks are not streamed (calls come at the end).
+            _ => String::new(),
+        }
+    }
+
+    fn end(&mut self, r: &GenResult, _streamed: usize) -> String {
+        let mut s = String::new();
+        let st = item_status(r.finish);
+        let mut output = Vec::new();
+        if let Some(i) = self.rs {
+            let (id, text) = (self.ids.rs.clone(), self.reasoning.clone());
+            let rst = if self.think_done { "completed" } else { "incomplete" };
+            s += &self.ev("response.reasoning_summary_text.done", |o| {
+                o.str("item_id", &id).num("output_index", i).num("summary_index", 0).str("text", &text)
+            });
+            s += &self.ev("response.reasoning_summary_part.done", |o| {
+                o.str("item_id", &id)
+                    .num("output_index", i)
+                    .num("summary_index", 0)
+                    .obj("part", Obj::new().str("type", "summary_text").str("text", &text))
+            });
+            let item = reasoning_item(&id, rst, &text);
+            s += &self.ev("response.output_item.done", |o| o.num("output_index", i).raw("item", &item));
+            output.push(item);
+        }
+        // A tool block that failed to parse was held back: flush it as text.
+        if r.content.len() > self.text.len() && r.content.starts_with(&self.text) {
+            let rest = r.content[self.text.len()..].to_string();
+            s += &self.text_delta(&rest);
+        }
+        if let Some(i) = self.msg {
+            let (id, text) = (self.ids.msg.clone(), self.text.clone());
+            s += &self.ev("response.output_text.done", |o| {
+                o.str("item_id", &id).num("output_index", i).num("content_index", 0).str("text", &text)
+            });
+            s += &self.ev("response.content_part.done", |o| {
+                o.str("item_id", &id).num("output_index", i).num("content_index", 0).obj("part", output_text_part(&text))
+            });
+            let item = message_item(&id, st, &text);
+            s += &self.ev("response.output_item.done", |o| o.num("output_index", i).raw("item", &item));
+            output.push(item);
+        }
+        let info = self.info.clone();
+        for c in &r.calls {
+            let i = self.next_index;
+            self.next_index += 1;
+            let id = self.ids.next_fc();
+            let added = call_item(&info, c, &id, "in_progress", "");
+            s += &self.ev("response.output_item.added", |o| o.num("output_index", i).raw("item", &added));
+            if !is_tool_search(&info, c) {
+                s += &self.ev("response.function_call_arguments.delta", |o| {
+                    o.str("item_id", &id).num("output_index", i).str("delta", &c.arguments)
+                });
+                let (name, ns) = call_name(&info, c);
+                s += &self.ev("response.function_call_arguments.done", |o| {
+                    let mut o = o.str("item_id", &id).num("output_index", i).str("name", name);
+                    if let Some(ns) = ns {
+                        o = o.str("namespace", ns);
+                    }
+                    o.str("arguments", &c.arguments)
+                });
+            }
+            let done = call_item(&info, c, &id, st, &c.arguments);
+            s += &self.ev("response.output_item.done", |o| o.num("output_index", i).raw("item", &done));
+            output.push(done);
+        }
+        let resp = response_obj(&self.m, r.finish, &arr(output), Some(&r.usage));
+        let ty = match r.finish {
+            Finish::Length => "response.incomplete",
+            Finish::Error => "response.failed",
+            _ => "response.completed",
+        };
+        s += &self.ev(ty, |o| o.raw("response", &resp));
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::Value as J;
 
     fn meta(api: Api) -> RespMeta {
-        RespMeta { api, n: 7, created: 1767225600, model: "deepseek-v4-flash".into(), include_usage: true }
+        RespMeta {
+            api,
+            n: 7,
+            created: 1767225600,
+            model: "deepseek-v4-flash".into(),
+            include_usage: true,
+            resp_id: "resp_0123456789abcdef01234567".into(),
+            responses: Some(Arc::new(ResponsesInfo { summary: true, ..Default::default() })),
+        }
     }
 
     fn result() -> GenResult {
@@ -492,6 +833,7 @@ mod tests {
             calls: vec![OutCall { id: "call_0f".into(), name: "bash".into(), arguments: r#"{"command":"ls"}"#.into() }],
             finish: Finish::ToolCalls,
             usage: Usage { prompt: 1200, cached: 1180, completion: 35 },
+            dsml: String::new(),
         }
     }
 

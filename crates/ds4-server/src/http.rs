@@ -162,14 +162,19 @@ async fn read_body(st: &AppState, req: Request) -> Result<String, ApiError> {
 /// Returns (ids of the trailing tool results, index of the first message of
 /// that trailing run, requires_live) or a 400.
 fn validate_tool_results(st: &AppState, req: &GenRequest) -> Result<Option<(Vec<String>, usize, bool)>, ApiError> {
-    if req.api != Api::Messages {
+    if !matches!(req.api, Api::Messages | Api::Responses) {
         return Ok(None);
     }
     let live: Vec<String> = st
         .shared
         .live
         .lock()
-        .map(|b| b.anthropic.as_ref().map(|a| a.ids.clone()).unwrap_or_default())
+        .map(|b| match req.api {
+            Api::Messages => b.anthropic.as_ref().map(|a| a.ids.clone()),
+            _ => b.responses.as_ref().map(|r| r.ids.clone()),
+        })
+        .ok()
+        .flatten()
         .unwrap_or_default();
     let mut requires_live = false;
     for (i, m) in req.messages.iter().enumerate() {
@@ -178,6 +183,10 @@ fn validate_tool_results(st: &AppState, req: &GenRequest) -> Result<Option<(Vec<
             if !replayed {
                 if live.contains(id) {
                     requires_live = true;
+                } else if req.api == Api::Responses {
+                    return Err(ApiError::bad_request(format!(
+                        "Responses continuation state is not available for call_id {id}; retry by replaying the full input history"
+                    )));
                 } else {
                     return Err(ApiError::bad_request(format!(
                         "Anthropic continuation state is not available for tool_use_id {id}; retry by replaying the full messages history"
@@ -258,6 +267,9 @@ async fn post(st: &Arc<AppState>, api: Api, req: Request) -> Result<Response, Ap
     .await
     .map_err(|_| ApiError::server("request preparation failed"))?;
     let (greq, rendered, tokens, tail, requires_live) = prepared;
+    if greq.responses.as_ref().is_some_and(|i| i.missing_reasoning) {
+        crate::slog!("responses request replays a tool call without reasoning in thinking mode (missing reasoning: lower fidelity)");
+    }
     if tokens.len() >= st.ctx {
         return Err(ApiError::context_length(api.context_param(), tokens.len(), st.ctx));
     }

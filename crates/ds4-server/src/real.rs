@@ -205,14 +205,15 @@ mod tests {
                 "/v1/chat/completions" => Api::Chat,
                 "/v1/completions" => Api::Completions,
                 "/v1/messages" => Api::Messages,
-                _ => continue, // /v1/responses: not implemented yet
+                "/v1/responses" => Api::Responses,
+                other => panic!("unknown endpoint {other}"),
             };
             let req = parse_request(api, &body, ParseCtx { ctx_size: ctx as usize }).unwrap();
             let got = TokRender.render(&req, &mut |_| None);
             assert_eq!(got, expected, "{}", path.display());
             checked += 1;
         }
-        assert_eq!(checked, 27);
+        assert_eq!(checked, 28);
     }
 
     #[test]

@@ -112,6 +112,23 @@ pub struct GenRequest {
     pub stop: Vec<String>,
     /// `/v1/completions` prompt text.
     pub prompt: Option<String>,
+    /// `/v1/responses` specifics (output item shapes, reasoning opt-in).
+    pub responses: Option<std::sync::Arc<ResponsesInfo>>,
+}
+
+/// What a Responses request needs beyond the common fields (SERVING.md §5.4).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResponsesInfo {
+    /// `reasoning.summary` is auto/concise/detailed: reasoning is sent (as
+    /// summary text); otherwise it never reaches the client.
+    pub summary: bool,
+    /// Namespace tools: (prompt name = namespace + name, namespace, wire name).
+    pub namespaces: Vec<(String, String, String)>,
+    /// A hosted `tool_search` tool is declared: calls to it are
+    /// `tool_search_call` items (a function merely named so stays a function).
+    pub tool_search: bool,
+    /// Thinking mode and a replayed call without any reasoning (lower fidelity).
+    pub missing_reasoning: bool,
 }
 
 fn bad() -> ApiError {
@@ -169,7 +186,7 @@ pub fn parse_request(api: Api, body: &str, pc: ParseCtx) -> Result<GenRequest, A
         Api::Chat => parse_chat(&root, body, pc),
         Api::Completions => parse_completions(&root, pc),
         Api::Messages => parse_messages(&root, body, pc),
-        Api::Responses => Err(ApiError::bad_request("/v1/responses is not supported by this server yet")),
+        Api::Responses => parse_responses(&root, body, pc),
     }
 }
 
@@ -196,9 +213,22 @@ fn resolve_mode(root: &Value, api: Api, model: &str, ctx_size: usize) -> Result<
             _ => Err(bad()),
         }
     };
-    if let Some(v) = root.get("reasoning_effort") {
-        if let Some(e) = map_effort(v)? {
-            effort = e;
+    if api != Api::Responses {
+        if let Some(v) = root.get("reasoning_effort") {
+            if let Some(e) = map_effort(v)? {
+                effort = e;
+            }
+        }
+    } else if let Some(r) = field(root, "reasoning") {
+        // Responses: a non-null reasoning.effort is the explicit control.
+        if r.as_object().is_none() {
+            return Err(bad());
+        }
+        if let Some(v) = r.get("effort") {
+            if let Some(e) = map_effort(v)? {
+                effort = e;
+                explicit = true;
+            }
         }
     }
     if api == Api::Messages {
@@ -213,7 +243,7 @@ fn resolve_mode(root: &Value, api: Api, model: &str, ctx_size: usize) -> Result<
             }
         }
     }
-    if let Some(t) = field(root, "thinking") {
+    if let Some(t) = field(root, "thinking").filter(|_| api != Api::Responses) {
         explicit = true;
         match &t.kind {
             Kind::Bool(b) => enabled = *b,
@@ -405,6 +435,7 @@ fn parse_chat(root: &Value, body: &str, pc: ParseCtx) -> Result<GenRequest, ApiE
         include_usage: include_usage(root)?,
         stop: stop_list(root, "stop")?,
         prompt: None,
+        responses: None,
         model,
         messages,
     })
@@ -453,6 +484,7 @@ fn parse_completions(root: &Value, pc: ParseCtx) -> Result<GenRequest, ApiError>
         include_usage: include_usage(root)?,
         stop: stop_list(root, "stop")?,
         prompt: Some(prompt),
+        responses: None,
         model,
     })
 }
@@ -617,9 +649,329 @@ fn parse_messages(root: &Value, body: &str, pc: ParseCtx) -> Result<GenRequest, 
         include_usage: true,
         stop: stop_list(root, "stop_sequences")?,
         prompt: None,
+        responses: None,
         model,
         messages,
     })
+}
+
+// ---------------------------------------------------------------- Responses
+
+/// Hosted tool-call item types and the tool name their calls render with.
+const HOSTED_CALLS: [(&str, &str); 4] = [
+    ("local_shell_call", "local_shell"),
+    ("web_search_call", "web_search"),
+    ("tool_search_call", "tool_search"),
+    ("image_generation_call", "image_generation"),
+];
+const OUTPUT_ITEMS: [&str; 7] = [
+    "function_call_output",
+    "custom_tool_call_output",
+    "local_shell_call_output",
+    "web_search_call_output",
+    "tool_search_output",
+    "tool_search_call_output",
+    "image_generation_call_output",
+];
+/// Schema line for the hosted `{"type":"tool_search"}` tool (§5.4).
+pub const TOOL_SEARCH_SCHEMA: &str = r#"{"name":"tool_search","description":"Search for additional tools by query; matching tool schemas are loaded for the following turns.","parameters":{}}"#;
+
+/// Tools of a Responses request: schema lines plus what output items need.
+#[derive(Default)]
+struct RespTools {
+    lines: Vec<String>,
+    namespaces: Vec<(String, String, String)>,
+    tool_search: bool,
+}
+
+impl RespTools {
+    /// One `tools` array (top level or a `tool_search_output`'s): OpenAI-wrapped
+    /// or flat function tools raw, `namespace` tools flattened into synthetic
+    /// lines, `tool_search` synthesised.
+    fn add(&mut self, arr: &Value, body: &str) -> Result<(), ApiError> {
+        for tool in arr.as_array().ok_or_else(bad)? {
+            if tool.as_object().is_none() {
+                return Err(bad());
+            }
+            match opt_str(tool, "type")? {
+                Some("namespace") => {
+                    let ns = opt_str(tool, "name")?.ok_or_else(bad)?;
+                    for t in field(tool, "tools").and_then(|t| t.as_array()).ok_or_else(bad)? {
+                        if t.as_object().is_none() {
+                            return Err(bad());
+                        }
+                        let f = match field(t, "function") {
+                            Some(f) if f.as_object().is_some() => f,
+                            Some(_) => return Err(bad()),
+                            None => t,
+                        };
+                        let wire = opt_str(f, "name")?.ok_or_else(bad)?;
+                        let full = format!("{ns}{wire}");
+                        let mut o = crate::json::Obj::new().str("name", &full);
+                        if let Some(d) = field(f, "description") {
+                            o = o.raw("description", d.raw(body));
+                        }
+                        let params = field(f, "parameters").map_or("{}", |p| p.raw(body));
+                        self.lines.push(o.raw("parameters", params).finish());
+                        self.namespaces.push((full, ns.to_string(), wire.to_string()));
+                    }
+                }
+                Some("tool_search") => {
+                    if !self.tool_search {
+                        self.lines.push(TOOL_SEARCH_SCHEMA.to_string());
+                    }
+                    self.tool_search = true;
+                }
+                _ => match field(tool, "function") {
+                    Some(f) if f.as_object().is_some() => self.lines.push(f.raw(body).to_string()),
+                    Some(_) => return Err(bad()),
+                    None => self.lines.push(tool.raw(body).to_string()),
+                },
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Message `content`: string, null, or an array of strings / text parts.
+fn responses_content(v: Option<&Value>) -> Result<String, ApiError> {
+    let mut out = String::new();
+    match v.map(|v| &v.kind) {
+        None | Some(Kind::Null) => {}
+        Some(Kind::Str(s)) => out.push_str(s),
+        Some(Kind::Arr(parts)) => {
+            for p in parts {
+                match &p.kind {
+                    Kind::Str(s) => out.push_str(s),
+                    Kind::Obj(_) => {
+                        let ty = opt_str(p, "type")?;
+                        if !matches!(ty, Some("input_text" | "output_text" | "text" | "summary_text" | "reasoning_text")) {
+                            return Err(bad());
+                        }
+                        out.push_str(opt_str(p, "text")?.unwrap_or(""));
+                    }
+                    _ => return Err(bad()),
+                }
+            }
+        }
+        Some(_) => return Err(bad()),
+    }
+    Ok(out)
+}
+
+/// Texts of a reasoning item's `summary` / `content` arrays.
+fn reasoning_texts(v: Option<&Value>, out: &mut Vec<String>) -> Result<(), ApiError> {
+    match v.map(|v| &v.kind) {
+        None | Some(Kind::Null) => Ok(()),
+        Some(Kind::Str(s)) => {
+            out.push(s.clone());
+            Ok(())
+        }
+        Some(Kind::Arr(parts)) => {
+            for p in parts {
+                match &p.kind {
+                    Kind::Str(s) => out.push(s.clone()),
+                    Kind::Obj(_) => out.push(opt_str(p, "text")?.unwrap_or("").to_string()),
+                    _ => return Err(bad()),
+                }
+            }
+            Ok(())
+        }
+        Some(_) => Err(bad()),
+    }
+}
+
+/// Call arguments: a JSON string as is, any other JSON value raw.
+fn call_args(v: Option<&Value>, body: &str) -> String {
+    match v {
+        None => String::new(),
+        Some(Value { kind: Kind::Str(s), .. }) => s.clone(),
+        Some(v) => v.raw(body).to_string(),
+    }
+}
+
+/// Tool output text: string, content array (texts), or raw JSON.
+fn output_text(v: &Value, body: &str) -> String {
+    match &v.kind {
+        Kind::Str(s) => s.clone(),
+        Kind::Arr(_) => openai_text(Some(v)),
+        _ => v.raw(body).to_string(),
+    }
+}
+
+fn parse_responses(root: &Value, body: &str, pc: ParseCtx) -> Result<GenRequest, ApiError> {
+    for f in ["previous_response_id", "conversation"] {
+        if field(root, f).is_some() {
+            return Err(ApiError::bad_request(format!("{f} is not supported; replay full input instead")));
+        }
+    }
+    let input = field(root, "input").ok_or_else(|| ApiError::bad_request("missing input"))?;
+    let mut tools = RespTools::default();
+    if let Some(t) = field(root, "tools") {
+        tools.add(t, body)?;
+    }
+    let mut messages = Vec::new();
+    if let Some(i) = opt_str(root, "instructions")? {
+        messages.push(Message::new(Role::System, i));
+    }
+    match &input.kind {
+        Kind::Str(s) => messages.push(Message::new(Role::User, s.as_str())),
+        Kind::Arr(items) => parse_input_items(items, body, &mut messages, &mut tools)?,
+        _ => return Err(bad()),
+    }
+    let tool_choice_none = match field(root, "tool_choice") {
+        None => false,
+        Some(Value { kind: Kind::Str(c), .. }) => match c.as_str() {
+            "none" => true,
+            "auto" => false,
+            other => return Err(ApiError::bad_request(format!("tool_choice={other} not supported"))),
+        },
+        Some(v) if v.as_object().is_some() => return Err(ApiError::bad_request("forced tool_choice not supported")),
+        Some(_) => return Err(bad()),
+    };
+    let summary = match field(root, "reasoning") {
+        Some(r) => matches!(opt_str(r, "summary")?, Some("auto" | "concise" | "detailed")),
+        None => false,
+    };
+    let model = model_name(root)?;
+    let mode = resolve_mode(root, Api::Responses, &model, pc.ctx_size)?;
+    let mut sampling = Sampling::default();
+    if let Some(t) = opt_num(root, "temperature")? {
+        sampling.temperature = t as f32;
+    }
+    if let Some(p) = opt_num(root, "top_p")? {
+        sampling.top_p = if p <= 0.0 || p > 1.0 { 1.0 } else { p as f32 };
+    }
+    let missing_reasoning = mode.thinking()
+        && messages.iter().any(|m| m.role == Role::Assistant && !m.tool_calls.is_empty() && m.reasoning.is_empty());
+    Ok(GenRequest {
+        api: Api::Responses,
+        tools_active: !tools.lines.is_empty() && !tool_choice_none,
+        mode,
+        max_tokens: max_tokens(root, &["max_tokens", "max_output_tokens"])?,
+        sampling,
+        stream: opt_bool(root, "stream")?.unwrap_or(false),
+        include_usage: true,
+        stop: Vec::new(),
+        prompt: None,
+        responses: Some(std::sync::Arc::new(ResponsesInfo {
+            summary,
+            namespaces: tools.namespaces,
+            tool_search: tools.tool_search,
+            missing_reasoning,
+        })),
+        tools: tools.lines,
+        model,
+        messages,
+    })
+}
+
+/// §5.4 input items → messages. Reasoning items are held as pending
+/// reasoning for the next assistant message or call; a user message or tool
+/// output arriving first flushes it as an empty assistant message.
+fn parse_input_items(items: &[Value], body: &str, messages: &mut Vec<Message>, tools: &mut RespTools) -> Result<(), ApiError> {
+    let mut pending: Option<String> = None;
+    let flush = |messages: &mut Vec<Message>, pending: &mut Option<String>| {
+        if let Some(r) = pending.take() {
+            let mut m = Message::new(Role::Assistant, "");
+            m.reasoning = r;
+            messages.push(m);
+        }
+    };
+    for item in items {
+        if item.as_object().is_none() {
+            return Err(bad());
+        }
+        if let Some(st) = opt_str(item, "status")? {
+            if st != "completed" {
+                return Err(ApiError::bad_request(format!(
+                    "input item with status {st} cannot be replayed; send only completed items"
+                )));
+            }
+        }
+        let ty = opt_str(item, "type")?.unwrap_or("message");
+        let id = || -> Result<String, ApiError> {
+            Ok(opt_str(item, "call_id")?.or(opt_str(item, "id")?).unwrap_or("").to_string())
+        };
+        if ty == "message" {
+            let content = responses_content(item.get("content"))?;
+            match opt_str(item, "role")?.unwrap_or("user") {
+                "user" => {
+                    flush(messages, &mut pending);
+                    messages.push(Message::new(Role::User, content));
+                }
+                "assistant" => {
+                    let mut m = Message::new(Role::Assistant, content);
+                    m.reasoning = pending.take().unwrap_or_default();
+                    messages.push(m);
+                }
+                "system" | "developer" => messages.push(Message::new(Role::System, content)),
+                _ => return Err(bad()),
+            }
+        } else if ty == "reasoning" {
+            let mut parts = Vec::new();
+            reasoning_texts(item.get("summary"), &mut parts)?;
+            reasoning_texts(item.get("content"), &mut parts)?;
+            let text = parts.join("\n");
+            pending = Some(match pending.take() {
+                Some(p) if !p.is_empty() => format!("{p}\n{text}"),
+                _ => text,
+            });
+        } else if let Some(name) = match ty {
+            "function_call" | "custom_tool_call" => {
+                let n = opt_str(item, "name")?.unwrap_or("");
+                Some(match opt_str(item, "namespace")? {
+                    Some(ns) => format!("{ns}{n}"),
+                    None => n.to_string(),
+                })
+            }
+            _ => HOSTED_CALLS.iter().find(|(t, _)| *t == ty).map(|(_, n)| n.to_string()),
+        } {
+            let args = ["arguments", "input", "action"].iter().find_map(|k| field(item, k));
+            let call = ToolCall { id: id()?, name, arguments: call_args(args, body) };
+            let reasoning = pending.take();
+            match messages.last_mut() {
+                Some(m) if m.role == Role::Assistant => {
+                    if let Some(r) = reasoning.filter(|r| !r.is_empty()) {
+                        if !m.reasoning.is_empty() {
+                            m.reasoning.push('\n');
+                        }
+                        m.reasoning.push_str(&r);
+                    }
+                    m.tool_calls.push(call);
+                }
+                _ => {
+                    let mut m = Message::new(Role::Assistant, "");
+                    m.reasoning = reasoning.unwrap_or_default();
+                    m.tool_calls.push(call);
+                    messages.push(m);
+                }
+            }
+        } else if OUTPUT_ITEMS.contains(&ty) {
+            flush(messages, &mut pending);
+            let content = if let Some(o) = field(item, "output") {
+                output_text(o, body)
+            } else if let Some(r) = field(item, "result") {
+                output_text(r, body)
+            } else if let Some(t) = field(item, "tools") {
+                t.raw(body).to_string()
+            } else {
+                String::new()
+            };
+            if ty == "tool_search_output" {
+                if let Some(t) = field(item, "tools") {
+                    tools.add(t, body)?;
+                }
+            }
+            let mut m = Message::new(Role::Tool, content);
+            m.tool_result_ids.push(id()?);
+            messages.push(m);
+        } else if !matches!(ty, "compaction" | "context_compaction") {
+            return Err(bad());
+        }
+    }
+    flush(messages, &mut pending);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -183,6 +183,35 @@ impl Sink {
     }
 }
 
+/// §7.3 Responses visible transcript: what the client's replay of this turn
+/// renders to. Reasoning reaches the client only with summaries on, and is
+/// replayed for tool-call turns; in a thinking request without any tool
+/// context the renderer drops it, so the transcript ends the turn with a bare
+/// `</think>` (as the thinking-visible binding does).
+fn responses_visible(job: &JobSpec, r: &GenResult) -> String {
+    let req = &job.req;
+    let think = req.mode.thinking();
+    let summary = req.responses.as_ref().is_some_and(|i| i.summary);
+    let tool_context = req.tools_active || req.messages.iter().any(|m| !m.tool_calls.is_empty() || !m.tool_result_ids.is_empty());
+    let mut v = if think && !tool_context {
+        job.rendered.strip_suffix("<think>").unwrap_or(&job.rendered).to_string()
+    } else {
+        job.rendered.clone()
+    };
+    if think {
+        if tool_context && summary && !r.calls.is_empty() {
+            v.push_str(&r.reasoning);
+        }
+        v.push_str("</think>");
+    }
+    v.push_str(&r.content);
+    if !r.calls.is_empty() {
+        v.push_str(&r.dsml);
+    }
+    v.push_str(EOS_STR);
+    v
+}
+
 fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
@@ -307,21 +336,47 @@ impl<S: EngineSession> Worker<S> {
         let live = self.session.tokens();
         let live_len = live.len();
         let bindings = self.shared.live.lock().unwrap_or_else(|e| e.into_inner());
-        if let (Some(tail), Some(b)) = (&job.tail, &bindings.anthropic) {
-            let mut want = tail.ids.clone();
-            let mut have = b.ids.clone();
-            want.sort();
-            have.sort();
-            if want == have && b.live_len == live_len && live_len > 0 {
+        let same_ids = |a: &[String], b: &[String]| {
+            let (mut a, mut b) = (a.to_vec(), b.to_vec());
+            a.sort();
+            b.sort();
+            a == b
+        };
+        let api = job.req.api;
+        if let (Api::Responses, Some(b)) = (api, &bindings.responses) {
+            if b.live_len == live_len && live_len > 0 {
+                // 1. responses-visible: the remembered transcript prefixes the prompt.
+                if job.rendered.len() > b.text.len() && job.rendered.starts_with(&b.text) {
+                    let mut eff = live.to_vec();
+                    if b.text.ends_with(EOS_STR) && live.last() != Some(&self.codec.eos()) {
+                        eff.push(self.codec.eos());
+                    }
+                    eff.extend(self.codec.encode_chat(&job.rendered[b.text.len()..]));
+                    return Ok((ReuseSource::ResponsesVisible, eff, live_len));
+                }
+                // 2. responses-tool-output: the outputs of exactly the live calls.
+                if let Some(tail) = job.tail.as_ref().filter(|t| same_ids(&t.ids, &b.ids)) {
+                    let mut eff = live.to_vec();
+                    eff.extend(self.codec.encode_chat(&tail.text));
+                    return Ok((ReuseSource::ResponsesToolOutput, eff, live_len));
+                }
+            }
+        }
+        // 3. anthropic-tool-output.
+        if let (Api::Messages, Some(tail), Some(b)) = (api, &job.tail, &bindings.anthropic) {
+            if same_ids(&tail.ids, &b.ids) && b.live_len == live_len && live_len > 0 {
                 let mut eff = live.to_vec();
                 eff.extend(self.codec.encode_chat(&tail.text));
                 return Ok((ReuseSource::AnthropicToolOutput, eff, live_len));
             }
         }
+        // 4. §7.4: tool outputs only the live state can explain, and it moved on.
         if job.requires_live {
-            return Err(ApiError::conflict(
-                "Anthropic continuation state is not available; retry by replaying the full messages history",
-            ));
+            return Err(ApiError::conflict(if api == Api::Responses {
+                "Responses continuation state is not available; retry by replaying the full input history"
+            } else {
+                "Anthropic continuation state is not available; retry by replaying the full messages history"
+            }));
         }
         if live_len > 0 && common_prefix(live, &job.tokens) == live_len && job.tokens.len() >= live_len {
             return Ok((ReuseSource::MemoryToken, job.tokens.clone(), live_len));
@@ -668,6 +723,7 @@ impl<S: EngineSession> Worker<S> {
                     calls,
                     finish: f,
                     usage: Usage { completion: n_gen, ..usage0 },
+                    dsml: parsed.raw_dsml.unwrap_or_default(),
                 };
                 (r, end.streamed_calls)
             }
@@ -684,6 +740,7 @@ impl<S: EngineSession> Worker<S> {
                     calls: vec![],
                     finish,
                     usage: Usage { completion: n_gen, ..usage0 },
+                    dsml: String::new(),
                 };
                 (r, 0)
             }
@@ -767,9 +824,14 @@ impl<S: EngineSession> Worker<S> {
     fn update_bindings(&self, job: &JobSpec, r: &GenResult, eos_hit: bool) {
         let req = &job.req;
         let live_len = self.session.tokens().len();
+        // A thinking turn that never closed </think> has no visible form.
+        let closed = !req.mode.thinking() || r.text.contains("</think>");
+        let responses = (req.api == Api::Responses && closed && !matches!(r.finish, Finish::Error | Finish::Length))
+            .then(|| ResponsesBinding { text: responses_visible(job, r), live_len, ids: r.calls.iter().map(|c| c.id.clone()).collect() });
         let mut b = self.shared.live.lock().unwrap_or_else(|e| e.into_inner());
         b.anthropic = None;
         b.thinking = None;
+        b.responses = responses;
         if req.api == Api::Messages && !r.calls.is_empty() {
             b.anthropic = Some(ToolBinding { ids: r.calls.iter().map(|c| c.id.clone()).collect(), live_len });
         }

@@ -304,8 +304,6 @@ def test_fixture_rendering(server, name, endpoint, body, ctx, expected):
     """The real server renders every chat fixture byte-for-byte (SERVING.md §3)."""
     if ctx >= 393216:
         pytest.skip("Think Max fixture: run by test_think_max_fixtures on a 393216-token server")
-    if endpoint == "/v1/responses":
-        pytest.skip("/v1/responses not implemented")
     obj = json.loads(body)
     obj["max_tokens"] = 1
     obj["stream"] = False
