@@ -267,9 +267,6 @@ async fn post(st: &Arc<AppState>, api: Api, req: Request) -> Result<Response, Ap
     .await
     .map_err(|_| ApiError::server("request preparation failed"))?;
     let (greq, rendered, tokens, tail, requires_live) = prepared;
-    if greq.responses.as_ref().is_some_and(|i| i.missing_reasoning) {
-        crate::slog!("responses request replays a tool call without reasoning in thinking mode (missing reasoning: lower fidelity)");
-    }
     if tokens.len() >= st.ctx {
         return Err(ApiError::context_length(api.context_param(), tokens.len(), st.ctx));
     }

@@ -298,7 +298,7 @@ impl<S: EngineSession> Worker<S> {
 
     /// Disk lookup after a live miss (KVCACHE.md §5): on a hit the session
     /// holds the checkpoint and the result is (effective prompt, cached).
-    fn disk_lookup(&mut self, disk: &DiskCache, rendered: &str) -> Option<(Vec<u32>, usize)> {
+    fn disk_lookup(&mut self, disk: &DiskCache, rendered: &str) -> Option<(Vec<u32>, usize, KeyKind)> {
         let eng = self.engine_info();
         let session = &mut self.session;
         let lk = disk.load(rendered.as_bytes(), eng, |r, _hdr| {
@@ -328,7 +328,7 @@ impl<S: EngineSession> Worker<S> {
             eff.push(eos);
         }
         eff.extend(self.codec.encode_chat_bytes(&bytes[hit.text_len..]));
-        Some((eff, hit.tokens.len()))
+        Some((eff, hit.tokens.len(), hit.key_kind))
     }
 
     /// Choose the reuse source (§7.1) and the effective prompt.
@@ -444,6 +444,7 @@ impl<S: EngineSession> Worker<S> {
             }
         };
         let disk = self.disk();
+        let mut disk_kind = None;
         // §7.1 step 8: the live state is useless for this prompt. Keep it on
         // disk (evict), then try a disk checkpoint of this prompt.
         if let (ReuseSource::Miss, Some(d)) = (&source, &disk) {
@@ -451,9 +452,17 @@ impl<S: EngineSession> Worker<S> {
             let len = self.session.tokens().len();
             let visible = self.live_visible_key();
             self.store_live(d, SaveReason::Evict, len, visible);
-            if let Some((eff, n)) = self.disk_lookup(d, &job.rendered) {
+            if let Some((eff, n, kind)) = self.disk_lookup(d, &job.rendered) {
                 (source, effective, cached) = (ReuseSource::DiskText, eff, n);
+                disk_kind = Some(kind);
             }
+        }
+        // KVCACHE.md §5: a Responses replay of calls without reasoning is
+        // exact only when the state came from a Responses binding.
+        let from_binding = matches!(source, ReuseSource::ResponsesVisible | ReuseSource::ResponsesToolOutput)
+            || disk_kind == Some(KeyKind::ResponsesVisible);
+        if job.req.responses.as_ref().is_some_and(|i| i.missing_reasoning) && !from_binding {
+            slog!("{} replays a tool call without reasoning in thinking mode (missing reasoning: lower fidelity)", job.meta.id());
         }
         let ctx = self.session.ctx();
         if effective.len() >= ctx {

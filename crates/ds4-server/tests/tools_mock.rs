@@ -1,0 +1,342 @@
+//! Tool-call flows that need a model emitting DSML: the scripted engine
+//! answers with the token-reversed last user message, so a user message
+//! holding reversed DSML makes it "call" a tool. Prompts are rendered by the
+//! shipped ds4 renderer (`real::TokRender`).
+//!
+//! Covers SERVING.md §7.4 (400 vs 409 for Anthropic and Responses tool
+//! outputs), §11 #28-#30 (live tails, namespace / tool_search output items,
+//! the responses-visible binding with and without reasoning summaries).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ds4_server::engine::TextCodec;
+use ds4_server::log::Trace;
+use ds4_server::real::TokRender;
+use ds4_server::server::{Server, ServerOptions};
+use serde_json::{json, Value};
+
+#[path = "common/mock.rs"]
+mod mock;
+use mock::{Codec, Delays, Mock, VOCAB};
+
+const EOS: &str = "<｜end▁of▁sentence｜>";
+const USER: &str = "<｜User｜>";
+const ASSISTANT: &str = "<｜Assistant｜>";
+
+struct TestServer {
+    addr: SocketAddr,
+    d: Delays,
+    trace: std::path::PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.trace);
+    }
+}
+
+fn start() -> TestServer {
+    let d = Delays::default();
+    let mock = Mock { ctx: 8192, toks: vec![], logits: vec![0.0; VOCAB], d: d.clone() };
+    let trace = std::env::temp_dir().join(format!("ds4-tools-mock-{}-{}.trace", std::process::id(), ds4_server::ids::random_hex(4)));
+    let opts = ServerOptions {
+        ctx: 8192,
+        default_max_tokens: 1000,
+        cors: false,
+        api_key: None,
+        max_body: 1 << 20,
+        tool_memory_max_ids: 100,
+        replay: true,
+        trace: Some(Arc::new(Trace::open(&trace).unwrap())),
+        disk: None,
+    };
+    let server = Server::start(mock, Arc::new(Codec), Arc::new(TokRender), opts).unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            addr_tx.send(l.local_addr().unwrap()).unwrap();
+            server
+                .serve(l, async move {
+                    let _ = stop_rx.await;
+                })
+                .await;
+        });
+    });
+    let addr = addr_rx.recv().unwrap();
+    TestServer { addr, d, trace, stop: Some(stop_tx), thread: Some(thread) }
+}
+
+impl TestServer {
+    /// The `reuse` decision the trace recorded for a response id.
+    fn reuse_of(&self, id: &str) -> String {
+        let t = std::fs::read_to_string(&self.trace).unwrap();
+        let line = t.lines().find(|l| l.contains(&format!(" {id} prompt ("))).unwrap_or_else(|| panic!("{id} not in trace"));
+        line.split("reuse ").nth(1).unwrap().split(',').next().unwrap().to_string()
+    }
+}
+
+fn post(addr: SocketAddr, path: &str, body: &Value) -> (u16, String) {
+    let body = body.to_string();
+    let raw = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(raw.as_bytes()).unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    let text = String::from_utf8(buf).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    (head.split(' ').nth(1).unwrap().parse().unwrap(), body.to_string())
+}
+
+fn ok(addr: SocketAddr, path: &str, body: &Value) -> Value {
+    let (s, b) = post(addr, path, body);
+    assert_eq!(s, 200, "{b}");
+    serde_json::from_str(b.trim()).unwrap()
+}
+
+fn sse(body: &str) -> Vec<Value> {
+    body.lines().filter_map(|l| l.strip_prefix("data: ")).filter(|d| *d != "[DONE]").map(|d| serde_json::from_str(d).unwrap()).collect()
+}
+
+/// The user text that makes the mock answer exactly `out`.
+fn say(out: &str) -> String {
+    let mut ids = Codec.encode_chat(out);
+    ids.reverse();
+    String::from_utf8(Codec.decode(&ids)).unwrap()
+}
+
+fn invoke(name: &str, params: &[(&str, &str)]) -> String {
+    let mut s = format!("<｜DSML｜invoke name=\"{name}\">\n");
+    for (k, v) in params {
+        s += &format!("<｜DSML｜parameter name=\"{k}\" string=\"true\">{v}</｜DSML｜parameter>\n");
+    }
+    s + "</｜DSML｜invoke>\n"
+}
+
+fn dsml(invokes: &[String]) -> String {
+    format!("<｜DSML｜tool_calls>\n{}</｜DSML｜tool_calls>", invokes.concat())
+}
+
+fn exec_call() -> String {
+    dsml(&[invoke("exec", &[("cmd", "ls")])])
+}
+
+fn n_tokens(s: &str) -> u64 {
+    Codec.encode_chat(s).len() as u64
+}
+
+const EXEC_TOOL: &str = r#"{"type":"function","name":"exec","description":"Run","parameters":{"type":"object","properties":{"cmd":{"type":"string"}}}}"#;
+
+fn responses_call(srv: &TestServer) -> (Value, String) {
+    let r = ok(
+        srv.addr,
+        "/v1/responses",
+        &json!({"model":"deepseek-chat","tools":[serde_json::from_str::<Value>(EXEC_TOOL).unwrap()],"input":[{"role":"user","content":say(&exec_call())}]}),
+    );
+    let out = r["output"].as_array().unwrap();
+    assert_eq!(out.len(), 1, "{r}");
+    let call_id = out[0]["call_id"].as_str().unwrap().to_string();
+    (r, call_id)
+}
+
+#[test]
+fn responses_tool_call_live_tail_and_conflict() {
+    let srv = start();
+    let (r, call_id) = responses_call(&srv);
+    assert_eq!(r["status"], "completed");
+    let item = &r["output"][0];
+    assert_eq!(item["type"], "function_call");
+    assert_eq!(item["name"], "exec");
+    assert_eq!(item["arguments"], r#"{"cmd":"ls"}"#);
+    assert!(item["id"].as_str().unwrap().starts_with("fc_") && call_id.starts_with("call_"));
+    let live = r["usage"]["input_tokens"].as_u64().unwrap() + r["usage"]["output_tokens"].as_u64().unwrap();
+    // §11 #29: the outputs of exactly the live calls continue from the live
+    // state; the live tail renders only the tool outputs.
+    let out_only = json!({"model":"deepseek-chat","tools":[serde_json::from_str::<Value>(EXEC_TOOL).unwrap()],
+        "input":[{"type":"function_call_output","call_id":call_id,"output":"a.txt"}]});
+    let r2 = ok(srv.addr, "/v1/responses", &out_only);
+    assert_eq!(r2["usage"]["input_tokens_details"]["cached_tokens"].as_u64().unwrap(), live);
+    let tail = format!("{EOS}{USER}<tool_result>a.txt</tool_result>{ASSISTANT}</think>");
+    assert_eq!(r2["usage"]["input_tokens"].as_u64().unwrap(), live + n_tokens(&tail));
+    assert_eq!(srv.reuse_of(r2["id"].as_str().unwrap()), "ResponsesToolOutput");
+    // The live state has moved on: the same outputs are now unknown → 400.
+    let (s, b) = post(srv.addr, "/v1/responses", &out_only);
+    assert_eq!(s, 400);
+    assert!(b.contains(&format!("Responses continuation state is not available for call_id {call_id}")), "{b}");
+    // §7.4 409: valid when parsed (live-known), stale when run.
+    let (_, call_id) = responses_call(&srv);
+    let out_only = json!({"model":"deepseek-chat","input":[{"type":"function_call_output","call_id":call_id,"output":"a.txt"}]});
+    let (first, second) = race(&srv, "/v1/responses", &out_only);
+    assert_eq!(first.0, 200, "{}", first.1);
+    assert_eq!(second.0, 409, "{}", second.1);
+    let e: Value = serde_json::from_str(second.1.trim()).unwrap();
+    assert_eq!(
+        e["error"]["message"],
+        "Responses continuation state is not available; retry by replaying the full input history"
+    );
+}
+
+/// Two identical requests that depend on the live binding: the second is
+/// parsed while the first (slow) one runs and moves the live state on.
+fn race(srv: &TestServer, path: &'static str, body: &Value) -> ((u16, String), (u16, String)) {
+    srv.d.decode_us.store(20_000, Ordering::Relaxed);
+    let (addr, b1, b2) = (srv.addr, body.clone(), body.clone());
+    let t1 = std::thread::spawn(move || post(addr, path, &b1));
+    std::thread::sleep(Duration::from_millis(150));
+    let t2 = std::thread::spawn(move || post(addr, path, &b2));
+    let res = (t1.join().unwrap(), t2.join().unwrap());
+    srv.d.decode_us.store(0, Ordering::Relaxed);
+    res
+}
+
+#[test]
+fn anthropic_tool_results_400_409_and_full_replay() {
+    let srv = start();
+    let tools = json!([{"name":"exec","description":"Run","input_schema":{"type":"object"}}]);
+    let call = |srv: &TestServer| {
+        let r = ok(srv.addr, "/v1/messages", &json!({"model":"deepseek-chat","max_tokens":500,"tools":tools,
+            "messages":[{"role":"user","content":say(&exec_call())}]}));
+        assert_eq!(r["stop_reason"], "tool_use", "{r}");
+        let tu = r["content"].as_array().unwrap().iter().find(|b| b["type"] == "tool_use").unwrap().clone();
+        assert!(tu["id"].as_str().unwrap().starts_with("toolu_"));
+        assert_eq!(tu["input"], json!({"cmd":"ls"}));
+        (r, tu)
+    };
+    let (r, tu) = call(&srv);
+    let id = tu["id"].as_str().unwrap().to_string();
+    let live = r["usage"]["cache_creation_input_tokens"].as_u64().unwrap() + r["usage"]["output_tokens"].as_u64().unwrap();
+    // §11 #28: live tail of tool results only (no tool name rendered).
+    let result_only = json!({"model":"deepseek-chat","max_tokens":3,"tools":tools,
+        "messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":id,"content":"out"}]}]});
+    let r2 = ok(srv.addr, "/v1/messages", &result_only);
+    assert_eq!(r2["usage"]["cache_read_input_tokens"].as_u64().unwrap(), live);
+    let tail = format!("{EOS}{USER}<tool_result>out</tool_result>{ASSISTANT}</think>");
+    assert_eq!(r2["usage"]["cache_creation_input_tokens"].as_u64().unwrap(), n_tokens(&tail));
+    assert_eq!(srv.reuse_of(r2["id"].as_str().unwrap()), "AnthropicToolOutput");
+    // Neither live nor replayed any more → 400.
+    let (s, b) = post(srv.addr, "/v1/messages", &result_only);
+    assert_eq!(s, 400);
+    assert!(b.contains(&format!("Anthropic continuation state is not available for tool_use_id {id}")), "{b}");
+    // §7.4: live-known at parse time, stale when it runs → 409.
+    let (_, tu) = call(&srv);
+    let id = tu["id"].as_str().unwrap().to_string();
+    let result_only = json!({"model":"deepseek-chat","max_tokens":40,
+        "messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":id,"content":"out"}]}]});
+    let (first, second) = race(&srv, "/v1/messages", &result_only);
+    assert_eq!(first.0, 200, "{}", first.1);
+    assert_eq!(second.0, 409, "{}", second.1);
+    assert!(second.1.contains("Anthropic continuation state is not available; retry by replaying the full messages history"));
+    // A full replay (tool_use earlier, `content` before `role`) needs no live state.
+    let full = json!({"model":"deepseek-chat","max_tokens":3,"tools":tools,"messages":[
+        {"role":"user","content":say(&exec_call())},
+        {"content":[tu],"role":"assistant"},
+        {"role":"user","content":[{"type":"tool_result","tool_use_id":id,"content":"out"}]}]});
+    ok(srv.addr, "/v1/messages", &full);
+    ok(srv.addr, "/v1/messages", &full);
+}
+
+#[test]
+fn responses_namespace_and_tool_search_items() {
+    let srv = start();
+    let tools = json!([
+        {"type":"namespace","name":"fs.","tools":[{"type":"function","name":"read","parameters":{"type":"object"}}]},
+        {"type":"tool_search"}]);
+    let both = dsml(&[invoke("fs.read", &[("path", "a")]), invoke("tool_search", &[("query", "q")])]);
+    let body = json!({"model":"deepseek-chat","tools":tools,"input":say(&both)});
+    let r = ok(srv.addr, "/v1/responses", &body);
+    let out = r["output"].as_array().unwrap();
+    assert_eq!(out.len(), 2, "{r}");
+    assert_eq!(out[0]["type"], "function_call");
+    assert_eq!((&out[0]["name"], &out[0]["namespace"]), (&json!("read"), &json!("fs.")));
+    assert_eq!(out[0]["arguments"], r#"{"path":"a"}"#);
+    assert_eq!(out[1]["type"], "tool_search_call");
+    assert_eq!(out[1]["execution"], "client");
+    assert_eq!(out[1]["arguments"], json!({"query":"q"}));
+    assert!(out[1]["call_id"].as_str().unwrap().starts_with("call_"));
+    // Streaming: calls at the end in opening order; tool_search skips the
+    // argument events; the terminal event carries the same items.
+    let mut sbody = body.clone();
+    sbody["stream"] = json!(true);
+    let (s, b) = post(srv.addr, "/v1/responses", &sbody);
+    assert_eq!(s, 200);
+    let ev = sse(&b);
+    let types: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "response.created",
+            "response.output_item.added",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.done",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.output_item.done",
+            "response.completed"
+        ]
+    );
+    for (i, e) in ev.iter().enumerate() {
+        assert_eq!(e["sequence_number"], i);
+    }
+    assert_eq!(ev[1]["item"]["status"], "in_progress");
+    assert_eq!(ev[1]["item"]["arguments"], "");
+    assert_eq!(ev[3]["namespace"], "fs.");
+    assert_eq!(ev[3]["name"], "read");
+    assert_eq!(ev[5]["output_index"], 1);
+    let fin = &ev[7]["response"];
+    assert_eq!(fin["output"][0]["id"], ev[1]["item"]["id"]);
+    assert_eq!(fin["output"][1]["type"], "tool_search_call");
+    assert_eq!(fin["status"], "completed");
+    // A function literally named tool_search stays a function_call.
+    let plain = json!({"model":"deepseek-chat","input":say(&dsml(&[invoke("tool_search", &[("query", "q")])])),
+        "tools":[{"type":"function","name":"tool_search","parameters":{"type":"object"}}]});
+    let r = ok(srv.addr, "/v1/responses", &plain);
+    assert_eq!(r["output"][0]["type"], "function_call");
+    assert_eq!(r["output"][0]["name"], "tool_search");
+}
+
+#[test]
+fn responses_visible_binding_reasoning_only_with_summary() {
+    // §7.3 / §11 #29: the visible transcript holds the reasoning only for a
+    // tool-call turn with summaries on (the client can replay only what it got).
+    let srv = start();
+    let tools = json!([serde_json::from_str::<Value>(EXEC_TOOL).unwrap()]);
+    for summary in [true, false] {
+        let mut body = json!({"model":"deepseek-reasoner","tools":tools,"input":[{"role":"user","content":say(&exec_call())}]});
+        if summary {
+            body["reasoning"] = json!({"effort":"high","summary":"auto"});
+        }
+        let r = ok(srv.addr, "/v1/responses", &body);
+        let out = r["output"].as_array().unwrap().clone();
+        let call = out.iter().find(|o| o["type"] == "function_call").unwrap().clone();
+        let reasoning = out.iter().find(|o| o["type"] == "reasoning");
+        assert_eq!(reasoning.is_some(), summary, "{r}");
+        let live = r["usage"]["input_tokens"].as_u64().unwrap() + r["usage"]["output_tokens"].as_u64().unwrap();
+        // Codex-style stateless replay of everything the client received.
+        let mut items = vec![json!({"role":"user","content":say(&exec_call())})];
+        if let Some(rs) = reasoning {
+            items.push(rs.clone());
+        }
+        items.push(call.clone());
+        items.push(json!({"type":"function_call_output","call_id":call["call_id"],"output":"a.txt"}));
+        let mut next = json!({"model":"deepseek-reasoner","tools":tools,"input":items});
+        next["reasoning"] = body["reasoning"].clone();
+        let r2 = ok(srv.addr, "/v1/responses", &next);
+        assert_eq!(r2["usage"]["input_tokens_details"]["cached_tokens"].as_u64().unwrap(), live, "summary={summary}");
+        assert_eq!(srv.reuse_of(r2["id"].as_str().unwrap()), "ResponsesVisible", "summary={summary}");
+    }
+}
