@@ -135,38 +135,130 @@ __device__ __forceinline__ void deq8(const u8* __restrict__ pay, const u8* __res
 // ((g >> 2) & 1) so that the 8 lanes of a shared-memory phase hit 8 distinct bank quads.
 // The per-row result is a fixed butterfly reduction: deterministic.
 // ------------------------------------------------------------------------------------------
-__device__ __forceinline__ int xs_slot(int g, int k) { return 2 * g + (k ^ ((g >> 2) & 1)); }
 
+// Column-group width per weight type in the decode matvec: one lane step covers one group
+// (8 values for F16/F32, a half Q8_0 block = one 16-byte load, a 32-value sub-block for the
+// K-quants/IQ2_XXS so the sub-block's scale and bits are read once).
+template <int TY> struct XG { static const int G = 32; };
+template <> struct XG<T_F32> { static const int G = 8; };
+template <> struct XG<T_F16> { static const int G = 8; };
+template <> struct XG<T_Q8_0> { static const int G = 16; };
+
+// Shared-memory slot (in float4 units) of part k of column group g: rotations chosen so that
+// the 8 lanes of one shared-memory phase (consecutive g, same k) hit 8 distinct bank quads.
+template <int G>
+__device__ __forceinline__ int xslot(int g, int k) {
+    if (G == 8) return 2 * g + (k ^ ((g >> 2) & 1));
+    if (G == 16) return 4 * g + ((k + (g >> 1)) & 3);
+    return 8 * g + ((k + g) & 7);
+}
+
+template <int TY>
 __device__ __forceinline__ void load_x_swz(float4* xs, const float* __restrict__ x, int cols) {
+    const int G = XG<TY>::G, P = G / 4;
     const float4* x4 = (const float4*)x;
-    for (int f = threadIdx.x; f < (cols >> 2); f += blockDim.x) xs[xs_slot(f >> 1, f & 1)] = x4[f];
+    for (int f = threadIdx.x; f < (cols >> 2); f += blockDim.x) xs[xslot<G>(f / P, f % P)] = x4[f];
+}
+
+__device__ __forceinline__ float dot4(float4 a, float b0, float b1, float b2, float b3) {
+    return a.x * b0 + a.y * b1 + a.z * b2 + a.w * b3;
+}
+
+// Dot of column group g of `row` with x (shared memory, swizzled for the type's group width).
+template <int TY>
+__device__ __forceinline__ float gdot(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols, int row, int g,
+                                      const float4* xs, const u64* gsm) {
+    if (TY == T_F32 || TY == T_F16) {
+        float v[8];
+        deq8<TY>(pay, hdr, cols, row, g * 8, v, gsm);
+        float4 a = xs[xslot<8>(g, 0)], b = xs[xslot<8>(g, 1)];
+        return dot4(a, v[0], v[1], v[2], v[3]) + dot4(b, v[4], v[5], v[6], v[7]);
+    } else if (TY == T_Q8_0) {
+        int nb = cols >> 5;
+        i64 blk = (i64)row * nb + (g >> 1);
+        uint4 q = __ldg((const uint4*)(pay + blk * 32 + (g & 1) * 16));
+        float d = h2f(__ldg((const u16*)(hdr + blk * 2)));
+        u32 w[4] = {q.x, q.y, q.z, q.w};
+        float acc = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float4 xv = xs[xslot<16>(g, k)];
+            acc += dot4(xv, (float)(signed char)(w[k] & 0xff), (float)(signed char)((w[k] >> 8) & 0xff),
+                        (float)(signed char)((w[k] >> 16) & 0xff), (float)(signed char)(w[k] >> 24));
+        }
+        return d * acc;
+    } else if (TY == T_IQ2_XXS) {
+        int nb = cols >> 8;
+        i64 blk = (i64)row * nb + (g >> 3);
+        uint2 q = __ldg((const uint2*)(pay + blk * 64 + (g & 7) * 8));
+        float d = h2f(__ldg((const u16*)(hdr + blk * 2)));
+        u32 A = q.x, B = q.y;
+        float acc = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            u64 gr = gsm[(A >> (8 * k)) & 255];
+            u32 sg = (B >> (7 * k)) & 127;
+            sg |= (u32)(__popc(sg) & 1) << 7;
+            float4 x0 = xs[xslot<32>(g, 2 * k)], x1 = xs[xslot<32>(g, 2 * k + 1)];
+            float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float m = (float)((gr >> (8 * i)) & 0xff);
+                acc += ((sg >> i) & 1) ? -(m * xv[i]) : m * xv[i];
+            }
+        }
+        return d * (0.5f + (float)(B >> 28)) * 0.25f * acc;
+    } else if (TY == T_Q2_K) {
+        int nb = cols >> 8;
+        i64 blk = (i64)row * nb + (g >> 3);
+        int sub = g & 7, h = sub >> 2, sft = 2 * (sub & 3);
+        const u8* P = pay + blk * 80;
+        uint4 q0 = __ldg((const uint4*)(P + 16 + 32 * h)), q1 = __ldg((const uint4*)(P + 16 + 32 * h + 16));
+        int j0 = 8 * h + 2 * (sub & 3);
+        int sc0 = __ldg(P + j0), sc1 = __ldg(P + j0 + 1);
+        float d = h2f(__ldg((const u16*)(hdr + blk * 4))), dmin = h2f(__ldg((const u16*)(hdr + blk * 4 + 2)));
+        u32 w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+        float a0 = 0.f, a1 = 0.f, s0 = 0.f, s1 = 0.f;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float4 xv = xs[xslot<32>(g, k)];
+            u32 ww = w[k] >> sft;
+            float p = dot4(xv, (float)(ww & 3), (float)((ww >> 8) & 3), (float)((ww >> 16) & 3), (float)((ww >> 24) & 3));
+            float sx = xv.x + xv.y + xv.z + xv.w;
+            if (k < 4) { a0 += p; s0 += sx; } else { a1 += p; s1 += sx; }
+        }
+        return d * ((float)(sc0 & 15) * a0 + (float)(sc1 & 15) * a1) - dmin * ((float)(sc0 >> 4) * s0 + (float)(sc1 >> 4) * s1);
+    } else {  // Q4_K
+        int nb = cols >> 8;
+        i64 blk = (i64)row * nb + (g >> 3);
+        int j = g & 7, sft = (j & 1) * 4;
+        const u8* H = hdr + blk * 16;
+        const u8* P = pay + blk * 128 + 32 * (j >> 1);
+        uint4 q0 = __ldg((const uint4*)P), q1 = __ldg((const uint4*)(P + 16));
+        float d = h2f(__ldg((const u16*)H)), dmin = h2f(__ldg((const u16*)(H + 2)));
+        int sc, m;
+        q4k_scale_min(j, H + 4, sc, m);
+        u32 w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+        float a = 0.f, sx = 0.f;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float4 xv = xs[xslot<32>(g, k)];
+            u32 ww = w[k] >> sft;
+            a += dot4(xv, (float)(ww & 15), (float)((ww >> 8) & 15), (float)((ww >> 16) & 15), (float)((ww >> 24) & 15));
+            sx += xv.x + xv.y + xv.z + xv.w;
+        }
+        return d * (float)sc * a - dmin * (float)m * sx;
+    }
 }
 
 template <int TY>
 __device__ __forceinline__ float row_dot(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols, int row,
                                          const float4* xs, int lane, const u64* gsm) {
-    int ng = cols >> 3;
+    const int G = XG<TY>::G;
+    int ng = cols / G;
     float acc = 0.f;
-    int g = lane;
-#pragma unroll 1
-    for (; g + 96 < ng; g += 128) {
-        float v[4][8];
-#pragma unroll
-        for (int u = 0; u < 4; u++) deq8<TY>(pay, hdr, cols, row, (g + 32 * u) * 8, v[u], gsm);
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            int gg = g + 32 * u;
-            float4 a = xs[xs_slot(gg, 0)], b = xs[xs_slot(gg, 1)];
-            acc += v[u][0] * a.x + v[u][1] * a.y + v[u][2] * a.z + v[u][3] * a.w + v[u][4] * b.x + v[u][5] * b.y +
-                   v[u][6] * b.z + v[u][7] * b.w;
-        }
-    }
-    for (; g < ng; g += 32) {
-        float v[8];
-        deq8<TY>(pay, hdr, cols, row, g * 8, v, gsm);
-        float4 a = xs[xs_slot(g, 0)], b = xs[xs_slot(g, 1)];
-        acc += v[0] * a.x + v[1] * a.y + v[2] * a.z + v[3] * a.w + v[4] * b.x + v[5] * b.y + v[6] * b.z + v[7] * b.w;
-    }
+#pragma unroll 4
+    for (int g = lane; g < ng; g += 32) acc += gdot<TY>(pay, hdr, cols, row, g, xs, gsm);
     return warp_sum(acc);
 }
 
@@ -203,7 +295,7 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
         hdr += (i64)e * j.w.e_hdr;
     }
     const float* x = j.x + (i64)slot * j.x_slot + (i64)(row0 / j.x_grp_rows) * cols;
-    load_x_swz(xs, x, cols);
+    load_x_swz<TY>(xs, x, cols);
     __syncthreads();
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
@@ -246,9 +338,11 @@ __device__ void moe_down_body(WMat wd, WMat wsh, const int* sel, const float* wt
     int t = blockIdx.y;
     int F = wd.cols, D = wd.rows;
     float* xf = (float*)xs;
-    // mids, each stored swizzled in its own F-float region
+    // mids, each stored swizzled (for its weight type) in its own F-float region
     for (int i = 0; i <= K; i++) {
         float4* xr = xs + (i64)i * (F >> 2);
+        const int G = (i < K) ? XG<TY>::G : XG<TYS>::G;
+        const int P = G / 4;
         for (int f = threadIdx.x; f < (F >> 2); f += blockDim.x) {
             float4 r;
             float* rp = (float*)&r;
@@ -263,7 +357,8 @@ __device__ void moe_down_body(WMat wd, WMat wsh, const int* sel, const float* wt
                 float m = siluf_(gg) * uu;
                 rp[q] = (i < K) ? m * w : m;
             }
-            xr[xs_slot(f >> 1, f & 1)] = r;
+            int sl = (G == 8) ? xslot<8>(f / P, f % P) : (G == 16) ? xslot<16>(f / P, f % P) : xslot<32>(f / P, f % P);
+            xr[sl] = r;
         }
     }
     (void)xf;
