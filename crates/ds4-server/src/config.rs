@@ -108,18 +108,6 @@ impl Args {
         Ok(())
     }
 
-    pub fn backend_name(&self) -> &str {
-        if self.metal {
-            "metal"
-        } else if self.cuda {
-            "cuda"
-        } else if self.cpu {
-            "cpu"
-        } else {
-            self.backend.as_deref().unwrap_or("cpu")
-        }
-    }
-
     pub fn bind_host(&self) -> &str {
         if self.host == "localhost" {
             "127.0.0.1"

@@ -7,6 +7,7 @@
 //! API into one [`request::GenRequest`]; [`output`] splits generated text;
 //! [`toolmem`] keeps sampled DSML for exact replay.
 
+pub mod backend;
 pub mod config;
 pub mod engine;
 pub mod error;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use ds4_server::config::Args;
-use ds4_server::real::{EngineAdapter, TokCodec, TokRender};
+use ds4_server::real::{TokCodec, TokRender};
 use ds4_server::slog;
 
 fn main() {
@@ -33,8 +33,10 @@ fn real_main(args: &Args) -> i32 {
     if let Some(n) = args.threads {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
     }
-    if args.backend_name() != "cpu" {
-        slog!("backend {} is not wired into the server yet; using cpu", args.backend_name());
+    // Fail fast on an impossible backend request, before loading anything.
+    if let Err(e) = ds4_server::backend::Choice::from_args(args) {
+        slog!("{e}");
+        return 2;
     }
     let t0 = std::time::Instant::now();
     let gguf = match ds4_gguf::Gguf::open(&args.model) {
@@ -65,15 +67,21 @@ fn real_main(args: &Args) -> i32 {
             return 1;
         }
     };
-    let session = ds4_engine::Session::new(model, args.ctx, ds4_engine::Options::default());
+    let kv_mib = ds4_engine::session::memory_bytes(&model.hp, args.ctx) >> 20;
+    let (session, backend) = match ds4_server::backend::open_session(args, model) {
+        Ok(s) => s,
+        Err(e) => {
+            slog!("{e}");
+            return 1;
+        }
+    };
     slog!(
-        "model {} loaded in {:.1}s, ctx {} (KV ~{} MiB), backend cpu",
+        "model {} loaded in {:.1}s, ctx {} (KV ~{kv_mib} MiB), backend {backend}",
         args.model.display(),
         t0.elapsed().as_secs_f64(),
         args.ctx,
-        session.memory_bytes() >> 20
     );
-    ds4_server::server::run(args, EngineAdapter::new(session), Arc::new(TokCodec { tok }), Arc::new(TokRender), disk)
+    ds4_server::server::run(args, session, Arc::new(TokCodec { tok }), Arc::new(TokRender), disk)
 }
 
 /// `--kv-disk-dir`: open (create) the checkpoint directory with the model's

@@ -484,3 +484,18 @@ def test_think_max_fixtures():
             assert expected.startswith(BOS + "Reasoning Effort: Absolute maximum")
     finally:
         srv.stop()
+
+
+def test_backend_flags(oai, server):
+    """§10: --metal is refused (exit 2); --cuda needs a device (a clear error
+    without one); the default picks CUDA only when a device is usable."""
+    import subprocess
+    base = [server.bin, "-m", server.model, "--ctx", "512", "--lock-file", os.path.join(server.dir, "b.lock")]
+    p = subprocess.run(base + ["--metal"], capture_output=True, timeout=60)
+    assert p.returncode == 2 and b"Metal backend is not part of this build" in p.stderr
+    p = subprocess.run(base + ["--backend", "tpu"], capture_output=True, timeout=60)
+    assert p.returncode == 2
+    if "backend cpu" in server.stderr():
+        # No GPU here (the default fell back to the CPU): --cuda must say so.
+        p = subprocess.run(base + ["--cuda", "--port", "1"], capture_output=True, timeout=60)
+        assert p.returncode == 1 and b"no usable CUDA device" in p.stderr, p.stderr
