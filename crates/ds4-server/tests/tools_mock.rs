@@ -340,3 +340,123 @@ fn responses_visible_binding_reasoning_only_with_summary() {
         assert_eq!(srv.reuse_of(r2["id"].as_str().unwrap()), "ResponsesVisible", "summary={summary}");
     }
 }
+
+/// Generated order and decoded entities in call arguments (§11 #6, #14), the
+/// OpenAI stream order and live argument fragments (#18, #20), Anthropic
+/// live tool_use (#17), exact replay of reordered client JSON (#8, #27),
+/// malformed DSML as text (#11).
+#[test]
+fn tool_call_streaming_order_and_exact_replay() {
+    let srv = start();
+    let block = dsml(&[format!(
+        "<｜DSML｜invoke name=\"exec\">\n<｜DSML｜parameter name=\"z\" string=\"true\">1 &amp;&amp; 2</｜DSML｜parameter>\n\
+         <｜DSML｜parameter name=\"a\" string=\"false\">[1,2]</｜DSML｜parameter>\n</｜DSML｜invoke>\n"
+    )]);
+    let want_args = r#"{"z":"1 && 2","a":[1,2]}"#;
+    let user = say(&format!("Hello.\n\n{block}"));
+    let tools = json!([{"type":"function","function":{"name":"exec","parameters":{"type":"object"}}}]);
+    let req = json!({"model":"deepseek-reasoner","tools":tools,"messages":[{"role":"user","content":user}]});
+    // OpenAI stream: role < reasoning < content < tool_calls < [DONE].
+    let mut sreq = req.clone();
+    sreq["stream"] = json!(true);
+    let (s, body) = post(srv.addr, "/v1/chat/completions", &sreq);
+    assert_eq!(s, 200);
+    assert!(body.contains("data: [DONE]"));
+    assert!(!body.contains("DSML") && !body.contains("<think>") && !body.contains("</think>"), "{body}");
+    let chunks = sse(&body);
+    let mut kinds = Vec::new();
+    let (mut reasoning, mut content, mut args, mut ids) = (String::new(), String::new(), String::new(), Vec::new());
+    for c in &chunks {
+        let d = &c["choices"][0]["delta"];
+        if d["role"] == "assistant" {
+            kinds.push("role");
+        }
+        if let Some(t) = d["reasoning_content"].as_str() {
+            reasoning += t;
+            kinds.push("reasoning");
+        }
+        if let Some(t) = d["content"].as_str() {
+            content += t;
+            kinds.push("content");
+        }
+        if let Some(tc) = d["tool_calls"].as_array() {
+            if let Some(id) = tc[0]["id"].as_str() {
+                ids.push(id.to_string());
+                assert_eq!(tc[0]["function"]["name"], "exec");
+            }
+            args += tc[0]["function"]["arguments"].as_str().unwrap_or("");
+            kinds.push("tool_calls");
+        }
+    }
+    kinds.dedup();
+    assert_eq!(kinds, ["role", "reasoning", "content", "tool_calls"]);
+    assert_eq!((reasoning.as_str(), content.as_str(), args.as_str()), ("r", "Hello.", want_args));
+    assert_eq!(ids.len(), 1);
+    assert!(ids[0].starts_with("call_"));
+    assert!(chunks.iter().filter(|c| c["choices"][0]["delta"]["tool_calls"].is_array()).count() > 3, "arguments stream in fragments");
+    assert_eq!(chunks.last().unwrap()["choices"][0]["finish_reason"], "tool_calls");
+    // Non-streaming: the same call; generated key order kept.
+    let (s, raw) = post(srv.addr, "/v1/chat/completions", &req);
+    assert_eq!(s, 200);
+    assert!(raw.contains(r#""arguments":"{\"z\":\"1 && 2\",\"a\":[1,2]}""#), "{raw}");
+    let v: Value = serde_json::from_str(raw.trim()).unwrap();
+    let call = v["choices"][0]["message"]["tool_calls"][0].clone();
+    let live = v["usage"]["prompt_tokens"].as_u64().unwrap() + v["usage"]["completion_tokens"].as_u64().unwrap();
+    // The client sends the call back with its keys reordered: exact replay
+    // renders the sampled bytes, so the live state extends (nothing re-prefilled).
+    let mut call2 = call.clone();
+    call2["function"]["arguments"] = json!(r#"{"a": [1, 2], "z": "1 && 2"}"#);
+    let next = json!({"model":"deepseek-reasoner","tools":tools,"messages":[
+        {"role":"user","content":user},
+        {"role":"assistant","content":"Hello.","reasoning_content":"r","tool_calls":[call2]},
+        {"role":"tool","tool_call_id":call["id"],"content":"ok"}]});
+    let r2 = ok(srv.addr, "/v1/chat/completions", &next);
+    assert_eq!(r2["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap(), live);
+
+    // Anthropic: live tool_use block, fragments, same id as the parsed call.
+    let areq = json!({"model":"deepseek-chat","max_tokens":500,"stream":true,
+        "tools":[{"name":"exec","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":say(&block)}]});
+    let (s, body) = post(srv.addr, "/v1/messages", &areq);
+    assert_eq!(s, 200);
+    let ev = sse(&body);
+    let start = ev.iter().find(|e| e["type"] == "content_block_start" && e["content_block"]["type"] == "tool_use").unwrap();
+    let tid = start["content_block"]["id"].as_str().unwrap().to_string();
+    assert!(tid.starts_with("toolu_"));
+    let frags: Vec<&str> = ev
+        .iter()
+        .filter(|e| e["type"] == "content_block_delta" && e["delta"]["type"] == "input_json_delta")
+        .map(|e| e["delta"]["partial_json"].as_str().unwrap())
+        .collect();
+    assert!(frags.len() > 3);
+    assert_eq!(frags.concat(), want_args);
+    assert_eq!(ev.iter().filter(|e| e["type"] == "message_delta").next().unwrap()["delta"]["stop_reason"], "tool_use");
+    // That id is the one tool memory knows: a full replay renders the sampled block.
+    let replay = json!({"model":"deepseek-chat","max_tokens":2,"tools":[{"name":"exec","input_schema":{"type":"object"}}],"messages":[
+        {"role":"user","content":say(&block)},
+        {"role":"assistant","content":[{"type":"tool_use","id":tid,"name":"exec","input":{"a":[1,2],"z":"1 && 2"}}]},
+        {"role":"user","content":[{"type":"tool_result","tool_use_id":tid,"content":"ok"}]}]});
+    ok(srv.addr, "/v1/messages", &replay);
+    let trace = std::fs::read_to_string(&srv.trace).unwrap();
+    assert!(trace.contains(&format!("{block}{EOS}{USER}<tool_result>ok</tool_result>")), "sampled block not replayed verbatim");
+
+    // Malformed DSML (invoke without a name): plain text, no calls, finish stop.
+    let bad = "<｜DSML｜tool_calls>\n<｜DSML｜invoke>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+    let r = ok(srv.addr, "/v1/chat/completions", &json!({"model":"deepseek-chat","tools":tools,"messages":[{"role":"user","content":say(bad)}]}));
+    assert_eq!(r["choices"][0]["finish_reason"], "stop");
+    assert!(r["choices"][0]["message"]["tool_calls"].is_null());
+    assert_eq!(r["choices"][0]["message"]["content"], bad);
+}
+
+/// §11 #23: a prompt of exactly ctx tokens is already too long.
+#[test]
+fn context_boundary() {
+    let srv = start();
+    // Rendered: BOS User <content> Assistant </think> = content + 4 tokens.
+    let body = |n: usize| json!({"model":"deepseek-chat","max_tokens":1,"messages":[{"role":"user","content":"a".repeat(n)}]});
+    let (s, b) = post(srv.addr, "/v1/chat/completions", &body(8192 - 4));
+    assert_eq!(s, 400, "{b}");
+    let e: Value = serde_json::from_str(b.trim()).unwrap();
+    assert_eq!((e["error"]["n_prompt_tokens"].as_u64(), e["error"]["n_ctx"].as_u64()), (Some(8192), Some(8192)));
+    let (s, b) = post(srv.addr, "/v1/chat/completions", &body(8192 - 5));
+    assert_eq!(s, 200, "{b}");
+}
