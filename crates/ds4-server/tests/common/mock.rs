@@ -52,6 +52,12 @@ impl TextCodec for Codec {
     fn eos(&self) -> u32 {
         EOS
     }
+    fn user_id(&self) -> Option<u32> {
+        Some(USER)
+    }
+    fn assistant_id(&self) -> Option<u32> {
+        Some(ASSISTANT)
+    }
 }
 
 #[derive(Clone, Default)]
@@ -127,6 +133,34 @@ impl EngineSession for Mock {
     }
     fn invalidate(&mut self) {
         self.toks.clear();
+    }
+    fn quant_bits(&self) -> u8 {
+        4
+    }
+    /// The mock's whole state is its token list: a DSV4 header (KVCACHE.md
+    /// §3, a one-layer model of width 1) followed by the token ids.
+    fn save_payload(&mut self) -> Result<Vec<u8>, String> {
+        let t = self.toks.len() as u32;
+        let ctx = self.ctx as u32;
+        let chunk = if ctx > 2048 { 2048 } else { ctx };
+        let words = [0x3456_5344u32, 1, ctx, chunk, 128, ctx.min(128), ctx / 4 + 2, t, 1, 1, 1, VOCAB as u32, t.min(128).min(ctx)];
+        let mut out = Vec::new();
+        for w in words.iter().chain(self.toks.iter()) {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        Ok(out)
+    }
+    fn load_payload(&mut self, r: &mut dyn std::io::Read) -> Result<(), String> {
+        self.toks.clear();
+        let mut b = Vec::new();
+        r.read_to_end(&mut b).map_err(|e| e.to_string())?;
+        let w: Vec<u32> = b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        if w.len() < 13 || w[0] != 0x3456_5344 || w.len() != 13 + w[7] as usize {
+            return Err("not a mock payload".into());
+        }
+        self.toks = w[13..].to_vec();
+        self.refresh();
+        Ok(())
     }
 }
 
