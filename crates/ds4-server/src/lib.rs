@@ -5,7 +5,10 @@
 //! on the client task) → one [`worker`] thread owning the engine session
 //! (reuse ladder, decoding, SSE via [`format`]). [`request`] normalises every
 //! API into one [`request::GenRequest`]; [`output`] splits generated text;
-//! [`toolmem`] keeps sampled DSML for exact replay.
+//! [`toolmem`] keeps sampled DSML for exact replay. [`backend`] picks the
+//! CPU or CUDA session; with `--kv-disk-dir` the worker checkpoints to and
+//! resumes from `ds4_kvcache::DiskCache` (evict on a live miss, cold,
+//! continued and shutdown saves; tool-id maps imported before rendering).
 
 pub mod backend;
 pub mod config;
