@@ -3,7 +3,12 @@
 //! routed expert: 4096→2048 gate/up, 2048→4096 down; Q8_0 4096→2048 like the shared expert)
 //! and each type cycles through a pool larger than the caches, as decode streams weights.
 //!
-//! Run: `cargo bench -p ds4-gguf --bench matvec` (set `DS4_NO_SIMD=1` for the portable path).
+//! `matmul` (f32 activations, a batch of `MM_TOKENS` tokens as in prefill or a routed expert's
+//! token group) is reported as token·weight bytes per second: the matvec throughput it is
+//! equivalent to.
+//!
+//! Run: `cargo bench -p ds4-gguf --bench matvec` (set `DS4_NO_SIMD=1` for the portable path,
+//! `RAYON_NUM_THREADS=1` for one core).
 
 use ds4_gguf::quant::{self, Q8Acts};
 use ds4_gguf::GgmlType;
@@ -13,6 +18,7 @@ use std::time::{Duration, Instant};
 
 const POOL_BYTES: usize = 96 << 20;
 const RUN: Duration = Duration::from_millis(500);
+const MM_TOKENS: usize = 16;
 
 fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
     let mut s = seed;
@@ -76,7 +82,17 @@ fn main() {
         black_box(memread(black_box(&base_buf)));
     });
     println!("memory read baseline: {:.2} GB/s ({} MiB buffer)\n", base / 1e9, POOL_BYTES >> 20);
-    println!("{:<8} {:>11} {:>13} {:>8} {:>13} {:>8}", "type", "shape", "f32 act GB/s", "vs read", "q8 act GB/s", "vs read");
+    println!(
+        "{:<8} {:>11} {:>13} {:>8} {:>13} {:>8} {:>14} {:>8}",
+        "type",
+        "shape",
+        "f32 act GB/s",
+        "vs read",
+        "q8 act GB/s",
+        "vs read",
+        format!("matmul{MM_TOKENS} GB/s"),
+        "vs read"
+    );
     let cases = [
         (GgmlType::Q8_0, 2048, 4096),
         (GgmlType::Iq2Xxs, 2048, 4096),
@@ -102,18 +118,26 @@ fn main() {
                 black_box(&y);
             })
         });
+        let xs: Vec<f32> = random_bytes(MM_TOKENS * cols, 11).iter().map(|&b| (b as f32 - 128.0) / 64.0).collect();
+        let mut ys = vec![0f32; MM_TOKENS * rows];
+        let mm_bps = measure(mbytes * MM_TOKENS, n_mats, |i| {
+            quant::matmul(ty, &mats[i], rows, cols, black_box(&xs), MM_TOKENS, &mut ys);
+            black_box(&ys);
+        });
         let (q8s, q8r) = match q8 {
             Some(b) => (format!("{:.2}", b / 1e9), format!("{:.2}", b / base)),
             None => ("-".into(), "-".into()),
         };
         println!(
-            "{:<8} {:>11} {:>13.2} {:>8.2} {:>13} {:>8}",
+            "{:<8} {:>11} {:>13.2} {:>8.2} {:>13} {:>8} {:>14.2} {:>8.2}",
             ty.name(),
             format!("{rows}x{cols}"),
             f32_bps / 1e9,
             f32_bps / base,
             q8s,
-            q8r
+            q8r,
+            mm_bps / 1e9,
+            mm_bps / base
         );
     }
 }
