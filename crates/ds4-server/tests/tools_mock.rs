@@ -460,3 +460,49 @@ fn context_boundary() {
     let (s, b) = post(srv.addr, "/v1/chat/completions", &body(8192 - 5));
     assert_eq!(s, 200, "{b}");
 }
+
+/// §11 #33: the thinking-visible binding exists only for thinking turns
+/// without tools or tool history that finished with `stop`; its text is the
+/// next request's rendered prefix (also with empty content, over turns).
+#[test]
+fn thinking_visible_binding_rules() {
+    let srv = start();
+    let turn = |model: &str, msgs: Value, tools: Option<Value>| {
+        let mut b = json!({"model":model,"messages":msgs});
+        if let Some(t) = tools {
+            b["tools"] = t;
+        }
+        let r = ok(srv.addr, "/v1/chat/completions", &b);
+        let id = r["id"].as_str().unwrap().to_string();
+        (r, id)
+    };
+    let user = |t: &str| json!({"role":"user","content":t});
+    let asst = |t: &str| json!({"role":"assistant","content":t});
+    // Thinking, no tools: three turns, each continuing the live state.
+    let (r1, _) = turn("deepseek-reasoner", json!([user("cba")]), None);
+    assert_eq!(r1["choices"][0]["message"]["content"], "abc");
+    let (_, id2) = turn("deepseek-reasoner", json!([user("cba"), asst("abc"), user("fed")]), None);
+    assert_eq!(srv.reuse_of(&id2), "ThinkingVisible");
+    // Empty content (the mock answers "" to an empty message).
+    let (r3, id3) = turn("deepseek-reasoner", json!([user("cba"), asst("abc"), user("fed"), asst("def"), user("")]), None);
+    assert_eq!(srv.reuse_of(&id3), "ThinkingVisible");
+    assert_eq!(r3["choices"][0]["message"]["content"], "");
+    let (_, id4) = turn("deepseek-reasoner", json!([user("cba"), asst("abc"), user("fed"), asst("def"), user(""), asst(""), user("ih")]), None);
+    assert_eq!(srv.reuse_of(&id4), "ThinkingVisible");
+    // Non-thinking: no binding (the plain token prefix continues instead).
+    turn("deepseek-chat", json!([user("lkj")]), None);
+    let (_, id) = turn("deepseek-chat", json!([user("lkj"), asst("jkl"), user("onm")]), None);
+    assert_eq!(srv.reuse_of(&id), "MemoryToken");
+    // Thinking with tools active: reasoning stays in the prompt, no binding.
+    let tools = json!([{"type":"function","function":{"name":"exec","parameters":{"type":"object"}}}]);
+    turn("deepseek-reasoner", json!([user("rqp")]), Some(tools.clone()));
+    let mut a = asst("pqr");
+    a["reasoning_content"] = json!("r");
+    let (_, id) = turn("deepseek-reasoner", json!([user("rqp"), a, user("uts")]), Some(tools));
+    assert_eq!(srv.reuse_of(&id), "MemoryToken");
+    // Finish `length` (cut inside the answer): no binding.
+    let r = ok(srv.addr, "/v1/chat/completions", &json!({"model":"deepseek-reasoner","max_tokens":3,"messages":[user("zyxw")]}));
+    assert_eq!(r["choices"][0]["finish_reason"], "length");
+    let (_, id) = turn("deepseek-reasoner", json!([user("zyxw"), asst("w"), user("a")]), None);
+    assert_ne!(srv.reuse_of(&id), "ThinkingVisible");
+}
