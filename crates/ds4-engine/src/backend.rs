@@ -56,4 +56,33 @@ pub trait Backend: Send {
     fn reset(&mut self);
     fn export_state(&self) -> KvState;
     fn import_state(&mut self, state: &KvState) -> Result<(), EngineError>;
+
+    // ---- speculative decoding support (MODEL.md §3.4, §7); optional ----
+
+    /// Keep the final hyper-connection streams of each later `forward` call (the MTP
+    /// drafter's input), readable through [`Backend::hidden`]. Returns false when the backend
+    /// cannot (then nothing can be drafted with MTP; verification still works).
+    fn set_capture_hidden(&mut self, on: bool) -> bool {
+        let _ = on;
+        false
+    }
+    /// The streams of the last `forward` call: `n × n_hc × n_embd`, token-major, taken after
+    /// the last layer (before the output head).
+    fn hidden(&self) -> Option<&[f32]> {
+        None
+    }
+    /// Mark the current position before a speculative batch of at most `max_tokens` tokens so
+    /// that [`Backend::spec_rewind`] to any position from here to the end of that batch is
+    /// exact (the state equals one that never saw the dropped tokens) and cheap. Returns false
+    /// when unsupported; the session then falls back to export/import of the whole state.
+    fn spec_mark(&mut self, max_tokens: usize) -> bool {
+        let _ = max_tokens;
+        false
+    }
+    /// Drop the tokens after position `pos` (mark ≤ pos ≤ `self.pos()`).
+    fn spec_rewind(&mut self, pos: usize) -> Result<(), EngineError> {
+        Err(EngineError::Backend(format!("the {} backend cannot rewind to {pos}", self.name())))
+    }
+    /// End of the speculative step: forget the mark.
+    fn spec_release(&mut self) {}
 }
