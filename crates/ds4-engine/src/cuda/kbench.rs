@@ -134,7 +134,7 @@ pub fn run() -> Result<()> {
                 }
                 (w, 0)
             };
-            let mut j = [MvJob { w, x: x.ptr, y: y.ptr, sel: selp, x_slot: 0, nslots: c.slots as i32, x_grp_rows: w.rows, block0: 0, rpb: 0 }];
+            let mut j = [MvJob { w, x: x.ptr, y: y.ptr, sel: selp, x_slot: 0, nslots: c.slots as i32, x_grp_rows: w.rows, block0: 0, pad: 0 }];
             tables.push(JobTable::new(&gpu, &mut j)?);
         }
         let _ = &sel;

@@ -43,9 +43,7 @@ pub(crate) struct MvJob {
     pub nslots: i32,
     pub x_grp_rows: i32,
     pub block0: i32,
-    /// Rows per block (multiple of 8, dividing x_grp_rows): more for short rows, where the
-    /// per-block cost of staging x dominates.
-    pub rpb: i32,
+    pub pad: i32,
 }
 
 #[repr(C)]
@@ -122,11 +120,8 @@ impl JobTable {
         let mut b = 0i32;
         let mut s = 0u32;
         for j in jobs.iter_mut() {
-            if j.rpb == 0 {
-                j.rpb = if j.w.cols <= 1024 && j.x_grp_rows % 64 == 0 { 64 } else { MV_ROWS_PER_BLOCK as i32 };
-            }
             j.block0 = b;
-            b += j.nslots * ((j.w.rows + j.rpb - 1) / j.rpb);
+            b += j.nslots * ((j.w.rows as usize + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK) as i32;
             s = s.max(j.w.cols as u32 * 4);
             blocks.push(b as u32);
             smem.push(s);
@@ -705,7 +700,7 @@ impl CudaSession {
                     .a(d.k as i32)
                     .a(clamp)
                     .a(clamp);
-                let grid = ((d.d + 31) / 32) as u32; // MD_ROWS_PER_BLOCK
+                let grid = ((d.d + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK) as u32;
                 gpu.launch("moe_down_fused", (grid, t as u32, 1), 256, ((d.k + 1) * d.f * 4) as u32, args)?;
             } else {
                 let tk = t * d.k;

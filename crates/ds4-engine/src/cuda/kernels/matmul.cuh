@@ -51,13 +51,10 @@ __device__ __forceinline__ void q4k_scale_min(int j, const u8* s, int& sc, int& 
 // Dequantize 8 consecutive values of row `row`, starting at column c (c % 8 == 0).
 // Every kernel that may decode IQ2_XXS copies the grid into shared memory first: the lookup
 // index depends on the loaded bits, and a dependent global load per 8 values stalls the warp.
-#define GRID_SMEM_IF(cond)                                                            \
-    __shared__ u64 gsm[256];                                                          \
-    if (cond) {                                                                       \
-        for (int _i = threadIdx.x; _i < 256; _i += blockDim.x) gsm[_i] = IQ2XXS_GRID[_i]; \
-        __syncthreads();                                                              \
-    }
-#define GRID_SMEM GRID_SMEM_IF(true)
+#define GRID_SMEM                                                        \
+    __shared__ u64 gsm[256];                                             \
+    for (int _i = threadIdx.x; _i < 256; _i += blockDim.x) gsm[_i] = IQ2XXS_GRID[_i]; \
+    __syncthreads();
 
 template <int TY>
 __device__ __forceinline__ void deq8(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols,
@@ -277,22 +274,19 @@ struct MvJob {
     int nslots;
     int x_grp_rows;    // rows sharing one x slice (== rows for a plain matvec)
     int block0;        // first block index of this job in the launch
-    int rpb;           // rows per block (multiple of 8; divides x_grp_rows)
+    int pad;
 };
 
 #define MV_ROWS_PER_WARP 2
 #define MV_WARPS 8
 #define MV_ROWS_PER_BLOCK (MV_ROWS_PER_WARP * MV_WARPS)
-// fused MoE down: 32 rows per block halves the per-block mid-vector work of 16
-#define MD_ROWS_PER_BLOCK 32
 
 template <int TY>
 __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
     int rows = j.w.rows, cols = j.w.cols;
-    int rpb = j.rpb;
-    int blocks_per_slot = (rows + rpb - 1) / rpb;
+    int blocks_per_slot = (rows + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK;
     int slot = lb / blocks_per_slot;
-    int row0 = (lb % blocks_per_slot) * rpb;
+    int row0 = (lb % blocks_per_slot) * MV_ROWS_PER_BLOCK;
     const u8* pay = j.w.pay;
     const u8* hdr = j.w.hdr;
     if (j.sel) {
@@ -304,9 +298,9 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
     load_x_swz<TY>(xs, x, cols);
     __syncthreads();
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int rpw = rpb / MV_WARPS;
-    for (int r = 0; r < rpw; r++) {
-        int row = row0 + warp * rpw + r;
+#pragma unroll
+    for (int r = 0; r < MV_ROWS_PER_WARP; r++) {
+        int row = row0 + warp * MV_ROWS_PER_WARP + r;
         if (row < rows) {
             float s = row_dot<TY>(pay, hdr, cols, row, xs, lane, gsm);
             if (lane == 0) j.y[(i64)slot * rows + row] = s;
@@ -316,12 +310,12 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
 
 extern "C" __global__ void __launch_bounds__(256) matvec_grouped(const MvJob* __restrict__ jobs, int njobs) {
     extern __shared__ float4 xs_dyn[];
+    GRID_SMEM
     int b = blockIdx.x;
     int ji = 0;
     while (ji + 1 < njobs && jobs[ji + 1].block0 <= b) ji++;
     MvJob j = jobs[ji];
     int lb = b - j.block0;
-    GRID_SMEM_IF(j.w.type == T_IQ2_XXS)
     switch (j.w.type) {
         case T_F32: mv_block<T_F32>(j, lb, xs_dyn, gsm); break;
         case T_F16: mv_block<T_F16>(j, lb, xs_dyn, gsm); break;
@@ -370,9 +364,10 @@ __device__ void moe_down_body(WMat wd, WMat wsh, const int* sel, const float* wt
     (void)xf;
     __syncthreads();
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int row0 = blockIdx.x * MD_ROWS_PER_BLOCK;
-    for (int r = 0; r < MD_ROWS_PER_BLOCK / MV_WARPS; r++) {
-        int row = row0 + warp * (MD_ROWS_PER_BLOCK / MV_WARPS) + r;
+    int row0 = blockIdx.x * MV_ROWS_PER_BLOCK;
+#pragma unroll
+    for (int r = 0; r < MV_ROWS_PER_WARP; r++) {
+        int row = row0 + warp * MV_ROWS_PER_WARP + r;
         if (row >= D) continue;
         float acc = 0.f;
         for (int i = 0; i < K; i++) {
@@ -389,7 +384,7 @@ extern "C" __global__ void __launch_bounds__(256) moe_down_fused(WMat wd, WMat w
                                                                  const float* us, float* out, int K, float clamp,
                                                                  float clamp_sh) {
     extern __shared__ float4 xs_dyn[];
-    GRID_SMEM_IF(wd.type == T_IQ2_XXS)
+    GRID_SMEM
 #define MDB(TY)                                                                                                    \
     if (wsh.type == T_Q8_0) moe_down_body<TY, T_Q8_0>(wd, wsh, sel, wts, g, u, gs, us, out, K, clamp, clamp_sh, xs_dyn, gsm); \
     else if (wsh.type == T_F16) moe_down_body<TY, T_F16>(wd, wsh, sel, wts, g, u, gs, us, out, K, clamp, clamp_sh, xs_dyn, gsm); \
