@@ -142,21 +142,27 @@ impl Bk {
                 Ok(t)
             }
             Bk::Cpu(b, logits, live) => {
-                let mut best = 0usize;
-                for (i, &v) in logits.iter().enumerate() {
-                    if Some(i as u32) == excl {
-                        continue;
-                    }
-                    if Some(best as u32) == excl || v > logits[best] {
-                        best = i;
-                    }
-                }
-                *logits = b.forward(&[best as u32], false).map_err(|e| anyhow!("{e}"))?;
-                live.push(best as u32);
-                Ok(best as u32)
+                let best = greedy_excluding(logits, excl);
+                *logits = b.forward(&[best], false).map_err(|e| anyhow!("{e}"))?;
+                live.push(best);
+                Ok(best)
             }
         }
     }
+}
+
+/// Argmax of `logits` never returning `excl` (ties to the smaller id), as the GPU kernel does.
+fn greedy_excluding(logits: &[f32], excl: Option<u32>) -> u32 {
+    let mut best: Option<usize> = None;
+    for (i, &v) in logits.iter().enumerate() {
+        if Some(i as u32) == excl {
+            continue;
+        }
+        if best.map_or(true, |b| v > logits[b]) {
+            best = Some(i);
+        }
+    }
+    best.unwrap_or(0) as u32
 }
 
 /// Size of the DSV4 payload (KVCACHE.md §3) for a CPU state.
@@ -436,4 +442,73 @@ fn plot_svg(rows: &[(usize, usize, f64, usize, f64, usize)], weight_bytes: u64, 
     }
     s += "</svg>\n";
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> Args {
+        let mut v = vec!["ds4-bench"];
+        v.extend_from_slice(extra);
+        Args::parse_from(v)
+    }
+
+    #[test]
+    fn frontiers_linear_and_multiplicative() {
+        let a = args(&["--ctx-start", "2048", "--ctx-max", "8192", "--step-incr", "2048"]);
+        assert_eq!(frontiers(&a).unwrap(), vec![2048, 4096, 6144, 8192]);
+        let a = args(&["--ctx-start", "2048", "--ctx-max", "7000", "--step-incr", "2048"]);
+        assert_eq!(frontiers(&a).unwrap(), vec![2048, 4096, 6144, 7000]);
+        let a = args(&["--ctx-start", "1000", "--ctx-max", "5000", "--step-mul", "2"]);
+        assert_eq!(frontiers(&a).unwrap(), vec![1000, 2000, 4000, 5000]);
+        let a = args(&["--ctx-start", "3", "--ctx-max", "6", "--step-mul", "1.1"]);
+        assert_eq!(frontiers(&a).unwrap(), vec![3, 4, 5, 6]); // at least +1
+        assert!(frontiers(&args(&["--ctx-start", "10", "--ctx-max", "5"])).is_err());
+        assert!(frontiers(&args(&["--step-mul", "0.5"])).is_err());
+        assert!(frontiers(&args(&["--step-incr", "0"])).is_err());
+    }
+
+    #[test]
+    fn greedy_never_picks_the_excluded_token() {
+        assert_eq!(greedy_excluding(&[0.0, 5.0, 1.0], Some(1)), 2);
+        assert_eq!(greedy_excluding(&[0.0, 5.0, 1.0], None), 1);
+        assert_eq!(greedy_excluding(&[2.0, 2.0, 1.0], None), 0);
+        assert_eq!(greedy_excluding(&[9.0, 2.0, 2.0], Some(0)), 1);
+    }
+
+    /// CPU end to end on the tiny fixture: header, one row per frontier, 6 columns, SVG written.
+    #[test]
+    fn cpu_bench_writes_csv_and_svg() {
+        let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/model/tiny-f32/model.gguf");
+        if !model.exists() {
+            eprintln!("SKIPPED: {} not found", model.display());
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("ds4-bench-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let csv = dir.join("b.csv");
+        let a = args(&[
+            "--cpu", "-m", model.to_str().unwrap(), "--random-prompt", "300", "--ctx-start", "100", "--ctx-max", "300",
+            "--step-incr", "100", "--gen-tokens", "3", "--csv", csv.to_str().unwrap(),
+        ]);
+        bench(&a).unwrap();
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "ctx_tokens,prefill_tokens,prefill_tps,gen_tokens,gen_tps,kvcache_bytes");
+        assert_eq!(lines.len(), 4);
+        for (i, l) in lines[1..].iter().enumerate() {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), 6);
+            assert_eq!(f[0].parse::<usize>().unwrap(), 100 * (i + 1));
+            assert_eq!(f[1], "100");
+            assert_eq!(f[3], "3");
+            assert!(f[2].parse::<f64>().unwrap() > 0.0 && f[4].parse::<f64>().unwrap() > 0.0);
+        }
+        // the payload grows with the context
+        let kv: Vec<usize> = lines[1..].iter().map(|l| l.split(',').nth(5).unwrap().parse().unwrap()).collect();
+        assert!(kv[0] < kv[1] && kv[1] < kv[2]);
+        assert!(std::fs::read_to_string(csv.with_extension("svg")).unwrap().starts_with("<svg"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
