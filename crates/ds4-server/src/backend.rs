@@ -77,13 +77,18 @@ pub fn open_session(args: &Args, model: Arc<ds4_engine::Model>) -> Result<(Box<d
     let chunk = opts.max_chunk;
     let s = CudaSession::new(Arc::new(m), opts).map_err(|e| format!("CUDA session: {e}"))?;
     let quant_bits = routed_quant_bits(model.gguf());
-    Ok((Box::new(CudaAdapter { s, logits: Vec::new(), chunk, quant_bits }), "cuda"))
+    Ok((Box::new(CudaAdapter { s: std::mem::ManuallyDrop::new(s), logits: Vec::new(), chunk, quant_bits }), "cuda"))
 }
 
 /// `ds4_engine::cuda::CudaSession` as the worker's session. Logits are copied
 /// to the host after every step (the sampler runs on the CPU).
+///
+/// The session is never dropped: it lives until the process exits, and on
+/// the H200 device machine dropping it after the shutdown checkpoint was
+/// seen to hang the worker thread (the process then never exits on SIGTERM);
+/// the driver reclaims device memory at exit anyway.
 pub struct CudaAdapter {
-    s: ds4_engine::cuda::CudaSession,
+    s: std::mem::ManuallyDrop<ds4_engine::cuda::CudaSession>,
     logits: Vec<f32>,
     chunk: usize,
     quant_bits: u8,
