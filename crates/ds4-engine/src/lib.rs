@@ -30,6 +30,7 @@ pub mod cpu;
 pub mod hparams;
 pub mod layout;
 pub mod model;
+pub mod mtp;
 pub mod ops;
 pub mod payload;
 pub mod session;

@@ -49,12 +49,14 @@ pub struct Snapshot {
 }
 
 pub struct Session {
-    backend: Box<dyn Backend>,
-    model: Arc<Model>,
-    ctx: usize,
+    pub(crate) backend: Box<dyn Backend>,
+    pub(crate) model: Arc<Model>,
+    pub(crate) ctx: usize,
     chunk: usize,
-    tokens: Vec<u32>,
-    logits: Vec<f32>,
+    pub(crate) tokens: Vec<u32>,
+    pub(crate) logits: Vec<f32>,
+    /// Speculative decoding state ([`crate::mtp`]); None = plain decoding.
+    pub(crate) spec: Option<Box<crate::mtp::Spec>>,
 }
 
 impl Session {
@@ -68,7 +70,7 @@ impl Session {
         backend.reset();
         let model = backend.model().clone();
         let ctx = ctx.max(1);
-        Session { backend, model, ctx, chunk: default_prefill_chunk(ctx), tokens: Vec::new(), logits: Vec::new() }
+        Session { backend, model, ctx, chunk: default_prefill_chunk(ctx), tokens: Vec::new(), logits: Vec::new(), spec: None }
     }
 
     pub fn model(&self) -> &Arc<Model> {
@@ -104,6 +106,9 @@ impl Session {
         self.backend.reset();
         self.tokens.clear();
         self.logits.clear();
+        if let Some(sp) = self.spec.as_deref_mut() {
+            sp.invalidate(0);
+        }
     }
 
     /// Make the session hold exactly `prompt`: extend the live state if it is a prefix of
@@ -148,6 +153,9 @@ impl Session {
             let n = (self.chunk - pos % self.chunk).min(tokens.len() - done);
             let batch = &tokens[done..done + n];
             let lg = self.backend.forward(batch, all_logits)?;
+            if let Some(sp) = self.spec.as_deref_mut() {
+                sp.record(self.backend.hidden(), pos, n);
+            }
             self.logits.clear();
             self.logits.extend_from_slice(&lg[lg.len() - v..]);
             if all_logits {
@@ -179,6 +187,9 @@ impl Session {
         self.backend.import_state(&snap.state)?;
         self.tokens.clone_from(&snap.tokens);
         self.logits.clone_from(&snap.logits);
+        if let Some(sp) = self.spec.as_deref_mut() {
+            sp.invalidate(self.tokens.len());
+        }
         Ok(())
     }
 
@@ -201,6 +212,9 @@ impl Session {
         self.backend.import_state(&st)?;
         self.tokens = tokens;
         self.logits = if self.tokens.is_empty() { Vec::new() } else { logits };
+        if let Some(sp) = self.spec.as_deref_mut() {
+            sp.invalidate(self.tokens.len());
+        }
         Ok(())
     }
 

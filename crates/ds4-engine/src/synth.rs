@@ -541,21 +541,33 @@ const PIECE_BYTES: usize = 32 << 20;
 pub fn write<W: Write>(
     opts: &SynthOptions,
     out: W,
-    mut progress: impl FnMut(u64, u64) -> bool,
+    progress: impl FnMut(u64, u64) -> bool,
 ) -> Result<W, SynthError> {
     let hp = hparams(opts.preset);
     let (h, specs) = plan(opts)?;
+    write_tensors(h, &specs, &hp, opts.seed, out, progress)
+}
+
+/// Stream the header `h` and random data for `specs` (see the module docs).
+fn write_tensors<W: Write>(
+    h: GgufHeader,
+    specs: &[TensorSpec],
+    hp: &Hparams,
+    seed: u64,
+    out: W,
+    mut progress: impl FnMut(u64, u64) -> bool,
+) -> Result<W, SynthError> {
     let total: u64 = h.tensors().iter().map(|t| t.n_bytes()).sum();
     let mut w = h.write(out)?;
     let mut done = 0u64;
     let mut buf = Vec::new();
-    for s in &specs {
+    for s in specs {
         let ty = s.types[0];
         let nh = fnv1a(&s.name);
         let n: usize = s.dims.iter().product::<u64>() as usize;
-        let fill = fill_for(s, &hp);
+        let fill = fill_for(s, hp);
         if let Fill::Hash { n_expert, k } = fill {
-            let data = hash_table(opts.seed, nh, n_expert, k, n / k);
+            let data = hash_table(seed, nh, n_expert, k, n / k);
             w.write_tensor(&data)?;
             done += data.len() as u64;
             continue;
@@ -572,7 +584,7 @@ pub fn write<W: Write>(
             buf.resize(bytes, 0);
             buf.par_chunks_mut(chunk_bytes)
                 .enumerate()
-                .for_each(|(k, piece)| fill_chunk(opts.seed, nh, ty, fill, c0 + k, piece));
+                .for_each(|(k, piece)| fill_chunk(seed, nh, ty, fill, c0 + k, piece));
             w.write_data(&buf)?;
             done += bytes as u64;
             if !progress(done, total) {
@@ -583,6 +595,82 @@ pub fn write<W: Write>(
     }
     progress(total, total);
     Ok(w.finish()?)
+}
+
+// ------------------------------------------------------------------------------------------
+// MTP preset (MODEL.md §4.4)
+// ------------------------------------------------------------------------------------------
+
+/// The MTP file variant that goes with a main-model quant: the published MTP file stores its
+/// routed experts as Q4_K whatever the main file uses; F16 test models get F16 experts.
+pub fn mtp_variant(quant: Quant) -> Variant {
+    match quant {
+        Quant::Q2 | Quant::Q4 => Variant::Q4,
+        Quant::F16 => Variant::F16,
+    }
+}
+
+/// Header and tensor table of a random MTP GGUF for a model with hyperparameters `hp`
+/// (tensor table from [`layout::expected_mtp_tensors`]: F32 plain tensors, Q8_0 projections,
+/// experts per `variant`, which must be explicit).
+pub fn mtp_plan(hp: &Hparams, variant: Variant, seed: u64) -> Result<(GgufHeader, Vec<TensorSpec>), SynthError> {
+    if variant == Variant::Any {
+        return Err(SynthError::Unsupported("the MTP file needs explicit expert types".into()));
+    }
+    let specs = layout::expected_mtp_tensors(hp, variant);
+    for s in &specs {
+        if s.dims[0] % s.types[0].block_len() as u64 != 0 {
+            return Err(SynthError::Unsupported(format!(
+                "{}: {} values per row do not fill {} blocks",
+                s.name, s.dims[0], s.types[0]
+            )));
+        }
+    }
+    let mut h = GgufHeader::new();
+    h.set("general.architecture", MetaValue::Str(format!("{ARCH}-mtp")));
+    h.set("general.type", MetaValue::Str("model".into()));
+    h.set("general.name", MetaValue::Str(format!("DeepSeek V4 Flash MTP random weights (seed {seed})")));
+    h.set(format!("{ARCH}.embedding_length"), MetaValue::U32(hp.n_embd as u32));
+    h.set(format!("{ARCH}.nextn_predict_layers"), MetaValue::U32(1));
+    for s in &specs {
+        h.add_tensor(WSpec::new(s.name.clone(), &s.dims, s.types[0]));
+    }
+    Ok((h, specs))
+}
+
+/// Generate and write a random MTP GGUF for `hp` (weights drawn like the main model's).
+pub fn write_mtp<W: Write>(
+    hp: &Hparams,
+    variant: Variant,
+    seed: u64,
+    out: W,
+    progress: impl FnMut(u64, u64) -> bool,
+) -> Result<W, SynthError> {
+    let (h, specs) = mtp_plan(hp, variant, seed)?;
+    write_tensors(h, &specs, hp, seed ^ 0x6d74_7030, out, progress)
+}
+
+/// A whole main model in memory for any (test-sized) hyperparameters, e.g. a one-layer model;
+/// experts per `variant` (explicit types).
+pub fn synth_model_bytes(hp: &Hparams, variant: Variant, seed: u64) -> Result<Vec<u8>, SynthError> {
+    if variant == Variant::Any {
+        return Err(SynthError::Unsupported("explicit expert types needed".into()));
+    }
+    let opts = SynthOptions { preset: Preset::Tiny, quant: Quant::F16, seed };
+    let specs = layout::expected_tensors(hp, variant);
+    let mut h = GgufHeader::new();
+    for (k, v) in metadata(hp, &opts) {
+        h.set(k, v);
+    }
+    for s in &specs {
+        h.add_tensor(WSpec::new(s.name.clone(), &s.dims, s.types[0]));
+    }
+    write_tensors(h, &specs, hp, seed, Vec::new(), |_, _| true)
+}
+
+/// A whole MTP file in memory (test sizes).
+pub fn synth_mtp_bytes(hp: &Hparams, variant: Variant, seed: u64) -> Result<Vec<u8>, SynthError> {
+    write_mtp(hp, variant, seed, Vec::new(), |_, _| true)
 }
 
 /// A whole model in memory (tiny presets: tests and the CLI's demo model).
