@@ -56,6 +56,24 @@ fn check(ty: GgmlType, src_len: usize, n: usize) -> Result<(), QuantError> {
 /// Decode `dst.len()` values of type `ty` from `src` (which must hold exactly that many).
 pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), QuantError> {
     check(ty, src.len(), dst.len())?;
+    decode_values(ty, src, dst, simd_enabled());
+    Ok(())
+}
+
+/// Decode whole blocks (float types: any count); sizes already checked by the caller. The
+/// SIMD decoders produce the scalar decoders' bits.
+#[inline]
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+fn decode_values(ty: GgmlType, src: &[u8], dst: &mut [f32], simd: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        // SAFETY: CPU support checked by simd_enabled.
+        return unsafe { avx2::decode(ty, src, dst) };
+    }
+    decode_values_scalar(ty, src, dst)
+}
+
+fn decode_values_scalar(ty: GgmlType, src: &[u8], dst: &mut [f32]) {
     match ty {
         GgmlType::F32 => blocks::f32_values(src, dst),
         GgmlType::F16 => blocks::f16_values(src, dst),
@@ -68,7 +86,6 @@ pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), Quant
             }
         }
     }
-    Ok(())
 }
 
 pub(crate) fn block_decoder(ty: GgmlType) -> fn(&[u8], &mut [f32]) {
@@ -120,17 +137,7 @@ pub fn simd_enabled() -> bool {
     })
 }
 
-/// Accumulate `w[i]*x[i]` into `acc[i % LANES]`.
-#[inline(always)]
-fn acc_chunk(acc: &mut [f32; LANES], w: &[f32], x: &[f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if simd_enabled() {
-        // SAFETY: CPU support checked by simd_enabled.
-        return unsafe { avx2::acc_chunk(acc, w, &x[..w.len()]) };
-    }
-    acc_chunk_scalar(acc, w, x)
-}
-
+/// Accumulate `w[i]*x[i]` into `acc[i % LANES]` (portable definition).
 #[inline(always)]
 fn acc_chunk_scalar(acc: &mut [f32; LANES], w: &[f32], x: &[f32]) {
     let x = &x[..w.len()];
@@ -217,13 +224,75 @@ pub fn matvec(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: &[f32], y: &m
     }
 }
 
-/// Tokens processed together per decoded block in `matmul`.
-const TOKEN_TILE: usize = 16;
+/// Tokens sharing one decode of a weight chunk in `matmul` (accumulators: 32 lanes each).
+const TOKEN_TILE: usize = 32;
+/// Rows decoded together in `matmul`, so each token's activation chunk is reused from L1.
+const ROW_TILE: usize = 4;
+/// Values per decoded weight chunk in `matmul` (a multiple of every block length and of `LANES`).
+const MM_CHUNK: usize = 256;
+
+/// Accumulate decoded chunks (`rn` rows of `m` values in `buf`, stride `MM_CHUNK`) into the
+/// lanes of `tn` tokens (`accs[r * TOKEN_TILE + t]`); `xc` holds the tokens' `m` activations
+/// of this chunk back to back. Token pairs share the weight loads and each pair's activations
+/// are reused from L1 across the rows.
+#[inline]
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+fn acc_tile(accs: &mut [[f32; LANES]], buf: &[f32], rn: usize, m: usize, xc: &[f32], tn: usize, simd: bool) {
+    let xs = |t: usize| &xc[t * m..][..m];
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        let mut t = 0;
+        while t + 1 < tn {
+            let (x0, x1) = (xs(t), xs(t + 1));
+            for r in 0..rn {
+                let (a0, a1) = accs[r * TOKEN_TILE + t..].split_at_mut(1);
+                // SAFETY: CPU support checked by simd_enabled.
+                unsafe { avx2::acc_chunk2(&mut a0[0], &mut a1[0], &buf[r * MM_CHUNK..][..m], x0, x1) };
+            }
+            t += 2;
+        }
+        if t < tn {
+            for r in 0..rn {
+                // SAFETY: as above.
+                unsafe { avx2::acc_chunk(&mut accs[r * TOKEN_TILE + t], &buf[r * MM_CHUNK..][..m], xs(t)) };
+            }
+        }
+        return;
+    }
+    for t in 0..tn {
+        for r in 0..rn {
+            acc_chunk_scalar(&mut accs[r * TOKEN_TILE + t], &buf[r * MM_CHUNK..][..m], xs(t));
+        }
+    }
+}
+
+/// Activations rearranged so that each (token tile, chunk) is contiguous: token `t0 + t`'s
+/// values `s..s+m` of the tile starting at `t0` lie at `t0*cols + s*tn + t*m`. Token rows are
+/// `cols` floats apart, a multiple of 4 KiB for the usual widths, so unpacked the same chunk of
+/// every token maps to one L1 set and the tile's activations evict each other.
+fn pack_chunks(x: &[f32], n: usize, cols: usize) -> Vec<f32> {
+    let mut xp = vec![0f32; n * cols];
+    for t0 in (0..n).step_by(TOKEN_TILE) {
+        let tn = TOKEN_TILE.min(n - t0);
+        for s in (0..cols).step_by(MM_CHUNK) {
+            let m = MM_CHUNK.min(cols - s);
+            for t in 0..tn {
+                let at = t0 * cols + s * tn + t * m;
+                xp[at..at + m].copy_from_slice(&x[(t0 + t) * cols + s..][..m]);
+            }
+        }
+    }
+    xp
+}
 
 /// `y[t][r] = Σ_c W[r][c]·x[t][c]` for `n` tokens (x: n×cols, y: n×rows, token-major).
 /// Row `t` of the result is bit-identical to `matvec` on `x[t]`.
+///
+/// Each weight chunk (256 values of `ROW_TILE` rows) is decoded once per `TOKEN_TILE` tokens
+/// with the same decoders as `dequantize`, then every token accumulates it in the canonical
+/// lanes, so each (row, token) sum sees the same products in the same order as `matvec`.
 pub fn matmul(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: &[f32], n: usize, y: &mut [f32]) {
-    let rb = check_matrix(ty, w, rows, cols);
+    check_matrix(ty, w, rows, cols);
     assert_eq!(x.len(), n * cols, "matmul: x has {} values, expected {n}x{cols}", x.len());
     assert_eq!(y.len(), n * rows, "matmul: y has {} values, expected {n}x{rows}", y.len());
     if n == 0 || rows == 0 {
@@ -232,27 +301,45 @@ pub fn matmul(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: &[f32], n: us
     if n == 1 {
         return matvec(ty, w, rows, cols, x, y);
     }
+    matmul_tiles(ty, w, rows, cols, x, n, y, simd_enabled())
+}
+
+/// The tiled `matmul` body; `simd` selects the kernels (tests run both).
+#[allow(clippy::too_many_arguments)]
+fn matmul_tiles(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: &[f32], n: usize, y: &mut [f32], simd: bool) {
+    let rb = ty.row_bytes(cols);
+    let (bl, bb) = (ty.block_len(), ty.block_bytes());
+    let xp = pack_chunks(x, n, cols);
     // Row-major scratch (rows × n), transposed into y at the end.
     let mut tmp = vec![0f32; rows * n];
-    let per = (rows_per_task(rb * n.min(TOKEN_TILE)) ).max(1);
+    let per = rows_per_task(rb * n.min(TOKEN_TILE)).max(1);
     tmp.par_chunks_mut(per * n).enumerate().for_each(|(ci, out)| {
-        let mut accs = [[0f32; LANES]; TOKEN_TILE];
-        for (k, orow) in out.chunks_mut(n).enumerate() {
-            let r = ci * per + k;
-            let row = &w[r * rb..(r + 1) * rb];
+        let r_first = ci * per;
+        let nr = out.len() / n;
+        let mut buf = [0f32; ROW_TILE * MM_CHUNK];
+        let mut accs = vec![[0f32; LANES]; ROW_TILE * TOKEN_TILE];
+        for r0 in (0..nr).step_by(ROW_TILE) {
+            let rn = ROW_TILE.min(nr - r0);
             for t0 in (0..n).step_by(TOKEN_TILE) {
                 let tn = TOKEN_TILE.min(n - t0);
-                for a in accs[..tn].iter_mut() {
+                for a in accs.iter_mut() {
                     *a = [0f32; LANES];
                 }
-                for_each_chunk(ty, row, |s, wv| {
-                    for (j, a) in accs[..tn].iter_mut().enumerate() {
-                        let xt = &x[(t0 + j) * cols..(t0 + j + 1) * cols];
-                        acc_chunk(a, wv, &xt[s..]);
+                let xt = &xp[t0 * cols..(t0 + tn) * cols];
+                let mut s = 0;
+                while s < cols {
+                    let m = MM_CHUNK.min(cols - s);
+                    for r in 0..rn {
+                        let row = &w[(r_first + r0 + r) * rb..][..rb];
+                        decode_values(ty, &row[s / bl * bb..(s + m) / bl * bb], &mut buf[r * MM_CHUNK..][..m], simd);
                     }
-                });
-                for (j, a) in accs[..tn].iter().enumerate() {
-                    orow[t0 + j] = reduce_lanes(a);
+                    acc_tile(&mut accs, &buf, rn, m, &xt[s * tn..][..m * tn], tn, simd);
+                    s += m;
+                }
+                for r in 0..rn {
+                    for t in 0..tn {
+                        out[(r0 + r) * n + t0 + t] = reduce_lanes(&accs[r * TOKEN_TILE + t]);
+                    }
                 }
             }
         }
@@ -260,6 +347,139 @@ pub fn matmul(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: &[f32], n: us
     for (r, trow) in tmp.chunks_exact(n).enumerate() {
         for (t, v) in trow.iter().enumerate() {
             y[t * rows + r] = *v;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The SIMD decoders and the tiled matmul against the portable definitions, bit for bit
+    //! (the integration tests in tests/quant.rs check the public API against f64 references,
+    //! fixtures and the canonical order, with whichever kernels the CPU selects).
+    use super::*;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn bytes(&mut self, n: usize) -> Vec<u8> {
+            (0..n).map(|_| (self.next() >> 24) as u8).collect()
+        }
+        fn x(&mut self, n: usize) -> Vec<f32> {
+            (0..n).map(|_| (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0).collect()
+        }
+    }
+
+    const TYPES: [GgmlType; 8] = [
+        GgmlType::F32,
+        GgmlType::F16,
+        GgmlType::Bf16,
+        GgmlType::Q8_0,
+        GgmlType::Q2K,
+        GgmlType::Q4K,
+        GgmlType::Iq2Xxs,
+        GgmlType::Q8K,
+    ];
+
+    /// Random bytes with small, finite f16 scales; `raw` keeps whatever the bytes say (NaN,
+    /// inf and subnormal scales included).
+    fn blocks(rng: &mut Rng, ty: GgmlType, n: usize, raw: bool) -> Vec<u8> {
+        let mut b = rng.bytes(n / ty.block_len() * ty.block_bytes());
+        if raw {
+            return b;
+        }
+        let h = |v: f32| half::f16::from_f32(v).to_bits().to_le_bytes();
+        let at: &[usize] = match ty {
+            GgmlType::Q8_0 | GgmlType::Iq2Xxs => &[0],
+            GgmlType::Q4K => &[0, 2],
+            GgmlType::Q2K => &[80, 82],
+            _ => &[],
+        };
+        for blk in b.chunks_exact_mut(ty.block_bytes()) {
+            for &a in at {
+                blk[a..a + 2].copy_from_slice(&h(0.01));
+            }
+        }
+        match ty {
+            GgmlType::F16 => b.chunks_exact_mut(2).for_each(|c| c.copy_from_slice(&h((c[0] as f32 - 128.0) / 64.0))),
+            GgmlType::Bf16 | GgmlType::F32 => {} // any bit pattern is a value (NaNs compared as bits)
+            _ => {}
+        }
+        b
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn simd_decode_equals_scalar() {
+        if !avx2::available() {
+            return;
+        }
+        let mut rng = Rng(0x1234_5678_9abc);
+        for ty in TYPES {
+            let n = if ty.block_len() == 1 { 1000 } else { 16 * ty.block_len() };
+            for raw in [false, true] {
+                let src = blocks(&mut rng, ty, n, raw);
+                let (mut a, mut b) = (vec![0f32; n], vec![0f32; n]);
+                decode_values(ty, &src, &mut a, true);
+                decode_values_scalar(ty, &src, &mut b);
+                for i in 0..n {
+                    // NaN payloads may differ: `half` quiets BF16 NaNs, the shift keeps them.
+                    let same = a[i].to_bits() == b[i].to_bits() || (a[i].is_nan() && b[i].is_nan());
+                    assert!(same, "{ty} raw={raw} value {i}: {} vs {}", a[i], b[i]);
+                }
+            }
+            for fill in [0u8, 0x7f, 0x80, 0xff] {
+                let src = vec![fill; ty.row_bytes(if ty.block_len() == 1 { 40 } else { ty.block_len() })];
+                let n = src.len() / ty.block_bytes() * ty.block_len();
+                let (mut a, mut b) = (vec![0f32; n], vec![0f32; n]);
+                decode_values(ty, &src, &mut a, true);
+                decode_values_scalar(ty, &src, &mut b);
+                for i in 0..n {
+                    let same = a[i].to_bits() == b[i].to_bits() || (a[i].is_nan() && b[i].is_nan());
+                    assert!(same, "{ty} fill {fill:#x} value {i}: {} vs {}", a[i], b[i]);
+                }
+            }
+        }
+    }
+
+    /// Every (token, row) of both matmul kernel sets equals the scalar row dot, for shapes that
+    /// leave partial row and token tiles and (float types) a partial last chunk.
+    #[test]
+    fn matmul_tiles_equal_scalar_dots() {
+        let mut rng = Rng(0xfeed_beef);
+        for ty in TYPES {
+            let cols = match ty.block_len() {
+                1 => 300,
+                32 => 352,
+                _ => 512,
+            };
+            let rows = 2 * ROW_TILE + 3;
+            let w = blocks(&mut rng, ty, rows * cols, false);
+            let rb = ty.row_bytes(cols);
+            for n in [2usize, 3, TOKEN_TILE + 3] {
+                let x = rng.x(n * cols);
+                let mut modes = vec![false];
+                #[cfg(target_arch = "x86_64")]
+                if avx2::available() {
+                    modes.push(true);
+                }
+                for simd in modes {
+                    let mut y = vec![0f32; n * rows];
+                    matmul_tiles(ty, &w, rows, cols, &x, n, &mut y, simd);
+                    for t in 0..n {
+                        for r in 0..rows {
+                            let want = dot_row_scalar(ty, &w[r * rb..(r + 1) * rb], &x[t * cols..(t + 1) * cols]);
+                            let got = y[t * rows + r];
+                            let same = got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan());
+                            assert!(same, "{ty} simd={simd} n={n} token {t} row {r}: {got} vs {want}");
+                        }
+                    }
+                }
+            }
         }
     }
 }

@@ -1,0 +1,90 @@
+//! Single-core kernel throughput with cache-resident weights: the compute cost of each format's
+//! f32-activation matvec/matmul, free of memory bandwidth. Each figure is the minimum time over
+//! many short repetitions, so it stays meaningful on a shared, busy machine (the `matvec` bench
+//! gives the streaming, all-cores figures).
+//!
+//! Run: `cargo bench -p ds4-gguf --bench kernels` (`DS4_NO_SIMD=1` for the portable path).
+
+use ds4_gguf::quant;
+use ds4_gguf::GgmlType;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+const TOKENS: usize = 16;
+
+fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 24) as u8
+        })
+        .collect()
+}
+
+fn weights(ty: GgmlType, rows: usize, cols: usize) -> Vec<u8> {
+    let mut w = random_bytes(rows * ty.row_bytes(cols), 5);
+    let h = |v: f32| half::f16::from_f32(v).to_bits().to_le_bytes();
+    match ty {
+        GgmlType::F16 => w.chunks_exact_mut(2).for_each(|c| c.copy_from_slice(&h((c[0] as f32 - 128.0) / 4096.0))),
+        GgmlType::Q8_0 => w.chunks_exact_mut(34).for_each(|b| b[..2].copy_from_slice(&h(1e-4))),
+        GgmlType::Q2K => w.chunks_exact_mut(84).for_each(|b| {
+            b[80..82].copy_from_slice(&h(1e-3));
+            b[82..84].copy_from_slice(&h(1e-3));
+        }),
+        GgmlType::Q4K => w.chunks_exact_mut(144).for_each(|b| {
+            b[..2].copy_from_slice(&h(1e-4));
+            b[2..4].copy_from_slice(&h(1e-4));
+        }),
+        GgmlType::Iq2Xxs => w.chunks_exact_mut(66).for_each(|b| b[..2].copy_from_slice(&h(3e-4))),
+        _ => unreachable!(),
+    }
+    w
+}
+
+/// Minimum seconds of `f` over repetitions filling about `budget`.
+fn min_time(budget: Duration, mut f: impl FnMut()) -> f64 {
+    f();
+    let t0 = Instant::now();
+    let mut best = f64::INFINITY;
+    while t0.elapsed() < budget {
+        let t = Instant::now();
+        f();
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    best
+}
+
+fn main() {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    println!("single-core kernels, SIMD {}; weights cache-resident (256 KiB-1 MiB)", if quant::simd_enabled() { "on" } else { "off" });
+    println!("{:<8} {:>10} {:>14} {:>14} {:>16} {:>14}", "type", "shape", "matvec GB/s", "Gvalues/s", format!("matmul{TOKENS} GB/s"), "Gvalues/s");
+    let budget = Duration::from_millis(400);
+    for (ty, rows, cols) in [
+        (GgmlType::Q8_0, 128, 4096),
+        (GgmlType::Iq2Xxs, 256, 4096),
+        (GgmlType::Q2K, 256, 2048),
+        (GgmlType::Q4K, 128, 4096),
+        (GgmlType::F16, 64, 4096),
+    ] {
+        let w = weights(ty, rows, cols);
+        let x: Vec<f32> = random_bytes(TOKENS * cols, 9).iter().map(|&b| (b as f32 - 128.0) / 64.0).collect();
+        let mut y = vec![0f32; TOKENS * rows];
+        let tv = pool.install(|| {
+            min_time(budget, || quant::matvec(ty, black_box(&w), rows, cols, black_box(&x[..cols]), &mut y[..rows]))
+        });
+        let tm = pool.install(|| min_time(budget, || quant::matmul(ty, black_box(&w), rows, cols, black_box(&x), TOKENS, &mut y)));
+        let (bytes, vals) = (w.len() as f64, (rows * cols) as f64);
+        println!(
+            "{:<8} {:>10} {:>14.2} {:>14.2} {:>16.2} {:>14.2}",
+            ty.name(),
+            format!("{rows}x{cols}"),
+            bytes / tv / 1e9,
+            vals / tv / 1e9,
+            TOKENS as f64 * bytes / tm / 1e9,
+            TOKENS as f64 * vals / tm / 1e9
+        );
+    }
+}
