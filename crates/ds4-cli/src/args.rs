@@ -62,9 +62,30 @@ pub struct Args {
     pub backend: Option<String>,
 
     /// Exact kernels: f32 activations in CUDA prefill too (slower; the CPU
-    /// path is always exact).
+    /// path is always exact); strict (token by token) MTP verification.
     #[arg(long)]
     pub quality: bool,
+
+    // ---- MTP speculative decoding (CLI.md §4.1) ----
+    /// Optional MTP (multi-token prediction) GGUF for speculative greedy
+    /// decoding (CPU backend).
+    #[arg(long = "mtp", value_name = "FILE")]
+    pub mtp: Option<PathBuf>,
+
+    /// Maximum drafted tokens per speculative step (1..16); speculation runs
+    /// only when N > 1 and --temp 0.
+    #[arg(long = "mtp-draft", value_name = "N", default_value_t = 1, value_parser = usize_in(1, 16))]
+    pub mtp_draft: usize,
+
+    /// Minimum top-1 minus top-2 logit margin of a draft (0..1000);
+    /// low-confidence drafts are not attempted (ignored with --quality).
+    #[arg(long = "mtp-margin", value_name = "F", default_value_t = 3.0, value_parser = float_in(0.0, 1000.0))]
+    pub mtp_margin: f32,
+
+    /// How MTP rows pair hidden states and tokens: deepseek (h_j with token
+    /// j+1, the DeepSeek MTP design) or ds4 (h_j with token j).
+    #[arg(long = "mtp-pairing", value_name = "NAME", default_value = "deepseek", value_parser = ["deepseek", "ds4"])]
+    pub mtp_pairing: String,
 
     /// Host threads (default: all cores).
     #[arg(short = 't', long = "threads", value_name = "N", value_parser = positive_usize)]
@@ -245,6 +266,31 @@ impl Args {
         }
     }
 
+    /// The speculative-decoding settings when speculation applies (CLI.md
+    /// §4.1): an MTP file, more than one draft, greedy sampling, and
+    /// `DS4_MTP_SPEC_DISABLE` unset. Otherwise the reason it does not.
+    pub fn speculation(&self) -> Result<ds4_engine::mtp::SpecConfig, &'static str> {
+        if self.mtp.is_none() {
+            return Err("no --mtp file");
+        }
+        if std::env::var_os("DS4_MTP_SPEC_DISABLE").is_some() {
+            return Err("DS4_MTP_SPEC_DISABLE is set");
+        }
+        if self.mtp_draft < 2 {
+            return Err("--mtp-draft is 1 (speculation needs at least 2)");
+        }
+        if self.temp > 0.0 {
+            return Err("sampling is not greedy (speculation needs --temp 0)");
+        }
+        Ok(ds4_engine::mtp::SpecConfig {
+            max_draft: self.mtp_draft,
+            margin: self.mtp_margin,
+            strict: self.quality,
+            pairing: self.mtp_pairing.parse().unwrap_or(ds4_engine::mtp::Pairing::DeepSeek),
+            stop_token: None,
+        })
+    }
+
     pub fn max_new_tokens(&self) -> usize {
         match self.tokens_arg() {
             Ok(TokensArg::MaxNew(n)) => n,
@@ -315,6 +361,13 @@ fn positive_usize(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if n > 0 && n <= i32::MAX as usize => Ok(n),
         _ => Err(format!("expected a positive integer, got {s:?}")),
+    }
+}
+
+fn usize_in(min: usize, max: usize) -> impl Fn(&str) -> Result<usize, String> + Clone {
+    move |s: &str| match s.trim().parse::<usize>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!("expected an integer in {min}..{max}, got {s:?}")),
     }
 }
 
@@ -391,6 +444,11 @@ mod tests {
             &["--bogus"],
             &["--logprobs-top-k", "0"],
             &["--decode"],
+            &["--mtp-draft", "0"],
+            &["--mtp-draft", "17"],
+            &["--mtp-margin", "1001"],
+            &["--mtp-margin", "-1"],
+            &["--mtp-pairing", "other"],
         ] {
             let e = parse(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");
@@ -402,6 +460,20 @@ mod tests {
         assert!(parse(&["--dump-tokens"]).unwrap().validate().is_err());
         assert!(parse(&["-n", "1,2"]).unwrap().validate().is_err());
         assert!(parse(&["--demo", "-m", "x.gguf"]).unwrap().validate().is_err());
+    }
+
+    #[test]
+    fn mtp_flags() {
+        let a = parse(&[]).unwrap();
+        assert_eq!((a.mtp_draft, a.mtp_margin, a.mtp_pairing.as_str()), (1, 3.0, "deepseek"));
+        assert!(a.speculation().is_err());
+        let a = parse(&["--mtp", "m.gguf", "--mtp-draft", "4", "--temp", "0", "--quality", "--mtp-pairing", "ds4", "--mtp-margin", "0.5"]).unwrap();
+        let c = a.speculation().unwrap();
+        assert_eq!((c.max_draft, c.margin, c.strict, c.pairing), (4, 0.5, true, ds4_engine::mtp::Pairing::Ds4));
+        // Default draft count 1 and sampled decoding do not speculate.
+        assert!(parse(&["--mtp", "m.gguf", "--temp", "0"]).unwrap().speculation().is_err());
+        assert!(parse(&["--mtp", "m.gguf", "--mtp-draft", "3"]).unwrap().speculation().is_err());
+        assert_eq!(parse(&["--mtp-draft", "16"]).unwrap().mtp_draft, 16);
     }
 
     #[test]

@@ -3,6 +3,8 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use ds4_engine::cuda::{self, CudaBackend, CudaModel, Gpu, Precision};
+use ds4_engine::model::MtpWeights;
+use ds4_engine::mtp::{MtpDrafter, SpecConfig, SpecStats};
 use ds4_engine::{Model, Options, Session};
 use ds4_gguf::Gguf;
 use ds4_tok::Tokenizer;
@@ -24,6 +26,8 @@ pub struct Loaded {
     pub demo: bool,
     /// Weights on the GPU when the run uses CUDA.
     pub cuda: Option<Arc<CudaModel>>,
+    /// The `--mtp` drafter weights.
+    pub mtp: Option<Arc<MtpWeights>>,
 }
 
 /// Per-session knobs shared by every session of a run.
@@ -35,6 +39,8 @@ pub struct SessionConfig {
     pub chunk: Option<usize>,
     /// `--quality`: exact kernels on CUDA (f32 activations in prefill too).
     pub quality: bool,
+    /// Speculative greedy decoding with the loaded MTP drafter (CLI.md §4.1).
+    pub spec: Option<SpecConfig>,
 }
 
 impl SessionConfig {
@@ -66,6 +72,11 @@ impl Loaded {
             }
         };
         s.set_prefill_chunk(cfg.chunk_for(ctx));
+        if let (Some(spec), Some(w), None) = (cfg.spec, &self.mtp, &self.cuda) {
+            let drafter = MtpDrafter::new(self.model.clone(), w.clone(), opts).map_err(|e| anyhow!("--mtp: {e}"))?;
+            let spec = SpecConfig { stop_token: Some(self.tok.special().eos), ..spec };
+            s.enable_mtp(drafter, spec).map_err(|e| anyhow!("--mtp: {e}"))?;
+        }
         Ok(Box::new(EngineLive(s)))
     }
 
@@ -121,7 +132,17 @@ pub fn load(model: &Path, demo: bool, backend: BackendChoice) -> Result<Loaded> 
         bail!("{name}: the tokenizer has {} tokens but the model's vocabulary is {}", tok.vocab_size(), model.hp.n_vocab);
     }
     let cuda = if use_cuda { Some(Arc::new(upload_cuda(&model)?)) } else { None };
-    Ok(Loaded { model: Arc::new(model), tok, name, demo, cuda })
+    Ok(Loaded { model: Arc::new(model), tok, name, demo, cuda, mtp: None })
+}
+
+/// Bind the `--mtp` file against the loaded model (MODEL.md §4.4).
+pub fn load_mtp(l: &mut Loaded, path: &Path) -> Result<()> {
+    if !path.exists() {
+        bail!("--mtp: file not found: {}", path.display());
+    }
+    let w = MtpWeights::load(path, &l.model.hp).map_err(|e| anyhow!("--mtp {}: {e}", path.display()))?;
+    l.mtp = Some(Arc::new(w));
+    Ok(())
 }
 
 fn upload_cuda(model: &Model) -> Result<CudaModel> {
@@ -177,6 +198,14 @@ impl LiveSession for EngineLive {
 
     fn extend_all(&mut self, tokens: &[u32], progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<Vec<f32>> {
         Ok(self.0.extend(tokens, true, &mut |p| progress(p.done, p.total))?)
+    }
+
+    fn eval_run(&mut self, token: u32, max: usize) -> Result<Vec<u32>> {
+        Ok(self.0.eval_speculative(token, max.max(1))?)
+    }
+
+    fn spec_stats(&self) -> Option<SpecStats> {
+        self.0.spec_stats()
     }
 }
 

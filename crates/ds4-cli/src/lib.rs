@@ -89,11 +89,27 @@ pub fn run(args: &Args) -> Result<i32> {
     } else {
         format!("loading {}", args.model.display())
     });
-    let loaded = engine::load(&args.model, args.demo, backend)?;
+    let mut loaded = engine::load(&args.model, args.demo, backend)?;
     spinner.finish(format!(
         "model {}: {} layers, width {}, vocabulary {}",
         loaded.name, loaded.model.hp.n_layer, loaded.model.hp.n_embd, loaded.model.hp.n_vocab
     ));
+    if let Some(path) = &args.mtp {
+        engine::load_mtp(&mut loaded, path)?;
+        match args.speculation() {
+            Ok(c) if loaded.cuda.is_some() => {
+                let _ = c;
+                eprintln!("ds4: --mtp: the MTP drafter runs on the CPU backend only; decoding without speculation");
+            }
+            Ok(c) => eprintln!(
+                "ds4: MTP speculative decoding: up to {} drafts per step, {}{} pairing",
+                c.max_draft,
+                if c.strict { "strict verification, ".to_string() } else { format!("margin {}, ", c.margin) },
+                args.mtp_pairing
+            ),
+            Err(why) => eprintln!("ds4: --mtp loaded, speculation off: {why}"),
+        }
+    }
 
     if args.inspect {
         inspect(&loaded);
@@ -156,7 +172,12 @@ fn sampler_params(args: &Args) -> SamplerParams {
 }
 
 fn session_config(args: &Args) -> SessionConfig {
-    SessionConfig { qat: !args.no_qat, chunk: args.prefill_chunk, quality: args.quality }
+    SessionConfig { qat: !args.no_qat, chunk: args.prefill_chunk, quality: args.quality, spec: args.speculation().ok() }
+}
+
+/// Diagnostics (logit dumps, logprobs, perplexity) decode token by token.
+fn diag_config(args: &Args) -> SessionConfig {
+    SessionConfig { spec: None, ..session_config(args) }
 }
 
 fn prefill(session: &mut dyn LiveSession, prompt: &[u32]) -> Result<(usize, f64)> {
@@ -196,6 +217,9 @@ fn one_shot(args: &Args, l: &Loaded, prompt: &[u32]) -> Result<i32> {
         rate(prompt.len(), prefill_s),
         rate(gen.tokens.len(), gen.seconds)
     );
+    if let Some(s) = &gen.spec {
+        eprintln!("ds4: {}", session::spec_line(s));
+    }
     if let Some(path) = &args.trace {
         let mut t = trace::Trace::create(path).with_context(|| format!("--trace {}", path.display()))?;
         t.turn(&trace::TurnRecord {
@@ -250,7 +274,7 @@ fn dump_logits(args: &Args, l: &Loaded, prompt: Option<&[u8]>, path: &std::path:
         bail!("token id {bad} is outside the vocabulary (0..{vocab})");
     }
     let ctx = args.ctx.max(tokens.len());
-    let mut session = l.new_session(ctx, session_config(args))?;
+    let mut session = l.new_session(ctx, diag_config(args))?;
     let mut progress = PrefillProgress::new(tokens.len());
     let logits = if args.decode {
         let mut all = Vec::with_capacity(tokens.len() * vocab);
@@ -279,7 +303,7 @@ fn dump_logits(args: &Args, l: &Loaded, prompt: Option<&[u8]>, path: &std::path:
 
 /// `--dump-logprobs` (CLI.md §5.2): greedy continuation with top-k logprobs.
 fn dump_logprobs(args: &Args, l: &Loaded, prompt: &[u32], path: &std::path::Path) -> Result<i32> {
-    let mut session = l.new_session(args.ctx, session_config(args))?;
+    let mut session = l.new_session(args.ctx, diag_config(args))?;
     prefill(session.as_mut(), prompt)?;
     let k = args.logprobs_top_k.min(128);
     let file = std::fs::File::create(path).with_context(|| format!("failed to open --dump-logprobs file {}", path.display()))?;
@@ -320,7 +344,7 @@ fn perplexity(args: &Args, l: &Loaded, path: &std::path::Path) -> Result<i32> {
     if scored == 0 {
         bail!("context too small for perplexity scoring");
     }
-    let mut session = l.new_session(args.ctx, session_config(args))?;
+    let mut session = l.new_session(args.ctx, diag_config(args))?;
     session.sync(&tokens[..PREFIX], &mut |_, _| true).context("perplexity prefix failed")?;
     let mut nll = 0f64;
     for j in 0..scored {

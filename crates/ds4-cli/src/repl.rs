@@ -262,6 +262,9 @@ impl<'t> Chat<'t> {
             rate(prefilled, prefill_s),
             rate(gen.tokens.len(), gen.seconds)
         )?;
+        if let Some(s) = &gen.spec {
+            writeln!(err, "ds4: {}", crate::session::spec_line(s))?;
+        }
         self.turns += 1;
         if let Some(t) = &mut self.trace {
             let _ = t.turn(&TurnRecord {

@@ -2,6 +2,7 @@
 //! shared by one-shot and interactive mode.
 
 use anyhow::Result;
+use ds4_engine::mtp::SpecStats;
 use ds4_engine::sampling::Sampler;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -26,6 +27,18 @@ pub trait LiveSession {
     /// Evaluate `tokens` after the live ones and return the logits of every
     /// one of them (`n × vocab`, token-major) — the `--dump-logits` path.
     fn extend_all(&mut self, tokens: &[u32], progress: &mut dyn FnMut(usize, usize) -> bool) -> Result<Vec<f32>>;
+    /// One generation step: append `token` and, when the session speculates (greedy MTP
+    /// decoding, CLI.md §4.1), the drafted tokens the model agrees with, at most `max` tokens
+    /// in all. Returns the appended run (`token` first).
+    fn eval_run(&mut self, token: u32, max: usize) -> Result<Vec<u32>> {
+        let _ = max;
+        self.eval(token)?;
+        Ok(vec![token])
+    }
+    /// Speculative-decoding counters since the session was created (None: not speculating).
+    fn spec_stats(&self) -> Option<SpecStats> {
+        None
+    }
 }
 
 /// The state of an interactive chat whose session could not be created:
@@ -76,11 +89,39 @@ pub struct Generated {
     pub tokens: Vec<u32>,
     pub stop: StopReason,
     pub seconds: f64,
+    /// Speculative decoding during this generation (None: not speculating).
+    pub spec: Option<SpecStats>,
+}
+
+/// Counters accumulated between two readings.
+fn spec_delta(a: SpecStats, b: SpecStats) -> SpecStats {
+    SpecStats {
+        steps: b.steps - a.steps,
+        verified: b.verified - a.verified,
+        drafted: b.drafted - a.drafted,
+        accepted: b.accepted - a.accepted,
+        committed: b.committed - a.committed,
+    }
+}
+
+/// The stderr line reporting speculative decoding (CLI.md §4.1).
+pub fn spec_line(s: &SpecStats) -> String {
+    let per_step = if s.steps > 0 { s.committed as f64 / s.steps as f64 } else { 0.0 };
+    format!(
+        "mtp: {}/{} drafted tokens accepted ({:.1}%), {} tokens in {} steps ({:.2} tokens/step)",
+        s.accepted,
+        s.drafted,
+        100.0 * s.acceptance(),
+        s.committed,
+        s.steps,
+        per_step
+    )
 }
 
 /// Sample and feed tokens until EOS (not fed, not returned), the cap, or
-/// `interrupt` (checked before each token, so Ctrl+C stops after the
-/// current one). `on_token` sees each kept token before it is evaluated.
+/// `interrupt` (checked before each step, so Ctrl+C stops after the
+/// current one). `on_token` sees each kept token: the sampled one before it
+/// is evaluated, tokens accepted by speculative decoding after.
 pub fn generate(
     session: &mut dyn LiveSession,
     sampler: &mut Sampler,
@@ -90,6 +131,7 @@ pub fn generate(
     on_token: &mut dyn FnMut(u32) -> Result<()>,
 ) -> Result<Generated> {
     let t0 = std::time::Instant::now();
+    let stats0 = session.spec_stats();
     let mut tokens = Vec::new();
     let stop = loop {
         if interrupt.load(Ordering::Relaxed) {
@@ -104,9 +146,17 @@ pub fn generate(
         }
         on_token(tok)?;
         tokens.push(tok);
-        session.eval(tok)?;
+        let run = session.eval_run(tok, max_new - tokens.len() + 1)?;
+        for &t in run.iter().skip(1) {
+            on_token(t)?;
+            tokens.push(t);
+        }
     };
-    Ok(Generated { tokens, stop, seconds: t0.elapsed().as_secs_f64() })
+    let spec = match (stats0, session.spec_stats()) {
+        (Some(a), Some(b)) => Some(spec_delta(a, b)),
+        _ => None,
+    };
+    Ok(Generated { tokens, stop, seconds: t0.elapsed().as_secs_f64(), spec })
 }
 
 /// Tokens per second, 0 when nothing was timed.
@@ -252,5 +302,80 @@ mod tests {
         })
         .unwrap();
         assert_eq!((g.tokens, g.stop), (vec![5], StopReason::Interrupted));
+    }
+
+    /// A session that accepts runs of up to 3 tokens per step (the scripted greedy choices),
+    /// as a speculating engine session does.
+    struct Runs(FakeSession, SpecStats);
+
+    impl LiveSession for Runs {
+        fn ctx(&self) -> usize {
+            self.0.ctx()
+        }
+        fn tokens(&self) -> &[u32] {
+            self.0.tokens()
+        }
+        fn sync(&mut self, p: &[u32], cb: &mut dyn FnMut(usize, usize) -> bool) -> Result<usize> {
+            self.0.sync(p, cb)
+        }
+        fn eval(&mut self, t: u32) -> Result<()> {
+            self.0.eval(t)
+        }
+        fn logits(&self) -> &[f32] {
+            self.0.logits()
+        }
+        fn invalidate(&mut self) {
+            self.0.invalidate()
+        }
+        fn extend_all(&mut self, t: &[u32], cb: &mut dyn FnMut(usize, usize) -> bool) -> Result<Vec<f32>> {
+            self.0.extend_all(t, cb)
+        }
+        fn eval_run(&mut self, token: u32, max: usize) -> Result<Vec<u32>> {
+            let mut run = vec![token];
+            self.0.eval(token)?;
+            while run.len() < max.min(3) {
+                let next = ds4_engine::sampling::argmax(self.0.logits());
+                if next == 1 {
+                    break;
+                }
+                self.0.eval(next)?;
+                run.push(next);
+            }
+            self.1.steps += 1;
+            self.1.drafted += 2;
+            self.1.accepted += run.len() as u64 - 1;
+            self.1.committed += run.len() as u64;
+            Ok(run)
+        }
+        fn spec_stats(&self) -> Option<SpecStats> {
+            Some(self.1)
+        }
+    }
+
+    #[test]
+    fn speculative_runs_match_token_by_token() {
+        let script: Vec<u32> = vec![5, 6, 7, 8, 9, 10, 11, 12, 1];
+        let stop = AtomicBool::new(false);
+        let mut sampler = Sampler::new(SamplerParams::greedy(), 1);
+        for cap in [1, 2, 4, 5, 7, 20] {
+            let mut plain = FakeSession::new(100, 16, script.clone());
+            let want = generate(&mut plain, &mut sampler, cap, 1, &stop, &mut |_| Ok(())).unwrap();
+            assert!(want.spec.is_none());
+            let mut s = Runs(FakeSession::new(100, 16, script.clone()), SpecStats { steps: 9, ..Default::default() });
+            let mut seen = Vec::new();
+            let g = generate(&mut s, &mut sampler, cap, 1, &stop, &mut |t| {
+                seen.push(t);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!((&g.tokens, g.stop), (&want.tokens, want.stop), "cap {cap}");
+            assert_eq!(seen, g.tokens);
+            assert_eq!(s.0.toks, plain.toks, "cap {cap}: same session contents");
+            let st = g.spec.unwrap();
+            // Counters are reported for this generation only.
+            assert_eq!(st.committed as usize, g.tokens.len());
+            assert_eq!(st.steps as usize, g.tokens.len().div_ceil(3));
+            assert!(spec_line(&st).starts_with("mtp: "));
+        }
     }
 }

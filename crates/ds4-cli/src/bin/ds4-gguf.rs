@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! ds4-gguf info FILE [--all]
-//! ds4-gguf synth --preset tiny|full --quant q2|q4|f16 --seed N --out FILE [--dry-run]
+//! ds4-gguf synth --preset tiny|full --quant q2|q4|f16 --seed N --out FILE [--dry-run] [--mtp]
 //! ```
 
 use anyhow::{bail, Context, Result};
@@ -45,6 +45,10 @@ enum Cmd {
         /// Compute the tensor table and file size without generating data.
         #[arg(long)]
         dry_run: bool,
+        /// Write the preset's MTP drafter file (MODEL.md §4.4; experts Q4_K, or F16 with
+        /// --quant f16) instead of the model.
+        #[arg(long)]
+        mtp: bool,
     },
 }
 
@@ -83,7 +87,7 @@ fn run(cli: Cli) -> Result<i32> {
             writeln!(out, "\n{verdict}")?;
             Ok(if ok { 0 } else { 2 })
         }
-        Cmd::Synth { preset, quant, seed, out, dry_run } => {
+        Cmd::Synth { preset, quant, seed, out, dry_run, mtp } => {
             let opts = SynthOptions {
                 preset: match preset {
                     PresetArg::Tiny => Preset::Tiny,
@@ -96,7 +100,7 @@ fn run(cli: Cli) -> Result<i32> {
                 },
                 seed,
             };
-            synth_cmd(&opts, out, dry_run)?;
+            synth_cmd(&opts, mtp, out, dry_run)?;
             Ok(0)
         }
     }
@@ -196,8 +200,10 @@ fn binding_verdict(g: &Gguf) -> (bool, String) {
     }
 }
 
-fn synth_cmd(opts: &SynthOptions, out: Option<PathBuf>, dry_run: bool) -> Result<()> {
-    let (h, _) = synth::plan(opts)?;
+fn synth_cmd(opts: &SynthOptions, mtp: bool, out: Option<PathBuf>, dry_run: bool) -> Result<()> {
+    let hp = synth::hparams(opts.preset);
+    let mtp_variant = synth::mtp_variant(opts.quant);
+    let (h, _) = if mtp { synth::mtp_plan(&hp, mtp_variant, opts.seed)? } else { synth::plan(opts)? };
     let layout = h.layout()?;
     let n = h.tensors().len();
     if dry_run {
@@ -225,10 +231,11 @@ fn synth_cmd(opts: &SynthOptions, out: Option<PathBuf>, dry_run: bool) -> Result
         indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
             .unwrap(),
     );
-    let res = synth::write(opts, file, |done, _| {
+    let progress = |done, _| {
         bar.set_position(done);
         true
-    });
+    };
+    let res = if mtp { synth::write_mtp(&hp, mtp_variant, opts.seed, file, progress) } else { synth::write(opts, file, progress) };
     bar.finish_and_clear();
     match res {
         Ok(f) => {
