@@ -102,7 +102,8 @@ pub fn run(args: &Args) -> Result<i32> {
                 eprintln!("ds4: --mtp: the MTP drafter runs on the CPU backend only; decoding without speculation");
             }
             Ok(c) => eprintln!(
-                "ds4: MTP speculative decoding: up to {} drafts per step, {}{} pairing",
+                "ds4: MTP speculative decoding: up to {} drafts per step, {}{} pairing \
+                 (CPU kernels are compute-bound: verifying n tokens costs about n decode steps, so expect no speed-up)",
                 c.max_draft,
                 if c.strict { "strict verification, ".to_string() } else { format!("margin {}, ", c.margin) },
                 args.mtp_pairing
