@@ -21,6 +21,12 @@
 //!   float32 reference ([`cpu`], with decision traces for tests;
 //!   `CpuBackend::with_q8_activations(true)` selects ds4's 8-bit-activation CPU numerics);
 //!   `cuda` holds the GPU backend.
+//! * [`mtp`] — MTP speculative decoding: [`mtp::MtpDrafter`]`::new(model, weights, opts)` (the
+//!   drafter block on the CPU), [`Session::enable_mtp`]`(drafter, SpecConfig)` (or
+//!   `set_draft_hook` for tests), [`Session::eval_speculative`]`(token, max_new)` → the committed
+//!   run, identical to plain greedy decoding; `spec_stats()`. Backends opt in through
+//!   [`Backend::set_capture_hidden`] / `hidden` (drafter input) and `spec_mark` / `spec_rewind`
+//!   (exact cheap rewind, MODEL.md §3.4; without them the session snapshots and replays).
 //! * [`Options`]`{ qat }` — `qat: false` is the `--no-qat` diagnostic (no FP8 KV / indexer FP4
 //!   rounding).
 //! * [`ops`] — the primitive operations (norms, RoPE, Sinkhorn, FP8/FP4 round trips, Hadamard).

@@ -543,3 +543,10 @@ fn mirror_mtp_drafts_are_accepted() {
         assert!(st.steps * 3 < n as u64, "{pairing:?}: multi-token steps: {st:?}");
     }
 }
+
+#[test]
+fn sessions_with_speculation_stay_send() {
+    fn send<T: Send>() {}
+    send::<Session>();
+    send::<MtpDrafter>();
+}
