@@ -390,7 +390,7 @@ pub(crate) fn attention_sublayer(
     rope_comp: &Rope,
     s: &mut [f32],
     n: usize,
-    mut trace: Option<&mut Trace>,
+    trace: Option<&mut Trace>,
     logs: Option<(&mut Vec<f32>, &mut Vec<f32>)>,
 ) {
     let (hp, data, q8) = (cx.hp, cx.data, cx.q8);
@@ -462,7 +462,7 @@ pub(crate) fn attention_sublayer(
         });
         selection = indexer_select(data, hp, iw, &qr, &xn, n, p0, &ls.idx, rope_comp, qat, l, tracing.then_some(&mut ties));
     }
-    if let Some(tr) = trace.as_deref_mut() {
+    if let Some(tr) = trace {
         tr.near_ties.append(&mut ties);
         if lw.ratio == 4 {
             let tk = hp.idx_top_k;

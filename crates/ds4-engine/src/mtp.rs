@@ -581,7 +581,7 @@ fn check_cfg(cfg: SpecConfig) -> Result<SpecConfig, EngineError> {
     if cfg.max_draft == 0 || cfg.max_draft > MAX_DRAFT {
         return Err(EngineError::Backend(format!("MTP draft count {} outside 1..={MAX_DRAFT}", cfg.max_draft)));
     }
-    if !(cfg.margin >= 0.0) {
+    if cfg.margin.is_nan() || cfg.margin < 0.0 {
         return Err(EngineError::Backend(format!("MTP margin {} must be a number ≥ 0", cfg.margin)));
     }
     Ok(cfg)
