@@ -550,3 +550,36 @@ fn sessions_with_speculation_stay_send() {
     send::<Session>();
     send::<MtpDrafter>();
 }
+
+#[test]
+fn speculation_is_exact_with_qat_and_q8_numerics() {
+    // The published numerics (FP8 KV, FP4 indexer) and ds4's 8-bit activations: batched
+    // verification rows are still bit-identical to decode steps.
+    let name = "t256-q4";
+    let model = fixture_model(name);
+    let prompt = fixture_tokens(name, "medium")[..100].to_vec();
+    let n = 60;
+    for q8 in [false, true] {
+        let opts = Options { qat: true };
+        let new = || Session::with_backend(Box::new(CpuBackend::new(model.clone(), opts).with_q8_activations(q8)), 512);
+        let mut plain = new();
+        plain.sync(&prompt, &mut |_| true).unwrap();
+        let mut g = Vec::new();
+        for _ in 0..n {
+            let t = argmax(plain.logits());
+            plain.eval(t).unwrap();
+            g.push(t);
+        }
+        let want = (g.clone(), plain.logits().to_vec(), plain.backend().export_state());
+        let offsets = Arc::new(Mutex::new(Vec::new()));
+        let oracle = Oracle { prompt_len: prompt.len(), greedy: g, step: 0, vocab: model.hp.n_vocab as u32, offsets };
+        let mut s = new();
+        s.set_draft_hook(Box::new(oracle), SpecConfig { max_draft: 5, margin: 0.0, ..Default::default() }).unwrap();
+        assert_same(&format!("qat, q8 {q8}"), &spec_greedy(&mut s, &prompt, n, None), &want);
+        // And with the synthetic MTP drafter (same numerics for the drafter).
+        let dr = MtpDrafter::new(model.clone(), synth_mtp(&model, 2), opts).unwrap().with_q8_activations(q8);
+        let mut s = new();
+        s.enable_mtp(dr, SpecConfig { max_draft: 3, margin: 0.0, ..Default::default() }).unwrap();
+        assert_same(&format!("qat, q8 {q8}, MTP"), &spec_greedy(&mut s, &prompt, n, None), &want);
+    }
+}
