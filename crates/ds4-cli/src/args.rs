@@ -268,7 +268,8 @@ impl Args {
 
     /// The speculative-decoding settings when speculation applies (CLI.md
     /// §4.1): an MTP file, more than one draft, greedy sampling, and
-    /// `DS4_MTP_SPEC_DISABLE` unset. Otherwise the reason it does not.
+    /// `DS4_MTP_SPEC_DISABLE` unset (`--quality` or `DS4_MTP_STRICT` make
+    /// verification strict). Otherwise the reason it does not.
     pub fn speculation(&self) -> Result<ds4_engine::mtp::SpecConfig, &'static str> {
         if self.mtp.is_none() {
             return Err("no --mtp file");
@@ -285,7 +286,7 @@ impl Args {
         Ok(ds4_engine::mtp::SpecConfig {
             max_draft: self.mtp_draft,
             margin: self.mtp_margin,
-            strict: self.quality,
+            strict: self.quality || std::env::var_os("DS4_MTP_STRICT").is_some(),
             pairing: self.mtp_pairing.parse().unwrap_or(ds4_engine::mtp::Pairing::DeepSeek),
             stop_token: None,
         })
