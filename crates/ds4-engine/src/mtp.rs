@@ -476,7 +476,17 @@ impl Session {
             return Ok(vec![token]);
         };
         let k = sp.cfg.max_draft.min(max_new.saturating_sub(1)).min(self.ctx - p - 1);
-        let drafts = if k > 0 { sp.draft(&self.tokens, token, k, v)? } else { Vec::new() };
+        let drafts = if k > 0 {
+            match sp.draft(&self.tokens, token, k, v) {
+                Ok(d) => d,
+                Err(e) => {
+                    sp.end_step(p);
+                    return Err(e);
+                }
+            }
+        } else {
+            Vec::new()
+        };
         sp.stats.steps += 1;
         let strict = sp.cfg.strict;
         let mut batch = Vec::with_capacity(1 + drafts.len());
