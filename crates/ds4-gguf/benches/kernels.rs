@@ -3,7 +3,8 @@
 //! many short repetitions, so it stays meaningful on a shared, busy machine (the `matvec` bench
 //! gives the streaming, all-cores figures).
 //!
-//! Run: `cargo bench -p ds4-gguf --bench kernels` (`DS4_NO_SIMD=1` for the portable path).
+//! Run: `cargo bench -p ds4-gguf --bench kernels` (`DS4_NO_SIMD=1` for the portable path,
+//! `DS4_BENCH_TYPE=IQ2_XXS` for one type, e.g. under a profiler).
 
 use ds4_gguf::quant;
 use ds4_gguf::GgmlType;
@@ -62,13 +63,18 @@ fn main() {
     println!("single-core kernels, SIMD {}; weights cache-resident (256 KiB-1 MiB)", if quant::simd_enabled() { "on" } else { "off" });
     println!("{:<8} {:>10} {:>14} {:>14} {:>16} {:>14}", "type", "shape", "matvec GB/s", "Gvalues/s", format!("matmul{TOKENS} GB/s"), "Gvalues/s");
     let budget = Duration::from_millis(400);
+    let only = std::env::var("DS4_BENCH_TYPE").ok();
     for (ty, rows, cols) in [
         (GgmlType::Q8_0, 128, 4096),
         (GgmlType::Iq2Xxs, 256, 4096),
+        (GgmlType::Iq2Xxs, 512, 2048),
         (GgmlType::Q2K, 256, 2048),
         (GgmlType::Q4K, 128, 4096),
         (GgmlType::F16, 64, 4096),
     ] {
+        if only.as_deref().is_some_and(|o| !o.eq_ignore_ascii_case(ty.name())) {
+            continue;
+        }
         let w = weights(ty, rows, cols);
         let x: Vec<f32> = random_bytes(TOKENS * cols, 9).iter().map(|&b| (b as f32 - 128.0) / 64.0).collect();
         let mut y = vec![0f32; TOKENS * rows];

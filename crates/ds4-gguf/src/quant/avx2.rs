@@ -130,19 +130,27 @@ unsafe fn q2_k_groups(b: &[u8], mut f: impl FnMut(usize, __m256)) {
     _mm256_store_ps(dl.0.as_mut_ptr().add(8), _mm256_mul_ps(vd, cvt(_mm_srli_si128(lo, 8))));
     _mm256_store_ps(ml.0.as_mut_ptr(), _mm256_mul_ps(vm, cvt(hi)));
     _mm256_store_ps(ml.0.as_mut_ptr().add(8), _mm256_mul_ps(vm, cvt(_mm_srli_si128(hi, 8))));
+    // Broadcast from memory below (a load, not two shuffles: the permutes need the shuffle pipes).
+    std::hint::black_box((&mut dl, &mut ml));
     let q0123 = _mm256_setr_ps(0.0, 1.0, 2.0, 3.0, 0.0, 1.0, 2.0, 3.0);
     let qs = b.as_ptr().add(16);
+    // Per half sub-block column: the 4 tables (s = 0..3) in registers, then each 8-byte code
+    // group is loaded once and shifted for the 4 sub-blocks that share its bytes. Each lane
+    // still sees its elements in increasing order (s ascending within a column).
     for h in 0..2 {
-        for s in 0..4 {
-            let shift = _mm_cvtsi32_si128(2 * s as i32);
-            for half in 0..2 {
+        for half in 0..2 {
+            let mut lut = [_mm256_setzero_ps(); 4];
+            for (s, l) in lut.iter_mut().enumerate() {
                 let j = 8 * h + 2 * s + half;
-                let lut = _mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(dl.0[j]), q0123), _mm256_set1_ps(ml.0[j]));
-                for kk in 0..2 {
-                    let k = 2 * half + kk;
-                    let idx = _mm256_srl_epi32(u8x8_epi32(qs.add(32 * h + 8 * k)), shift);
-                    f(16 * h + 4 * s + k, _mm256_permutevar8x32_ps(lut, idx));
-                }
+                *l = _mm256_sub_ps(_mm256_mul_ps(_mm256_broadcast_ss(&dl.0[j]), q0123), _mm256_broadcast_ss(&ml.0[j]));
+            }
+            for kk in 0..2 {
+                let k = 2 * half + kk;
+                let idx = u8x8_epi32(qs.add(32 * h + 8 * k));
+                f(16 * h + k, _mm256_permutevar_ps(lut[0], idx));
+                f(16 * h + 4 + k, _mm256_permutevar_ps(lut[1], _mm256_srli_epi32(idx, 2)));
+                f(16 * h + 8 + k, _mm256_permutevar_ps(lut[2], _mm256_srli_epi32(idx, 4)));
+                f(16 * h + 12 + k, _mm256_permutevar_ps(lut[3], _mm256_srli_epi32(idx, 6)));
             }
         }
     }
@@ -389,6 +397,51 @@ pub unsafe fn acc_chunk2(acc0: &mut [f32; LANES], acc1: &mut [f32; LANES], w: &[
     for l in 0..n - full {
         acc0[l] += w[full + l] * x0[full + l];
         acc1[l] += w[full + l] * x1[full + l];
+    }
+}
+
+/// Two rows × four tokens of [`acc_chunk`] at once: `acc[r * stride + t] += w_r ⊙ x_t` in the
+/// canonical lanes. Lane group k (lanes 8k..8k+8) is done for all 8 pairs before the next, so
+/// the 8 accumulators live in registers and each loaded weight or activation vector feeds 4 or
+/// 2 products. Per lane the additions stay in increasing element order.
+#[target_feature(enable = "avx2")]
+pub unsafe fn acc_chunk_2x4(acc: &mut [[f32; LANES]], stride: usize, w: [&[f32]; 2], x: [&[f32]; 4]) {
+    let n = w[0].len();
+    assert!(w[1].len() == n && x.iter().all(|x| x.len() == n) && acc.len() >= stride + 4 && stride >= 4);
+    let full = n / LANES * LANES;
+    let wp = [w[0].as_ptr(), w[1].as_ptr()];
+    let xp = [x[0].as_ptr(), x[1].as_ptr(), x[2].as_ptr(), x[3].as_ptr()];
+    for k in 0..4 {
+        let mut c = [[_mm256_setzero_ps(); 4]; 2];
+        for r in 0..2 {
+            for t in 0..4 {
+                c[r][t] = _mm256_loadu_ps(acc[r * stride + t].as_ptr().add(8 * k));
+            }
+        }
+        let mut i = 8 * k;
+        while i < full {
+            let wa = _mm256_loadu_ps(wp[0].add(i));
+            let wb = _mm256_loadu_ps(wp[1].add(i));
+            for t in 0..4 {
+                let xv = _mm256_loadu_ps(xp[t].add(i));
+                c[0][t] = _mm256_add_ps(c[0][t], _mm256_mul_ps(wa, xv));
+                c[1][t] = _mm256_add_ps(c[1][t], _mm256_mul_ps(wb, xv));
+            }
+            i += LANES;
+        }
+        for r in 0..2 {
+            for t in 0..4 {
+                _mm256_storeu_ps(acc[r * stride + t].as_mut_ptr().add(8 * k), c[r][t]);
+            }
+        }
+    }
+    for r in 0..2 {
+        for t in 0..4 {
+            let a = &mut acc[r * stride + t];
+            for l in 0..n - full {
+                a[l] += w[r][full + l] * x[t][full + l];
+            }
+        }
     }
 }
 

@@ -43,7 +43,7 @@ fn check(ty: GgmlType, src_len: usize, n: usize) -> Result<(), QuantError> {
         return Err(QuantError::Unsupported { ty });
     }
     let bl = ty.block_len();
-    if n % bl != 0 {
+    if !n.is_multiple_of(bl) {
         return Err(QuantError::PartialBlock { ty, n, block: bl });
     }
     let want = n / bl * ty.block_bytes();
@@ -186,7 +186,7 @@ pub fn dot_row_scalar(ty: GgmlType, row: &[u8], x: &[f32]) -> f32 {
 
 fn check_matrix(ty: GgmlType, w: &[u8], rows: usize, cols: usize) -> usize {
     assert!(ty != GgmlType::I32, "matvec: I32 is not a weight type");
-    assert!(cols % ty.block_len() == 0, "matvec: {cols} columns is not a multiple of the {ty} block");
+    assert!(cols.is_multiple_of(ty.block_len()), "matvec: {cols} columns is not a multiple of the {ty} block");
     let rb = ty.row_bytes(cols);
     assert!(
         w.len() == rows * rb,
@@ -225,9 +225,9 @@ pub fn matvec(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: &[f32], y: &m
 }
 
 /// Tokens sharing one decode of a weight chunk in `matmul` (accumulators: 32 lanes each).
-const TOKEN_TILE: usize = 32;
+const TOKEN_TILE: usize = 16;
 /// Rows decoded together in `matmul`, so each token's activation chunk is reused from L1.
-const ROW_TILE: usize = 4;
+const ROW_TILE: usize = 8;
 /// Values per decoded weight chunk in `matmul` (a multiple of every block length and of `LANES`).
 const MM_CHUNK: usize = 256;
 
@@ -241,20 +241,38 @@ fn acc_tile(accs: &mut [[f32; LANES]], buf: &[f32], rn: usize, m: usize, xc: &[f
     let xs = |t: usize| &xc[t * m..][..m];
     #[cfg(target_arch = "x86_64")]
     if simd {
+        let wr = |r: usize| &buf[r * MM_CHUNK..][..m];
         let mut t = 0;
+        // 2×4 register tiles, then token pairs / single tokens and the odd row.
+        while t + 4 <= tn {
+            let x4 = [xs(t), xs(t + 1), xs(t + 2), xs(t + 3)];
+            let mut r = 0;
+            while r + 2 <= rn {
+                // SAFETY: CPU support checked by the caller (simd).
+                unsafe { avx2::acc_chunk_2x4(&mut accs[r * TOKEN_TILE + t..], TOKEN_TILE, [wr(r), wr(r + 1)], x4) };
+                r += 2;
+            }
+            if r < rn {
+                for (j, xj) in x4.iter().enumerate() {
+                    // SAFETY: as above.
+                    unsafe { avx2::acc_chunk(&mut accs[r * TOKEN_TILE + t + j], wr(r), xj) };
+                }
+            }
+            t += 4;
+        }
         while t + 1 < tn {
             let (x0, x1) = (xs(t), xs(t + 1));
             for r in 0..rn {
                 let (a0, a1) = accs[r * TOKEN_TILE + t..].split_at_mut(1);
-                // SAFETY: CPU support checked by simd_enabled.
-                unsafe { avx2::acc_chunk2(&mut a0[0], &mut a1[0], &buf[r * MM_CHUNK..][..m], x0, x1) };
+                // SAFETY: as above.
+                unsafe { avx2::acc_chunk2(&mut a0[0], &mut a1[0], wr(r), x0, x1) };
             }
             t += 2;
         }
         if t < tn {
             for r in 0..rn {
                 // SAFETY: as above.
-                unsafe { avx2::acc_chunk(&mut accs[r * TOKEN_TILE + t], &buf[r * MM_CHUNK..][..m], xs(t)) };
+                unsafe { avx2::acc_chunk(&mut accs[r * TOKEN_TILE + t], wr(r), xs(t)) };
             }
         }
         return;
@@ -312,7 +330,8 @@ fn matmul_tiles(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: &[f32], n: 
     let xp = pack_chunks(x, n, cols);
     // Row-major scratch (rows × n), transposed into y at the end.
     let mut tmp = vec![0f32; rows * n];
-    let per = rows_per_task(rb * n.min(TOKEN_TILE)).max(1);
+    // About 64 KiB of weights per task (more tokens only add work per byte), whole row tiles.
+    let per = rows_per_task(rb).next_multiple_of(ROW_TILE);
     tmp.par_chunks_mut(per * n).enumerate().for_each(|(ci, out)| {
         let r_first = ci * per;
         let nr = out.len() / n;
