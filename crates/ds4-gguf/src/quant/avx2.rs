@@ -400,21 +400,21 @@ pub unsafe fn acc_chunk2(acc0: &mut [f32; LANES], acc1: &mut [f32; LANES], w: &[
     }
 }
 
-/// Two rows × four tokens of [`acc_chunk`] at once: `acc[r * stride + t] += w_r ⊙ x_t` in the
-/// canonical lanes. Lane group k (lanes 8k..8k+8) is done for all 8 pairs before the next, so
-/// the 8 accumulators live in registers and each loaded weight or activation vector feeds 4 or
-/// 2 products. Per lane the additions stay in increasing element order.
+/// Two rows × `T` tokens of [`acc_chunk`] at once: `acc[r * stride + t] += w_r ⊙ x_t` in the
+/// canonical lanes. Lane group k (lanes 8k..8k+8) is done for all 2·T pairs before the next,
+/// so the accumulators live in registers and each loaded weight or activation vector feeds T
+/// or 2 products. Per lane the additions stay in increasing element order.
 #[target_feature(enable = "avx2")]
-pub unsafe fn acc_chunk_2x4(acc: &mut [[f32; LANES]], stride: usize, w: [&[f32]; 2], x: [&[f32]; 4]) {
+pub unsafe fn acc_chunk_2xt<const T: usize>(acc: &mut [[f32; LANES]], stride: usize, w: [&[f32]; 2], x: [&[f32]; T]) {
     let n = w[0].len();
-    assert!(w[1].len() == n && x.iter().all(|x| x.len() == n) && acc.len() >= stride + 4 && stride >= 4);
+    assert!(w[1].len() == n && x.iter().all(|x| x.len() == n) && acc.len() >= stride + T && stride >= T);
     let full = n / LANES * LANES;
     let wp = [w[0].as_ptr(), w[1].as_ptr()];
-    let xp = [x[0].as_ptr(), x[1].as_ptr(), x[2].as_ptr(), x[3].as_ptr()];
+    let xp: [*const f32; T] = std::array::from_fn(|t| x[t].as_ptr());
     for k in 0..4 {
-        let mut c = [[_mm256_setzero_ps(); 4]; 2];
+        let mut c = [[_mm256_setzero_ps(); T]; 2];
         for r in 0..2 {
-            for t in 0..4 {
+            for t in 0..T {
                 c[r][t] = _mm256_loadu_ps(acc[r * stride + t].as_ptr().add(8 * k));
             }
         }
@@ -422,7 +422,7 @@ pub unsafe fn acc_chunk_2x4(acc: &mut [[f32; LANES]], stride: usize, w: [&[f32];
         while i < full {
             let wa = _mm256_loadu_ps(wp[0].add(i));
             let wb = _mm256_loadu_ps(wp[1].add(i));
-            for t in 0..4 {
+            for t in 0..T {
                 let xv = _mm256_loadu_ps(xp[t].add(i));
                 c[0][t] = _mm256_add_ps(c[0][t], _mm256_mul_ps(wa, xv));
                 c[1][t] = _mm256_add_ps(c[1][t], _mm256_mul_ps(wb, xv));
@@ -430,13 +430,13 @@ pub unsafe fn acc_chunk_2x4(acc: &mut [[f32; LANES]], stride: usize, w: [&[f32];
             i += LANES;
         }
         for r in 0..2 {
-            for t in 0..4 {
+            for t in 0..T {
                 _mm256_storeu_ps(acc[r * stride + t].as_mut_ptr().add(8 * k), c[r][t]);
             }
         }
     }
     for r in 0..2 {
-        for t in 0..4 {
+        for t in 0..T {
             let a = &mut acc[r * stride + t];
             for l in 0..n - full {
                 a[l] += w[r][full + l] * x[t][full + l];

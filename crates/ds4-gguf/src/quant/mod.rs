@@ -228,6 +228,8 @@ pub fn matvec(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: &[f32], y: &m
 const TOKEN_TILE: usize = 16;
 /// Rows decoded together in `matmul`, so each token's activation chunk is reused from L1.
 const ROW_TILE: usize = 8;
+/// Tokens per register tile of the SIMD matmul kernel (2 rows × MT tokens of accumulators).
+const MT: usize = 4;
 /// Values per decoded weight chunk in `matmul` (a multiple of every block length and of `LANES`).
 const MM_CHUNK: usize = 256;
 
@@ -243,22 +245,22 @@ fn acc_tile(accs: &mut [[f32; LANES]], buf: &[f32], rn: usize, m: usize, xc: &[f
     if simd {
         let wr = |r: usize| &buf[r * MM_CHUNK..][..m];
         let mut t = 0;
-        // 2×4 register tiles, then token pairs / single tokens and the odd row.
-        while t + 4 <= tn {
-            let x4 = [xs(t), xs(t + 1), xs(t + 2), xs(t + 3)];
+        // 2×MT register tiles, then token pairs / single tokens and the odd row.
+        while t + MT <= tn {
+            let xq: [&[f32]; MT] = std::array::from_fn(|j| xs(t + j));
             let mut r = 0;
             while r + 2 <= rn {
                 // SAFETY: CPU support checked by the caller (simd).
-                unsafe { avx2::acc_chunk_2x4(&mut accs[r * TOKEN_TILE + t..], TOKEN_TILE, [wr(r), wr(r + 1)], x4) };
+                unsafe { avx2::acc_chunk_2xt::<MT>(&mut accs[r * TOKEN_TILE + t..], TOKEN_TILE, [wr(r), wr(r + 1)], xq) };
                 r += 2;
             }
             if r < rn {
-                for (j, xj) in x4.iter().enumerate() {
+                for (j, xj) in xq.iter().enumerate() {
                     // SAFETY: as above.
                     unsafe { avx2::acc_chunk(&mut accs[r * TOKEN_TILE + t + j], wr(r), xj) };
                 }
             }
-            t += 4;
+            t += MT;
         }
         while t + 1 < tn {
             let (x0, x1) = (xs(t), xs(t + 1));
