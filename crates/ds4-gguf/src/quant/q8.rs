@@ -7,6 +7,7 @@
 //! * Q8_0:    `sum += (d_w·d_x) · isum`
 //! * Q2_K/Q4_K: `sum += (d_x·d)·Σ sc·isum − (d_x·dmin)·Σ m·bsum`
 //! * IQ2_XXS: `sum += (d·d_x)·Σ (2·ls+1)·isum`, then `sum *= 0.125`
+//!
 //! Quantized activations never reach −128 (|q| ≤ 127 by construction), which the AVX2 sign
 //! trick relies on.
 
@@ -37,7 +38,7 @@ fn code(v: f32) -> i8 {
 
 /// MODEL.md §5.6: `d = amax/127` (f32), `q = clamp(rne(x/d))`. `x.len()` must be a multiple of 32.
 pub fn quantize_q8_0(x: &[f32]) -> Q8_0Acts {
-    assert!(x.len() % 32 == 0, "quantize_q8_0: {} values is not a multiple of 32", x.len());
+    assert!(x.len().is_multiple_of(32), "quantize_q8_0: {} values is not a multiple of 32", x.len());
     let mut out = Q8_0Acts { d: Vec::with_capacity(x.len() / 32), q: Vec::with_capacity(x.len()) };
     for b in x.chunks_exact(32) {
         let amax = b.iter().fold(0f32, |m, v| m.max(v.abs()));
@@ -52,7 +53,7 @@ pub fn quantize_q8_0(x: &[f32]) -> Q8_0Acts {
 /// MODEL.md §5.5: scale from the signed element of largest magnitude (first on ties),
 /// `iscale = −127/vmax`, `q = clamp(rne(iscale·x))`, `d = 1/iscale`. Multiple of 256 values.
 pub fn quantize_q8_k(x: &[f32]) -> Q8KActs {
-    assert!(x.len() % 256 == 0, "quantize_q8_k: {} values is not a multiple of 256", x.len());
+    assert!(x.len().is_multiple_of(256), "quantize_q8_k: {} values is not a multiple of 256", x.len());
     let nb = x.len() / 256;
     let mut out = Q8KActs { d: Vec::with_capacity(nb), q: Vec::with_capacity(x.len()), bsums: Vec::with_capacity(16 * nb) };
     for b in x.chunks_exact(256) {
@@ -64,8 +65,8 @@ pub fn quantize_q8_k(x: &[f32]) -> Q8KActs {
         }
         if vmax == 0.0 {
             out.d.push(0.0);
-            out.q.extend(std::iter::repeat(0).take(256));
-            out.bsums.extend(std::iter::repeat(0).take(16));
+            out.q.extend(std::iter::repeat_n(0, 256));
+            out.bsums.extend(std::iter::repeat_n(0, 16));
             continue;
         }
         let iscale = -127.0 / vmax;
@@ -120,8 +121,8 @@ pub(crate) fn dot_q8k_scalar(ty: GgmlType, row: &[u8], xq: &Q8KActs, blk0: usize
                         }
                     }
                 }
-                for j in 0..16 {
-                    summ += (b[j] >> 4) as i32 * xq.bsums[16 * i + j] as i32;
+                for (j, &sc) in b[..16].iter().enumerate() {
+                    summ += (sc >> 4) as i32 * xq.bsums[16 * i + j] as i32;
                 }
                 let yd = xq.d[i];
                 sum += (yd * f16_at(b, 80)) * isum as f32 - (yd * f16_at(b, 82)) * summ as f32;
