@@ -199,13 +199,8 @@ pub struct Args {
     pub server: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendChoice {
-    Cpu,
-    Cuda,
-    /// Best available: CUDA when built with it and a device is present.
-    Auto,
-}
+/// `--cpu` / `--cuda` / `--backend`: the engine's rule (shared with the server and ds4-bench).
+pub use ds4_engine::BackendChoice;
 
 /// What `--tokens` / `-n` means for this run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -239,19 +234,7 @@ impl Args {
     }
 
     pub fn backend(&self) -> Result<BackendChoice, String> {
-        if self.cpu {
-            return Ok(BackendChoice::Cpu);
-        }
-        if self.cuda {
-            return Ok(BackendChoice::Cuda);
-        }
-        match self.backend.as_deref() {
-            None => Ok(BackendChoice::Auto),
-            Some("cpu") => Ok(BackendChoice::Cpu),
-            Some("cuda") => Ok(BackendChoice::Cuda),
-            Some("metal") => Err("the metal backend is not available in this build (use cpu or cuda)".into()),
-            Some(other) => Err(format!("invalid backend: {other} (valid backends: cpu, cuda)")),
-        }
+        BackendChoice::from_flags(self.cpu, self.cuda, false, self.backend.as_deref()).map_err(|e| e.to_string())
     }
 
     /// `--tokens` is a token list with --dump-logits, else the generation cap.
@@ -274,22 +257,12 @@ impl Args {
         if self.mtp.is_none() {
             return Err("no --mtp file");
         }
-        if std::env::var_os("DS4_MTP_SPEC_DISABLE").is_some() {
-            return Err("DS4_MTP_SPEC_DISABLE is set");
-        }
-        if self.mtp_draft < 2 {
-            return Err("--mtp-draft is 1 (speculation needs at least 2)");
-        }
+        let pairing = self.mtp_pairing.parse().unwrap_or(ds4_engine::mtp::Pairing::DeepSeek);
+        let cfg = ds4_engine::mtp::SpecConfig::from_flags(self.mtp_draft, self.mtp_margin, self.quality, pairing)?;
         if self.temp > 0.0 {
             return Err("sampling is not greedy (speculation needs --temp 0)");
         }
-        Ok(ds4_engine::mtp::SpecConfig {
-            max_draft: self.mtp_draft,
-            margin: self.mtp_margin,
-            strict: self.quality || std::env::var_os("DS4_MTP_STRICT").is_some(),
-            pairing: self.mtp_pairing.parse().unwrap_or(ds4_engine::mtp::Pairing::DeepSeek),
-            stop_token: None,
-        })
+        Ok(cfg)
     }
 
     pub fn max_new_tokens(&self) -> usize {

@@ -2,10 +2,11 @@
 //! backend.
 
 use anyhow::{anyhow, bail, Context, Result};
-use ds4_engine::cuda::{self, CudaBackend, CudaModel, Gpu, Precision};
+use ds4_engine::backend_select::{self, Device, LoadEvent, MtpConfig};
+use ds4_engine::cuda::Precision;
 use ds4_engine::model::MtpWeights;
-use ds4_engine::mtp::{MtpDrafter, SpecConfig, SpecStats};
-use ds4_engine::{Model, Options, Session};
+use ds4_engine::mtp::{SpecConfig, SpecStats};
+use ds4_engine::{Model, Session};
 use ds4_gguf::Gguf;
 use ds4_tok::Tokenizer;
 use std::path::{Path, PathBuf};
@@ -17,15 +18,14 @@ use crate::session::LiveSession;
 /// Seed of the built-in demo model (fixed: the demo is the same everywhere).
 pub const DEMO_SEED: u64 = 4;
 
-
 pub struct Loaded {
     pub model: Arc<Model>,
     pub tok: Tokenizer,
     /// What to call the model in messages.
     pub name: String,
     pub demo: bool,
-    /// Weights on the GPU when the run uses CUDA.
-    pub cuda: Option<Arc<CudaModel>>,
+    /// The backend the run uses (with CUDA: the weights on the GPU).
+    pub device: Device,
     /// The `--mtp` drafter weights.
     pub mtp: Option<Arc<MtpWeights>>,
 }
@@ -53,30 +53,27 @@ pub use ds4_engine::session::default_prefill_chunk;
 
 impl Loaded {
     pub fn backend_name(&self) -> &'static str {
-        if self.cuda.is_some() {
-            "cuda"
-        } else {
-            "cpu"
-        }
+        self.device.name()
     }
 
     pub fn new_session(&self, ctx: usize, cfg: SessionConfig) -> Result<Box<dyn LiveSession>> {
-        let opts = Options { qat: cfg.qat };
-        let mut s = match &self.cuda {
-            None => Session::new(self.model.clone(), ctx, opts),
-            Some(w) => {
-                let precision = if cfg.quality { Precision::Reference } else { Precision::Fast };
-                let b = CudaBackend::with_weights(self.model.clone(), w.clone(), opts, ctx, precision)
-                    .map_err(|e| anyhow!("CUDA session: {e}"))?;
-                Session::with_backend(Box::new(b), ctx)
+        // The drafter runs only where the backend exposes hidden states (the CPU); the caller
+        // said so when --mtp was loaded.
+        let mtp = match (cfg.spec, &self.mtp) {
+            (Some(spec), Some(w)) if self.device.supports_mtp() => {
+                Some(MtpConfig { weights: w.clone(), spec: SpecConfig { stop_token: Some(self.tok.special().eos), ..spec } })
             }
+            _ => None,
         };
-        s.set_prefill_chunk(cfg.chunk_for(ctx));
-        if let (Some(spec), Some(w), None) = (cfg.spec, &self.mtp, &self.cuda) {
-            let drafter = MtpDrafter::new(self.model.clone(), w.clone(), opts).map_err(|e| anyhow!("--mtp: {e}"))?;
-            let spec = SpecConfig { stop_token: Some(self.tok.special().eos), ..spec };
-            s.enable_mtp(drafter, spec).map_err(|e| anyhow!("--mtp: {e}"))?;
-        }
+        let ec = backend_select::SessionConfig {
+            qat: cfg.qat,
+            precision: if cfg.quality { Precision::Reference } else { Precision::Fast },
+            prefill_chunk: cfg.chunk,
+            graphs: true,
+            mtp,
+        };
+        // On the CPU only the drafter can fail.
+        let s = self.device.session(ctx, &ec).map_err(|e| if ec.mtp.is_some() { anyhow!("--mtp: {e}") } else { anyhow!("{e}") })?;
         Ok(Box::new(EngineLive(s)))
     }
 
@@ -115,24 +112,17 @@ pub fn tokenizer(g: &Gguf) -> Result<Tokenizer> {
 
 /// Load the model (and, with CUDA, upload it to the GPU).
 pub fn load(model: &Path, demo: bool, backend: BackendChoice) -> Result<Loaded> {
-    let use_cuda = match backend {
-        BackendChoice::Cpu => false,
-        BackendChoice::Cuda => {
-            if !cuda::available() {
-                bail!("--cuda: no usable CUDA device here (a CUDA driver, a GPU and libnvrtc are needed); use --cpu");
-            }
-            true
-        }
-        BackendChoice::Auto => cuda::available(),
-    };
+    // Resolve the backend first: `--cuda` without a device fails before loading anything.
+    let use_cuda = backend.use_cuda()?;
     let (g, name) = open_gguf(model, demo)?;
     let tok = tokenizer(&g)?;
     let model = Model::from_gguf(g).map_err(|e| anyhow!("{name}: {e}"))?;
     if model.hp.n_vocab != tok.vocab_size() {
         bail!("{name}: the tokenizer has {} tokens but the model's vocabulary is {}", tok.vocab_size(), model.hp.n_vocab);
     }
-    let cuda = if use_cuda { Some(Arc::new(upload_cuda(&model)?)) } else { None };
-    Ok(Loaded { model: Arc::new(model), tok, name, demo, cuda, mtp: None })
+    let model = Arc::new(model);
+    let device = if use_cuda { open_cuda(&model)? } else { Device::cpu(model.clone()) };
+    Ok(Loaded { model, tok, name, demo, device, mtp: None })
 }
 
 /// Bind the `--mtp` file against the loaded model (MODEL.md §4.4).
@@ -145,15 +135,17 @@ pub fn load_mtp(l: &mut Loaded, path: &Path) -> Result<()> {
     Ok(())
 }
 
-fn upload_cuda(model: &Model) -> Result<CudaModel> {
-    let gpu = Arc::new(Gpu::new(0).map_err(|e| anyhow!("CUDA: {e}"))?);
-    eprintln!("ds4: GPU {} ({:.1} GiB)", gpu.name, gpu.total_mem as f64 / (1u64 << 30) as f64);
-    let g = model.gguf();
-    let total: u64 = g.tensors.iter().map(|t| t.n_bytes).sum();
-    let bar = crate::progress::ByteBar::new(total, "uploading weights");
-    let m = CudaModel::upload(gpu, g, &mut |done, _| bar.set(done)).map_err(|e| anyhow!("CUDA upload: {e}"))?;
-    bar.finish();
-    Ok(m)
+/// Open the GPU and upload the weights, with a byte progress bar.
+fn open_cuda(model: &Arc<Model>) -> Result<Device> {
+    let mut bar: Option<crate::progress::ByteBar> = None;
+    let dev = Device::open(model.clone(), BackendChoice::Cuda, &mut |ev| match ev {
+        LoadEvent::Gpu(gpu) => eprintln!("ds4: GPU {} ({:.1} GiB)", gpu.name, gpu.total_mem as f64 / (1u64 << 30) as f64),
+        LoadEvent::Upload { done, total } => bar.get_or_insert_with(|| crate::progress::ByteBar::new(total, "uploading weights")).set(done),
+    })?;
+    if let Some(b) = bar {
+        b.finish();
+    }
+    Ok(dev)
 }
 
 /// The context-memory line (ds4 logs it when a session is created), from

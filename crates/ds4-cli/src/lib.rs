@@ -97,7 +97,7 @@ pub fn run(args: &Args) -> Result<i32> {
     if let Some(path) = &args.mtp {
         engine::load_mtp(&mut loaded, path)?;
         match args.speculation() {
-            Ok(c) if loaded.cuda.is_some() => {
+            Ok(c) if !loaded.device.supports_mtp() => {
                 let _ = c;
                 eprintln!("ds4: --mtp: the MTP drafter runs on the CPU backend only; decoding without speculation");
             }

@@ -21,6 +21,10 @@
 //!   float32 reference ([`cpu`], with decision traces for tests;
 //!   `CpuBackend::with_q8_activations(true)` selects ds4's 8-bit-activation CPU numerics);
 //!   `cuda` holds the GPU backend.
+//! * [`backend_select`] — the backend rule shared by the CLI, the server and ds4-bench
+//!   ([`BackendChoice`]: `--cpu` / `--cuda` / auto) and session construction over it:
+//!   [`Device::open`]`(model, choice, progress)` (GPU upload on CUDA), `Device::session(ctx,
+//!   &SessionConfig)`, or [`open_session`] for both at once.
 //! * [`mtp`] — MTP speculative decoding: [`mtp::MtpDrafter`]`::new(model, weights, opts)` (the
 //!   drafter block on the CPU), [`Session::enable_mtp`]`(drafter, SpecConfig)` (or
 //!   `set_draft_hook` for tests), [`Session::eval_speculative`]`(token, max_new)` → the committed
@@ -32,6 +36,7 @@
 //! * [`ops`] — the primitive operations (norms, RoPE, Sinkhorn, FP8/FP4 round trips, Hadamard).
 
 pub mod backend;
+pub mod backend_select;
 pub mod cpu;
 pub mod hparams;
 pub mod layout;
@@ -45,6 +50,7 @@ pub mod synth;
 pub mod sampling;
 
 pub use backend::{Backend, EngineError, Options};
+pub use backend_select::{open_session, BackendChoice, Device, SessionConfig};
 pub use cpu::CpuBackend;
 pub use hparams::{Hparams, HparamsError};
 pub use layout::{LayoutError, Mismatch, TensorKind, TensorSpec, Variant};

@@ -208,6 +208,29 @@ impl Default for SpecConfig {
     }
 }
 
+impl SpecConfig {
+    /// The `--mtp-draft N` / `--mtp-margin F` / `--quality` rule of the CLI and the server
+    /// (CLI.md §4.1, SERVING.md §10): speculation needs `N > 1` and is off while
+    /// `DS4_MTP_SPEC_DISABLE` is set; `--quality` or `DS4_MTP_STRICT` selects strict
+    /// verification. Greedy sampling is the caller's condition. The error says why
+    /// speculation is off.
+    pub fn from_flags(max_draft: usize, margin: f32, quality: bool, pairing: Pairing) -> Result<SpecConfig, &'static str> {
+        if std::env::var_os("DS4_MTP_SPEC_DISABLE").is_some() {
+            return Err("DS4_MTP_SPEC_DISABLE is set");
+        }
+        if max_draft < 2 {
+            return Err("--mtp-draft is 1 (speculation needs at least 2)");
+        }
+        Ok(SpecConfig {
+            max_draft,
+            margin,
+            strict: quality || std::env::var_os("DS4_MTP_STRICT").is_some(),
+            pairing,
+            stop_token: None,
+        })
+    }
+}
+
 /// Counters of the speculative steps of a session.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SpecStats {

@@ -78,4 +78,10 @@ pub trait EngineSession: Send + 'static {
         self.invalidate();
         Err("this engine cannot load a saved state".into())
     }
+
+    /// Leave the session to the process exit instead of dropping it when the
+    /// worker ends (see `Worker::run`).
+    fn leak_at_exit(&self) -> bool {
+        false
+    }
 }

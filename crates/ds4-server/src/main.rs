@@ -34,7 +34,7 @@ fn real_main(args: &Args) -> i32 {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
     }
     // Fail fast on an impossible backend request, before loading anything.
-    if let Err(e) = ds4_server::backend::Choice::from_args(args) {
+    if let Err(e) = ds4_server::backend::backend_choice(args) {
         slog!("{e}");
         return 2;
     }

@@ -100,6 +100,14 @@ impl EngineSession for EngineAdapter {
     fn load_payload(&mut self, r: &mut dyn std::io::Read) -> Result<(), String> {
         self.session.load_payload(r).map_err(|e| e.to_string())
     }
+    /// A CUDA session is left to the process exit: on the H200 device run,
+    /// dropping it after the shutdown checkpoint hung the worker. The likely
+    /// cause (buffers and graphs freed after their context was released) is
+    /// fixed in `ds4_engine::cuda::driver`, but that fix has not run on a
+    /// device yet; the driver reclaims everything at exit anyway.
+    fn leak_at_exit(&self) -> bool {
+        self.session.backend().name() == "cuda"
+    }
 }
 
 /// ds4 renderer (SERVING.md §3) from ds4-tok.

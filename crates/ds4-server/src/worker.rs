@@ -236,6 +236,9 @@ impl<S: EngineSession> Worker<S> {
             self.store_live(&d, SaveReason::Shutdown, len, visible);
         }
         slog!("worker: queue drained, exiting");
+        if self.session.leak_at_exit() {
+            std::mem::forget(self.session);
+        }
     }
 
     /// The disk cache, when configured and the engine can checkpoint.

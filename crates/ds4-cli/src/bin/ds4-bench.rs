@@ -8,13 +8,13 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
-use ds4_engine::backend::{Backend, Options};
-use ds4_engine::cpu::CpuBackend;
-use ds4_engine::cuda::{self, CudaModel, CudaSession, Gpu, Precision, SessionOptions};
+use ds4_engine::backend_select::{BackendChoice, Device, LoadEvent, SessionConfig};
+use ds4_engine::cuda::{self, CudaModel, CudaSession, Gpu, Precision};
 use ds4_engine::model::Model;
+use ds4_engine::{Session, Snapshot};
 use ds4_gguf::Gguf;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -80,33 +80,37 @@ struct Args {
 }
 
 enum Bk {
+    /// The raw GPU session: greedy steps take the argmax on the device (no logits copy).
     Cuda(CudaSession),
-    Cpu(CpuBackend, Vec<f32>, Vec<u32>),
+    Cpu(Session),
 }
 
 enum Snap {
     Cuda(Vec<u8>),
-    Cpu(ds4_engine::state::KvState, Vec<f32>, Vec<u32>),
+    Cpu(Box<Snapshot>),
+}
+
+/// Counts bytes written (the size of a payload without keeping it).
+struct ByteCount(usize);
+
+impl Write for ByteCount {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len();
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Bk {
     fn sync(&mut self, toks: &[u32]) -> Result<()> {
         match self {
             Bk::Cuda(s) => s.sync(toks).map_err(|e| anyhow!("{e}")),
-            Bk::Cpu(b, logits, live) => {
-                if live.len() > toks.len() || toks[..live.len()] != live[..] {
-                    b.reset();
-                    live.clear();
-                }
-                let rest = &toks[live.len()..];
-                for ch in rest.chunks(2048) {
-                    *logits = b.forward(ch, false).map_err(|e| anyhow!("{e}"))?;
-                    live.extend_from_slice(ch);
-                }
-                Ok(())
-            }
+            Bk::Cpu(s) => s.sync(toks, &mut |_| true).map(|_| ()).map_err(|e| anyhow!("{e}")),
         }
     }
+    /// A snapshot and the size of the DSV4 payload of the state (KVCACHE.md §3).
     fn snapshot(&mut self) -> Result<(Snap, usize)> {
         match self {
             Bk::Cuda(s) => {
@@ -114,22 +118,17 @@ impl Bk {
                 let n = p.len();
                 Ok((Snap::Cuda(p), n))
             }
-            Bk::Cpu(b, logits, live) => {
-                let st = b.export_state();
-                let n = payload_bytes_cpu(&st, logits.len(), live.len());
-                Ok((Snap::Cpu(st, logits.clone(), live.clone()), n))
+            Bk::Cpu(s) => {
+                let mut n = ByteCount(0);
+                s.save_payload(&mut n).map_err(|e| anyhow!("{e}"))?;
+                Ok((Snap::Cpu(Box::new(s.snapshot())), n.0))
             }
         }
     }
     fn restore(&mut self, s: Snap) -> Result<()> {
         match (self, s) {
             (Bk::Cuda(c), Snap::Cuda(p)) => c.load_payload(&p).map_err(|e| anyhow!("{e}")),
-            (Bk::Cpu(b, logits, live), Snap::Cpu(st, l, t)) => {
-                b.import_state(&st).map_err(|e| anyhow!("{e}"))?;
-                *logits = l;
-                *live = t;
-                Ok(())
-            }
+            (Bk::Cpu(c), Snap::Cpu(snap)) => c.restore(&snap).map_err(|e| anyhow!("{e}")),
             _ => bail!("snapshot from another backend"),
         }
     }
@@ -141,10 +140,9 @@ impl Bk {
                 s.eval(t).map_err(|e| anyhow!("{e}"))?;
                 Ok(t)
             }
-            Bk::Cpu(b, logits, live) => {
-                let best = greedy_excluding(logits, excl);
-                *logits = b.forward(&[best], false).map_err(|e| anyhow!("{e}"))?;
-                live.push(best);
+            Bk::Cpu(s) => {
+                let best = greedy_excluding(s.logits(), excl);
+                s.eval(best).map_err(|e| anyhow!("{e}"))?;
                 Ok(best)
             }
         }
@@ -163,20 +161,6 @@ fn greedy_excluding(logits: &[f32], excl: Option<u32>) -> u32 {
         }
     }
     best.unwrap_or(0) as u32
-}
-
-/// Size of the DSV4 payload (KVCACHE.md §3) for a CPU state.
-fn payload_bytes_cpu(st: &ds4_engine::state::KvState, vocab: usize, p: usize) -> usize {
-    let nl = st.layers.len();
-    let mut n = 13 * 4 + p * 4 + vocab * 4 + 2 * nl * 4;
-    let rl = p.min(st.raw_cap);
-    for l in &st.layers {
-        n += rl * st.head_dim * 4 + (l.comp.len() + l.idx.len()) * 4;
-        for f in [&l.comp_front, &l.idx_front].into_iter().flatten() {
-            n += (f.kv.len() + f.score.len()) * 4;
-        }
-    }
-    n
 }
 
 fn frontiers(a: &Args) -> Result<Vec<usize>> {
@@ -243,36 +227,16 @@ fn main() {
     }
 }
 
-fn want_cuda(a: &Args) -> Result<bool> {
-    if a.metal || a.backend.as_deref() == Some("metal") {
-        bail!("the Metal backend is not available in this build");
-    }
-    if a.cpu || a.backend.as_deref() == Some("cpu") {
-        return Ok(false);
-    }
-    if a.cuda || a.backend.as_deref() == Some("cuda") {
-        return Ok(true);
-    }
-    if let Some(b) = &a.backend {
-        bail!("unknown backend {b}");
-    }
-    Ok(cuda::available())
-}
-
-fn progress_bar(total: u64, what: &str) -> indicatif::ProgressBar {
-    let pb = indicatif::ProgressBar::new(total);
-    pb.set_style(
-        indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}")
-            .unwrap()
-            .progress_chars("=> "),
-    );
-    pb.set_message(what.to_string());
-    pb
+/// `--cpu` / `--cuda` / `--backend` / `--metal`: the engine's rule.
+fn backend_choice(a: &Args) -> Result<BackendChoice> {
+    Ok(BackendChoice::from_flags(a.cpu, a.cuda, a.metal, a.backend.as_deref())?)
 }
 
 static GPU: std::sync::OnceLock<Arc<Gpu>> = std::sync::OnceLock::new();
 
-pub fn load_cuda(path: &Path) -> Result<(Arc<CudaModel>, Gguf)> {
+/// Upload `model` to the GPU (opened once per process: --verify-fixtures loads several
+/// models), with a progress bar and the achieved upload rate.
+pub fn load_cuda(model: Arc<Model>) -> Result<Device> {
     let gpu = match GPU.get() {
         Some(g) => g.clone(),
         None => {
@@ -281,17 +245,25 @@ pub fn load_cuda(path: &Path) -> Result<(Arc<CudaModel>, Gguf)> {
             g
         }
     };
-    eprintln!("GPU: {} ({} SMs, {:.1} GiB), kernels built in {:.1} s", gpu.name, gpu.sm_count, gpu.total_mem as f64 / (1u64 << 30) as f64, gpu.compile_s);
-    let g = Gguf::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let total: u64 = g.tensors.iter().map(|t| t.n_bytes).sum();
-    let pb = progress_bar(total, "uploading weights");
+    let total: u64 = model.gguf().tensors.iter().map(|t| t.n_bytes).sum();
     let t0 = Instant::now();
-    let mut cb = |d: u64, _t: u64| pb.set_position(d);
-    let m = CudaModel::upload(gpu, &g, &mut cb).map_err(|e| anyhow!("{e}"))?;
-    pb.finish_and_clear();
+    let mut bar = None;
+    let dev = Device::upload(model, gpu, &mut |ev| match ev {
+        LoadEvent::Gpu(gpu) => eprintln!(
+            "GPU: {} ({} SMs, {:.1} GiB), kernels built in {:.1} s",
+            gpu.name,
+            gpu.sm_count,
+            gpu.total_mem as f64 / (1u64 << 30) as f64,
+            gpu.compile_s
+        ),
+        LoadEvent::Upload { done, total } => bar.get_or_insert_with(|| ds4_cli::progress::ByteBar::new(total, "uploading weights")).set(done),
+    })?;
+    if let Some(b) = bar {
+        b.finish();
+    }
     let dt = t0.elapsed().as_secs_f64();
     eprintln!("weights: {:.2} GiB uploaded in {:.1} s ({:.1} GB/s)", total as f64 / (1u64 << 30) as f64, dt, total as f64 / dt / 1e9);
-    Ok((Arc::new(m), g))
+    Ok(dev)
 }
 
 fn bench(a: &Args) -> Result<()> {
@@ -303,30 +275,29 @@ fn bench(a: &Args) -> Result<()> {
     if let Some(t) = a.threads {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(t).build_global();
     }
-    let use_cuda = want_cuda(a)?;
-    let (mut bk, g, eos, weight_bytes, ceiling) = if use_cuda {
-        let (m, g) = load_cuda(&a.model)?;
+    let choice = backend_choice(a)?;
+    let use_cuda = choice.use_cuda()?;
+    let model = Model::load(&a.model).map_err(|e| anyhow!("{}: {e}", a.model.display()))?;
+    let cfg = SessionConfig {
+        qat: !a.no_qat,
+        precision: if a.quality { Precision::Reference } else { Precision::Fast },
+        prefill_chunk: Some(2048),
+        graphs: !a.no_graphs,
+        mtp: None,
+    };
+    let (mut bk, eos, weight_bytes, ceiling) = if use_cuda {
+        let dev = load_cuda(model.clone())?;
+        let m: &Arc<CudaModel> = dev.cuda_weights().expect("a CUDA device");
         let ceiling = cuda::kbench::copy_ceiling(&m.gpu).map_err(|e| anyhow!("{e}"))?;
         eprintln!("device-copy ceiling: {:.2} TB/s (read+write)", ceiling / 1e12);
-        let opts = SessionOptions {
-            ctx: ctx_alloc,
-            qat: !a.no_qat,
-            precision: if a.quality { Precision::Reference } else { Precision::Fast },
-            max_chunk: 2048,
-            graphs: !a.no_graphs,
-        };
-        let eos = m.eos;
-        let wb = m.decode_weight_bytes;
-        let s = CudaSession::new(m, opts).map_err(|e| anyhow!("{e}"))?;
-        (Bk::Cuda(s), g, eos, wb, Some(ceiling))
+        let (eos, wb) = (m.eos, m.decode_weight_bytes);
+        (Bk::Cuda(dev.cuda_session(ctx_alloc, &cfg)?), eos, wb, Some(ceiling))
     } else {
-        let model = Model::load(&a.model).map_err(|e| anyhow!("{e}"))?;
-        let g = Gguf::open(&a.model)?;
-        let eos = g.meta("tokenizer.ggml.eos_token_id").and_then(|v| v.as_u64()).map(|v| v as u32);
-        let b = CpuBackend::new(model, Options { qat: !a.no_qat });
-        (Bk::Cpu(b, Vec::new(), Vec::new()), g, eos, 0, None)
+        let eos = model.gguf().meta("tokenizer.ggml.eos_token_id").and_then(|v| v.as_u64()).map(|v| v as u32);
+        (Bk::Cpu(Device::cpu(model.clone()).session(ctx_alloc, &cfg)?), eos, 0, None)
     };
-    let toks = prompt_tokens(a, &g)?;
+    let g = model.gguf();
+    let toks = prompt_tokens(a, g)?;
     if toks.len() < a.ctx_max {
         bail!("the prompt has {} tokens, fewer than --ctx-max {}", toks.len(), a.ctx_max);
     }

@@ -33,7 +33,12 @@ impl CudaBackend {
     /// A session over weights already on the GPU (several sessions can share them).
     pub fn with_weights(model: Arc<Model>, weights: Arc<CudaModel>, opts: Options, ctx: usize, precision: Precision) -> Result<CudaBackend, EngineError> {
         let so = SessionOptions { ctx, qat: opts.qat, precision, max_chunk: 2048, graphs: true };
-        Ok(CudaBackend { model, sess: CudaSession::new(weights, so).map_err(be)? })
+        Ok(Self::from_session(model, CudaSession::new(weights, so).map_err(be)?))
+    }
+
+    /// Wrap a session built over `model`'s weights.
+    pub fn from_session(model: Arc<Model>, sess: CudaSession) -> CudaBackend {
+        CudaBackend { model, sess }
     }
 
     pub fn session(&mut self) -> &mut CudaSession {

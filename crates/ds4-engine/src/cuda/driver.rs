@@ -201,9 +201,18 @@ pub fn arch_for(cc: (i32, i32)) -> &'static str {
 }
 
 /// A device allocation freed on drop.
+///
+/// Every device object (buffer, graph, event) holds its context: the context is released only
+/// after the last of them is gone, and each drop makes the context current on the dropping
+/// thread first. Without that, dropping a session that held the last reference to its model
+/// released the primary context (destroying it) before the session's buffers and CUDA graphs
+/// were freed, so `cuMemFree` / `cuGraphExecDestroy` ran on handles of a destroyed context from
+/// a thread where it was no longer current (the likely cause of the shutdown hang the server
+/// saw on the H200).
 pub struct DevBuf {
     pub ptr: DevPtr,
     pub bytes: usize,
+    ctx: Arc<CudaContext>,
 }
 impl DevBuf {
     pub fn f32_ptr(&self) -> DevPtr {
@@ -213,7 +222,8 @@ impl DevBuf {
 impl Drop for DevBuf {
     fn drop(&mut self) {
         if self.ptr != 0 {
-            // SAFETY: ptr came from malloc_sync and is freed once.
+            let _ = self.ctx.bind_to_thread();
+            // SAFETY: ptr came from malloc_sync in this context and is freed once.
             unsafe {
                 let _ = dr::free_sync(self.ptr);
             }
@@ -223,6 +233,31 @@ impl Drop for DevBuf {
 // SAFETY: a device pointer is just an address; synchronization is by stream order.
 unsafe impl Send for DevBuf {}
 unsafe impl Sync for DevBuf {}
+
+/// A CUDA event (destroyed on drop, in its context).
+pub struct Event {
+    ev: sys::CUevent,
+    ctx: Arc<CudaContext>,
+}
+impl Event {
+    /// Wait until the work recorded into the event has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: a live event owned by self.
+        unsafe { dr::event::synchronize(self.ev) }.map_err(derr("event sync"))
+    }
+}
+impl Drop for Event {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: created by Gpu::event and destroyed once; pending work completes regardless.
+        unsafe {
+            let _ = dr::event::destroy(self.ev);
+        }
+    }
+}
+// SAFETY: an event handle is a plain driver object; recording and waiting are thread-safe.
+unsafe impl Send for Event {}
+unsafe impl Sync for Event {}
 
 pub struct Gpu {
     pub ctx: Arc<CudaContext>,
@@ -238,7 +273,7 @@ pub struct Gpu {
     /// Per-kernel (total ms, launches) when `DS4_PROFILE` is set: every launch is then timed
     /// with events and synchronized (slow; for finding where time goes, not for throughput).
     profile: Option<std::sync::Mutex<HashMap<String, (f64, usize)>>>,
-    prof_ev: (sys::CUevent, sys::CUevent),
+    prof_ev: (Event, Event),
 }
 // SAFETY: the context is bound per call (bind_to_thread) and all work goes to one stream.
 unsafe impl Send for Gpu {}
@@ -279,7 +314,10 @@ impl Gpu {
             funcs.insert(*k, f);
         }
         let profile = std::env::var_os("DS4_PROFILE").map(|_| std::sync::Mutex::new(HashMap::new()));
-        let mk = || dr::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(derr("event"));
+        let mk = || -> Result<Event> {
+            let ev = dr::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(derr("event"))?;
+            Ok(Event { ev, ctx: ctx.clone() })
+        };
         let prof_ev = (mk()?, mk()?);
         let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev };
         // kernels that may use more than 48 KiB of dynamic shared memory
@@ -319,7 +357,7 @@ impl Gpu {
         let n = bytes.max(16);
         // SAFETY: plain device allocation.
         let ptr = unsafe { dr::malloc_sync(n) }.map_err(derr(&format!("alloc {bytes} bytes")))?;
-        Ok(DevBuf { ptr, bytes: n })
+        Ok(DevBuf { ptr, bytes: n, ctx: self.ctx.clone() })
     }
 
     pub fn alloc_zeroed(&self, bytes: usize) -> Result<DevBuf> {
@@ -390,7 +428,7 @@ impl Gpu {
         };
         let prof = self.profile.as_ref().filter(|_| !capturing);
         if prof.is_some() {
-            self.record(self.prof_ev.0)?;
+            self.record(&self.prof_ev.0)?;
         }
         // SAFETY: args match the kernel's parameter list (checked by construction in callers).
         unsafe {
@@ -398,8 +436,8 @@ impl Gpu {
         }
         .map_err(derr(name))?;
         if let Some(p) = prof {
-            self.record(self.prof_ev.1)?;
-            let ms = self.elapsed_ms(self.prof_ev.0, self.prof_ev.1)? as f64;
+            self.record(&self.prof_ev.1)?;
+            let ms = self.elapsed_ms(&self.prof_ev.0, &self.prof_ev.1)? as f64;
             let mut m = p.lock().unwrap();
             let e = m.entry(name.to_string()).or_insert((0.0, 0));
             e.0 += ms;
@@ -417,20 +455,18 @@ impl Gpu {
         v
     }
 
-    pub fn event(&self) -> Result<sys::CUevent> {
-        dr::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(derr("event"))
+    pub fn event(&self) -> Result<Event> {
+        let ev = dr::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(derr("event"))?;
+        Ok(Event { ev, ctx: self.ctx.clone() })
     }
-    pub fn record(&self, ev: sys::CUevent) -> Result<()> {
-        // SAFETY: valid event and stream.
-        unsafe { dr::event::record(ev, self.cu_stream()) }.map_err(derr("record"))
+    pub fn record(&self, ev: &Event) -> Result<()> {
+        // SAFETY: a live event and our stream.
+        unsafe { dr::event::record(ev.ev, self.cu_stream()) }.map_err(derr("record"))
     }
-    pub fn elapsed_ms(&self, a: sys::CUevent, b: sys::CUevent) -> Result<f32> {
-        // SAFETY: both recorded on our stream.
-        unsafe {
-            dr::event::synchronize(b).map_err(derr("event sync"))?;
-            dr::event::elapsed(a, b)
-        }
-        .map_err(derr("elapsed"))
+    pub fn elapsed_ms(&self, a: &Event, b: &Event) -> Result<f32> {
+        b.synchronize()?;
+        // SAFETY: both live events, recorded on our stream.
+        unsafe { dr::event::elapsed(a.ev, b.ev) }.map_err(derr("elapsed"))
     }
 
     pub fn begin_capture(&self) -> Result<()> {
@@ -445,7 +481,7 @@ impl Gpu {
         let g = unsafe { dr::stream::end_capture(self.cu_stream()) }.map_err(derr("end capture"))?;
         // SAFETY: g is a valid captured graph.
         let exec = unsafe { dr::graph::instantiate(g, sys::CUgraphInstantiate_flags(0)) }.map_err(derr("instantiate"))?;
-        Ok(Graph { graph: g, exec })
+        Ok(Graph { graph: g, exec, ctx: self.ctx.clone() })
     }
     pub fn launch_graph(&self, g: &Graph) -> Result<()> {
         // SAFETY: instantiated graph.
@@ -456,12 +492,15 @@ impl Gpu {
 pub struct Graph {
     graph: sys::CUgraph,
     exec: sys::CUgraphExec,
+    /// Keeps the context alive until the graph is destroyed (see [`DevBuf`]).
+    ctx: Arc<CudaContext>,
 }
 // SAFETY: graph handles are plain driver objects, used only through &Gpu on the session's thread.
 unsafe impl Send for Graph {}
 impl Drop for Graph {
     fn drop(&mut self) {
-        // SAFETY: handles owned by this struct.
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: handles owned by this struct, in a context that is still alive.
         unsafe {
             let _ = dr::graph::exec_destroy(self.exec);
             let _ = dr::graph::destroy(self.graph);

@@ -19,13 +19,13 @@ pub fn copy_ceiling(gpu: &Gpu) -> Result<f64> {
         run(gpu)?;
     }
     let (e0, e1) = (gpu.event()?, gpu.event()?);
-    gpu.record(e0)?;
+    gpu.record(&e0)?;
     let reps = 10;
     for _ in 0..reps {
         run(gpu)?;
     }
-    gpu.record(e1)?;
-    let ms = gpu.elapsed_ms(e0, e1)? as f64;
+    gpu.record(&e1)?;
+    let ms = gpu.elapsed_ms(&e0, &e1)? as f64;
     Ok(2.0 * n as f64 * reps as f64 / (ms / 1e3))
 }
 
@@ -143,12 +143,12 @@ pub fn run() -> Result<()> {
         }
         let reps = 200;
         let (e0, e1) = (gpu.event()?, gpu.event()?);
-        gpu.record(e0)?;
+        gpu.record(&e0)?;
         for i in 0..reps {
             tables[i % tables.len()].run(&gpu, 1)?;
         }
-        gpu.record(e1)?;
-        let ms = gpu.elapsed_ms(e0, e1)? as f64 / reps as f64;
+        gpu.record(&e1)?;
+        let ms = gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64;
         println!("{:<28} {:>10.2} {:>10.2} {:>8.3}", c.name, per_call as f64 / 1e6, ms * 1e3, per_call as f64 / (ms / 1e3) / 1e12);
     }
     // prefill GEMM throughput
@@ -167,12 +167,12 @@ pub fn run() -> Result<()> {
             gpu.launch(kname, grid, 256, 0, Args::new().a(a))?;
             let reps = 5;
             let (e0, e1) = (gpu.event()?, gpu.event()?);
-            gpu.record(e0)?;
+            gpu.record(&e0)?;
             for _ in 0..reps {
                 gpu.launch(kname, grid, 256, 0, Args::new().a(a))?;
             }
-            gpu.record(e1)?;
-            let ms = gpu.elapsed_ms(e0, e1)? as f64 / reps as f64;
+            gpu.record(&e1)?;
+            let ms = gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64;
             let gf = 2.0 * t as f64 * cols as f64 * rows as f64 / 1e9;
             println!("{:<28} {:>10.1} {:>10.3} {:>8.1}", format!("{kname} {} {cols}->{rows}", ty.name()), gf, ms, gf / ms);
         }

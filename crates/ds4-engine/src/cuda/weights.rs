@@ -3,7 +3,7 @@
 //! device into the (payload, header) block layout the kernels read (see kernels/matmul.cuh).
 
 use super::dims::Dims;
-use super::driver::{Args, CudaError, DevBuf, DevPtr, Gpu, Pinned, Result};
+use super::driver::{Args, CudaError, DevBuf, DevPtr, Event, Gpu, Pinned, Result};
 use ds4_gguf::{GgmlType, Gguf, TensorInfo};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -92,7 +92,7 @@ pub struct Uploader<'a> {
     stage_bytes: usize,
     pinned: [Pinned; 2],
     stage: [DevBuf; 2],
-    events: [cudarc::driver::sys::CUevent; 2],
+    events: [Event; 2],
     used: [bool; 2],
     turn: usize,
     pub done: u64,
@@ -130,15 +130,13 @@ impl<'a> Uploader<'a> {
             let b = self.turn;
             self.turn ^= 1;
             if self.used[b] {
-                // SAFETY: event recorded on our stream.
-                unsafe { cudarc::driver::result::event::synchronize(self.events[b]) }
-                    .map_err(|e| CudaError::Other(format!("event sync: {e:?}")))?;
+                self.events[b].synchronize()?;
             }
             let dst = &mut self.pinned[b].as_mut_slice()[..len];
             dst.par_chunks_mut(8 << 20).zip(src[off..off + len].par_chunks(8 << 20)).for_each(|(d, s)| d.copy_from_slice(s));
             self.gpu.htod_async(self.stage[b].ptr, &self.pinned[b].as_mut_slice()[..len])?;
             sink(self.gpu, self.stage[b].ptr, off, len)?;
-            self.gpu.record(self.events[b])?;
+            self.gpu.record(&self.events[b])?;
             self.used[b] = true;
             off += len;
             self.done += len as u64;

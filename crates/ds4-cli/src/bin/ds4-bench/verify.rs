@@ -169,8 +169,9 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             println!("SKIP {name}: model.gguf not present");
             continue;
         }
-        let (cm, _g) = load_cuda(&gguf)?;
         let cpu_model = Model::load(&gguf).map_err(|e| anyhow!("{e}"))?;
+        let dev = load_cuda(cpu_model.clone())?;
+        let cm = dev.cuda_weights().expect("a CUDA device").clone();
         let vocab = cm.dims.vocab;
         let mut ref_ex = sess(&cm, false, Precision::Reference, 2048)?;
         let mut ref_chunk = sess(&cm, false, Precision::Reference, 37)?;
