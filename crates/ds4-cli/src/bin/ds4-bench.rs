@@ -81,7 +81,7 @@ struct Args {
 
 enum Bk {
     /// The raw GPU session: greedy steps take the argmax on the device (no logits copy).
-    Cuda(CudaSession),
+    Cuda(Box<CudaSession>),
     Cpu(Session),
 }
 
@@ -156,12 +156,15 @@ fn greedy_excluding(logits: &[f32], excl: Option<u32>) -> u32 {
         if Some(i as u32) == excl {
             continue;
         }
-        if best.map_or(true, |b| v > logits[b]) {
+        if best.is_none_or(|b| v > logits[b]) {
             best = Some(i);
         }
     }
     best.unwrap_or(0) as u32
 }
+
+/// One CSV row: context, prefill tokens, prefill t/s, generated tokens, decode t/s, payload bytes.
+type Row = (usize, usize, f64, usize, f64, usize);
 
 fn frontiers(a: &Args) -> Result<Vec<usize>> {
     if a.ctx_start == 0 || a.ctx_max < a.ctx_start {
@@ -291,7 +294,7 @@ fn bench(a: &Args) -> Result<()> {
         let ceiling = cuda::kbench::copy_ceiling(&m.gpu).map_err(|e| anyhow!("{e}"))?;
         eprintln!("device-copy ceiling: {:.2} TB/s (read+write)", ceiling / 1e12);
         let (eos, wb) = (m.eos, m.decode_weight_bytes);
-        (Bk::Cuda(dev.cuda_session(ctx_alloc, &cfg)?), eos, wb, Some(ceiling))
+        (Bk::Cuda(Box::new(dev.cuda_session(ctx_alloc, &cfg)?)), eos, wb, Some(ceiling))
     } else {
         let eos = model.gguf().meta("tokenizer.ggml.eos_token_id").and_then(|v| v.as_u64()).map(|v| v as u32);
         (Bk::Cpu(Device::cpu(model.clone()).session(ctx_alloc, &cfg)?), eos, 0, None)
@@ -307,7 +310,7 @@ fn bench(a: &Args) -> Result<()> {
     };
     writeln!(out, "ctx_tokens,prefill_tokens,prefill_tps,gen_tokens,gen_tps,kvcache_bytes")?;
     out.flush()?;
-    let mut rows: Vec<(usize, usize, f64, usize, f64, usize)> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
     let mut prev = 0;
     let mut failure: Option<anyhow::Error> = None;
     for &f in &fr {
@@ -377,7 +380,7 @@ fn print_profile(bk: &Bk, f: usize, what: &str) {
     }
 }
 
-fn plot_svg(rows: &[(usize, usize, f64, usize, f64, usize)], weight_bytes: u64, ceiling: Option<f64>) -> String {
+fn plot_svg(rows: &[Row], weight_bytes: u64, ceiling: Option<f64>) -> String {
     let (w, h, ml, mr, mt, mb) = (900.0, 420.0, 70.0, 70.0, 40.0, 50.0);
     let xmax = rows.iter().map(|r| r.0).max().unwrap_or(1) as f64;
     let pmax = rows.iter().map(|r| r.2).fold(1.0, f64::max) * 1.1;
@@ -395,7 +398,7 @@ fn plot_svg(rows: &[(usize, usize, f64, usize, f64, usize)], weight_bytes: u64, 
         s += &format!("<text x=\"{}\" y=\"{}\" fill=\"#d62728\">{:.0}</text>\n", w - mr + 5.0, yg(f * gmax) + 4.0, f * gmax);
         s += &format!("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{:.0}</text>\n", x(f * xmax), h - mb + 18.0, f * xmax);
     }
-    let line = |f: &dyn Fn(&(usize, usize, f64, usize, f64, usize)) -> (f64, f64), col: &str| {
+    let line = |f: &dyn Fn(&Row) -> (f64, f64), col: &str| {
         let pts: Vec<String> = rows.iter().map(|r| { let (a, b) = f(r); format!("{a:.1},{b:.1}") }).collect();
         format!("<polyline fill=\"none\" stroke=\"{col}\" stroke-width=\"2\" points=\"{}\"/>\n", pts.join(" "))
     };

@@ -163,7 +163,7 @@ pub fn run() -> Result<()> {
         let yb = gpu.alloc(t * rows * 4)?;
         for (kname, bm) in [("gemm_h", 128usize), ("gemm_f32", 64)] {
             let a = GemmArgs { w: m.wmat(), x: xb.ptr, y: yb.ptr, grp_off: 0, gather: 0, ldx: cols as i32, ldy: rows as i32, t: t as i32, pad: 0 };
-            let grid = (((rows + bm - 1) / bm) as u32, ((t + 63) / 64) as u32, 1);
+            let grid = (rows.div_ceil(bm) as u32, t.div_ceil(64) as u32, 1);
             gpu.launch(kname, grid, 256, 0, Args::new().a(a))?;
             let reps = 5;
             let (e0, e1) = (gpu.event()?, gpu.event()?);

@@ -165,7 +165,7 @@ impl<'a> Uploader<'a> {
         let ty = t.ty;
         let bl = ty.block_len();
         let bb = ty.block_bytes();
-        if cols % bl != 0 || cols % 8 != 0 {
+        if !cols.is_multiple_of(bl) || !cols.is_multiple_of(8) {
             return Err(CudaError::Other(format!("{}: {cols} columns do not fit {} blocks", t.name, ty.name())));
         }
         let (pb, hb) = split_sizes(ty);
