@@ -9,6 +9,15 @@
 //! FMA), so the scalar path and the SIMD path produce the same bits, and `matmul` reuses the same
 //! per-token accumulation so its rows equal `matvec` bit for bit. Rows are independent, so the
 //! thread count never changes a result.
+//!
+//! # Kernels
+//! With AVX2+F16C (checked at run time) `matvec` decodes each block in registers, 8 values at a
+//! time, and accumulates them straight into the four 8-wide lane registers; `matmul` decodes
+//! 256-value chunks of 8 rows once per 16 tokens into a small buffer and accumulates 2-row ×
+//! 4-token register tiles; `dequantize` uses the same SIMD decoders. Every decoder performs the
+//! scalar decoder's f32 operations (tables hold only exact values: grid magnitudes, sign masks,
+//! and per-sub-block `dl·q − ml` values computed with the scalar operations), so all paths give
+//! the scalar path's bits. `DS4_NO_SIMD` selects the portable path.
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -235,8 +244,8 @@ const MM_CHUNK: usize = 256;
 
 /// Accumulate decoded chunks (`rn` rows of `m` values in `buf`, stride `MM_CHUNK`) into the
 /// lanes of `tn` tokens (`accs[r * TOKEN_TILE + t]`); `xc` holds the tokens' `m` activations
-/// of this chunk back to back. Token pairs share the weight loads and each pair's activations
-/// are reused from L1 across the rows.
+/// of this chunk back to back. 2×MT tiles share weight and activation loads; the chunk's
+/// activations are reused from L1 across the rows.
 #[inline]
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 fn acc_tile(accs: &mut [[f32; LANES]], buf: &[f32], rn: usize, m: usize, xc: &[f32], tn: usize, simd: bool) {
@@ -310,7 +319,8 @@ fn pack_chunks(x: &[f32], n: usize, cols: usize) -> Vec<f32> {
 ///
 /// Each weight chunk (256 values of `ROW_TILE` rows) is decoded once per `TOKEN_TILE` tokens
 /// with the same decoders as `dequantize`, then every token accumulates it in the canonical
-/// lanes, so each (row, token) sum sees the same products in the same order as `matvec`.
+/// lanes (chunks in column order), so each (row, token) sum sees the same products in the same
+/// order as `matvec`.
 pub fn matmul(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: &[f32], n: usize, y: &mut [f32]) {
     check_matrix(ty, w, rows, cols);
     assert_eq!(x.len(), n * cols, "matmul: x has {} values, expected {n}x{cols}", x.len());
