@@ -22,7 +22,7 @@ use engine::{Loaded, SessionConfig};
 use printer::TokenPrinter;
 use progress::{PrefillProgress, Spinner};
 use prompt::{think_max_warning, ThinkMode};
-use session::{generate, generation_budget, rate, LiveSession, StopReason};
+use session::{generate, generation_budget, rate, LiveSession};
 
 /// Exit status of a failed run (usage errors exit 2).
 const EXIT_FAILURE: i32 = 1;
@@ -233,11 +233,7 @@ fn one_shot(args: &Args, l: &Loaded, prompt: &[u32]) -> Result<i32> {
             generated_tokens: gen.tokens.len(),
             reasoning: &printer.reasoning,
             answer: &printer.answer,
-            stop: match gen.stop {
-                StopReason::Eos => "eos",
-                StopReason::Length => "length",
-                StopReason::Interrupted => "interrupted",
-            },
+            stop: gen.stop.as_str(),
             prefill_seconds: prefill_s,
             generation_seconds: gen.seconds,
         })?;

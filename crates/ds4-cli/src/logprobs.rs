@@ -36,36 +36,21 @@ fn strip_zeros(s: &str) -> &str {
     }
 }
 
-/// JSON string of raw token bytes (ds4's escaping rules).
+/// JSON string of raw token bytes (ds4's escaping rules): valid UTF-8 as
+/// text; a piece that is not valid UTF-8 on its own byte by byte, ASCII
+/// escaped as usual and every other byte as `\u00XX`.
 pub fn json_bytes_string(bytes: &[u8]) -> String {
-    let valid = std::str::from_utf8(bytes).is_ok();
-    let mut s = String::with_capacity(bytes.len() + 2);
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return ds4_tok::json_quote(text);
+    }
+    let mut s = String::with_capacity(bytes.len() * 6 + 2);
     s.push('"');
-    let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        match c {
-            b'"' => s.push_str("\\\""),
-            b'\\' => s.push_str("\\\\"),
-            b'\n' => s.push_str("\\n"),
-            b'\r' => s.push_str("\\r"),
-            b'\t' => s.push_str("\\t"),
-            0..=0x1f => s.push_str(&format!("\\u{:04x}", c)),
-            0x80.. if !valid => s.push_str(&format!("\\u{:04x}", c)),
-            0x80.. => {
-                // Valid UTF-8: copy the whole character.
-                let len = match c {
-                    0xf0.. => 4,
-                    0xe0.. => 3,
-                    _ => 2,
-                };
-                s.push_str(std::str::from_utf8(&bytes[i..i + len]).unwrap_or("\u{fffd}"));
-                i += len;
-                continue;
-            }
-            _ => s.push(c as char),
+    for &b in bytes {
+        if b < 0x80 {
+            ds4_tok::json_escape_into(&mut s, (b as char).encode_utf8(&mut [0; 4]));
+        } else {
+            s.push_str(&format!("\\u{b:04x}"));
         }
-        i += 1;
     }
     s.push('"');
     s

@@ -277,11 +277,7 @@ impl<'t> Chat<'t> {
                 generated_tokens: gen.tokens.len(),
                 reasoning: &reasoning,
                 answer: &answer,
-                stop: match gen.stop {
-                    StopReason::Eos => "eos",
-                    StopReason::Length => "length",
-                    StopReason::Interrupted => "interrupted",
-                },
+                stop: gen.stop.as_str(),
                 prefill_seconds: prefill_s,
                 generation_seconds: gen.seconds,
             });

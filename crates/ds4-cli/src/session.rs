@@ -85,6 +85,17 @@ pub enum StopReason {
     Interrupted,
 }
 
+impl StopReason {
+    /// The name `--trace` records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Eos => "eos",
+            StopReason::Length => "length",
+            StopReason::Interrupted => "interrupted",
+        }
+    }
+}
+
 pub struct Generated {
     pub tokens: Vec<u32>,
     pub stop: StopReason,

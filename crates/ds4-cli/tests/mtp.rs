@@ -6,8 +6,7 @@ mod common;
 use common::*;
 use ds4_engine::layout::Variant;
 use ds4_engine::{synth, Model};
-use ds4_gguf::writer::{GgufHeader, TensorSpec as WSpec};
-use ds4_gguf::{GgmlType, Gguf};
+use ds4_gguf::Gguf;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -72,7 +71,7 @@ fn one_shot_output_is_identical_with_mtp() {
         assert!(err.contains("MTP speculative decoding"), "{err}");
         let (_, _, committed, steps) = mtp_counts(&err).unwrap_or_else(|| panic!("no mtp line: {err}"));
         // Every variant generates the same tokens (up to EOS or the cap of 40).
-        assert!(committed >= 1 && committed <= 40 && steps <= committed, "{err}");
+        assert!((1..=40).contains(&committed) && steps <= committed, "{err}");
         assert_eq!(*generated.get_or_insert(committed), committed, "{err}");
     }
     // Not speculating: default draft count, sampling, the env switch.
@@ -98,85 +97,15 @@ fn one_shot_output_is_identical_with_mtp() {
 
 // ---- a model whose MTP file predicts it exactly -------------------------------------------
 
-fn image(meta: &[(String, ds4_gguf::MetaValue)], tensors: &[(String, Vec<u64>, GgmlType, Vec<u8>)]) -> Vec<u8> {
-    let mut h = GgufHeader::new();
-    for (k, v) in meta {
-        h.set(k.clone(), v.clone());
-    }
-    for (n, d, t, _) in tensors {
-        h.add_tensor(WSpec::new(n.clone(), d, *t));
-    }
-    let mut w = h.write(Vec::new()).unwrap();
-    for (_, _, _, data) in tensors {
-        w.write_tensor(data).unwrap();
-    }
-    w.finish().unwrap()
-}
-
-const F16_ONE: u16 = 0x3c00;
-const F16_MINUS_ONE: u16 = 0xbc00;
-
-/// A one-layer model (ratio 0, learned router, ±1 embeddings) and an MTP file whose block, HC
-/// head and norm are that model's and whose `e_proj` is the identity (`h_proj` zero): with
+/// The one-layer mirror model and its MTP file ([`synth::mirror_model_bytes`]): with
 /// `--mtp-pairing ds4` each MTP row recomputes the model's own layer row, so its drafts are
 /// the model's greedy choices (the engine's tests explain why).
 fn mirror_pair(dir: &Path) -> (PathBuf, PathBuf) {
-    let mut hp = synth::hparams(synth::Preset::Tiny);
-    hp.n_layer = 1;
-    hp.n_hash_layers = 0;
-    hp.compress_ratios = vec![0];
-    hp.swiglu_clamp = vec![10.0];
-    hp.swiglu_clamp_shexp = vec![10.0];
-    let g = Gguf::from_bytes(synth::synth_model_bytes(&hp, Variant::F16, 11).unwrap()).unwrap();
-    let d = hp.n_embd;
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut main = Vec::new();
-    for t in &g.tensors {
-        let data = if t.name == "token_embd.weight" {
-            (0..d * hp.n_vocab)
-                .flat_map(|_| {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    (if rng & 1 == 0 { F16_ONE } else { F16_MINUS_ONE }).to_le_bytes()
-                })
-                .collect()
-        } else {
-            g.tensor_data(t).to_vec()
-        };
-        main.push((t.name.clone(), t.dims.clone(), t.ty, data));
-    }
-    let mut mtp = Vec::new();
-    for (n, dims, ty, data) in &main {
-        if let Some(rest) = n.strip_prefix("blk.0.") {
-            mtp.push((format!("mtp.0.{rest}"), dims.clone(), *ty, data.clone()));
-        }
-    }
-    for (to, from) in [("hc_head_fn", "output_hc_fn"), ("hc_head_base", "output_hc_base"), ("hc_head_scale", "output_hc_scale"), ("norm", "output_norm")] {
-        let (_, dims, ty, data) = main.iter().find(|t| t.0 == format!("{from}.weight")).unwrap();
-        mtp.push((format!("mtp.0.{to}.weight"), dims.clone(), *ty, data.clone()));
-    }
-    let blocks = d / 32;
-    let q8 = |identity: bool| {
-        let mut out = vec![0u8; d * blocks * 34];
-        if identity {
-            for r in 0..d {
-                let b = (r * blocks + r / 32) * 34;
-                out[b..b + 2].copy_from_slice(&F16_ONE.to_le_bytes());
-                out[b + 2 + r % 32] = 1;
-            }
-        }
-        out
-    };
-    let dd = vec![d as u64, d as u64];
-    mtp.push(("mtp.0.e_proj.weight".into(), dd.clone(), GgmlType::Q8_0, q8(true)));
-    mtp.push(("mtp.0.h_proj.weight".into(), dd, GgmlType::Q8_0, q8(false)));
-    for n in ["enorm", "hnorm"] {
-        mtp.push((format!("mtp.0.{n}.weight"), vec![d as u64], GgmlType::F32, 1f32.to_le_bytes().repeat(d)));
-    }
+    let main = synth::mirror_model_bytes(0x9e37_79b9_7f4a_7c15).unwrap();
+    let mtp = synth::mirror_mtp_bytes(&Gguf::from_bytes(main.clone()).unwrap(), true).unwrap();
     let (mp, tp) = (dir.join("mirror.gguf"), dir.join("mirror-mtp.gguf"));
-    std::fs::write(&mp, image(&g.metadata, &main)).unwrap();
-    std::fs::write(&tp, image(&[], &mtp)).unwrap();
+    std::fs::write(&mp, main).unwrap();
+    std::fs::write(&tp, mtp).unwrap();
     (mp, tp)
 }
 

@@ -673,6 +673,95 @@ pub fn synth_mtp_bytes(hp: &Hparams, variant: Variant, seed: u64) -> Result<Vec<
     write_mtp(hp, variant, seed, Vec::new(), |_, _| true)
 }
 
+/// A GGUF image of `meta` and whole tensors `(name, dims, type, bytes)` (test sizes).
+pub fn gguf_image(meta: &[(String, MetaValue)], tensors: &[(String, Vec<u64>, GgmlType, Vec<u8>)]) -> Result<Vec<u8>, SynthError> {
+    let mut h = GgufHeader::new();
+    for (k, v) in meta {
+        h.set(k.clone(), v.clone());
+    }
+    for (n, d, t, _) in tensors {
+        h.add_tensor(WSpec::new(n.clone(), d, *t));
+    }
+    let mut w = h.write(Vec::new())?;
+    for (_, _, _, data) in tensors {
+        w.write_tensor(data)?;
+    }
+    Ok(w.finish()?)
+}
+
+/// The "mirror" pair of MTP tests, part 1: a one-layer tiny model (ratio-0 attention, learned
+/// router, weights from seed 11) whose token embeddings are ±1 (from `embd_seed`), so every
+/// row has RMS exactly 1 and the MTP block's input norms leave it unchanged.
+pub fn mirror_model_bytes(embd_seed: u64) -> Result<Vec<u8>, SynthError> {
+    let mut hp = hparams(Preset::Tiny);
+    hp.n_layer = 1;
+    hp.n_hash_layers = 0;
+    hp.compress_ratios = vec![0];
+    hp.swiglu_clamp = vec![10.0];
+    hp.swiglu_clamp_shexp = vec![10.0];
+    let g = ds4_gguf::Gguf::from_bytes(synth_model_bytes(&hp, Variant::F16, 11)?).map_err(|e| SynthError::Unsupported(e.to_string()))?;
+    let (one, minus_one) = (half::f16::from_f32(1.0).to_bits(), half::f16::from_f32(-1.0).to_bits());
+    let mut rng = embd_seed;
+    let mut tensors = Vec::new();
+    for t in &g.tensors {
+        let data = if t.name == "token_embd.weight" {
+            (0..hp.n_embd * hp.n_vocab)
+                .flat_map(|_| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    (if rng & 1 == 0 { one } else { minus_one }).to_le_bytes()
+                })
+                .collect()
+        } else {
+            g.tensor_data(t).to_vec()
+        };
+        tensors.push((t.name.clone(), t.dims.clone(), t.ty, data));
+    }
+    gguf_image(&g.metadata, &tensors)
+}
+
+/// Part 2: an MTP file for a [`mirror_model_bytes`] model whose block, HC head and final norm
+/// are the model's layer 0, output HC and output norm, with `e_proj` the identity and `h_proj`
+/// zero (`e_identity`), or the reverse. With `e_identity` and ds4's pairing each MTP row
+/// recomputes the model's own layer row, so its drafts are the model's greedy choices (up to
+/// float noise): real multi-token acceptance.
+pub fn mirror_mtp_bytes(model: &ds4_gguf::Gguf, e_identity: bool) -> Result<Vec<u8>, SynthError> {
+    let missing = |n: &str| SynthError::Unsupported(format!("not a mirror model: no {n}"));
+    let d = model.tensor("token_embd.weight").ok_or_else(|| missing("token_embd.weight"))?.dims[0] as usize;
+    let mut ts = Vec::new();
+    for t in &model.tensors {
+        if let Some(rest) = t.name.strip_prefix("blk.0.") {
+            ts.push((format!("mtp.0.{rest}"), t.dims.clone(), t.ty, model.tensor_data(t).to_vec()));
+        }
+    }
+    for (to, from) in [("hc_head_fn", "output_hc_fn"), ("hc_head_base", "output_hc_base"), ("hc_head_scale", "output_hc_scale"), ("norm", "output_norm")] {
+        let name = format!("{from}.weight");
+        let t = model.tensor(&name).ok_or_else(|| missing(&name))?;
+        ts.push((format!("mtp.0.{to}.weight"), t.dims.clone(), t.ty, model.tensor_data(t).to_vec()));
+    }
+    // Q8_0 d × d: identity (scale 1, q = 1 on the diagonal: exact) or zero.
+    let q8_square = |identity: bool| {
+        let blocks = d / 32;
+        let mut out = vec![0u8; d * blocks * 34];
+        if identity {
+            for r in 0..d {
+                let b = (r * blocks + r / 32) * 34;
+                out[b..b + 2].copy_from_slice(&half::f16::from_f32(1.0).to_bits().to_le_bytes());
+                out[b + 2 + r % 32] = 1;
+            }
+        }
+        out
+    };
+    let dd = vec![d as u64, d as u64];
+    ts.push(("mtp.0.e_proj.weight".into(), dd.clone(), GgmlType::Q8_0, q8_square(e_identity)));
+    ts.push(("mtp.0.h_proj.weight".into(), dd, GgmlType::Q8_0, q8_square(!e_identity)));
+    for n in ["enorm", "hnorm"] {
+        ts.push((format!("mtp.0.{n}.weight"), vec![d as u64], GgmlType::F32, 1f32.to_le_bytes().repeat(d)));
+    }
+    gguf_image(&[], &ts)
+}
+
 /// A whole model in memory (tiny presets: tests and the CLI's demo model).
 pub fn synth_bytes(opts: &SynthOptions) -> Result<Vec<u8>, SynthError> {
     write(opts, Vec::new(), |_, _| true)

@@ -22,8 +22,7 @@ use ds4_engine::model::MtpWeights;
 use ds4_engine::mtp::{MtpDrafter, Pairing, SpecConfig};
 use ds4_engine::sampling::argmax;
 use ds4_engine::{synth, Backend, EngineError, KvState, Model, Options, Session};
-use ds4_gguf::writer::{GgufHeader, TensorSpec as WSpec};
-use ds4_gguf::{GgmlType, Gguf};
+use ds4_gguf::Gguf;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -56,97 +55,15 @@ fn synth_mtp(m: &Model, seed: u64) -> Arc<MtpWeights> {
 }
 
 /// A GGUF image from (name, dims, type, data) tuples.
-fn gguf_image(meta: &[(String, ds4_gguf::MetaValue)], tensors: &[(String, Vec<u64>, GgmlType, Vec<u8>)]) -> Vec<u8> {
-    let mut h = GgufHeader::new();
-    for (k, v) in meta {
-        h.set(k.clone(), v.clone());
-    }
-    for (n, d, t, _) in tensors {
-        h.add_tensor(WSpec::new(n.clone(), d, *t));
-    }
-    let mut w = h.write(Vec::new()).unwrap();
-    for (_, _, _, data) in tensors {
-        w.write_tensor(data).unwrap();
-    }
-    w.finish().unwrap()
-}
-
-/// Q8_0 `d × d` matrix: identity or zero (exact: scale 1.0, q ∈ {0, 1}).
-fn q8_square(d: usize, identity: bool) -> Vec<u8> {
-    let blocks = d / 32;
-    let mut out = vec![0u8; d * blocks * 34];
-    if identity {
-        for r in 0..d {
-            let b = (r * blocks + r / 32) * 34;
-            out[b..b + 2].copy_from_slice(&half::f16::from_f32(1.0).to_bits().to_le_bytes());
-            out[b + 2 + r % 32] = 1;
-        }
-    }
-    out
-}
-
-fn f32_bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
 /// A one-layer (ratio 0, learned router) model whose embedding rows are ±1 (RMS exactly 1, so
 /// the MTP's input norms leave them unchanged up to the epsilon), and MTP files whose block,
-/// HC head and final norm are that model's layer 0, output HC and output norm.
+/// HC head and final norm are that model's layer 0, output HC and output norm
+/// ([`synth::mirror_model_bytes`]): `h_proj` = I and `e_proj` = 0, then the reverse.
 fn one_layer_setup() -> (Arc<Model>, Vec<u8>, Vec<u8>) {
-    let mut hp = synth::hparams(synth::Preset::Tiny);
-    hp.n_layer = 1;
-    hp.n_hash_layers = 0;
-    hp.compress_ratios = vec![0];
-    hp.swiglu_clamp = vec![10.0];
-    hp.swiglu_clamp_shexp = vec![10.0];
-    let g = Gguf::from_bytes(synth::synth_model_bytes(&hp, Variant::F16, 11).unwrap()).unwrap();
-    let d = hp.n_embd;
-    let mut rng = 0x1234_5678_9abc_def0u64;
-    let mut tensors = Vec::new();
-    for t in &g.tensors {
-        let data = if t.name == "token_embd.weight" {
-            (0..d * hp.n_vocab)
-                .flat_map(|_| {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    let v = if rng & 1 == 0 { 1.0f32 } else { -1.0 };
-                    half::f16::from_f32(v).to_bits().to_le_bytes()
-                })
-                .collect()
-        } else {
-            g.tensor_data(t).to_vec()
-        };
-        tensors.push((t.name.clone(), t.dims.clone(), t.ty, data));
-    }
-    let main = gguf_image(&g.metadata, &tensors);
+    let main = synth::mirror_model_bytes(0x1234_5678_9abc_def0).unwrap();
     let model = Arc::new(Model::from_gguf(Gguf::from_bytes(main).unwrap()).unwrap());
     let g = model.gguf();
-    let mtp_file = |e_identity: bool| {
-        let mut ts = Vec::new();
-        let copy = |from: &str| {
-            let t = g.tensor(from).unwrap();
-            (t.dims.clone(), t.ty, g.tensor_data(t).to_vec())
-        };
-        for t in &g.tensors {
-            if let Some(rest) = t.name.strip_prefix("blk.0.") {
-                let (dims, ty, data) = copy(&t.name);
-                ts.push((format!("mtp.0.{rest}"), dims, ty, data));
-            }
-        }
-        for (to, from) in [("hc_head_fn", "output_hc_fn"), ("hc_head_base", "output_hc_base"), ("hc_head_scale", "output_hc_scale"), ("norm", "output_norm")] {
-            let (dims, ty, data) = copy(&format!("{from}.weight"));
-            ts.push((format!("mtp.0.{to}.weight"), dims, ty, data));
-        }
-        let dd = vec![d as u64, d as u64];
-        ts.push(("mtp.0.e_proj.weight".into(), dd.clone(), GgmlType::Q8_0, q8_square(d, e_identity)));
-        ts.push(("mtp.0.h_proj.weight".into(), dd, GgmlType::Q8_0, q8_square(d, !e_identity)));
-        for n in ["enorm", "hnorm"] {
-            ts.push((format!("mtp.0.{n}.weight"), vec![d as u64], GgmlType::F32, f32_bytes(&vec![1.0; d])));
-        }
-        gguf_image(&[], &ts)
-    };
-    (model.clone(), mtp_file(false), mtp_file(true))
+    (model.clone(), synth::mirror_mtp_bytes(g, false).unwrap(), synth::mirror_mtp_bytes(g, true).unwrap())
 }
 
 #[test]

@@ -6,29 +6,16 @@ use crate::json::{arr, str_lit, Obj};
 use ds4_tok::dsml::StreamEvent;
 use crate::request::{Api, GenRequest, ResponsesInfo};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Finish {
-    Stop,
-    Length,
-    ToolCalls,
-    Error,
-}
+/// Why generation ended: the DSML parser's finish reason (its `as_str` is the
+/// OpenAI `finish_reason`), resolved against the parsed output.
+pub use ds4_tok::dsml::Finish;
 
-impl Finish {
-    pub fn openai(self) -> &'static str {
-        match self {
-            Finish::Stop => "stop",
-            Finish::Length => "length",
-            Finish::ToolCalls => "tool_calls",
-            Finish::Error => "error",
-        }
-    }
-    pub fn anthropic(self) -> &'static str {
-        match self {
-            Finish::ToolCalls => "tool_use",
-            Finish::Length => "max_tokens",
-            _ => "end_turn",
-        }
+/// Anthropic `stop_reason` of a finish reason.
+pub fn anthropic_stop_reason(f: Finish) -> &'static str {
+    match f {
+        Finish::ToolCalls => "tool_use",
+        Finish::Length => "max_tokens",
+        _ => "end_turn",
     }
 }
 
@@ -151,7 +138,7 @@ pub fn final_body(m: &RespMeta, r: &GenResult) -> String {
             if !r.calls.is_empty() {
                 msg = msg.raw("tool_calls", &arr(r.calls.iter().map(|c| openai_call(c, None))));
             }
-            let choice = Obj::new().num("index", 0).obj("message", msg).str("finish_reason", r.finish.openai()).finish();
+            let choice = Obj::new().num("index", 0).obj("message", msg).str("finish_reason", r.finish.as_str()).finish();
             Obj::new()
                 .str("id", &m.id())
                 .str("object", "chat.completion")
@@ -162,7 +149,7 @@ pub fn final_body(m: &RespMeta, r: &GenResult) -> String {
                 .finish()
         }
         Api::Completions => {
-            let choice = Obj::new().str("text", &r.text).num("index", 0).str("finish_reason", r.finish.openai()).finish();
+            let choice = Obj::new().str("text", &r.text).num("index", 0).str("finish_reason", r.finish.as_str()).finish();
             Obj::new()
                 .str("id", &m.id())
                 .str("object", "text_completion")
@@ -217,7 +204,7 @@ pub fn final_body(m: &RespMeta, r: &GenResult) -> String {
                 .str("role", "assistant")
                 .str("model", &m.model)
                 .raw("content", &arr(blocks))
-                .str("stop_reason", r.finish.anthropic())
+                .str("stop_reason", anthropic_stop_reason(r.finish))
                 .null("stop_sequence")
                 .raw("usage", &r.usage.anthropic(r.usage.completion))
                 .finish()
@@ -303,7 +290,7 @@ impl StreamFmt for OpenAiChatStream {
             let calls = arr(r.calls.iter().enumerate().skip(streamed).map(|(i, c)| openai_call(c, Some(i))));
             s += &self.chunk(&Obj::new().raw("tool_calls", &calls).finish(), None);
         }
-        s += &self.chunk("{}", Some(r.finish.openai()));
+        s += &self.chunk("{}", Some(r.finish.as_str()));
         if self.m.include_usage {
             s += &data(
                 &Obj::new()
@@ -351,7 +338,7 @@ impl StreamFmt for CompletionsStream {
         }
     }
     fn end(&mut self, r: &GenResult, _streamed: usize) -> String {
-        let mut s = self.chunk("", Some(r.finish.openai()));
+        let mut s = self.chunk("", Some(r.finish.as_str()));
         if self.m.include_usage {
             s += &data(
                 &Obj::new()
@@ -513,7 +500,7 @@ impl StreamFmt for AnthropicStream {
             "message_delta",
             &Obj::new()
                 .str("type", "message_delta")
-                .obj("delta", Obj::new().str("stop_reason", r.finish.anthropic()).null("stop_sequence"))
+                .obj("delta", Obj::new().str("stop_reason", anthropic_stop_reason(r.finish)).null("stop_sequence"))
                 .obj("usage", Obj::new().num("output_tokens", r.usage.completion))
                 .finish(),
         );

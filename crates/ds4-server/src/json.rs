@@ -323,19 +323,7 @@ pub fn minify(raw: &str) -> String {
 /// Append `s` as a JSON string literal (UTF-8 kept as is, controls escaped).
 pub fn write_str(out: &mut String, s: &str) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
+    ds4_tok::json_escape_into(out, s);
     out.push('"');
 }
 

@@ -344,6 +344,12 @@ fn include_usage(root: &Value) -> Result<bool, ApiError> {
 
 /// §3.4 OpenAI content extraction.
 fn openai_text(v: Option<&Value>) -> String {
+    joined_text(v, |_| true)
+}
+
+/// A string, or the strings and the `text` of the object parts `keep` accepts
+/// of an array, concatenated.
+fn joined_text(v: Option<&Value>, keep: impl Fn(&Value) -> bool) -> String {
     let mut out = String::new();
     match v.map(|v| &v.kind) {
         Some(Kind::Str(s)) => out.push_str(s),
@@ -351,7 +357,7 @@ fn openai_text(v: Option<&Value>) -> String {
             for e in a {
                 match &e.kind {
                     Kind::Str(s) => out.push_str(s),
-                    Kind::Obj(_) => {
+                    Kind::Obj(_) if keep(e) => {
                         if let Some(t) = e.get("text").and_then(|t| t.as_str()) {
                             out.push_str(t);
                         }
@@ -528,28 +534,8 @@ pub fn escape_tool_result(s: &str) -> String {
 }
 
 fn anthropic_result_text(v: Option<&Value>) -> String {
-    let mut out = String::new();
-    match v.map(|v| &v.kind) {
-        Some(Kind::Str(s)) => out.push_str(s),
-        Some(Kind::Arr(a)) => {
-            for b in a {
-                match &b.kind {
-                    Kind::Str(s) => out.push_str(s),
-                    Kind::Obj(_) => {
-                        let is_text = b.get("type").and_then(|t| t.as_str()).map_or(true, |t| t == "text");
-                        if is_text {
-                            if let Some(t) = b.get("text").and_then(|t| t.as_str()) {
-                                out.push_str(t);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        _ => {}
-    }
-    out
+    // Untyped blocks count as text.
+    joined_text(v, |b| b.get("type").and_then(|t| t.as_str()).is_none_or(|t| t == "text"))
 }
 
 fn parse_messages(root: &Value, body: &str, pc: ParseCtx) -> Result<GenRequest, ApiError> {

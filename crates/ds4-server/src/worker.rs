@@ -709,18 +709,7 @@ impl<S: EngineSession> Worker<S> {
                 evs.extend(end.events);
                 self.emit(&mut sink, &mut *fmt, &evs, &mut ids, id_prefix);
                 let parsed = end.parsed;
-                let gen_finish = match finish {
-                    Finish::Stop => ds4_tok::dsml::Finish::Stop,
-                    Finish::Length => ds4_tok::dsml::Finish::Length,
-                    Finish::ToolCalls => ds4_tok::dsml::Finish::ToolCalls,
-                    Finish::Error => ds4_tok::dsml::Finish::Error,
-                };
-                let f = match ds4_tok::dsml::resolve_finish(gen_finish, req.tools_active, &markers, &parsed) {
-                    ds4_tok::dsml::Finish::Stop => Finish::Stop,
-                    ds4_tok::dsml::Finish::Length => Finish::Length,
-                    ds4_tok::dsml::Finish::ToolCalls => Finish::ToolCalls,
-                    ds4_tok::dsml::Finish::Error => Finish::Error,
-                };
+                let f = ds4_tok::dsml::resolve_finish(finish, req.tools_active, &markers, &parsed);
                 if parsed.malformed && markers.saw_start {
                     slog!("{} invalid tool call returned as assistant text", job.meta.id());
                 }
@@ -762,7 +751,7 @@ impl<S: EngineSession> Worker<S> {
         }
         if let Some(tr) = &self.cfg.trace {
             tr.write(
-                &format!("{} output ({} tokens, finish {})", job.meta.id(), n_gen, result.finish.openai()),
+                &format!("{} output ({} tokens, finish {})", job.meta.id(), n_gen, result.finish.as_str()),
                 &result.text,
             );
         }
@@ -781,7 +770,7 @@ impl<S: EngineSession> Worker<S> {
             "{} done: {} tokens finish={} {:.1} tok/s",
             job.meta.id(),
             n_gen,
-            result.finish.openai(),
+            result.finish.as_str(),
             n_gen as f64 / t_gen.elapsed().as_secs_f64().max(1e-9)
         );
     }

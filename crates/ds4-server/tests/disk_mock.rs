@@ -4,20 +4,21 @@
 //! resuming from them with the EOS the visible text ends with (SERVING.md §7.3
 //! [DECISION]). The real-model flows are in tests/py/test_kvcache.py.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use ds4_kvcache::{CacheOptions, DiskCache, Policy};
 use ds4_server::engine::TextCodec;
 use ds4_server::real::TokRender;
-use ds4_server::server::{Server, ServerOptions};
-use serde_json::{json, Value};
+use ds4_server::server::ServerOptions;
+use serde_json::json;
 
 #[path = "common/mock.rs"]
 mod mock;
 use mock::{Codec, Delays, Mock, VOCAB};
+#[path = "common/http.rs"]
+mod http;
+use http::ok;
 
 const EOS: &str = "<｜end▁of▁sentence｜>";
 const USER: &str = "<｜User｜>";
@@ -27,18 +28,13 @@ struct TestServer {
     addr: SocketAddr,
     dir: std::path::PathBuf,
     logs: Arc<Mutex<Vec<String>>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    srv: http::Running,
 }
 
 impl Drop for TestServer {
     fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        // The shutdown checkpoint is written before the directory goes.
+        self.srv.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -54,48 +50,8 @@ fn start() -> TestServer {
     };
     let disk = Arc::new(DiskCache::open(&dir, opts).unwrap());
     let mock = Mock { ctx: 4096, toks: vec![], logits: vec![0.0; VOCAB], d: Delays::default() };
-    let sopts = ServerOptions {
-        ctx: 4096,
-        default_max_tokens: 1000,
-        cors: false,
-        api_key: None,
-        max_body: 1 << 20,
-        tool_memory_max_ids: 100,
-        replay: true,
-        trace: None,
-        disk: Some(disk),
-    };
-    let server = Server::start(mock, Arc::new(Codec), Arc::new(TokRender), sopts).unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let thread = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        rt.block_on(async move {
-            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            addr_tx.send(l.local_addr().unwrap()).unwrap();
-            server
-                .serve(l, async move {
-                    let _ = stop_rx.await;
-                })
-                .await;
-        });
-    });
-    let addr = addr_rx.recv().unwrap();
-    TestServer { addr, dir, logs, stop: Some(stop_tx), thread: Some(thread) }
-}
-
-fn ok(addr: SocketAddr, path: &str, body: &Value) -> Value {
-    let body = body.to_string();
-    let raw = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(raw.as_bytes()).unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let text = String::from_utf8(buf).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{text}");
-    serde_json::from_str(body.trim()).unwrap()
+    let srv = http::serve(mock, Arc::new(Codec), Arc::new(TokRender), ServerOptions { disk: Some(disk), ..http::options(4096) });
+    TestServer { addr: srv.addr, dir, logs, srv }
 }
 
 fn n_tokens(s: &str) -> u64 {

@@ -9,90 +9,26 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
-
-use ds4_server::server::{Server, ServerOptions};
 
 #[path = "common/mock.rs"]
 mod mock;
 use mock::{Codec, Delays, Mock, TestRender, VOCAB};
+#[path = "common/http.rs"]
+mod http;
+use http::{get, post, raw_request};
 
 struct TestServer {
     addr: std::net::SocketAddr,
     d: Delays,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+    _srv: http::Running,
 }
 
 fn start(ctx: usize, cors: bool, api_key: Option<&str>) -> TestServer {
     let d = Delays::default();
     let mock = Mock { ctx, toks: vec![], logits: vec![0.0; VOCAB], d: d.clone() };
-    let opts = ServerOptions {
-        ctx,
-        default_max_tokens: 1000,
-        cors,
-        api_key: api_key.map(String::from),
-        max_body: 1 << 20,
-        tool_memory_max_ids: 100,
-        replay: true,
-        trace: None,
-        disk: None,
-    };
-    let server = Server::start(mock, Arc::new(Codec), Arc::new(TestRender), opts).unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let thread = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        rt.block_on(async move {
-            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            addr_tx.send(l.local_addr().unwrap()).unwrap();
-            server
-                .serve(l, async move {
-                    let _ = stop_rx.await;
-                })
-                .await;
-        });
-    });
-    let addr = addr_rx.recv().unwrap();
-    TestServer { addr, d, stop: Some(stop_tx), thread: Some(thread) }
-}
-
-struct Resp {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-fn raw_request(addr: std::net::SocketAddr, raw: &[u8]) -> Resp {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(raw).unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    Resp { status, head: head.to_lowercase(), body: body.to_string() }
-}
-
-fn post(addr: std::net::SocketAddr, path: &str, body: &str) -> Resp {
-    let raw = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
-    raw_request(addr, raw.as_bytes())
-}
-
-fn get(addr: std::net::SocketAddr, path: &str) -> Resp {
-    raw_request(addr, format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+    let opts = ds4_server::server::ServerOptions { cors, api_key: api_key.map(String::from), ..http::options(ctx) };
+    let srv = http::serve(mock, Arc::new(Codec), Arc::new(TestRender), opts);
+    TestServer { addr: srv.addr, d, _srv: srv }
 }
 
 fn json(s: &str) -> serde_json::Value {

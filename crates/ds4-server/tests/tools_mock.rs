@@ -7,8 +7,7 @@
 //! outputs), §11 #28-#30 (live tails, namespace / tool_search output items,
 //! the responses-visible binding with and without reasoning summaries).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,12 +15,15 @@ use std::time::Duration;
 use ds4_server::engine::TextCodec;
 use ds4_server::log::Trace;
 use ds4_server::real::TokRender;
-use ds4_server::server::{Server, ServerOptions};
+use ds4_server::server::ServerOptions;
 use serde_json::{json, Value};
 
 #[path = "common/mock.rs"]
 mod mock;
 use mock::{Codec, Delays, Mock, VOCAB};
+#[path = "common/http.rs"]
+mod http;
+use http::ok;
 
 const EOS: &str = "<｜end▁of▁sentence｜>";
 const USER: &str = "<｜User｜>";
@@ -31,18 +33,12 @@ struct TestServer {
     addr: SocketAddr,
     d: Delays,
     trace: std::path::PathBuf,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    srv: http::Running,
 }
 
 impl Drop for TestServer {
     fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.srv.stop();
         let _ = std::fs::remove_file(&self.trace);
     }
 }
@@ -51,34 +47,9 @@ fn start() -> TestServer {
     let d = Delays::default();
     let mock = Mock { ctx: 8192, toks: vec![], logits: vec![0.0; VOCAB], d: d.clone() };
     let trace = std::env::temp_dir().join(format!("ds4-tools-mock-{}-{}.trace", std::process::id(), ds4_server::ids::random_hex(4)));
-    let opts = ServerOptions {
-        ctx: 8192,
-        default_max_tokens: 1000,
-        cors: false,
-        api_key: None,
-        max_body: 1 << 20,
-        tool_memory_max_ids: 100,
-        replay: true,
-        trace: Some(Arc::new(Trace::open(&trace).unwrap())),
-        disk: None,
-    };
-    let server = Server::start(mock, Arc::new(Codec), Arc::new(TokRender), opts).unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let thread = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        rt.block_on(async move {
-            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            addr_tx.send(l.local_addr().unwrap()).unwrap();
-            server
-                .serve(l, async move {
-                    let _ = stop_rx.await;
-                })
-                .await;
-        });
-    });
-    let addr = addr_rx.recv().unwrap();
-    TestServer { addr, d, trace, stop: Some(stop_tx), thread: Some(thread) }
+    let opts = ServerOptions { trace: Some(Arc::new(Trace::open(&trace).unwrap())), ..http::options(8192) };
+    let srv = http::serve(mock, Arc::new(Codec), Arc::new(TokRender), opts);
+    TestServer { addr: srv.addr, d, trace, srv }
 }
 
 impl TestServer {
@@ -91,22 +62,8 @@ impl TestServer {
 }
 
 fn post(addr: SocketAddr, path: &str, body: &Value) -> (u16, String) {
-    let body = body.to_string();
-    let raw = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(raw.as_bytes()).unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let text = String::from_utf8(buf).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    (head.split(' ').nth(1).unwrap().parse().unwrap(), body.to_string())
-}
-
-fn ok(addr: SocketAddr, path: &str, body: &Value) -> Value {
-    let (s, b) = post(addr, path, body);
-    assert_eq!(s, 200, "{b}");
-    serde_json::from_str(b.trim()).unwrap()
+    let r = http::post(addr, path, &body.to_string());
+    (r.status, r.body)
 }
 
 fn sse(body: &str) -> Vec<Value> {
@@ -429,7 +386,7 @@ fn tool_call_streaming_order_and_exact_replay() {
         .collect();
     assert!(frags.len() > 3);
     assert_eq!(frags.concat(), want_args);
-    assert_eq!(ev.iter().filter(|e| e["type"] == "message_delta").next().unwrap()["delta"]["stop_reason"], "tool_use");
+    assert_eq!(ev.iter().find(|e| e["type"] == "message_delta").unwrap()["delta"]["stop_reason"], "tool_use");
     // That id is the one tool memory knows: a full replay renders the sampled block.
     let replay = json!({"model":"deepseek-chat","max_tokens":2,"tools":[{"name":"exec","input_schema":{"type":"object"}}],"messages":[
         {"role":"user","content":say(&block)},

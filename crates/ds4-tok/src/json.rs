@@ -262,7 +262,7 @@ pub(crate) fn parse_args(json: &str) -> Option<Vec<Arg>> {
 }
 
 /// ds4's JSON string escaping: `"` `\` and control chars; everything else raw.
-pub(crate) fn escape_into(out: &mut String, s: &str) {
+pub fn escape_into(out: &mut String, s: &str) {
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -276,7 +276,8 @@ pub(crate) fn escape_into(out: &mut String, s: &str) {
     }
 }
 
-pub(crate) fn quote(s: &str) -> String {
+/// `s` as a JSON string literal ([`escape_into`] between quotes).
+pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     escape_into(&mut out, s);

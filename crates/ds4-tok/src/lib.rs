@@ -37,6 +37,8 @@ mod unicode_tables;
 pub use bytelevel::{byte_to_char, bytes_to_vocab_string};
 pub use chat::{Chat, Message, Role, ThinkingMode, ToolCall};
 pub use dump::{dump_prompt, dump_tokens, dump_tokens_ds4, json_bytes_string};
+/// ds4's JSON string escaping (shared by the server's JSON writer and the CLI's dumps).
+pub use json::{escape_into as json_escape_into, quote as json_quote};
 pub use stream::{StreamDecoder, Utf8Stream};
 pub use tokenizer::{
     SpecialTokens, TokError, Tokenizer, ASSISTANT, BOS, DSML, EOS, SERVING_SPECIALS, THINK, THINK_END, USER,

@@ -27,49 +27,28 @@ fn class_at(b: &[u8], i: usize) -> (u8, u32, usize) {
 
 /// Regex 1: runs of `\p{N}` cut into chunks of at most three chars, left to right.
 fn split_digits<'a, F: FnMut(&'a str)>(s: &'a str, f: &mut F) {
-    let b = s.as_bytes();
-    let (mut i, mut gap) = (0, 0);
-    while i < b.len() {
-        let (c, _, n) = class_at(b, i);
-        if c != NUMBER {
-            i += n;
-            continue;
-        }
-        if gap < i {
-            f(&s[gap..i]);
-        }
-        let start = i;
-        i += n;
-        for _ in 0..2 {
-            if i >= b.len() {
-                break;
-            }
-            let (c, _, n) = class_at(b, i);
-            if c != NUMBER {
-                break;
-            }
-            i += n;
-        }
-        f(&s[start..i]);
-        gap = i;
-    }
-    if gap < b.len() {
-        f(&s[gap..]);
-    }
+    split_runs(s, f, |cp| class_of(cp) == NUMBER, 3);
 }
 
 /// Regex 2: maximal runs of CJK ideographs / kana.
 fn split_cjk<'a, F: FnMut(&'a str)>(s: &'a str, f: &mut F) {
-    let b = s.as_bytes();
     // Fast path: CJK chars are 3-byte sequences starting with 0xe3..0xe9.
-    if !b.iter().any(|&x| (0xe3..=0xe9).contains(&x)) {
+    if !s.bytes().any(|x| (0xe3..=0xe9).contains(&x)) {
         f(s);
         return;
     }
+    split_runs(s, f, is_cjk_split, usize::MAX);
+}
+
+/// An "Isolated" split on runs of chars satisfying `member`, each run cut into chunks of at
+/// most `max` chars from the left: the chunks and the gaps between them become pieces.
+#[inline(always)]
+fn split_runs<'a, F: FnMut(&'a str)>(s: &'a str, f: &mut F, member: impl Fn(u32) -> bool, max: usize) {
+    let b = s.as_bytes();
     let (mut i, mut gap) = (0, 0);
     while i < b.len() {
         let (cp, n) = decode_at(b, i);
-        if !is_cjk_split(cp) {
+        if !member(cp) {
             i += n;
             continue;
         }
@@ -78,12 +57,14 @@ fn split_cjk<'a, F: FnMut(&'a str)>(s: &'a str, f: &mut F) {
         }
         let start = i;
         i += n;
-        while i < b.len() {
+        let mut len = 1;
+        while len < max && i < b.len() {
             let (cp, n) = decode_at(b, i);
-            if !is_cjk_split(cp) {
+            if !member(cp) {
                 break;
             }
             i += n;
+            len += 1;
         }
         f(&s[start..i]);
         gap = i;
