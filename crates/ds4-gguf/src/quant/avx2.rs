@@ -10,7 +10,9 @@
 
 #![allow(clippy::missing_safety_doc, clippy::needless_range_loop)]
 
-use super::blocks::{q4k_scale_min, u32_at, KSIGNS};
+// Scalar scales use the portable `f16_at`: an F16C conversion of which only lane 0 is used
+// lets LLVM insert into a live register (a false dependency on the running sum).
+use super::blocks::{f16_at, q4k_scale_min, u32_at, KSIGNS};
 use super::grid::IQ2XXS_GRID;
 use super::q8::{Q8_0Acts, Q8KActs};
 use super::{reduce_lanes, LANES};
@@ -217,12 +219,6 @@ unsafe fn iq2_xxs_groups(b: &[u8], mut f: impl FnMut(usize, __m256)) {
             f(4 * sb + k, _mm256_xor_ps(_mm256_mul_ps(db, mag), sign));
         }
     }
-}
-
-/// f16 at byte `at` → f32 (F16C, see [`f16c_x8`]).
-#[inline(always)]
-unsafe fn f16c_f32(b: &[u8], at: usize) -> f32 {
-    _mm256_cvtss_f32(f16c_x8(b, at))
 }
 
 /// Float row types: the 8 values at element `e`.
@@ -463,6 +459,14 @@ unsafe fn hsum_i32(v: __m256i) -> i32 {
     _mm_cvtsi128_si32(s)
 }
 
+/// The two f16 at bytes `at`, `at + 2` → f32 (F16C). Both lanes are used, so the 32-bit load
+/// fills the register (no merge into a live one).
+#[inline(always)]
+unsafe fn f16c_pair(b: &[u8], at: usize) -> (f32, f32) {
+    let v = _mm_cvtph_ps(_mm_cvtsi32_si128(u32_at(b, at) as i32));
+    (_mm_cvtss_f32(v), _mm_cvtss_f32(_mm_movehdup_ps(v)))
+}
+
 /// Σ a_i·b_i over 32 signed bytes, exact (16-bit products summed in i32).
 #[inline(always)]
 unsafe fn dot_i8x32(a: *const u8, b: *const i8) -> __m256i {
@@ -481,7 +485,7 @@ pub unsafe fn dot_q8_0(row: &[u8], xq: &Q8_0Acts, blk0: usize) -> f32 {
     for (bi, b) in row.chunks_exact(34).enumerate() {
         let i = blk0 + bi;
         let isum = hsum_i32(dot_i8x32(b.as_ptr().add(2), xq.q.as_ptr().add(32 * i)));
-        sum += (f16c_f32(b, 0) * xq.d[i]) * isum as f32;
+        sum += (f16_at(b, 0) * xq.d[i]) * isum as f32;
     }
     sum
 }
@@ -512,7 +516,8 @@ pub unsafe fn dot_q8k(ty: GgmlType, row: &[u8], xq: &Q8KActs, blk0: usize) -> f3
                     summ += (b[j] >> 4) as i32 * xq.bsums[16 * i + j] as i32;
                 }
                 let yd = xq.d[i];
-                sum += (yd * f16c_f32(b, 80)) * hsum_i32(isum) as f32 - (yd * f16c_f32(b, 82)) * summ as f32;
+                let (d, dmin) = f16c_pair(b, 80);
+                sum += (yd * d) * hsum_i32(isum) as f32 - (yd * dmin) * summ as f32;
             }
         }
         GgmlType::Q4K => {
@@ -535,7 +540,8 @@ pub unsafe fn dot_q8k(ty: GgmlType, row: &[u8], xq: &Q8KActs, blk0: usize) -> f3
                     }
                 }
                 let yd = xq.d[i];
-                sum += (yd * f16c_f32(b, 0)) * hsum_i32(isum) as f32 - (yd * f16c_f32(b, 2)) * summ as f32;
+                let (d, dmin) = f16c_pair(b, 0);
+                sum += (yd * d) * hsum_i32(isum) as f32 - (yd * dmin) * summ as f32;
             }
         }
         GgmlType::Iq2Xxs => {
@@ -555,7 +561,7 @@ pub unsafe fn dot_q8k(ty: GgmlType, row: &[u8], xq: &Q8KActs, blk0: usize) -> f3
                     let ls = (2 * (s >> 28) + 1) as i16;
                     isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, _mm256_set1_epi16(ls)));
                 }
-                sum += (f16c_f32(b, 0) * xq.d[i]) * hsum_i32(isum) as f32;
+                sum += (f16_at(b, 0) * xq.d[i]) * hsum_i32(isum) as f32;
             }
             sum *= 0.125;
         }
