@@ -178,8 +178,11 @@ pub(crate) fn reduce_lanes(a: &[f32; LANES]) -> f32 {
 #[inline]
 pub fn dot_row(ty: GgmlType, row: &[u8], x: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
-    if simd_enabled() && ty != GgmlType::Q8K {
-        // SAFETY: CPU support checked by simd_enabled.
+    if simd_enabled() && ty != GgmlType::Q8K && ty != GgmlType::I32 {
+        // The kernels index x without bounds checks.
+        let n = row.len() / ty.block_bytes() * ty.block_len();
+        assert!(x.len() >= n, "dot_row: {} bytes of {ty} need {n} activations, got {}", row.len(), x.len());
+        // SAFETY: CPU support checked by simd_enabled, x long enough for the row.
         return unsafe { avx2::dot_row(ty, row, x) };
     }
     dot_row_scalar(ty, row, x)
