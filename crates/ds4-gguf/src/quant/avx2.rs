@@ -10,9 +10,7 @@
 
 #![allow(clippy::missing_safety_doc, clippy::needless_range_loop)]
 
-// Scalar scales use the portable `f16_at`: an F16C conversion of which only lane 0 is used
-// lets LLVM insert into a live register (a false dependency on the running sum).
-use super::blocks::{f16_at, q4k_scale_min, u32_at, KSIGNS};
+use super::blocks::{q4k_scale_min, u32_at, KSIGNS};
 use super::grid::IQ2XXS_GRID;
 use super::q8::{Q8_0Acts, Q8KActs};
 use super::{reduce_lanes, LANES};
@@ -459,6 +457,23 @@ unsafe fn hsum_i32(v: __m256i) -> i32 {
     _mm_cvtsi128_si32(s)
 }
 
+/// The f16 at byte `at` → f32 (F16C). Written as asm because with the intrinsics LLVM sees that
+/// only lane 0 matters and inserts the half into whatever register holds the running sum (a
+/// false dependency that serialises the blocks); `vmovd` writes the whole register.
+#[inline(always)]
+unsafe fn f16c_one(b: &[u8], at: usize) -> f32 {
+    let h = u16::from_le_bytes([b[at], b[at + 1]]) as u32;
+    let v: __m128;
+    std::arch::asm!(
+        "vmovd {v}, {h:e}",
+        "vcvtph2ps {v}, {v}",
+        h = in(reg) h,
+        v = out(xmm_reg) v,
+        options(pure, nomem, nostack, preserves_flags)
+    );
+    _mm_cvtss_f32(v)
+}
+
 /// The two f16 at bytes `at`, `at + 2` → f32 (F16C). Both lanes are used, so the 32-bit load
 /// fills the register (no merge into a live one).
 #[inline(always)]
@@ -485,7 +500,7 @@ pub unsafe fn dot_q8_0(row: &[u8], xq: &Q8_0Acts, blk0: usize) -> f32 {
     for (bi, b) in row.chunks_exact(34).enumerate() {
         let i = blk0 + bi;
         let isum = hsum_i32(dot_i8x32(b.as_ptr().add(2), xq.q.as_ptr().add(32 * i)));
-        sum += (f16_at(b, 0) * xq.d[i]) * isum as f32;
+        sum += (f16c_one(b, 0) * xq.d[i]) * isum as f32;
     }
     sum
 }
@@ -561,7 +576,7 @@ pub unsafe fn dot_q8k(ty: GgmlType, row: &[u8], xq: &Q8KActs, blk0: usize) -> f3
                     let ls = (2 * (s >> 28) + 1) as i16;
                     isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, _mm256_set1_epi16(ls)));
                 }
-                sum += (f16_at(b, 0) * xq.d[i]) * hsum_i32(isum) as f32;
+                sum += (f16c_one(b, 0) * xq.d[i]) * hsum_i32(isum) as f32;
             }
             sum *= 0.125;
         }
