@@ -104,29 +104,9 @@ pub struct Generated {
     pub spec: Option<SpecStats>,
 }
 
-/// Counters accumulated between two readings.
-fn spec_delta(a: SpecStats, b: SpecStats) -> SpecStats {
-    SpecStats {
-        steps: b.steps - a.steps,
-        verified: b.verified - a.verified,
-        drafted: b.drafted - a.drafted,
-        accepted: b.accepted - a.accepted,
-        committed: b.committed - a.committed,
-    }
-}
-
 /// The stderr line reporting speculative decoding (CLI.md §4.1).
 pub fn spec_line(s: &SpecStats) -> String {
-    let per_step = if s.steps > 0 { s.committed as f64 / s.steps as f64 } else { 0.0 };
-    format!(
-        "mtp: {}/{} drafted tokens accepted ({:.1}%), {} tokens in {} steps ({:.2} tokens/step)",
-        s.accepted,
-        s.drafted,
-        100.0 * s.acceptance(),
-        s.committed,
-        s.steps,
-        per_step
-    )
+    format!("mtp: {}", s.summary())
 }
 
 /// Sample and feed tokens until EOS (not fed, not returned), the cap, or
@@ -164,7 +144,7 @@ pub fn generate(
         }
     };
     let spec = match (stats0, session.spec_stats()) {
-        (Some(a), Some(b)) => Some(spec_delta(a, b)),
+        (Some(a), Some(b)) => Some(b.since(&a)),
         _ => None,
     };
     Ok(Generated { tokens, stop, seconds: t0.elapsed().as_secs_f64(), spec })

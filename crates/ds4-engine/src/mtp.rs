@@ -253,6 +253,32 @@ impl SpecStats {
             self.accepted as f64 / self.drafted as f64
         }
     }
+
+    /// The counters accumulated since `earlier` (a reading of the same session).
+    pub fn since(&self, earlier: &SpecStats) -> SpecStats {
+        SpecStats {
+            steps: self.steps - earlier.steps,
+            verified: self.verified - earlier.verified,
+            drafted: self.drafted - earlier.drafted,
+            accepted: self.accepted - earlier.accepted,
+            committed: self.committed - earlier.committed,
+        }
+    }
+
+    /// `A/D drafted tokens accepted (P%), C tokens in S steps (R tokens/step)` (the CLI's and
+    /// the server's report).
+    pub fn summary(&self) -> String {
+        let per_step = if self.steps > 0 { self.committed as f64 / self.steps as f64 } else { 0.0 };
+        format!(
+            "{}/{} drafted tokens accepted ({:.1}%), {} tokens in {} steps ({:.2} tokens/step)",
+            self.accepted,
+            self.drafted,
+            100.0 * self.acceptance(),
+            self.committed,
+            self.steps,
+            per_step
+        )
+    }
 }
 
 /// A draft source replacing the MTP (tests, experiments): given the committed tokens and the
@@ -486,6 +512,15 @@ impl Session {
     /// what plain decoding of that run produces; [`Session::logits`] predicts the next token.
     /// Without speculation enabled this is [`Session::eval`].
     pub fn eval_speculative(&mut self, token: u32, max_new: usize) -> Result<Vec<u32>, EngineError> {
+        self.eval_speculative_until(token, max_new, &mut |_| false)
+    }
+
+    /// [`Session::eval_speculative`] for a caller that may end the run early (a stop string,
+    /// the end of a tool call): `stop_after(t)` is called for each token of the run in order,
+    /// `token` first, and returning true commits nothing after `t` — the session then holds
+    /// exactly what plain decoding up to `t` produces. The tokens it sees are the run unless
+    /// an error is returned (then nothing of the step is committed).
+    pub fn eval_speculative_until(&mut self, token: u32, max_new: usize, stop_after: &mut dyn FnMut(u32) -> bool) -> Result<Vec<u32>, EngineError> {
         let v = self.model.hp.n_vocab;
         if token as usize >= v {
             return Err(EngineError::BadToken(token, v));
@@ -496,6 +531,7 @@ impl Session {
         }
         let Some(sp) = self.spec.as_deref_mut() else {
             self.eval(token)?;
+            stop_after(token);
             return Ok(vec![token]);
         };
         let k = sp.cfg.max_draft.min(max_new.saturating_sub(1)).min(self.ctx - p - 1);
@@ -516,11 +552,14 @@ impl Session {
         batch.push(token);
         batch.extend_from_slice(&drafts);
         let res = if drafts.is_empty() {
-            self.eval(token).map(|_| batch)
+            self.eval(token).map(|_| {
+                stop_after(token);
+                batch
+            })
         } else if strict {
-            self.verify_sequential(&batch)
+            self.verify_sequential(&batch, stop_after)
         } else {
-            self.verify_batched(&batch)
+            self.verify_batched(&batch, stop_after)
         };
         let sp = self.spec.as_deref_mut().expect("speculation enabled");
         sp.end_step(p);
@@ -535,22 +574,22 @@ impl Session {
     }
 
     /// Decode `batch` one token at a time, stopping after the first token whose successor is
-    /// not the argmax.
-    fn verify_sequential(&mut self, batch: &[u32]) -> Result<Vec<u32>, EngineError> {
+    /// not the argmax (or that `stop_after` ends the run at).
+    fn verify_sequential(&mut self, batch: &[u32], stop_after: &mut dyn FnMut(u32) -> bool) -> Result<Vec<u32>, EngineError> {
         let mut out = Vec::with_capacity(batch.len());
         for (i, &t) in batch.iter().enumerate() {
             self.eval(t)?;
             out.push(t);
-            if i + 1 < batch.len() && argmax(&self.logits) != batch[i + 1] {
+            if stop_after(t) || (i + 1 < batch.len() && argmax(&self.logits) != batch[i + 1]) {
                 break;
             }
         }
         Ok(out)
     }
 
-    /// One batched forward of `batch` with every row's logits; keep the agreeing prefix and
-    /// rewind the backend past it.
-    fn verify_batched(&mut self, batch: &[u32]) -> Result<Vec<u32>, EngineError> {
+    /// One batched forward of `batch` with every row's logits; keep the agreeing prefix (up to
+    /// where `stop_after` ends the run) and rewind the backend past it.
+    fn verify_batched(&mut self, batch: &[u32], stop_after: &mut dyn FnMut(u32) -> bool) -> Result<Vec<u32>, EngineError> {
         let v = self.model.hp.n_vocab;
         let p = self.tokens.len();
         let n = batch.len();
@@ -563,11 +602,17 @@ impl Session {
                 return Err(e);
             }
         };
-        let mut a = 0;
-        while a + 1 < n && argmax(&lg[a * v..(a + 1) * v]) == batch[a + 1] {
-            a += 1;
+        let mut agree = 1;
+        while agree < n && argmax(&lg[(agree - 1) * v..agree * v]) == batch[agree] {
+            agree += 1;
         }
-        let keep = a + 1;
+        let mut keep = 0;
+        while keep < agree {
+            keep += 1;
+            if stop_after(batch[keep - 1]) {
+                break;
+            }
+        }
         let hidden = self.spec.as_ref().and_then(|s| {
             let row = s.row;
             self.backend.hidden().filter(|h| h.len() >= keep * row).map(|h| h[..keep * row].to_vec())
@@ -585,7 +630,7 @@ impl Session {
         self.backend.spec_release();
         self.tokens.extend_from_slice(&batch[..keep]);
         self.logits.clear();
-        self.logits.extend_from_slice(&lg[a * v..(a + 1) * v]);
+        self.logits.extend_from_slice(&lg[(keep - 1) * v..keep * v]);
         if let Some(sp) = self.spec.as_deref_mut() {
             sp.record(hidden.as_deref(), p, keep);
         }

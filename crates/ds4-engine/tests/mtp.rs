@@ -462,6 +462,48 @@ fn mirror_mtp_drafts_are_accepted() {
 }
 
 #[test]
+fn a_caller_stop_ends_the_run_with_the_plain_state() {
+    // The mirror MTP drafts long accepted runs; the caller ends every run at each 5th committed
+    // token (a stop string, the end of a tool call). The callback sees exactly the committed
+    // run, runs never cross a stop point, and the result is plain greedy decoding's.
+    let (model, _, mtp_e) = one_layer_setup();
+    let w = Arc::new(MtpWeights::from_gguf(Gguf::from_bytes(mtp_e).unwrap(), &model.hp).unwrap());
+    let v = model.hp.n_vocab as u32;
+    let prompt: Vec<u32> = (0..20u32).map(|i| (i * 131 + 7) % v).collect();
+    let n = 80;
+    let want = plain_greedy(&model, 512, &prompt, n, None);
+    for strict in [false, true] {
+        let mut s = Session::new(model.clone(), 512, EXACT);
+        let cfg = SpecConfig { max_draft: 6, margin: 0.0, pairing: Pairing::Ds4, strict, ..Default::default() };
+        s.enable_mtp(MtpDrafter::new(model.clone(), w.clone(), EXACT).unwrap(), cfg).unwrap();
+        s.sync(&prompt, &mut |_| true).unwrap();
+        let mut out: Vec<u32> = Vec::new();
+        let mut cut = 0;
+        while out.len() < n {
+            let t = argmax(s.logits());
+            let before = out.len();
+            let mut seen = Vec::new();
+            let run = s
+                .eval_speculative_until(t, n - before, &mut |x| {
+                    seen.push(x);
+                    (before + seen.len()).is_multiple_of(5)
+                })
+                .unwrap();
+            assert_eq!(run, seen, "strict {strict}: the callback sees the committed run");
+            assert!((before + 1..before + run.len()).all(|k| k % 5 != 0), "strict {strict}: run {before}+{} crosses a stop", run.len());
+            cut += usize::from((before + run.len()).is_multiple_of(5) && run.len() > 1);
+            out.extend(run);
+            assert_eq!(s.tokens().len(), prompt.len() + out.len());
+        }
+        let got = (out, s.logits().to_vec(), s.backend().export_state());
+        assert_same(&format!("caller stops, strict {strict}"), &got, &want);
+        let st = s.spec_stats().unwrap();
+        eprintln!("caller stops, strict {strict}: {st:?}");
+        assert!(cut >= 5 && st.steps * 2 < n as u64, "strict {strict}: multi-token runs ended by the caller: {cut}, {st:?}");
+    }
+}
+
+#[test]
 fn sessions_with_speculation_stay_send() {
     fn send<T: Send>() {}
     send::<Session>();

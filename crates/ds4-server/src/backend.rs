@@ -6,8 +6,10 @@
 
 use std::sync::Arc;
 
-use ds4_engine::backend_select::{BackendChoice, Device, LoadEvent, SessionConfig};
+use ds4_engine::backend_select::{BackendChoice, Device, LoadEvent, MtpConfig, SessionConfig};
 use ds4_engine::cuda::Precision;
+use ds4_engine::model::MtpWeights;
+use ds4_engine::mtp::{Pairing, SpecConfig};
 
 use crate::config::Args;
 use crate::engine::{EngineSession, Progress, SyncError};
@@ -18,9 +20,15 @@ pub fn backend_choice(a: &Args) -> Result<BackendChoice, String> {
     BackendChoice::from_flags(a.cpu, a.cuda, a.metal, a.backend.as_deref()).map_err(|e| e.to_string())
 }
 
-/// The live session on the chosen backend, and the backend's name.
-pub fn open_session(args: &Args, model: Arc<ds4_engine::Model>) -> Result<(Box<dyn EngineSession>, &'static str), String> {
+/// The live session on the chosen backend, and the backend's name. `eos`
+/// ends speculative runs (`--mtp`).
+pub fn open_session(args: &Args, model: Arc<ds4_engine::Model>, eos: u32) -> Result<(Box<dyn EngineSession>, &'static str), String> {
     let choice = backend_choice(args)?;
+    // A bad --mtp file fails before the weights go to the GPU.
+    let mtp = match &args.mtp {
+        None => None,
+        Some(p) => Some(Arc::new(MtpWeights::load(p, &model.hp).map_err(|e| format!("--mtp {}: {e}", p.display()))?)),
+    };
     let device = Device::open(model, choice, &mut |ev| {
         if let LoadEvent::Gpu(gpu) = ev {
             crate::slog!("GPU {} ({:.1} GiB), uploading weights", gpu.name, gpu.total_mem as f64 / (1u64 << 30) as f64);
@@ -30,10 +38,36 @@ pub fn open_session(args: &Args, model: Arc<ds4_engine::Model>) -> Result<(Box<d
     let cfg = SessionConfig {
         qat: true,
         precision: if args.quality { Precision::Reference } else { Precision::Fast },
+        mtp: mtp.and_then(|weights| speculation(args, &device, eos).map(|spec| MtpConfig { weights, spec })),
         ..SessionConfig::default()
     };
     let session = device.session(args.ctx, &cfg).map_err(|e| e.to_string())?;
     Ok((Box::new(EngineAdapter::new(session)), device.name()))
+}
+
+/// The speculation `--mtp` asks for, or None (logged why): `--mtp-draft` of
+/// at least 2, `DS4_MTP_SPEC_DISABLE` unset, and a backend that exposes the
+/// hidden states the drafter reads (the CPU). Per request it applies only
+/// to greedy sampling (the worker checks).
+fn speculation(args: &Args, device: &Device, eos: u32) -> Option<SpecConfig> {
+    match SpecConfig::from_flags(args.mtp_draft, args.mtp_margin, args.quality, Pairing::DeepSeek) {
+        Err(why) => {
+            crate::slog!("--mtp loaded, speculation off: {why}");
+            None
+        }
+        Ok(_) if !device.supports_mtp() => {
+            crate::slog!("--mtp: the MTP drafter runs on the CPU backend only; decoding without speculation");
+            None
+        }
+        Ok(spec) => {
+            crate::slog!(
+                "MTP speculative decoding for greedy requests: up to {} drafts per step, {}",
+                spec.max_draft,
+                if spec.strict { "strict verification".to_string() } else { format!("margin {}", spec.margin) }
+            );
+            Some(SpecConfig { stop_token: Some(eos), ..spec })
+        }
+    }
 }
 
 /// The worker is generic over its session; the binary picks the backend at
@@ -68,6 +102,15 @@ impl EngineSession for Box<dyn EngineSession> {
     }
     fn leak_at_exit(&self) -> bool {
         (**self).leak_at_exit()
+    }
+    fn speculates(&self) -> bool {
+        (**self).speculates()
+    }
+    fn eval_run(&mut self, token: u32, max: usize, stop_after: &mut dyn FnMut(u32) -> bool) -> Result<(), String> {
+        (**self).eval_run(token, max, stop_after)
+    }
+    fn spec_stats(&self) -> Option<ds4_engine::mtp::SpecStats> {
+        (**self).spec_stats()
     }
 }
 

@@ -13,6 +13,13 @@ fn positive_usize(s: &str) -> Result<usize, String> {
     }
 }
 
+fn ranged_usize(lo: usize, hi: usize) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
+    move |s: &str| match s.parse::<usize>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        _ => Err(format!("expected an integer in {lo}..{hi}, got {s:?}")),
+    }
+}
+
 fn ranged_f32(lo: f32, hi: f32) -> impl Fn(&str) -> Result<f32, String> + Clone + Send + Sync + 'static {
     move |s: &str| match s.parse::<f32>() {
         Ok(v) if v.is_finite() && (lo..=hi).contains(&v) => Ok(v),
@@ -29,7 +36,8 @@ pub struct Args {
     /// Optional MTP (speculative draft) GGUF.
     #[arg(long)]
     pub mtp: Option<PathBuf>,
-    #[arg(long = "mtp-draft", default_value_t = 1, value_parser = positive_usize)]
+    /// Drafts per speculative step (speculation needs 2 or more).
+    #[arg(long = "mtp-draft", default_value_t = 1, value_parser = ranged_usize(1, ds4_engine::mtp::MAX_DRAFT))]
     pub mtp_draft: usize,
     #[arg(long = "mtp-margin", default_value_t = 3.0, value_parser = ranged_f32(0.0, 1000.0))]
     pub mtp_margin: f32,
@@ -141,6 +149,8 @@ mod tests {
             &["ds4-server", "--ctx", "-5"],
             &["ds4-server", "--bogus"],
             &["ds4-server", "--mtp-margin", "2000"],
+            &["ds4-server", "--mtp-draft", "0"],
+            &["ds4-server", "--mtp-draft", "17"],
             &["ds4-server", "--port", "70000"],
         ] {
             let e = Args::try_parse_from(bad).unwrap_err();

@@ -84,4 +84,26 @@ pub trait EngineSession: Send + 'static {
     fn leak_at_exit(&self) -> bool {
         false
     }
+
+    /// Whether [`EngineSession::eval_run`] speculates (`--mtp`): greedy
+    /// requests then commit several tokens per step.
+    fn speculates(&self) -> bool {
+        false
+    }
+    /// One greedy generation step (SERVING.md §10 `--mtp`): evaluate `token`
+    /// (the argmax) and, when speculating, the drafted tokens the model agrees
+    /// with, at most `max` tokens in all. `stop_after(t)` is called for each
+    /// committed token in order (`token` first); returning true commits
+    /// nothing after `t`. The state afterwards is exactly that of plain
+    /// decoding of the committed tokens.
+    fn eval_run(&mut self, token: u32, max: usize, stop_after: &mut dyn FnMut(u32) -> bool) -> Result<(), String> {
+        let _ = max;
+        self.eval(token)?;
+        stop_after(token);
+        Ok(())
+    }
+    /// Speculation counters since the session was created (None: not speculating).
+    fn spec_stats(&self) -> Option<ds4_engine::mtp::SpecStats> {
+        None
+    }
 }

@@ -9,6 +9,9 @@
 //! CPU or CUDA session; with `--kv-disk-dir` the worker checkpoints to and
 //! resumes from `ds4_kvcache::DiskCache` (evict on a live miss, cold,
 //! continued and shutdown saves; tool-id maps imported before rendering).
+//! With `--mtp` (CPU backend) greedy requests decode speculatively through
+//! the engine session: runs of agreed MTP drafts, cut at stop strings, tool
+//! ends and checkpoint frontiers, so output and live state are plain decoding's.
 
 pub mod backend;
 pub mod config;

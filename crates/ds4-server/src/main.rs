@@ -68,7 +68,7 @@ fn real_main(args: &Args) -> i32 {
         }
     };
     let kv_mib = ds4_engine::session::memory_bytes(&model.hp, args.ctx) >> 20;
-    let (session, backend) = match ds4_server::backend::open_session(args, model) {
+    let (session, backend) = match ds4_server::backend::open_session(args, model, tok.special().eos) {
         Ok(s) => s,
         Err(e) => {
             slog!("{e}");

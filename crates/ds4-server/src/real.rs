@@ -108,6 +108,15 @@ impl EngineSession for EngineAdapter {
     fn leak_at_exit(&self) -> bool {
         self.session.backend().name() == "cuda"
     }
+    fn speculates(&self) -> bool {
+        self.session.spec_config().is_some()
+    }
+    fn eval_run(&mut self, token: u32, max: usize, stop_after: &mut dyn FnMut(u32) -> bool) -> Result<(), String> {
+        self.session.eval_speculative_until(token, max.max(1), stop_after).map(|_| ()).map_err(|e| e.to_string())
+    }
+    fn spec_stats(&self) -> Option<ds4_engine::mtp::SpecStats> {
+        self.session.spec_stats()
+    }
 }
 
 /// ds4 renderer (SERVING.md §3) from ds4-tok.

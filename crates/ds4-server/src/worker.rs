@@ -216,6 +216,63 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
+/// The text generated so far and what it means (stream parser, DSML tracker,
+/// stop strings), one decoded token at a time.
+struct Decoded {
+    raw: Vec<u8>,
+    /// Bytes of `raw` already turned into stream events.
+    emitted: usize,
+    n_gen: usize,
+    parser: Option<StreamParser>,
+    tracker: Option<DecodeTracker>,
+    utf8: Utf8Hold,
+    stops: StopMatcher,
+    tools_active: bool,
+    /// Stream events not sent yet.
+    events: Vec<StreamEvent>,
+}
+
+impl Decoded {
+    /// Count a token and append its bytes; returns where they start.
+    fn append(&mut self, bytes: &[u8]) -> usize {
+        self.n_gen += 1;
+        let prev = self.raw.len();
+        self.raw.extend_from_slice(bytes);
+        prev
+    }
+
+    /// A token the session has evaluated. Returns why generation ends after
+    /// it, if it does.
+    fn commit(&mut self, bytes: &[u8]) -> Option<Finish> {
+        let prev = self.append(bytes);
+        if let Some(t) = self.tracker.as_mut() {
+            t.update(&self.raw);
+        }
+        if let Some(p) = self.stops.find(&self.raw, prev) {
+            self.raw.truncate(p);
+            return Some(Finish::Stop);
+        }
+        let safe = self.raw.len() - self.stops.holdback().min(self.raw.len() - self.emitted);
+        if safe > self.emitted {
+            match self.parser.as_mut() {
+                Some(p) => self.events.extend(p.push(&self.raw[self.emitted..safe])),
+                None => {
+                    let t = self.utf8.push(&self.raw[self.emitted..safe]);
+                    if !t.is_empty() {
+                        self.events.push(StreamEvent::Content(t));
+                    }
+                }
+            }
+            self.emitted = safe;
+        }
+        // Tool block end with tools active ends the turn (§4.4).
+        if self.tools_active && self.parser.as_ref().is_some_and(|p| p.markers().saw_end) {
+            return Some(Finish::ToolCalls);
+        }
+        None
+    }
+}
+
 impl<S: EngineSession> Worker<S> {
     pub fn new(session: S, codec: Arc<dyn TextCodec>, shared: Arc<Shared>, cfg: WorkerConfig) -> Self {
         Worker { session, codec, shared, cfg, jobs_run: 0 }
@@ -509,8 +566,8 @@ impl<S: EngineSession> Worker<S> {
         let mut stops: Vec<usize> = cold.into_iter().collect();
         if let Some(d) = &disk {
             let step = d.policy().continued_step() as usize;
-            if step > 0 {
-                stops.extend((start / step + 1..).map(|k| k * step).take_while(|&f| f < effective.len()));
+            if let Some(k0) = start.checked_div(step) {
+                stops.extend((k0 + 1..).map(|k| k * step).take_while(|&f| f < effective.len()));
             }
         }
         stops.retain(|&n| n < effective.len());
@@ -605,19 +662,24 @@ impl<S: EngineSession> Worker<S> {
         let greedy = SamplerParams::greedy();
         let seed = req.sampling.seed.unwrap_or_else(|| seed_from_time() ^ job.meta.n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let mut rng = Rng::new(seed);
-        let stops = StopMatcher::new(&req.stop);
         let chat = api != Api::Completions;
         // Chat APIs: ds4-tok's stream parser splits reasoning / content / live
         // tool calls. Completions stream raw text.
-        let mut parser = chat.then(|| StreamParser::new(thinking, req.tools_active));
-        let mut tracker = (chat && req.tools_active).then(DecodeTracker::new);
+        let mut dec = Decoded {
+            raw: Vec::new(),
+            emitted: 0,
+            n_gen: 0,
+            parser: chat.then(|| StreamParser::new(thinking, req.tools_active)),
+            tracker: (chat && req.tools_active).then(DecodeTracker::new),
+            utf8: Utf8Hold::default(),
+            stops: StopMatcher::new(&req.stop),
+            tools_active: req.tools_active,
+            events: Vec::new(),
+        };
         let mut fmt: Box<dyn StreamFmt> = stream_fmt(job.meta.clone());
-        let mut utf8 = Utf8Hold::default();
-        let mut raw: Vec<u8> = Vec::new();
-        let mut emitted = 0usize;
         let mut ids: Vec<String> = Vec::new();
-        let mut n_gen = 0usize;
-        let eos = self.codec.eos();
+        let codec = self.codec.clone();
+        let eos = codec.eos();
         let mut finish = Finish::Length;
         let mut eos_hit = false;
         if sink.stream {
@@ -628,19 +690,23 @@ impl<S: EngineSession> Worker<S> {
         let id_prefix = if api == Api::Messages { "toolu_" } else { "call_" };
         let t_gen = Instant::now();
         let disk = self.disk();
-        while n_gen < max_tokens {
+        // `--mtp`: greedy requests commit runs of agreed drafts (SERVING.md §10);
+        // the output and the live state are those of plain decoding.
+        let speculate = params.is_greedy() && self.session.speculates();
+        let spec0 = self.session.spec_stats().filter(|_| speculate);
+        while dec.n_gen < max_tokens {
             if sink.gone() {
                 finish = Finish::Error;
-                slog!("{} client stream write failed, generation stopped after {} tokens", job.meta.id(), n_gen);
+                slog!("{} client stream write failed, generation stopped after {} tokens", job.meta.id(), dec.n_gen);
                 break;
             }
             if self.shared.shutting_down.load(Ordering::Relaxed) {
                 finish = Finish::Error;
-                slog!("{} shutdown requested, generation stopped after {} tokens", job.meta.id(), n_gen);
+                slog!("{} shutdown requested, generation stopped after {} tokens", job.meta.id(), dec.n_gen);
                 break;
             }
             // §4.4: DSML structure is sampled greedily, payload normally.
-            let structural = tracker.as_ref().is_some_and(|t| {
+            let structural = dec.tracker.as_ref().is_some_and(|t| {
                 let st = t.state();
                 st.in_tool_call() && !st.uses_payload_sampling()
             });
@@ -650,12 +716,9 @@ impl<S: EngineSession> Worker<S> {
                 eos_hit = true;
                 break;
             }
-            n_gen += 1;
-            let prev = raw.len();
-            raw.extend_from_slice(&self.codec.token_bytes(tok));
             // §4.2 continued frontier before the decode step, never inside a tool block.
             if let Some(d) = &disk {
-                let in_tool = tracker.as_ref().is_some_and(|t| t.state().in_tool_call());
+                let in_tool = dec.tracker.as_ref().is_some_and(|t| t.state().in_tool_call());
                 if !in_tool {
                     if let Some(n) = d.continued_target(self.session.tokens().len()) {
                         let len = self.session.tokens().len();
@@ -665,40 +728,46 @@ impl<S: EngineSession> Worker<S> {
                     }
                 }
             }
-            if let Err(e) = self.session.eval(tok) {
+            let before = dec.n_gen;
+            let mut end = None;
+            let res = if speculate {
+                // At most the token budget, and never past the next continued
+                // frontier: checkpoints are taken between steps, as above.
+                let mut cap = max_tokens - dec.n_gen;
+                if let Some(step) = disk.as_ref().map(|d| d.policy().continued_step() as usize).filter(|&s| s > 0) {
+                    cap = cap.min(step - self.session.tokens().len() % step);
+                }
+                let (shared, sink) = (&self.shared, &sink);
+                self.session.eval_run(tok, cap, &mut |t| {
+                    end = dec.commit(&codec.token_bytes(t));
+                    end.is_some() || sink.gone() || shared.shutting_down.load(Ordering::Relaxed)
+                })
+            } else {
+                self.session.eval(tok).map(|()| end = dec.commit(&codec.token_bytes(tok)))
+            };
+            if let Err(e) = res {
+                if dec.n_gen == before {
+                    dec.append(&codec.token_bytes(tok));
+                }
                 slog!("decode failed: {e}");
                 finish = Finish::Error;
                 break;
             }
-            if let Some(t) = tracker.as_mut() {
-                t.update(&raw);
-            }
-            if let Some(p) = stops.find(&raw, prev) {
-                raw.truncate(p);
-                finish = Finish::Stop;
+            let evs = std::mem::take(&mut dec.events);
+            self.emit(&mut sink, &mut *fmt, &evs, &mut ids, id_prefix);
+            if let Some(f) = end {
+                finish = f;
                 break;
             }
-            let safe = raw.len() - stops.holdback().min(raw.len() - emitted);
-            if safe > emitted {
-                let evs = match parser.as_mut() {
-                    Some(p) => p.push(&raw[emitted..safe]),
-                    None => {
-                        let t = utf8.push(&raw[emitted..safe]);
-                        if t.is_empty() { vec![] } else { vec![StreamEvent::Content(t)] }
-                    }
-                };
-                emitted = safe;
-                self.emit(&mut sink, &mut *fmt, &evs, &mut ids, id_prefix);
-            }
-            // Tool block end with tools active ends the turn (§4.4).
-            if req.tools_active && parser.as_ref().is_some_and(|p| p.markers().saw_end) {
-                finish = Finish::ToolCalls;
-                break;
-            }
-            if n_gen % 50 == 0 {
-                slog!("{} decode {} tokens {:.1} tok/s", job.meta.id(), n_gen, n_gen as f64 / t_gen.elapsed().as_secs_f64().max(1e-9));
+            if dec.n_gen / 50 > before / 50 {
+                let n = dec.n_gen;
+                slog!("{} decode {} tokens {:.1} tok/s", job.meta.id(), n, n as f64 / t_gen.elapsed().as_secs_f64().max(1e-9));
             }
         }
+        if let (Some(a), Some(b)) = (spec0, self.session.spec_stats()) {
+            slog!("{} mtp: {}", job.meta.id(), b.since(&a).summary());
+        }
+        let Decoded { raw, emitted, parser, mut utf8, n_gen, .. } = dec;
         // Flush held-back bytes and parse the whole output.
         let text = String::from_utf8_lossy(&raw).into_owned();
         let (mut result, streamed) = match parser {
