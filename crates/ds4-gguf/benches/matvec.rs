@@ -8,7 +8,7 @@
 //! equivalent to.
 //!
 //! Run: `cargo bench -p ds4-gguf --bench matvec` (set `DS4_NO_SIMD=1` for the portable path,
-//! `RAYON_NUM_THREADS=1` for one core).
+//! `RAYON_NUM_THREADS=1` for one core, `DS4_BENCH_TYPE=Q8_0` for one type).
 
 use ds4_gguf::quant::{self, Q8Acts};
 use ds4_gguf::GgmlType;
@@ -100,7 +100,11 @@ fn main() {
         (GgmlType::Q4K, 2048, 4096),
         (GgmlType::F16, 2048, 4096),
     ];
+    let only = std::env::var("DS4_BENCH_TYPE").ok();
     for (ty, rows, cols) in cases {
+        if only.as_deref().is_some_and(|o| !o.eq_ignore_ascii_case(ty.name())) {
+            continue;
+        }
         let mbytes = rows * ty.row_bytes(cols);
         let n_mats = POOL_BYTES.div_ceil(mbytes).max(2);
         let mats: Vec<Vec<u8>> = (0..n_mats).map(|i| weights(ty, rows, cols, 100 + i as u64)).collect();
