@@ -82,7 +82,10 @@ class Server:
                 continue
             start = m.end()
             nxt = re.compile(r"^=== \S+ \S+ \S+ (prompt|output) \(", re.M).search(text, start)
-            out[m.group(2)] = text[start: nxt.start() if nxt else len(text)].rstrip("\n")
+            body = text[start: nxt.start() if nxt else len(text)]
+            # The writer appends exactly one newline after the body; the body itself may end
+            # in newlines the model sampled, so strip only that one.
+            out[m.group(2)] = body[:-1] if body.endswith("\n") else body
         return out
 
     def alive(self):
