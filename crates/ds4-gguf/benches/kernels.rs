@@ -11,39 +11,11 @@ use ds4_gguf::GgmlType;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::{random_bytes, weights};
+
 const TOKENS: usize = 16;
 
-fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 24) as u8
-        })
-        .collect()
-}
-
-fn weights(ty: GgmlType, rows: usize, cols: usize) -> Vec<u8> {
-    let mut w = random_bytes(rows * ty.row_bytes(cols), 5);
-    let h = |v: f32| half::f16::from_f32(v).to_bits().to_le_bytes();
-    match ty {
-        GgmlType::F16 => w.chunks_exact_mut(2).for_each(|c| c.copy_from_slice(&h((c[0] as f32 - 128.0) / 4096.0))),
-        GgmlType::Q8_0 => w.chunks_exact_mut(34).for_each(|b| b[..2].copy_from_slice(&h(1e-4))),
-        GgmlType::Q2K => w.chunks_exact_mut(84).for_each(|b| {
-            b[80..82].copy_from_slice(&h(1e-3));
-            b[82..84].copy_from_slice(&h(1e-3));
-        }),
-        GgmlType::Q4K => w.chunks_exact_mut(144).for_each(|b| {
-            b[..2].copy_from_slice(&h(1e-4));
-            b[2..4].copy_from_slice(&h(1e-4));
-        }),
-        GgmlType::Iq2Xxs => w.chunks_exact_mut(66).for_each(|b| b[..2].copy_from_slice(&h(3e-4))),
-        _ => unreachable!(),
-    }
-    w
-}
 
 /// Minimum seconds of `f` over repetitions filling about `budget`.
 fn min_time(budget: Duration, mut f: impl FnMut()) -> f64 {
@@ -84,7 +56,7 @@ fn main() {
         if only.as_deref().is_some_and(|o| !o.eq_ignore_ascii_case(ty.name())) {
             continue;
         }
-        let w = weights(ty, rows, cols);
+        let w = weights(ty, rows, cols, 5);
         let x: Vec<f32> = random_bytes(TOKENS * cols, 9).iter().map(|&b| (b as f32 - 128.0) / 64.0).collect();
         let mut y = vec![0f32; TOKENS * rows];
         let tv = pool.install(|| {

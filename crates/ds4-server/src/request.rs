@@ -381,6 +381,18 @@ fn role_of(s: &str) -> Option<Role> {
     }
 }
 
+/// The role of one message object: missing means user; `None` = an unknown role, which the
+/// caller skips (§3.1). Non-object messages are a 400.
+fn message_role(m: &Value) -> Result<Option<Role>, ApiError> {
+    if m.as_object().is_none() {
+        return Err(bad());
+    }
+    Ok(match opt_str(m, "role")? {
+        None => Some(Role::User),
+        Some(r) => role_of(r),
+    })
+}
+
 fn parse_chat(root: &Value, body: &str, pc: ParseCtx) -> Result<GenRequest, ApiError> {
     let msgs = match field(root, "messages") {
         None => return Err(ApiError::bad_request("missing messages")),
@@ -388,16 +400,7 @@ fn parse_chat(root: &Value, body: &str, pc: ParseCtx) -> Result<GenRequest, ApiE
     };
     let mut messages = Vec::with_capacity(msgs.len());
     for m in msgs {
-        if m.as_object().is_none() {
-            return Err(bad());
-        }
-        let role = match opt_str(m, "role")? {
-            None => Role::User,
-            Some(r) => match role_of(r) {
-                Some(r) => r,
-                None => continue, // unknown roles are skipped (§3.1)
-            },
-        };
+        let Some(role) = message_role(m)? else { continue };
         let mut msg = Message::new(role, openai_text(m.get("content")));
         msg.reasoning = openai_text(m.get("reasoning_content"));
         if role == Role::Tool {
@@ -551,16 +554,7 @@ fn parse_messages(root: &Value, body: &str, pc: ParseCtx) -> Result<GenRequest, 
         }
     }
     for m in msgs {
-        if m.as_object().is_none() {
-            return Err(bad());
-        }
-        let role = match opt_str(m, "role")? {
-            None => Role::User,
-            Some(r) => match role_of(r) {
-                Some(r) => r,
-                None => continue,
-            },
-        };
+        let Some(role) = message_role(m)? else { continue };
         let mut msg = Message::new(role, "");
         match field(m, "content").map(|v| &v.kind) {
             None => {}
