@@ -32,12 +32,18 @@ pub(crate) fn derr<E: std::fmt::Debug>(ctx: &str) -> impl FnOnce(E) -> CudaError
 pub fn kernel_source() -> String {
     let grid = include_str!("kernels/iq2xxs_grid.inc");
     let matmul = include_str!("kernels/matmul.cuh").replace("#include \"iq2xxs_grid.inc\"", grid);
-    format!("{}\n{}\n{}\n", include_str!("kernels/common.cuh"), matmul, include_str!("kernels/model.cuh"))
+    format!(
+        "{}\n{}\n{}\n{}\n",
+        include_str!("kernels/common.cuh"),
+        matmul,
+        include_str!("kernels/matvec.cuh"),
+        include_str!("kernels/model.cuh")
+    )
 }
 
 /// Names of every `extern "C"` kernel in the source (checked by the NVRTC test).
 pub const KERNELS: &[&str] = &[
-    "matvec_grouped", "moe_down_fused", "gemm_f32", "gemm_h", "repack_blocks", "dequant_rows", "embed_rows",
+    "matvec_grouped", "mv2", "moe_down_fused", "gemm_f32", "gemm_h", "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_finish", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
 ];
@@ -274,6 +280,10 @@ pub struct Gpu {
     /// with events and synchronized (slow; for finding where time goes, not for throughput).
     profile: Option<std::sync::Mutex<HashMap<String, (f64, usize)>>>,
     prof_ev: (Event, Event),
+    /// Programmatic dependent launch (Hopper+): each kernel may be scheduled while its
+    /// predecessor drains; kernels order their dependent memory accesses with
+    /// `griddepcontrol.wait` (the PDL_* macros in common.cuh). Off with `DS4_PDL=0`.
+    pub pdl: bool,
 }
 // SAFETY: the context is bound per call (bind_to_thread) and all work goes to one stream.
 unsafe impl Send for Gpu {}
@@ -319,7 +329,8 @@ impl Gpu {
             Ok(Event { ev, ctx: ctx.clone() })
         };
         let prof_ev = (mk()?, mk()?);
-        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev };
+        let pdl = cc.0 >= 9 && std::env::var("DS4_PDL").map(|v| v != "0").unwrap_or(true);
+        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl };
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "attn_prep"] {
             g.set_max_smem(k, 200 * 1024)?;
@@ -430,11 +441,32 @@ impl Gpu {
         if prof.is_some() {
             self.record(&self.prof_ev.0)?;
         }
-        // SAFETY: args match the kernel's parameter list (checked by construction in callers).
-        unsafe {
-            dr::launch_kernel(self.f(name), grid, (block, 1, 1), smem, self.cu_stream(), args)
+        if self.pdl {
+            // SAFETY: a zeroed attribute is valid; we set the id and its value.
+            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attr.value.programmaticStreamSerializationAllowed = 1;
+            let cfg = sys::CUlaunchConfig {
+                gridDimX: grid.0,
+                gridDimY: grid.1,
+                gridDimZ: grid.2,
+                blockDimX: block,
+                blockDimY: 1,
+                blockDimZ: 1,
+                sharedMemBytes: smem,
+                hStream: self.cu_stream(),
+                attrs: &mut attr,
+                numAttrs: 1,
+            };
+            // SAFETY: as below; every kernel begins with PDL_ENTRY so dependent accesses wait.
+            let r = unsafe { sys::cuLaunchKernelEx(&cfg, self.f(name), args.as_mut_ptr(), std::ptr::null_mut()) };
+            if r != sys::CUresult::CUDA_SUCCESS {
+                return Err(CudaError::Driver { ctx: name.to_string(), err: format!("{r:?}") });
+            }
+        } else {
+            // SAFETY: args match the kernel's parameter list (checked by construction in callers).
+            unsafe { dr::launch_kernel(self.f(name), grid, (block, 1, 1), smem, self.cu_stream(), args) }.map_err(derr(name))?;
         }
-        .map_err(derr(name))?;
         if let Some(p) = prof {
             self.record(&self.prof_ev.1)?;
             let ms = self.elapsed_ms(&self.prof_ev.0, &self.prof_ev.1)? as f64;

@@ -75,6 +75,40 @@ mod tests {
         }
     }
 
+    /// Kernels are launched with programmatic dependent launch: a kernel that touched memory
+    /// written by its predecessor before `griddepcontrol.wait` would race. Every kernel body
+    /// must therefore start with PDL_ENTRY, or contain PDL_WAIT (after an immutable-data prologue).
+    #[test]
+    fn every_kernel_waits_for_its_predecessor() {
+        let src = driver::kernel_source();
+        let mut n = 0;
+        for (i, _) in src.match_indices("extern \"C\" __global__") {
+            let open = i + src[i..].find('{').unwrap();
+            // the kernel body: up to the matching brace
+            let mut depth = 0;
+            let mut end = open;
+            for (k, c) in src[open..].char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = open + k;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let body = &src[open + 1..end];
+            let name = src[i..open].split('(').next().unwrap().split_whitespace().last().unwrap().to_string();
+            let first = body.trim_start();
+            assert!(first.starts_with("PDL_ENTRY") || body.contains("PDL_WAIT"), "kernel {name} lacks PDL_ENTRY / PDL_WAIT");
+            n += 1;
+        }
+        assert_eq!(n, driver::KERNELS.len(), "every listed kernel found once");
+    }
+
     /// A syntax error must be reported, not swallowed (guards the test above).
     #[test]
     fn nvrtc_reports_errors() {

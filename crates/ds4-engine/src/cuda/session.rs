@@ -107,6 +107,111 @@ struct AttnArgs {
 
 const MV_ROWS_PER_BLOCK: usize = 16;
 
+/// Mirror of `struct MvJob2` in matvec.cuh (the `mv2` decode matvec).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct MvJob2 {
+    pub w: WMat,
+    pub w2: WMat,
+    pub x: u64,
+    pub y: u64,
+    pub sel: u64,
+    pub wts: u64,
+    pub x_slot: i64,
+    pub nslots: i32,
+    pub x_grp_rows: i32,
+    pub block0: i32,
+    pub rpw: i32,
+    pub wk: i32,
+    pub clamp: f32,
+}
+
+impl MvJob2 {
+    pub(crate) fn plain(w: WMat, x: u64, y: u64) -> MvJob2 {
+        MvJob2 { w, x, y, x_grp_rows: w.rows, nslots: 1, rpw: 1, wk: 1, ..Default::default() }
+    }
+    /// Gate and up of a SwiGLU FFN: y = silu(min(g, c)) * clamp(u, -c, c) (* wts[slot]).
+    pub(crate) fn paired(gate: WMat, up: WMat, x: u64, y: u64, clamp: f32) -> MvJob2 {
+        MvJob2 { w2: up, clamp, ..MvJob2::plain(gate, x, y) }
+    }
+    fn rows_per_block(&self) -> usize {
+        self.rpw as usize * (8 / self.wk as usize)
+    }
+    fn blocks(&self) -> usize {
+        self.nslots as usize * (self.w.rows as usize).div_ceil(self.rows_per_block())
+    }
+    /// Work split: `wk` warps share a row group's columns while each lane still gets >= 2
+    /// column groups; then as many rows per warp (4, 2, 1) as keep >= 2 blocks per SM.
+    /// Rows per block must divide `x_grp_rows` (block-diagonal inputs).
+    fn plan(&mut self, sm_count: usize) {
+        let g = match self.w.ty {
+            0 | 1 => 8,
+            8 => 16,
+            _ => 32,
+        };
+        let ng = (self.w.cols as usize / g).max(1);
+        let mut wk = 8;
+        while wk > 1 && ng / wk < 64 {
+            wk /= 2;
+        }
+        self.wk = wk as i32;
+        self.rpw = 1;
+        for r in [4, 2] {
+            self.rpw = r;
+            if self.blocks() >= 2 * sm_count && self.x_grp_rows as usize % self.rows_per_block() == 0 {
+                return;
+            }
+        }
+        self.rpw = 1;
+    }
+}
+
+/// A set of independent mv2 jobs run by one launch.
+pub(crate) struct JobTable2 {
+    buf: DevBuf,
+    blocks: Vec<u32>, // cumulative block count after each job
+}
+
+impl JobTable2 {
+    pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJob2]) -> Result<JobTable2> {
+        let mut blocks = Vec::new();
+        let mut b = 0usize;
+        for j in jobs.iter_mut() {
+            j.plan(gpu.sm_count.max(1) as usize);
+            j.block0 = b as i32;
+            b += j.blocks();
+            blocks.push(b as u32);
+        }
+        let bytes = std::mem::size_of::<MvJob2>() * jobs.len().max(1);
+        let buf = gpu.alloc(bytes)?;
+        // SAFETY: MvJob2 is plain repr(C) data.
+        let raw = unsafe { std::slice::from_raw_parts(jobs.as_ptr() as *const u8, std::mem::size_of::<MvJob2>() * jobs.len()) };
+        if !raw.is_empty() {
+            gpu.htod(buf.ptr, raw)?;
+        }
+        Ok(JobTable2 { buf, blocks })
+    }
+    /// Run the first `njobs` jobs.
+    pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
+        let args = Args::new().a(self.buf.ptr).a(njobs as i32);
+        gpu.launch("mv2", (self.blocks[njobs - 1], 1, 1), 256, 0, args)
+    }
+}
+
+/// Decode launches of one layer with the mv2 matvec (see `build_jobs2`).
+struct LayerJobs2 {
+    a: JobTable2,
+    b: JobTable2,
+    c: JobTable2,
+    d: JobTable2,
+    /// router logits + shared expert gate/up (paired -> shared mid)
+    e: JobTable2,
+    /// routed experts gate/up (paired, per-slot routing weight -> mids)
+    f: JobTable2,
+    /// routed experts down (one output row block per slot) + shared down (slot K)
+    g: JobTable2,
+}
+
 pub(crate) struct JobTable {
     buf: DevBuf,
     blocks: Vec<u32>, // cumulative block count after each job
@@ -221,6 +326,10 @@ pub struct CudaSession {
     sc: Scratch,
     jobs: Vec<LayerJobs>,
     head_job: JobTable,
+    /// Decode matvecs through `mv2` (default; `DS4_MV=old` selects matvec_grouped).
+    mv2: bool,
+    jobs2: Vec<LayerJobs2>,
+    head_job2: Option<JobTable2>,
     graphs: HashMap<usize, Graph>,
     pub graph_captures: usize,
 }
@@ -306,7 +415,7 @@ impl CudaSession {
             us: f4(t * d.f)?,
             mid: f4(t * d.k * d.f)?,
             mids: f4(t * d.f)?,
-            ypair: f4(t * d.k * d.d)?,
+            ypair: f4((t * d.k + 1) * d.d)?,
             shared: f4(t * d.d)?,
             ffn_out: f4(t * d.d)?,
             off: f4(d.e + 1)?,
@@ -333,10 +442,14 @@ impl CudaSession {
             sc,
             jobs: Vec::new(),
             head_job: JobTable::new(&gpu, &mut [])?,
+            mv2: std::env::var("DS4_MV").map(|v| v != "old").unwrap_or(true),
+            jobs2: Vec::new(),
+            head_job2: None,
             graphs: HashMap::new(),
             graph_captures: 0,
         };
         sess.build_jobs()?;
+        sess.build_jobs2()?;
         sess.reset()?;
         Ok(sess)
     }
@@ -426,6 +539,50 @@ impl CudaSession {
         Ok(())
     }
 
+    fn build_jobs2(&mut self) -> Result<()> {
+        let d = self.m.dims.clone();
+        let gpu = self.m.gpu.clone();
+        let sc = &self.sc;
+        let job = MvJob2::plain;
+        let mut all = Vec::new();
+        for l in 0..d.n_layer {
+            let ly = &self.m.layers[l];
+            let xn = sc.xn.ptr;
+            let mut a = vec![job(ly.q_a.wmat(), xn, sc.qa.ptr), job(ly.kv.wmat(), xn, sc.kvp.ptr)];
+            if let Some(c) = &ly.comp {
+                a.push(job(c.kv.wmat(), xn, sc.ckv.ptr));
+                a.push(job(c.gate.wmat(), xn, sc.csc.ptr));
+            }
+            if let Some(c) = &ly.icomp {
+                a.push(job(c.kv.wmat(), xn, sc.ikv.ptr));
+                a.push(job(c.gate.wmat(), xn, sc.isc.ptr));
+                a.push(job(ly.idx_proj.as_ref().unwrap().wmat(), xn, sc.iw.ptr));
+            }
+            let mut b = vec![job(ly.q_b.wmat(), sc.qr.ptr, sc.q.ptr)];
+            if let Some(m) = &ly.idx_q_b {
+                b.push(job(m.wmat(), sc.qr.ptr, sc.iq.ptr));
+            }
+            let mut oa = job(ly.out_a.wmat(), sc.heads.ptr, sc.low.ptr);
+            oa.x_grp_rows = d.ro as i32;
+            let clamp = d.clamp[l];
+            let e = vec![job(ly.gate_inp.wmat(), xn, sc.rlog.ptr), MvJob2::paired(ly.gate_sh.wmat(), ly.up_sh.wmat(), xn, sc.mids.ptr, clamp)];
+            let mut f = MvJob2::paired(ly.gate_exps.wmat(), ly.up_exps.wmat(), xn, sc.mid.ptr, clamp);
+            f.nslots = d.k as i32;
+            f.sel = sc.esel.ptr;
+            f.wts = sc.ewts.ptr;
+            let mut gd = job(ly.down_exps.wmat(), sc.mid.ptr, sc.ypair.ptr);
+            gd.nslots = d.k as i32;
+            gd.sel = sc.esel.ptr;
+            gd.x_slot = d.f as i64;
+            let gs = job(ly.down_sh.wmat(), sc.mids.ptr, sc.ypair.ptr + (d.k * d.d * 4) as u64);
+            let mk = |mut v: Vec<MvJob2>| JobTable2::new(&gpu, &mut v);
+            all.push(LayerJobs2 { a: mk(a)?, b: mk(b)?, c: mk(vec![oa])?, d: mk(vec![job(ly.out_b.wmat(), sc.low.ptr, sc.attn_out.ptr)])?, e: mk(e)?, f: mk(vec![f])?, g: mk(vec![gd, gs])? });
+        }
+        self.jobs2 = all;
+        self.head_job2 = Some(JobTable2::new(&gpu, &mut [job(self.m.output.wmat(), sc.yhead.ptr, sc.logits.ptr)])?);
+        Ok(())
+    }
+
     // ---------------------------------------------------------------------------------------
     // building blocks
     // ---------------------------------------------------------------------------------------
@@ -441,7 +598,9 @@ impl CudaSession {
         self.gpu().launch(name, grid, 256, 0, Args::new().a(a))
     }
 
-    fn hc_post_mix(&self, t: usize, y: DevPtr, fn_ptr: DevPtr, m: usize) -> Result<()> {
+    /// `ny` > 1 (decode, t == 1): y is the sum of `ny` consecutive D-rows (MoE slot outputs),
+    /// added in slot order.
+    fn hc_post_mix(&self, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize) -> Result<()> {
         let d = &self.m.dims;
         let sc = &self.sc;
         let args = Args::new()
@@ -455,7 +614,8 @@ impl CudaSession {
             .a(d.n_hc as i32)
             .a(self.hc_chunk as i32)
             .a(sc.pdot.ptr)
-            .a(sc.pss.ptr);
+            .a(sc.pss.ptr)
+            .a(ny as i32);
         let block = ((self.hc_chunk + 31) / 32 * 32) as u32;
         self.gpu().launch("hc_post_mix", (self.hc_split as u32, t as u32, 1), block, 0, args)
     }
@@ -538,7 +698,7 @@ impl CudaSession {
         let mhc = nhc * (nhc + 2);
         // embedding and the first hc_pre partials
         gpu.launch("embed_rows", (t as u32, 1, 1), 256, 0, Args::new().a(self.m.tok_embd.ptr).a(sc.tok.ptr).a(sc.s.ptr).a(d.d as i32).a(nhc as i32))?;
-        self.hc_post_mix(t, 0, self.m.layers[0].hc_attn_fn.ptr, mhc)?;
+        self.hc_post_mix(t, 0, 1, self.m.layers[0].hc_attn_fn.ptr, mhc)?;
         let idx_active = idx_rows > d.topk;
         for l in 0..d.n_layer {
             let ly = &self.m.layers[l];
@@ -547,7 +707,9 @@ impl CudaSession {
             let omega = if ratio == 0 { self.m.omega_main.ptr } else { self.m.omega_comp.ptr };
             // ---- attention ----
             self.hc_finish(0, t, mhc, ly.hc_attn_scale.ptr, ly.hc_attn_base.ptr, ly.attn_norm.ptr, sc.xn.ptr)?;
-            if decode {
+            if decode && self.mv2 {
+                self.jobs2[l].a.run(gpu, self.jobs2[l].a.blocks.len())?;
+            } else if decode {
                 self.jobs[l].a.run(gpu, self.jobs[l].a.blocks.len())?;
             } else {
                 self.gemm(ly.q_a.wmat(), sc.xn.ptr, d.d, sc.qa.ptr, d.rq, t, None)?;
@@ -587,7 +749,9 @@ impl CudaSession {
                 self.compressor(l, t, true)?;
             }
             let use_idx = ratio == 4 && idx_active;
-            if decode {
+            if decode && self.mv2 {
+                self.jobs2[l].b.run(gpu, if use_idx { 2 } else { 1 })?;
+            } else if decode {
                 self.jobs[l].b.run(gpu, if use_idx { 2 } else { 1 })?;
             } else {
                 self.gemm(ly.q_b.wmat(), sc.qr.ptr, d.rq, sc.q.ptr, d.h * d.dh, t, None)?;
@@ -651,7 +815,10 @@ impl CudaSession {
                 .a(nsplit as i32)
                 .a(sc.heads.ptr);
             gpu.launch("attn_combine", (d.h as u32, t as u32, 1), 256, (d.dh * 4) as u32, args)?;
-            if decode {
+            if decode && self.mv2 {
+                self.jobs2[l].c.run(gpu, 1)?;
+                self.jobs2[l].d.run(gpu, 1)?;
+            } else if decode {
                 self.jobs[l].c.run(gpu, 1)?;
                 self.jobs[l].d.run(gpu, 1)?;
             } else {
@@ -662,10 +829,12 @@ impl CudaSession {
                 }
                 self.gemm(ly.out_b.wmat(), sc.low.ptr, d.g * d.ro, sc.attn_out.ptr, d.d, t, None)?;
             }
-            self.hc_post_mix(t, sc.attn_out.ptr, ly.hc_ffn_fn.ptr, mhc)?;
+            self.hc_post_mix(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc)?;
             // ---- FFN ----
             self.hc_finish(0, t, mhc, ly.hc_ffn_scale.ptr, ly.hc_ffn_base.ptr, ly.ffn_norm.ptr, sc.xn.ptr)?;
-            if decode {
+            if decode && self.mv2 {
+                self.jobs2[l].e.run(gpu, 2)?;
+            } else if decode {
                 self.jobs[l].e.run(gpu, 3)?;
             } else {
                 self.gemm(ly.gate_inp.wmat(), sc.xn.ptr, d.d, sc.rlog.ptr, d.e, t, None)?;
@@ -685,7 +854,10 @@ impl CudaSession {
                 .a(sc.ewts.ptr);
             gpu.launch("moe_route", (t as u32, 1, 1), 256, (d.e * 4) as u32, args)?;
             let clamp = d.clamp[l];
-            if decode {
+            if decode && self.mv2 {
+                self.jobs2[l].f.run(gpu, 1)?;
+                self.jobs2[l].g.run(gpu, 2)?;
+            } else if decode {
                 self.jobs[l].f.run(gpu, 2)?;
                 let args = Args::new()
                     .a(ly.down_exps.wmat())
@@ -735,7 +907,11 @@ impl CudaSession {
             } else {
                 (self.m.out_hc_fn.ptr, nhc)
             };
-            self.hc_post_mix(t, sc.ffn_out.ptr, next_fn, next_m)?;
+            if decode && self.mv2 {
+                self.hc_post_mix(t, sc.ypair.ptr, d.k + 1, next_fn, next_m)?;
+            } else {
+                self.hc_post_mix(t, sc.ffn_out.ptr, 1, next_fn, next_m)?;
+            }
         }
         Ok(())
     }
@@ -744,7 +920,10 @@ impl CudaSession {
     fn head_last(&self, ti: usize) -> Result<()> {
         let d = &self.m.dims;
         self.hc_finish(ti, 1, d.n_hc, self.m.out_hc_scale.ptr, self.m.out_hc_base.ptr, self.m.out_norm.ptr, self.sc.yhead.ptr)?;
-        self.head_job.run(self.gpu(), 1)
+        match (&self.head_job2, self.mv2) {
+            (Some(h), true) => h.run(self.gpu(), 1),
+            _ => self.head_job.run(self.gpu(), 1),
+        }
     }
 
     fn upload_batch(&self, toks: &[u32], p0: usize) -> Result<()> {
@@ -1187,6 +1366,7 @@ fn fill_neg_inf(gpu: &Gpu, b: &DevBuf) -> Result<()> {
 // Compile-time check that the argument structs keep the C layout sizes.
 const _: () = assert!(std::mem::size_of::<WMat>() == 48);
 const _: () = assert!(std::mem::size_of::<MvJob>() == 96);
+const _: () = assert!(std::mem::size_of::<MvJob2>() == 160);
 const _: () = assert!(std::mem::size_of::<GemmArgs>() == 96);
 const _: () = assert!(std::mem::size_of::<CompArgs>() == 104);
 const _: () = assert!(std::mem::size_of::<AttnArgs>() == 104);

@@ -7,6 +7,22 @@ typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef long long i64;
 
+// Programmatic dependent launch (see driver.rs): every kernel starts with PDL_ENTRY (or with
+// PDL_TRIGGER, a prologue that touches only immutable data such as weights, then PDL_WAIT).
+// TRIGGER lets the next kernel be scheduled now; WAIT blocks until the previous kernel has
+// finished and its memory is visible, so no dependent read or any write may precede it.
+// Without the launch attribute (or before sm_90) both are no-ops.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define PDL_TRIGGER asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#define PDL_WAIT asm volatile("griddepcontrol.wait;" ::: "memory")
+#else
+#define PDL_TRIGGER
+#define PDL_WAIT
+#endif
+#define PDL_ENTRY \
+    PDL_TRIGGER;  \
+    PDL_WAIT
+
 #define NEG_INF_F (-1.0e30f)
 #define INF_F (__int_as_float(0x7f800000))
 

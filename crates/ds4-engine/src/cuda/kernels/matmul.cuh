@@ -309,6 +309,7 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
 }
 
 extern "C" __global__ void __launch_bounds__(256) matvec_grouped(const MvJob* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
     extern __shared__ float4 xs_dyn[];
     GRID_SMEM
     int b = blockIdx.x;
@@ -383,6 +384,7 @@ extern "C" __global__ void __launch_bounds__(256) moe_down_fused(WMat wd, WMat w
                                                                  const float* g, const float* u, const float* gs,
                                                                  const float* us, float* out, int K, float clamp,
                                                                  float clamp_sh) {
+    PDL_ENTRY;
     extern __shared__ float4 xs_dyn[];
     GRID_SMEM
 #define MDB(TY)                                                                                                    \
@@ -497,6 +499,7 @@ __device__ void gemm_f32_body(const GemmArgs& a, float (*Ws)[GF_BM + 4], float (
 }
 
 extern "C" __global__ void __launch_bounds__(256) gemm_f32(GemmArgs a) {
+    PDL_ENTRY;
     __shared__ float Ws[GF_BK][GF_BM + 4];
     __shared__ float Xs[GF_BK][GF_BN + 4];
     GRID_SMEM
@@ -623,6 +626,7 @@ __device__ void gemm_h_body(const GemmArgs& a, u16* As, u16* Bs, const u64* gsm)
 }
 
 extern "C" __global__ void __launch_bounds__(256) gemm_h(GemmArgs a) {
+    PDL_ENTRY;
     __shared__ __align__(16) u16 As[GH_BM * GH_LD];
     __shared__ __align__(16) u16 Bs[GH_BN * GH_LD];
     GRID_SMEM
@@ -640,6 +644,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_h(GemmArgs a) {
 // range [hoff, hoff+hlen) of the block; the payload is the remaining contiguous range.
 extern "C" __global__ void repack_blocks(const u8* __restrict__ src, u8* __restrict__ pay, u8* __restrict__ hdr,
                                          i64 nblocks, int bbytes, int hoff, int hlen) {
+    PDL_ENTRY;
     i64 b = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nblocks) return;
     const u8* s = src + b * bbytes;
@@ -653,6 +658,7 @@ extern "C" __global__ void repack_blocks(const u8* __restrict__ src, u8* __restr
 
 // Dequantize a whole matrix (row-major f32 out); used by tests to check every format.
 extern "C" __global__ void dequant_rows(WMat w, float* out) {
+    PDL_ENTRY;
     GRID_SMEM
     i64 gidx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     int ng = w.cols >> 3;

@@ -7,6 +7,7 @@
 #define MAXM 24
 
 extern "C" __global__ void embed_rows(const u16* __restrict__ emb, const int* __restrict__ tok, float* S, int D, int N) {
+    PDL_ENTRY;
     int t = blockIdx.x;
     const u16* row = emb + (i64)tok[t] * D;
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
@@ -36,7 +37,8 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const fl
                                                               const float* __restrict__ post,
                                                               const float* __restrict__ comb,
                                                               const u16* __restrict__ fn, int M, int D, int N,
-                                                              int chunk, float* pdot, double* pss) {
+                                                              int chunk, float* pdot, double* pss, int ny) {
+    PDL_ENTRY;
     __shared__ float red[MAXM][256];
     __shared__ double redd[256];
     int t = blockIdx.y, sp = blockIdx.x, nsplit = gridDim.x;
@@ -50,7 +52,8 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const fl
         float sv[MAXN], nv[MAXN];
         for (int a = 0; a < N; a++) sv[a] = St[(i64)a * D + d];
         if (y) {
-            float yd = y[(i64)t * D + d];
+            float yd = 0.f;
+            for (int q = 0; q < ny; q++) yd += y[((i64)t * ny + q) * D + d];
             for (int b = 0; b < N; b++) {
                 float acc = post[t * N + b] * yd;
                 for (int a = 0; a < N; a++) acc += comb[t * N * N + a * N + b] * sv[a];
@@ -98,6 +101,7 @@ extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __rest
                                                             const float* __restrict__ norm_w, float eps, int iters,
                                                             float hc_eps, float* post_out, float* comb_out,
                                                             float* xn_out) {
+    PDL_ENTRY;
     extern __shared__ float xsh[];
     __shared__ double shd[32];
     __shared__ float pre_s[MAXN];
@@ -236,6 +240,7 @@ extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restr
                                                             float eps, const int* __restrict__ pos,
                                                             const float* __restrict__ omega, float* qr_out, float* raw,
                                                             int cap, int qat) {
+    PDL_ENTRY;
     extern __shared__ float sm[];
     __shared__ double shd[32];
     int t = blockIdx.x, p = pos[t];
@@ -292,6 +297,7 @@ __device__ __forceinline__ void comp_tok(const CompArgs& a, int p0, int q, int c
 }
 
 extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
+    PDL_ENTRY;
     extern __shared__ float pooled[];
     __shared__ double shd[32];
     int p0 = a.pos[0];
@@ -351,6 +357,7 @@ extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
 
 // Frontier update after the batch (runs after comp_emit, which reads the old state).
 extern "C" __global__ void comp_state(CompArgs a) {
+    PDL_ENTRY;
     int w = (a.r == 4 ? 2 : 1) * a.d;
     int nres = (a.r == 4) ? 4 : a.r;
     i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -394,6 +401,7 @@ extern "C" __global__ void comp_state(CompArgs a) {
 // ------------------------------------------------------------------------------------------
 extern "C" __global__ void idx_q_prep(float* qi, const int* __restrict__ pos, const float* __restrict__ omega, int Hi,
                                       int Di, int R, int qat) {
+    PDL_ENTRY;
     extern __shared__ float v[];
     int h = blockIdx.x, t = blockIdx.y, p = pos[t];
     float* q = qi + ((i64)t * Hi + h) * Di;
@@ -413,6 +421,7 @@ extern "C" __global__ void __launch_bounds__(256) idx_score(const float* __restr
                                                             const float* __restrict__ krows,
                                                             const int* __restrict__ pos, float* scores, int ldsc,
                                                             int Hi, int Di, float wscale, int topk) {
+    PDL_ENTRY;
     extern __shared__ float sm[];
     int t = blockIdx.y;
     int n = (pos[t] + 1) / 4;
@@ -455,6 +464,7 @@ __device__ __forceinline__ u32 fkey(float f) {
 // ties to the smaller index, written in ascending index order. grid T, block 1024.
 extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __restrict__ scores, int ldsc,
                                                                const int* __restrict__ pos, int topk, int* sel) {
+    PDL_ENTRY;
     __shared__ u32 hist[256];
     __shared__ u32 sh_prefix, sh_remaining;
     __shared__ u32 wcnt[2][32];
@@ -545,6 +555,7 @@ struct AttnArgs {
 
 #define ATT_TR 16
 extern "C" __global__ void __launch_bounds__(512) attn_partial(AttnArgs a) {
+    PDL_ENTRY;
     extern __shared__ float4 ktile4[];  // ATT_TR * Dh floats
     float* ktile = (float*)ktile4;
     int t = blockIdx.z, sp = blockIdx.y;
@@ -681,6 +692,7 @@ extern "C" __global__ void attn_combine(const float* __restrict__ po, const floa
                                         const float* __restrict__ sinks, const int* __restrict__ pos,
                                         const float* __restrict__ omega, int H, int Dh, int R, int nsplit,
                                         float* out) {
+    PDL_ENTRY;
     extern __shared__ float ov[];
     int h = blockIdx.x, t = blockIdx.y, p = pos[t];
     float sink = sinks[h];
@@ -713,6 +725,7 @@ extern "C" __global__ void attn_combine(const float* __restrict__ po, const floa
 extern "C" __global__ void moe_route(const float* __restrict__ logits, const float* __restrict__ bias,
                                      const int* __restrict__ tid2eid, const int* __restrict__ tok, int E, int K,
                                      float wscale, int wnorm, int* sel, float* wts) {
+    PDL_ENTRY;
     extern __shared__ float prob[];
     int t = blockIdx.x;
     for (int e = threadIdx.x; e < E; e += blockDim.x) prob[e] = sqrtf(softplusf_(logits[(i64)t * E + e]));
@@ -758,6 +771,7 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
 // pair_of[t*K+i] = slot, pair_w[slot] = routing weight. One block, thread per expert.
 extern "C" __global__ void moe_group(const int* __restrict__ sel, const float* __restrict__ wts, int T, int K, int E,
                                      int* off, int* pair_tok, int* pair_of, float* pair_w) {
+    PDL_ENTRY;
     extern __shared__ int cnt[];
     int TK = T * K;
     for (int e = threadIdx.x; e < E; e += blockDim.x) {
@@ -782,6 +796,7 @@ extern "C" __global__ void moe_group(const int* __restrict__ sel, const float* _
 // mid = silu(min(g, c)) * clamp(u, -c, c) * w   (w = 1 when pw == 0)
 extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __restrict__ u,
                                    const float* __restrict__ pw, int n, int F, float clamp, float* mid) {
+    PDL_ENTRY;
     i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (i64)n * F) return;
     float gg = fminf(g[i], clamp);
@@ -793,6 +808,7 @@ extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __r
 // out[t] = sum_i ypair[pair_of[t*K+i]] (selection order) + shared[t]
 extern "C" __global__ void moe_combine(const float* __restrict__ ypair, const int* __restrict__ pair_of,
                                        const float* __restrict__ shared, int K, int D, float* out) {
+    PDL_ENTRY;
     int t = blockIdx.y;
     int d = blockIdx.x * blockDim.x + threadIdx.x;
     if (d >= D) return;
@@ -803,6 +819,7 @@ extern "C" __global__ void moe_combine(const float* __restrict__ ypair, const in
 
 // argmax over x[0..n) skipping index `excl` (-1: none); ties to the smaller index.
 extern "C" __global__ void __launch_bounds__(1024) argmax_excl(const float* __restrict__ x, int n, int excl, int* out) {
+    PDL_ENTRY;
     __shared__ float bv[32];
     __shared__ int bi[32];
     float v = -INF_F;
@@ -829,5 +846,6 @@ extern "C" __global__ void __launch_bounds__(1024) argmax_excl(const float* __re
 
 // Bandwidth probe: y[i] = x[i] (float4), used by ds4-bench for the device-copy ceiling.
 extern "C" __global__ void copy_f4(const float4* __restrict__ x, float4* __restrict__ y, i64 n) {
+    PDL_ENTRY;
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) y[i] = x[i];
 }

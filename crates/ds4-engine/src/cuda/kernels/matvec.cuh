@@ -1,0 +1,271 @@
+// Decode matvec, second design (`mv2`). Decode streams ~9.2 GB of weights per token, so
+// every matvec must keep HBM busy: many independent 8-32 byte loads in flight per lane and
+// no barrier before the first one.
+//
+// * A block is 8 warps. `wk` warps share a group of rows and split its columns (split-K
+//   inside the block: small-row matrices still fill the GPU); each warp owns `R` rows.
+//   The per-warp partials are combined in a fixed order through shared memory.
+// * A lane walks column groups g = lane, lane + 32, ... of its column slice. It loads the
+//   input slice of one group (G floats) into registers ONCE (read-only cache: all blocks of an
+//   SM share x through L1) and applies it to its R rows: x traffic per weight byte falls by R,
+//   which is what keeps 2-bit formats (16 bytes of f32 x per weight byte) off the L1 limit.
+// * Paired jobs compute two matrices of the same shape at the same rows (gate and up of a
+//   SwiGLU FFN) and write silu(min(g,c)) * clamp(u,-c,c) * weight: the MoE "mid" vector,
+//   without another kernel.
+// * Before PDL_WAIT (programmatic dependent launch) a block that does not depend on the
+//   previous kernel for its weight rows (no expert selection) prefetches them into L2, so the
+//   weight stream starts while the previous kernel drains.
+// Deterministic: fixed per-lane order, butterfly warp sums, fixed-order split-K combine.
+
+struct MvJob2 {
+    WMat w;
+    WMat w2;              // paired jobs: the "up" matrix (same type and shape); w2.pay == 0 otherwise
+    const float* x;
+    float* y;
+    const int* sel;       // per-slot expert ids (nullptr: plain matrix)
+    const float* wts;     // paired jobs: per-slot routing weight (nullptr: 1)
+    i64 x_slot;           // floats between slot inputs (0: every slot reads the same x)
+    int nslots;
+    int x_grp_rows;       // rows sharing one x slice (block-diagonal weights), multiple of rows/block
+    int block0;           // first block of this job in the launch
+    int rpw;              // rows per warp R: 1, 2 or 4
+    int wk;               // warps splitting one row group's columns: 1, 2, 4 or 8
+    float clamp;          // paired: SwiGLU clamp
+};
+
+// One column group (G values) of x in registers.
+template <int TY>
+__device__ __forceinline__ void mv2_load_x(const float* __restrict__ x, int g, float* xv) {
+    const int G = XG<TY>::G;
+    const float4* p = (const float4*)(x + (i64)g * G);
+#pragma unroll
+    for (int k = 0; k < G / 4; k++) {
+        float4 v = __ldg(p + k);
+        xv[4 * k] = v.x; xv[4 * k + 1] = v.y; xv[4 * k + 2] = v.z; xv[4 * k + 3] = v.w;
+    }
+}
+
+__device__ __forceinline__ float dot4v(const float* x, float b0, float b1, float b2, float b3) {
+    return x[0] * b0 + x[1] * b1 + x[2] * b2 + x[3] * b3;
+}
+
+// Dot of column group g of `row` with the group's x values (registers).
+template <int TY>
+__device__ __forceinline__ float mv2_gdot(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols, int row,
+                                          int g, const float* xv, const u64* gsm) {
+    if (TY == T_F32 || TY == T_F16) {
+        float v[8];
+        deq8<TY>(pay, hdr, cols, row, g * 8, v, gsm);
+        return dot4v(xv, v[0], v[1], v[2], v[3]) + dot4v(xv + 4, v[4], v[5], v[6], v[7]);
+    } else if (TY == T_Q8_0) {
+        int nb = cols >> 5;
+        i64 blk = (i64)row * nb + (g >> 1);
+        uint4 q = __ldg((const uint4*)(pay + blk * 32 + (g & 1) * 16));
+        float d = h2f(__ldg((const u16*)(hdr + blk * 2)));
+        u32 w[4] = {q.x, q.y, q.z, q.w};
+        float acc = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            acc += dot4v(xv + 4 * k, (float)(signed char)(w[k] & 0xff), (float)(signed char)((w[k] >> 8) & 0xff),
+                         (float)(signed char)((w[k] >> 16) & 0xff), (float)(signed char)(w[k] >> 24));
+        return d * acc;
+    } else if (TY == T_IQ2_XXS) {
+        int nb = cols >> 8;
+        i64 blk = (i64)row * nb + (g >> 3);
+        uint2 q = __ldg((const uint2*)(pay + blk * 64 + (g & 7) * 8));
+        float d = h2f(__ldg((const u16*)(hdr + blk * 2)));
+        u32 A = q.x, B = q.y;
+        float acc = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            u64 gr = gsm[(A >> (8 * k)) & 255];
+            u32 sg = (B >> (7 * k)) & 127;
+            sg |= (u32)(__popc(sg) & 1) << 7;
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float m = (float)((gr >> (8 * i)) & 0xff);
+                float p = m * xv[8 * k + i];
+                acc += ((sg >> i) & 1) ? -p : p;
+            }
+        }
+        return d * (0.5f + (float)(B >> 28)) * 0.25f * acc;
+    } else if (TY == T_Q2_K) {
+        int nb = cols >> 8;
+        i64 blk = (i64)row * nb + (g >> 3);
+        int sub = g & 7, h = sub >> 2, sft = 2 * (sub & 3);
+        const u8* P = pay + blk * 80;
+        uint4 q0 = __ldg((const uint4*)(P + 16 + 32 * h)), q1 = __ldg((const uint4*)(P + 16 + 32 * h + 16));
+        int j0 = 8 * h + 2 * (sub & 3);
+        u32 scp = __ldg((const u16*)(P + j0));  // j0 is even: the two scale bytes as one load
+        int sc0 = scp & 0xff, sc1 = scp >> 8;
+        u32 dd = __ldg((const u32*)(hdr + blk * 4));
+        float d = h2f((u16)(dd & 0xffff)), dmin = h2f((u16)(dd >> 16));
+        u32 w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+        float a0 = 0.f, a1 = 0.f, s0 = 0.f, s1 = 0.f;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const float* xk = xv + 4 * k;
+            u32 ww = w[k] >> sft;
+            float p = dot4v(xk, (float)(ww & 3), (float)((ww >> 8) & 3), (float)((ww >> 16) & 3), (float)((ww >> 24) & 3));
+            float sx = xk[0] + xk[1] + xk[2] + xk[3];
+            if (k < 4) { a0 += p; s0 += sx; } else { a1 += p; s1 += sx; }
+        }
+        return d * ((float)(sc0 & 15) * a0 + (float)(sc1 & 15) * a1) - dmin * ((float)(sc0 >> 4) * s0 + (float)(sc1 >> 4) * s1);
+    } else {  // Q4_K
+        int nb = cols >> 8;
+        i64 blk = (i64)row * nb + (g >> 3);
+        int j = g & 7, sft = (j & 1) * 4;
+        const u8* H = hdr + blk * 16;
+        const u8* P = pay + blk * 128 + 32 * (j >> 1);
+        uint4 q0 = __ldg((const uint4*)P), q1 = __ldg((const uint4*)(P + 16));
+        uint4 hh = __ldg((const uint4*)H);
+        u8 hb[16];
+        *(uint4*)hb = hh;
+        float d = h2f((u16)(hh.x & 0xffff)), dmin = h2f((u16)(hh.x >> 16));
+        int sc, m;
+        q4k_scale_min(j, hb + 4, sc, m);
+        u32 w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+        float a = 0.f, sx = 0.f;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const float* xk = xv + 4 * k;
+            u32 ww = w[k] >> sft;
+            a += dot4v(xk, (float)(ww & 15), (float)((ww >> 8) & 15), (float)((ww >> 16) & 15), (float)((ww >> 24) & 15));
+            sx += xk[0] + xk[1] + xk[2] + xk[3];
+        }
+        return d * (float)sc * a - dmin * (float)m * sx;
+    }
+}
+
+// Bytes of one row of a matrix of type TY (payload only; headers are small).
+template <int TY>
+__device__ __forceinline__ i64 mv2_row_bytes(int cols) {
+    return (i64)cols / QT<TY>::BL * QT<TY>::PB;
+}
+
+template <int TY, int R>
+__device__ __forceinline__ void mv2_body(const MvJob2& j, int slot, int rowA, const float* __restrict__ x,
+                                         const u8* pay, const u8* hdr, const u8* pay2, const u8* hdr2,
+                                         int ks, float (*red)[8], const u64* gsm) {
+    const int G = XG<TY>::G;
+    int cols = j.w.cols, rows = j.w.rows;
+    int ng = cols / G;
+    int g0 = (int)((i64)ng * ks / j.wk), g1 = (int)((i64)ng * (ks + 1) / j.wk);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    bool paired = pay2 != nullptr;
+    int rr[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) rr[r] = min(rowA + r, rows - 1);  // tail rows recompute the last row, discarded
+    float acc[R], acc2[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) { acc[r] = 0.f; acc2[r] = 0.f; }
+#pragma unroll 2
+    for (int g = g0 + lane; g < g1; g += 32) {
+        float xv[G];
+        mv2_load_x<TY>(x, g, xv);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            acc[r] += mv2_gdot<TY>(pay, hdr, cols, rr[r], g, xv, gsm);
+            if (paired) acc2[r] += mv2_gdot<TY>(pay2, hdr2, cols, rr[r], g, xv, gsm);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        float a = warp_sum(acc[r]);
+        float b = paired ? warp_sum(acc2[r]) : 0.f;
+        if (lane == 0) { red[warp][2 * r] = a; red[warp][2 * r + 1] = b; }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) mv2(const MvJob2* __restrict__ jobs, int njobs) {
+    PDL_TRIGGER;
+    __shared__ u64 gsm[256];
+    __shared__ float red[8][8];
+    int b = blockIdx.x;
+    int ji = 0;
+    while (ji + 1 < njobs && jobs[ji + 1].block0 <= b) ji++;
+    const MvJob2 j = jobs[ji];
+    int lb = b - j.block0;
+    int wpr = 8 / j.wk;  // row groups per block
+    int rpb = j.rpw * wpr;
+    int bps = (j.w.rows + rpb - 1) / rpb;
+    int slot = lb / bps;
+    int row0 = (lb % bps) * rpb;
+    int warp = threadIdx.x >> 5;
+    int rg = warp / j.wk, ks = warp % j.wk;
+    int rowA = row0 + rg * j.rpw;
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
+    // Weight rows of a plain matrix are known before the previous kernel ends: start their
+    // stream into L2 now (prefetch is a hint: no registers, no ordering).
+    if (!j.sel) {
+        i64 rb = 0;
+        switch (j.w.type) {
+            case T_F32: rb = mv2_row_bytes<T_F32>(j.w.cols); break;
+            case T_F16: rb = mv2_row_bytes<T_F16>(j.w.cols); break;
+            case T_Q8_0: rb = mv2_row_bytes<T_Q8_0>(j.w.cols); break;
+            case T_IQ2_XXS: rb = mv2_row_bytes<T_IQ2_XXS>(j.w.cols); break;
+            case T_Q2_K: rb = mv2_row_bytes<T_Q2_K>(j.w.cols); break;
+            default: rb = mv2_row_bytes<T_Q4_K>(j.w.cols); break;
+        }
+        int nr = min(rpb, j.w.rows - row0);
+        i64 bytes = rb * nr;
+        const u8* base = j.w.pay + rb * row0;
+        for (i64 o = (i64)threadIdx.x * 128; o < bytes; o += (i64)blockDim.x * 128)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(base + o));
+        if (j.w2.pay) {
+            const u8* base2 = j.w2.pay + rb * row0;
+            for (i64 o = (i64)threadIdx.x * 128; o < bytes; o += (i64)blockDim.x * 128)
+                asm volatile("prefetch.global.L2 [%0];" ::"l"(base2 + o));
+        }
+    }
+    PDL_WAIT;
+    __syncthreads();
+    const u8* pay = j.w.pay;
+    const u8* hdr = j.w.hdr;
+    const u8* pay2 = j.w2.pay;
+    const u8* hdr2 = j.w2.hdr;
+    if (j.sel) {
+        i64 e = j.sel[slot];
+        pay += e * j.w.e_pay;
+        hdr += e * j.w.e_hdr;
+        if (pay2) { pay2 += e * j.w2.e_pay; hdr2 += e * j.w2.e_hdr; }
+    }
+    int cols = j.w.cols;
+    const float* x = j.x + (i64)slot * j.x_slot + (i64)(row0 / j.x_grp_rows) * cols;
+#define MV2_R(TY)                                                                                  \
+    if (j.rpw == 4) mv2_body<TY, 4>(j, slot, rowA, x, pay, hdr, pay2, hdr2, ks, red, gsm);         \
+    else if (j.rpw == 2) mv2_body<TY, 2>(j, slot, rowA, x, pay, hdr, pay2, hdr2, ks, red, gsm);    \
+    else mv2_body<TY, 1>(j, slot, rowA, x, pay, hdr, pay2, hdr2, ks, red, gsm);
+    switch (j.w.type) {
+        case T_F32: MV2_R(T_F32) break;
+        case T_F16: MV2_R(T_F16) break;
+        case T_Q8_0: MV2_R(T_Q8_0) break;
+        case T_IQ2_XXS: MV2_R(T_IQ2_XXS) break;
+        case T_Q2_K: MV2_R(T_Q2_K) break;
+        default: MV2_R(T_Q4_K) break;
+    }
+#undef MV2_R
+    __syncthreads();
+    // combine: thread (rg, r) sums the wk column slices in order
+    int t = threadIdx.x;
+    if (t < rpb) {
+        int g = t / j.rpw, r = t % j.rpw;
+        int row = row0 + t;
+        if (row < j.w.rows) {
+            float a = 0.f, c = 0.f;
+            for (int k = 0; k < j.wk; k++) {
+                a += red[g * j.wk + k][2 * r];
+                c += red[g * j.wk + k][2 * r + 1];
+            }
+            float v = a;
+            if (j.w2.pay) {
+                float cl = j.clamp;
+                float gg = fminf(a, cl);
+                float uu = fminf(fmaxf(c, -cl), cl);
+                v = siluf_(gg) * uu;
+                if (j.wts) v *= j.wts[slot];
+            }
+            j.y[(i64)slot * j.w.rows + row] = v;
+        }
+    }
+}
