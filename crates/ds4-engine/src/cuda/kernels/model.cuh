@@ -183,11 +183,12 @@ __device__ void rope_tail_smem(float* v, int n, int R, int pos, const float* ome
 // [0] slot counter (may exceed the capacity: overflow), [1] capacity, [2..4) unused, then
 // entries {layer, pos, kind, margin bits}. Kinds: 0 raw kv fp8, 1 compressed kv fp8,
 // 2 indexer row fp4, 3 indexer query fp4, 4 indexer top-k cut. Margins are computed from
-// the pre-rounding values only, so recording never changes a computed value.
+// the pre-rounding values only, so recording never changes a computed value (kept out of
+// line so the kernels' hot paths keep their registers).
 // ------------------------------------------------------------------------------------------
 #define NEAR_TIE_REL 1e-5f
 
-__device__ void note_tie(int* ties, int layer, int pos, int kind, float margin) {
+__device__ __noinline__ void note_tie(int* ties, int layer, int pos, int kind, float margin) {
     if (!ties || !(margin < NEAR_TIE_REL)) return;
     int slot = atomicAdd(ties, 1);
     if (slot < ties[1]) {
@@ -207,7 +208,7 @@ __device__ float pow2_margin(float r) {
 }
 
 // ops::fp8_margin of one 64-block p[0..64) (before its round trip).
-__device__ float fp8_block_margin(const float* p) {
+__device__ __noinline__ float fp8_block_margin(const float* p) {
     float amax = 0.f;
     for (int i = 0; i < 64; i++) amax = fmaxf(amax, fabsf(p[i]));
     float best = INF_F;
@@ -224,7 +225,7 @@ __device__ float fp8_block_margin(const float* p) {
 }
 
 // ops::fp4_margin of one 32-block p[0..32) (already Hadamard-rotated, before its round trip).
-__device__ float fp4_block_margin(const float* p) {
+__device__ __noinline__ float fp4_block_margin(const float* p) {
     const float mids[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.f};
     float amax = 0.f;
     for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(p[i]));
