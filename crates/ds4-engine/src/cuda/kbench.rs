@@ -3,7 +3,7 @@
 //! throughput, and the device-copy ceiling they are compared with.
 
 use super::driver::{Args, Gpu, Result};
-use super::session::{GemmArgs, JobTable, MvJob};
+use super::session::{GemmArgs, JobTable, JobTable2, MvJob, MvJob2};
 use super::weights::{upload_raw_mat, GMat};
 use ds4_gguf::GgmlType;
 
@@ -104,7 +104,7 @@ pub fn run() -> Result<()> {
     gpu.htod(x.ptr, &xs)?;
     let y = gpu.alloc(8 * 131072 * 4)?;
     let sel = gpu.alloc(64)?;
-    println!("{:<28} {:>10} {:>10} {:>8}", "matvec (decode)", "MB/call", "us", "TB/s");
+    println!("{:<28} {:>10} {:>10} {:>8}   {:>8} {:>8}  {}", "matvec (decode)", "MB/call", "us", "TB/s", "mv2 us", "TB/s", "mv2 vs old: max|d| rel");
     for c in &cases {
         let data = random_blocks(c.ty, c.cols * c.rows * c.n_exp, 17 + c.rows as u64);
         let m: GMat = upload_raw_mat(&gpu, c.name, c.ty, if c.n_exp > 1 { vec![c.cols as u64, c.rows as u64, c.n_exp as u64] } else { vec![c.cols as u64, c.rows as u64] }, &data)?;
@@ -113,6 +113,7 @@ pub fn run() -> Result<()> {
         let per_call = m.bytes_per_mat * c.slots;
         let variants = ((512usize << 20) / per_call.max(1)).clamp(1, 64);
         let mut tables = Vec::new();
+        let mut tables2 = Vec::new();
         let mut copies = Vec::new();
         for v in 0..variants {
             let (w, selp) = if c.n_exp > 1 {
@@ -136,7 +137,26 @@ pub fn run() -> Result<()> {
             };
             let mut j = [MvJob { w, x: x.ptr, y: y.ptr, sel: selp, x_slot: 0, nslots: c.slots as i32, x_grp_rows: w.rows, block0: 0, pad: 0 }];
             tables.push(JobTable::new(&gpu, &mut j)?);
+            let mut j2 = [MvJob2 { sel: selp, nslots: c.slots as i32, ..MvJob2::plain(w, x.ptr, y.ptr) }];
+            tables2.push(JobTable2::new(&gpu, &mut j2)?);
         }
+        // correctness: the same job through both kernels
+        let n_out = c.rows * c.slots;
+        let mut y_old = vec![0f32; n_out];
+        let mut y_new = vec![0f32; n_out];
+        tables[0].run(&gpu, 1)?;
+        gpu.dtoh(&mut y_old, y.ptr)?;
+        gpu.memset0(y.ptr, n_out * 4)?;
+        tables2[0].run(&gpu, 1)?;
+        gpu.dtoh(&mut y_new, y.ptr)?;
+        let (mut md, mut num, mut den) = (0f64, 0f64, 0f64);
+        for (a, b) in y_old.iter().zip(&y_new) {
+            let dd = (*a as f64 - *b as f64).abs();
+            md = if dd.is_nan() { f64::INFINITY } else { md.max(dd) };
+            num += dd * dd;
+            den += (*a as f64) * (*a as f64);
+        }
+        let rel = (num / den.max(1e-300)).sqrt();
         let _ = &sel;
         for t in tables.iter().take(3) {
             t.run(&gpu, 1)?;
@@ -149,7 +169,28 @@ pub fn run() -> Result<()> {
         }
         gpu.record(&e1)?;
         let ms = gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64;
-        println!("{:<28} {:>10.2} {:>10.2} {:>8.3}", c.name, per_call as f64 / 1e6, ms * 1e3, per_call as f64 / (ms / 1e3) / 1e12);
+        for t in tables2.iter().take(3) {
+            t.run(&gpu, 1)?;
+        }
+        gpu.record(&e0)?;
+        for i in 0..reps {
+            tables2[i % tables2.len()].run(&gpu, 1)?;
+        }
+        gpu.record(&e1)?;
+        let ms2 = gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64;
+        let tbs = |ms: f64| per_call as f64 / (ms / 1e3) / 1e12;
+        println!(
+            "{:<28} {:>10.2} {:>10.2} {:>8.3}   {:>8.2} {:>8.3}  {:.2e} {:.2e}{}",
+            c.name,
+            per_call as f64 / 1e6,
+            ms * 1e3,
+            tbs(ms),
+            ms2 * 1e3,
+            tbs(ms2),
+            md,
+            rel,
+            if rel < 1e-5 { "" } else { "  MISMATCH" }
+        );
     }
     // prefill GEMM throughput
     println!("{:<28} {:>10} {:>10} {:>8}", "GEMM (prefill, T=2048)", "GFLOP", "ms", "TFLOP/s");

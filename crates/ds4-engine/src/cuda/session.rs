@@ -24,11 +24,13 @@ pub struct SessionOptions {
     pub precision: Precision,
     pub max_chunk: usize,
     pub graphs: bool,
+    /// Record near-tie decisions ([`CudaSession::near_ties`]); off: no buffer, no margins.
+    pub near_ties: bool,
 }
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        SessionOptions { ctx: 4096, qat: true, precision: Precision::Fast, max_chunk: 2048, graphs: true }
+        SessionOptions { ctx: 4096, qat: true, precision: Precision::Fast, max_chunk: 2048, graphs: true, near_ties: false }
     }
 }
 
@@ -79,7 +81,8 @@ struct CompArgs {
     eps: f32,
     qat: i32,
     indexer: i32,
-    pad: i32,
+    layer: i32,
+    ties: u64,
 }
 
 #[repr(C)]
@@ -332,7 +335,13 @@ pub struct CudaSession {
     head_job2: Option<JobTable2>,
     graphs: HashMap<usize, Graph>,
     pub graph_captures: usize,
+    /// Near-tie list (model.cuh `note_tie`) when `opts.near_ties`.
+    ties: Option<DevBuf>,
 }
+
+/// Entries of the device near-tie list; more are counted as an overflow.
+const NEAR_TIE_CAP: usize = 1 << 16;
+const NEAR_TIE_KINDS: [&str; 5] = ["raw kv fp8", "compressed kv fp8", "indexer row fp4", "indexer query fp4", "indexer top-k cut"];
 
 fn nsplit_decode(ratio: usize) -> usize {
     if ratio == 0 { 8 } else { 16 }
@@ -426,6 +435,13 @@ impl CudaSession {
             logits: f4(d.vocab)?,
             amax: f4(1)?,
         };
+        let ties = if opts.near_ties {
+            let b = gpu.alloc_zeroed((4 + 4 * NEAR_TIE_CAP) * 4)?;
+            gpu.htod(b.ptr + 4, &[NEAR_TIE_CAP as i32])?;
+            Some(b)
+        } else {
+            None
+        };
         // state init: score frontiers start at NEG_INF
         let mut sess = CudaSession {
             m: m.clone(),
@@ -447,6 +463,7 @@ impl CudaSession {
             head_job2: None,
             graphs: HashMap::new(),
             graph_captures: 0,
+            ties,
         };
         sess.build_jobs()?;
         sess.build_jobs2()?;
@@ -482,11 +499,44 @@ impl CudaSession {
                 fill_neg_inf(&gpu, s.issc.as_ref().unwrap())?;
             }
         }
+        if let Some(b) = &self.ties {
+            gpu.memset0(b.ptr, 4)?;
+        }
         gpu.sync()?;
         self.tokens.clear();
         self.logits_host = None;
         self.has_logits = false;
         Ok(())
+    }
+
+    fn ties_ptr(&self) -> u64 {
+        self.ties.as_ref().map_or(0, |b| b.ptr)
+    }
+
+    /// Near-tie decisions recorded since the last [`reset`](Self::reset) (needs
+    /// `opts.near_ties`; empty otherwise): one entry per (position, layer, kind) with the
+    /// smallest margin, sorted. An overflowing list is an error (it would be incomplete).
+    pub fn near_ties(&self) -> Result<Vec<crate::cpu::NearTie>> {
+        let Some(b) = &self.ties else { return Ok(Vec::new()) };
+        self.m.gpu.bind()?;
+        let gpu = self.gpu();
+        gpu.sync()?;
+        let mut head = [0i32; 4];
+        gpu.dtoh(&mut head, b.ptr)?;
+        let n = head[0].max(0) as usize;
+        if n > NEAR_TIE_CAP {
+            return Err(CudaError::Other(format!("near-tie list overflow: {n} > {NEAR_TIE_CAP} entries")));
+        }
+        let mut raw = vec![0i32; 4 * n];
+        gpu.dtoh(&mut raw, b.ptr + 16)?;
+        // Slots come in atomic (arbitrary) order: sort, keep the smallest margin per key.
+        let mut e: Vec<(usize, usize, usize, f32)> =
+            raw.chunks_exact(4).map(|c| (c[1] as usize, c[0] as usize, c[2] as usize, f32::from_bits(c[3] as u32))).collect();
+        e.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)).then(a.3.total_cmp(&b.3)));
+        e.dedup_by(|x, y| (x.0, x.1, x.2) == (y.0, y.1, y.2));
+        Ok(e.into_iter()
+            .map(|(pos, layer, kind, margin)| crate::cpu::NearTie { layer, pos, what: NEAR_TIE_KINDS[kind.min(4)], margin })
+            .collect())
     }
 
     fn build_jobs(&mut self) -> Result<()> {
@@ -671,7 +721,8 @@ impl CudaSession {
             eps: d.rms_eps,
             qat: self.opts.qat as i32,
             indexer: indexer as i32,
-            pad: 0,
+            layer: l as i32,
+            ties: self.ties_ptr(),
         }
     }
 
@@ -740,7 +791,9 @@ impl CudaSession {
                 .a(sc.qr.ptr)
                 .a(stl.raw.ptr)
                 .a(self.cap as i32)
-                .a(self.opts.qat as i32);
+                .a(self.opts.qat as i32)
+                .a(l as i32)
+                .a(self.ties_ptr());
             gpu.launch("attn_prep", (t as u32, 1, 1), 512, ((d.rq + d.dh) * 4) as u32, args)?;
             if ratio > 0 {
                 self.compressor(l, t, false)?;
@@ -761,6 +814,7 @@ impl CudaSession {
             }
             if use_idx {
                 let args = Args::new().a(sc.iq.ptr).a(sc.pos.ptr).a(self.m.omega_comp.ptr).a(d.hi as i32).a(d.di as i32).a(d.r as i32).a(self.opts.qat as i32);
+                let args = args.a(l as i32).a(d.topk as i32).a(self.ties_ptr());
                 gpu.launch("idx_q_prep", (d.hi as u32, t as u32, 1), ((d.di + 31) / 32 * 32) as u32, (d.di * 4) as u32, args)?;
                 let wscale = 1.0f32 / ((d.di * d.hi) as f32).sqrt();
                 let smem = ((d.hi * (d.di + 1) + d.hi + 8 * d.di) * 4) as u32;
@@ -776,7 +830,7 @@ impl CudaSession {
                     .a(wscale)
                     .a(d.topk as i32);
                 gpu.launch("idx_score", (((idx_rows + 31) / 32) as u32, t as u32, 1), 256, smem, args)?;
-                let args = Args::new().a(sc.scores.ptr).a(self.idx_ld as i32).a(sc.pos.ptr).a(d.topk as i32).a(sc.isel.ptr);
+                let args = Args::new().a(sc.scores.ptr).a(self.idx_ld as i32).a(sc.pos.ptr).a(d.topk as i32).a(sc.isel.ptr).a(l as i32).a(self.ties_ptr());
                 gpu.launch("topk_select", (t as u32, 1, 1), 1024, 0, args)?;
             }
             let nsplit = if decode { nsplit_decode(ratio) } else { 1 };
@@ -1368,5 +1422,5 @@ const _: () = assert!(std::mem::size_of::<WMat>() == 48);
 const _: () = assert!(std::mem::size_of::<MvJob>() == 96);
 const _: () = assert!(std::mem::size_of::<MvJob2>() == 160);
 const _: () = assert!(std::mem::size_of::<GemmArgs>() == 96);
-const _: () = assert!(std::mem::size_of::<CompArgs>() == 104);
+const _: () = assert!(std::mem::size_of::<CompArgs>() == 112);
 const _: () = assert!(std::mem::size_of::<AttnArgs>() == 104);

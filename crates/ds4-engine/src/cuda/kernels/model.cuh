@@ -179,10 +179,76 @@ __device__ void rope_tail_smem(float* v, int n, int R, int pos, const float* ome
     }
 }
 
-// FP8 E4M3 round trip on v[0..n) in blocks of 64 (one thread per block).
-__device__ void fp8_sim_smem(float* v, int n) {
+// ------------------------------------------------------------------------------------------
+// Near-tie recording (optional diagnostics, cpu::NearTie): a QAT rounding input or an indexer
+// top-k cut within NEAR_TIE (relative) of its decision boundary. Two correct f32
+// implementations may decide these differently, so the verifier may end a strict comparison
+// at such a position. `ties` == 0: off (the margins are never computed). Layout (int32):
+// [0] slot counter (may exceed the capacity: overflow), [1] capacity, [2..4) unused, then
+// entries {layer, pos, kind, margin bits}. Kinds: 0 raw kv fp8, 1 compressed kv fp8,
+// 2 indexer row fp4, 3 indexer query fp4, 4 indexer top-k cut. Margins are computed from
+// the pre-rounding values only, so recording never changes a computed value (kept out of
+// line so the kernels' hot paths keep their registers).
+// ------------------------------------------------------------------------------------------
+#define NEAR_TIE_REL 1e-5f
+
+__device__ __noinline__ void note_tie(int* ties, int layer, int pos, int kind, float margin) {
+    if (!ties || !(margin < NEAR_TIE_REL)) return;
+    int slot = atomicAdd(ties, 1);
+    if (slot < ties[1]) {
+        int* e = ties + 4 + 4 * slot;
+        e[0] = layer;
+        e[1] = pos;
+        e[2] = kind;
+        e[3] = __float_as_int(margin);
+    }
+}
+
+// Relative distance of r > 0 to the nearest power of two (ops::pow2_margin, in f64).
+__device__ float pow2_margin(float r) {
+    double k = round(log2((double)r));
+    double p = exp2(k);
+    return (float)(fabs((double)r - p) / p);
+}
+
+// ops::fp8_margin of one 64-block p[0..64) (before its round trip).
+__device__ __noinline__ float fp8_block_margin(const float* p) {
+    float amax = 0.f;
+    for (int i = 0; i < 64; i++) amax = fmaxf(amax, fabsf(p[i]));
+    float best = INF_F;
+    if (amax > 1e-4f) best = fminf(best, pow2_margin(amax / 448.f));
+    float scale = exp2i(ceil_log2_exact(fmaxf(amax, 1e-4f) / 448.f));
+    for (int i = 0; i < 64; i++) {
+        float a = fabsf(p[i] / scale);
+        if (a == 0.f || a >= 448.f) continue;
+        float step = exp2i(a < 0.015625f ? -9 : (int)(__float_as_uint(a) >> 23) - 127 - 3);
+        float q = a / step;
+        best = fminf(best, fabsf((q - floorf(q)) - 0.5f) * step / a);
+    }
+    return best;
+}
+
+// ops::fp4_margin of one 32-block p[0..32) (already Hadamard-rotated, before its round trip).
+__device__ __noinline__ float fp4_block_margin(const float* p) {
+    const float mids[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.f};
+    float amax = 0.f;
+    for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(p[i]));
+    if (amax == 0.f) return INF_F;
+    float best = pow2_margin(amax / 6.f);
+    float scale = exp2i(ceil_log2_exact(amax / 6.f));
+    for (int i = 0; i < 32; i++) {
+        float a = fabsf(p[i] / scale);
+        for (int m = 0; m < 7; m++) best = fminf(best, fabsf(a - mids[m]) / mids[m]);
+    }
+    return best;
+}
+
+// FP8 E4M3 round trip on v[0..n) in blocks of 64 (one thread per block). With `ties`, each
+// block's margin is noted (kind, layer, pos) before it is rounded.
+__device__ void fp8_sim_smem(float* v, int n, int* ties = nullptr, int layer = 0, int pos = 0, int kind = 0) {
     for (int b = threadIdx.x; b < n / 64; b += blockDim.x) {
         float* p = v + b * 64;
+        if (ties) note_tie(ties, layer, pos, kind, fp8_block_margin(p));
         float amax = 0.f;
         for (int i = 0; i < 64; i++) amax = fmaxf(amax, fabsf(p[i]));
         amax = fmaxf(amax, 1e-4f);
@@ -191,8 +257,9 @@ __device__ void fp8_sim_smem(float* v, int n) {
     }
 }
 
-// Hadamard (natural order, scaled 1/sqrt(n)) + FP4 E2M1 round trip in blocks of 32.
-__device__ void hadamard_fp4_smem(float* v, int n) {
+// Hadamard (natural order, scaled 1/sqrt(n)) + FP4 E2M1 round trip in blocks of 32. With
+// `ties`, each block's margin is noted after the rotation, before the rounding.
+__device__ void hadamard_fp4_smem(float* v, int n, int* ties = nullptr, int layer = 0, int pos = 0, int kind = 0) {
     for (int st = 1; st < n; st <<= 1) {
         __syncthreads();
         for (int i = threadIdx.x; i < n / 2; i += blockDim.x) {
@@ -209,6 +276,7 @@ __device__ void hadamard_fp4_smem(float* v, int n) {
     __syncthreads();
     for (int b = threadIdx.x; b < n / 32; b += blockDim.x) {
         float* p = v + b * 32;
+        if (ties) note_tie(ties, layer, pos, kind, fp4_block_margin(p));
         float amax = 0.f;
         for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(p[i]));
         amax = fmaxf(amax, 7.052966104933725e-38f);
@@ -239,7 +307,7 @@ extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restr
                                                             const float* __restrict__ kv_norm, int Rq, int Dh, int R,
                                                             float eps, const int* __restrict__ pos,
                                                             const float* __restrict__ omega, float* qr_out, float* raw,
-                                                            int cap, int qat) {
+                                                            int cap, int qat, int layer, int* ties) {
     PDL_ENTRY;
     extern __shared__ float sm[];
     __shared__ double shd[32];
@@ -251,7 +319,7 @@ extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restr
     rmsnorm_w_to(kvp + (i64)t * Dh, kv_norm, k, Dh, eps, shd);
     rope_tail_smem(k, Dh, R, p, omega, 1.f);
     __syncthreads();
-    if (qat) fp8_sim_smem(k, Dh - R);
+    if (qat) fp8_sim_smem(k, Dh - R, ties, layer, p, 0);
     __syncthreads();
     float* dst = raw + (i64)(p % cap) * Dh;
     for (int i = threadIdx.x; i < Dh; i += blockDim.x) dst[i] = k[i];
@@ -278,7 +346,8 @@ struct CompArgs {
     float eps;
     int qat;
     int indexer;
-    int pad;
+    int layer;  // for near-tie records
+    int* ties;  // near-tie list or 0 (see note_tie)
 };
 
 __device__ __forceinline__ void comp_tok(const CompArgs& a, int p0, int q, int col, float& v, float& s) {
@@ -348,8 +417,10 @@ extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
     rope_tail_smem(pooled, d, a.R, c * r, a.omega, 1.f);
     __syncthreads();
     if (a.qat) {
-        if (a.indexer) hadamard_fp4_smem(pooled, d);
-        else fp8_sim_smem(pooled, d - a.R);
+        // the row's tie position: the window's last token (it emits the row and first sees it)
+        int tp = (c + 1) * r - 1;
+        if (a.indexer) hadamard_fp4_smem(pooled, d, a.ties, a.layer, tp, 2);
+        else fp8_sim_smem(pooled, d - a.R, a.ties, a.layer, tp, 1);
     }
     __syncthreads();
     if (i < d) a.rows[(i64)c * d + i] = pooled[i];
@@ -399,8 +470,9 @@ extern "C" __global__ void comp_state(CompArgs a) {
 // ------------------------------------------------------------------------------------------
 // Lightning indexer (ratio-4 layers; MODEL.md §2.5.6)
 // ------------------------------------------------------------------------------------------
+// Near ties are noted only for queries that select (n_vis > topk), as the CPU path does.
 extern "C" __global__ void idx_q_prep(float* qi, const int* __restrict__ pos, const float* __restrict__ omega, int Hi,
-                                      int Di, int R, int qat) {
+                                      int Di, int R, int qat, int layer, int topk, int* ties) {
     PDL_ENTRY;
     extern __shared__ float v[];
     int h = blockIdx.x, t = blockIdx.y, p = pos[t];
@@ -409,7 +481,7 @@ extern "C" __global__ void idx_q_prep(float* qi, const int* __restrict__ pos, co
     __syncthreads();
     rope_tail_smem(v, Di, R, p, omega, 1.f);
     __syncthreads();
-    if (qat) hadamard_fp4_smem(v, Di);
+    if (qat) hadamard_fp4_smem(v, Di, (p + 1) / 4 > topk ? ties : nullptr, layer, p, 3);
     __syncthreads();
     for (int i = threadIdx.x; i < Di; i += blockDim.x) q[i] = v[i];
 }
@@ -459,14 +531,18 @@ __device__ __forceinline__ u32 fkey(float f) {
     u32 u = __float_as_uint(f);
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
+__device__ __forceinline__ float fkey_inv(u32 k) {
+    return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
 
 // Streaming top-k by radix select (no sort): the topk largest scores of the n visible rows,
 // ties to the smaller index, written in ascending index order. grid T, block 1024.
 extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __restrict__ scores, int ldsc,
-                                                               const int* __restrict__ pos, int topk, int* sel) {
+                                                               const int* __restrict__ pos, int topk, int* sel,
+                                                               int layer, int* ties) {
     PDL_ENTRY;
     __shared__ u32 hist[256];
-    __shared__ u32 sh_prefix, sh_remaining;
+    __shared__ u32 sh_prefix, sh_remaining, sh_below;
     __shared__ u32 wcnt[2][32];
     __shared__ u32 base_cnt[2];
     int t = blockIdx.x;
@@ -499,14 +575,16 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
         __syncthreads();
     }
     u32 kth = prefix;  // key of the topk-th largest; take `remaining` of the equal keys
-    if (threadIdx.x == 0) { base_cnt[0] = 0; base_cnt[1] = 0; }
+    if (threadIdx.x == 0) { base_cnt[0] = 0; base_cnt[1] = 0; sh_below = 0; }
     __syncthreads();
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    u32 below = 0;  // largest key under the cut (near-tie margin only); every real key is > 0
     for (int c0 = 0; c0 < n; c0 += blockDim.x) {
         int i = c0 + threadIdx.x;
         u32 k = (i < n) ? fkey(sc[i]) : 0u;
         bool gt = (i < n) && k > kth;
         bool eq = (i < n) && k == kth;
+        if (ties && i < n && k < kth) below = max(below, k);
         u32 bg = __ballot_sync(0xffffffffu, gt), be = __ballot_sync(0xffffffffu, eq);
         if (lane == 0) { wcnt[0][warp] = __popc(bg); wcnt[1][warp] = __popc(be); }
         __syncthreads();
@@ -525,6 +603,18 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
             base_cnt[1] += se;
         }
         __syncthreads();
+    }
+    if (ties) {  // uniform branch: the barrier below is reached by all threads or none
+        if (below) atomicMax(&sh_below, below);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            // Gap between the last selected score and the best rejected one (cpu.rs): a
+            // rejected score equal to the cut when equal keys outnumber the free slots.
+            float cut = fkey_inv(kth);
+            float next = base_cnt[1] > remaining ? cut : fkey_inv(sh_below);
+            float m = fabsf(cut - next) / fmaxf(fmaxf(fabsf(cut), fabsf(next)), 1.17549435e-38f);
+            note_tie(ties, layer, pos[t], 4, m);
+        }
     }
 }
 
