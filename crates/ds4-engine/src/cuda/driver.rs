@@ -43,7 +43,7 @@ pub fn kernel_source() -> String {
 
 /// Names of every `extern "C"` kernel in the source (checked by the NVRTC test).
 pub const KERNELS: &[&str] = &[
-    "matvec_grouped", "mv2", "moe_down_fused", "gemm_f32", "gemm_h", "repack_blocks", "dequant_rows", "embed_rows",
+    "matvec_grouped", "mv2", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_finish", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
 ];
@@ -332,7 +332,7 @@ impl Gpu {
         let pdl = cc.0 >= 9 && std::env::var("DS4_PDL").map(|v| v != "0").unwrap_or(true);
         let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl };
         // kernels that may use more than 48 KiB of dynamic shared memory
-        for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "attn_prep"] {
+        for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
         }
         Ok(g)

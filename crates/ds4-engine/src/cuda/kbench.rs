@@ -3,7 +3,7 @@
 //! throughput, and the device-copy ceiling they are compared with.
 
 use super::driver::{Args, Gpu, Result};
-use super::session::{GemmArgs, JobTable, JobTable2, MvJob, MvJob2};
+use super::session::{gemm_q_bn, launch_gemm_q, GemmArgs, JobTable, JobTable2, MvJob, MvJob2};
 use super::weights::{upload_raw_mat, GMat};
 use ds4_gguf::GgmlType;
 
@@ -104,8 +104,11 @@ pub fn run() -> Result<()> {
     gpu.htod(x.ptr, &xs)?;
     let y = gpu.alloc(8 * 131072 * 4)?;
     let sel = gpu.alloc(64)?;
-    println!("{:<28} {:>10} {:>10} {:>8}   {:>8} {:>8}  {}", "matvec (decode)", "MB/call", "us", "TB/s", "mv2 us", "TB/s", "mv2 vs old: max|d| rel");
-    for c in &cases {
+    let only_gemm = std::env::var("DS4_KBENCH").map(|v| v == "gemm").unwrap_or(false);
+    if !only_gemm {
+        println!("{:<28} {:>10} {:>10} {:>8}   {:>8} {:>8}  {}", "matvec (decode)", "MB/call", "us", "TB/s", "mv2 us", "TB/s", "mv2 vs old: max|d| rel");
+    }
+    for c in cases.iter().filter(|_| !only_gemm) {
         let data = random_blocks(c.ty, c.cols * c.rows * c.n_exp, 17 + c.rows as u64);
         let m: GMat = upload_raw_mat(&gpu, c.name, c.ty, if c.n_exp > 1 { vec![c.cols as u64, c.rows as u64, c.n_exp as u64] } else { vec![c.cols as u64, c.rows as u64] }, &data)?;
         drop(data);
@@ -192,31 +195,199 @@ pub fn run() -> Result<()> {
             if rel < 1e-5 { "" } else { "  MISMATCH" }
         );
     }
-    // prefill GEMM throughput
-    println!("{:<28} {:>10} {:>10} {:>8}", "GEMM (prefill, T=2048)", "GFLOP", "ms", "TFLOP/s");
-    let t = 2048usize;
-    for (ty, cols, rows) in [(GgmlType::Q8_0, 4096usize, 8192usize), (GgmlType::Q8_0, 1024, 32768), (GgmlType::Iq2Xxs, 4096, 2048)] {
-        let data = random_blocks(ty, cols * rows, 99);
-        let m = upload_raw_mat(&gpu, "gemm", ty, vec![cols as u64, rows as u64], &data)?;
-        let xb = gpu.alloc(t * cols * 4)?;
-        let xv: Vec<f32> = (0..t * cols).map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5).collect();
-        gpu.htod(xb.ptr, &xv)?;
-        let yb = gpu.alloc(t * rows * 4)?;
-        for (kname, bm) in [("gemm_h", 128usize), ("gemm_f32", 64)] {
-            let a = GemmArgs { w: m.wmat(), x: xb.ptr, y: yb.ptr, grp_off: 0, gather: 0, ldx: cols as i32, ldy: rows as i32, t: t as i32, pad: 0 };
-            let grid = (rows.div_ceil(bm) as u32, t.div_ceil(64) as u32, 1);
-            gpu.launch(kname, grid, 256, 0, Args::new().a(a))?;
-            let reps = 5;
-            let (e0, e1) = (gpu.event()?, gpu.event()?);
-            gpu.record(&e0)?;
-            for _ in 0..reps {
-                gpu.launch(kname, grid, 256, 0, Args::new().a(a))?;
+    gemm_bench(&gpu)?;
+    gpu.sync()
+}
+
+/// One prefill GEMM shape of the model.
+struct GemmCase {
+    name: &'static str,
+    ty: GgmlType,
+    cols: usize,
+    rows: usize,
+    /// x / y row strides (0: cols / rows), as the session passes them
+    ldx: usize,
+    ldy: usize,
+    /// routed experts: 256 experts, 6 per token; `gather`: x rows are tokens (gate/up) rather
+    /// than (token, expert) pairs (down)
+    grouped: bool,
+    gather: bool,
+}
+
+const GEMM_E: usize = 256;
+const GEMM_K: usize = 6;
+
+/// Random token -> expert assignment (6 distinct of 256 per token), grouped as `moe_group`
+/// does: off[e] .. off[e+1] are expert e's pairs in (token, slot) order, pair_tok their tokens.
+fn assign_experts(t: usize, seed: u64) -> (Vec<i32>, Vec<i32>) {
+    let mut s = seed | 1;
+    let mut sel = vec![0usize; t * GEMM_K];
+    for tok in 0..t {
+        for k in 0..GEMM_K {
+            loop {
+                let e = (rng(&mut s) % GEMM_E as u64) as usize;
+                if !sel[tok * GEMM_K..tok * GEMM_K + k].contains(&e) {
+                    sel[tok * GEMM_K + k] = e;
+                    break;
+                }
             }
-            gpu.record(&e1)?;
-            let ms = gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64;
-            let gf = 2.0 * t as f64 * cols as f64 * rows as f64 / 1e9;
-            println!("{:<28} {:>10.1} {:>10.3} {:>8.1}", format!("{kname} {} {cols}->{rows}", ty.name()), gf, ms, gf / ms);
         }
     }
-    gpu.sync()
+    let mut cnt = vec![0usize; GEMM_E];
+    for &e in &sel {
+        cnt[e] += 1;
+    }
+    let mut off = vec![0i32; GEMM_E + 1];
+    for e in 0..GEMM_E {
+        off[e + 1] = off[e] + cnt[e] as i32;
+    }
+    let mut slot: Vec<usize> = off[..GEMM_E].iter().map(|&o| o as usize).collect();
+    let mut pair_tok = vec![0i32; t * GEMM_K];
+    for (i, &e) in sel.iter().enumerate() {
+        pair_tok[slot[e]] = (i / GEMM_K) as i32;
+        slot[e] += 1;
+    }
+    (off, pair_tok)
+}
+
+/// ||a-ref|| / ||ref||, max |a-ref| and the count of non-finite values of `a`, over the first
+/// `cols` of every `ld`-strided row.
+fn gemm_err(a: &[f32], r: &[f32], nrows: usize, cols: usize, ld: usize) -> (f64, f64, usize) {
+    let (mut num, mut den, mut mx, mut bad) = (0f64, 0f64, 0f64, 0usize);
+    for j in 0..nrows {
+        for c in 0..cols {
+            let (x, y) = (a[j * ld + c] as f64, r[j * ld + c] as f64);
+            if !x.is_finite() {
+                bad += 1;
+                continue;
+            }
+            num += (x - y) * (x - y);
+            den += y * y;
+            mx = mx.max((x - y).abs());
+        }
+    }
+    ((num / den.max(1e-300)).sqrt(), mx, bad)
+}
+
+/// Prefill GEMMs at the model's shapes: the reference `gemm_f32`, the first tensor-core kernel
+/// `gemm_h` and the pipelined `gemm_q64`/`gemm_q128` on the same random weights/activations;
+/// TFLOP/s of each, error of the f16 kernels against gemm_f32 (outputs poisoned with NaN first:
+/// an unwritten element shows as `bad`), and whether a repeated gemm_q run gives the same bits.
+/// `DS4_KBENCH_T` = comma-separated token counts (default 2048,8192).
+fn gemm_bench(gpu: &Gpu) -> Result<()> {
+    let ts: Vec<usize> = std::env::var("DS4_KBENCH_T")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .filter(|v: &Vec<usize>| !v.is_empty())
+        .unwrap_or_else(|| vec![2048, 8192]);
+    let q8 = GgmlType::Q8_0;
+    let dense = |name, ty, cols, rows| GemmCase { name, ty, cols, rows, ldx: 0, ldy: 0, grouped: false, gather: false };
+    let exp = |name, ty, cols, rows, gather| GemmCase { name, ty, cols, rows, ldx: 0, ldy: 0, grouped: true, gather };
+    let cases = [
+        dense("q_a      Q8_0 4096->1024", q8, 4096, 1024),
+        dense("kv       Q8_0 4096->512", q8, 4096, 512),
+        dense("q_b      Q8_0 1024->32768", q8, 1024, 32768),
+        GemmCase { name: "out_a/8  Q8_0 4096->1024", ty: q8, cols: 4096, rows: 1024, ldx: 32768, ldy: 8192, grouped: false, gather: false },
+        dense("out_b    Q8_0 8192->4096", q8, 8192, 4096),
+        dense("comp     F16 4096->512", GgmlType::F16, 4096, 512),
+        dense("comp     F16 4096->1024", GgmlType::F16, 4096, 1024),
+        dense("sh_gate  Q8_0 4096->2048", q8, 4096, 2048),
+        dense("sh_down  Q8_0 2048->4096", q8, 2048, 4096),
+        exp("exp_gate IQ2_XXS 4096->2048", GgmlType::Iq2Xxs, 4096, 2048, true),
+        exp("exp_down IQ2_XXS 2048->4096", GgmlType::Iq2Xxs, 2048, 4096, false),
+        exp("exp_gate Q2_K 4096->2048", GgmlType::Q2K, 4096, 2048, true),
+        exp("exp_down Q2_K 2048->4096", GgmlType::Q2K, 2048, 4096, false),
+        exp("exp_gate Q4_K 4096->2048", GgmlType::Q4K, 4096, 2048, true),
+        exp("exp_down Q4_K 2048->4096", GgmlType::Q4K, 2048, 4096, false),
+    ];
+    println!(
+        "{:<30} {:>5} {:<10} {:>9} {:>8} {:>9} {:>9} {:>5} {}",
+        "GEMM (prefill)", "T", "kernel", "ms", "TFLOP/s", "rel_err", "max_abs", "bad", "note"
+    );
+    let time = |gpu: &Gpu, reps: usize, f: &dyn Fn() -> Result<()>| -> Result<f64> {
+        let (e0, e1) = (gpu.event()?, gpu.event()?);
+        gpu.record(&e0)?;
+        for _ in 0..reps {
+            f()?;
+        }
+        gpu.record(&e1)?;
+        Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64)
+    };
+    for (ci, c) in cases.iter().enumerate() {
+        let ne = if c.grouped { GEMM_E } else { 1 };
+        let data = random_blocks(c.ty, c.cols * c.rows * ne, 501 + ci as u64);
+        let dims = if c.grouped { vec![c.cols as u64, c.rows as u64, ne as u64] } else { vec![c.cols as u64, c.rows as u64] };
+        let m = upload_raw_mat(gpu, c.name, c.ty, dims, &data)?;
+        drop(data);
+        let ldx = if c.ldx > 0 { c.ldx } else { c.cols };
+        let ldy = if c.ldy > 0 { c.ldy } else { c.rows };
+        for &t in &ts {
+            // x rows: tokens, or (token, expert) pairs for the down projection; y rows likewise
+            let yrows = if c.grouped { t * GEMM_K } else { t };
+            let xrows = if c.grouped && !c.gather { t * GEMM_K } else { t };
+            let mut s = 0x9e37_79b9_7f4a_7c15u64 ^ (ci * 131 + t) as u64;
+            let xv: Vec<f32> = (0..xrows * ldx).map(|_| (rng(&mut s) >> 40) as f32 / (1u64 << 23) as f32 - 1.0).collect();
+            let xb = gpu.alloc(xv.len() * 4)?;
+            gpu.htod(xb.ptr, &xv)?;
+            drop(xv);
+            let (offb, gathb) = if c.grouped {
+                let (off, ptok) = assign_experts(t, 77 + t as u64);
+                let ob = gpu.alloc(off.len() * 4)?;
+                gpu.htod(ob.ptr, &off)?;
+                let gb = gpu.alloc(ptok.len() * 4)?;
+                gpu.htod(gb.ptr, &ptok)?;
+                (Some(ob), Some(gb))
+            } else {
+                (None, None)
+            };
+            let off = offb.as_ref().map(|b| b.ptr).unwrap_or(0);
+            let gather = if c.gather { gathb.as_ref().map(|b| b.ptr).unwrap_or(0) } else { 0 };
+            let ny = yrows * ldy;
+            let nan = vec![f32::NAN; ny];
+            let yref = gpu.alloc(ny * 4)?;
+            let ytst = gpu.alloc(ny * 4)?;
+            let a = |y| GemmArgs { w: m.wmat(), x: xb.ptr, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, pad: 0 };
+            let gflop = 2.0 * yrows as f64 * c.cols as f64 * c.rows as f64 / 1e9;
+            let mut href = vec![0f32; ny];
+            let mut htst = vec![0f32; ny];
+            // reference
+            let grid_f = (c.rows.div_ceil(64) as u32, t.div_ceil(64) as u32, ne as u32);
+            let ar = a(yref.ptr);
+            let ms = time(gpu, 1, &|| gpu.launch("gemm_f32", grid_f, 256, 0, Args::new().a(ar)))?;
+            gpu.dtoh(&mut href, yref.ptr)?;
+            println!("{:<30} {:>5} {:<10} {:>9.3} {:>8.1}", c.name, t, "gemm_f32", ms, gflop / ms);
+            let avg = c.grouped.then(|| (t * GEMM_K) as f64 / GEMM_E as f64);
+            let pick = gemm_q_bn(gpu, c.rows, t, avg);
+            for kname in ["gemm_h", "gemm_q64", "gemm_q128"] {
+                let at = a(ytst.ptr);
+                let run = || -> Result<()> {
+                    match kname {
+                        "gemm_h" => gpu.launch("gemm_h", (c.rows.div_ceil(128) as u32, t.div_ceil(64) as u32, ne as u32), 256, 0, Args::new().a(at)),
+                        "gemm_q64" => launch_gemm_q(gpu, at, ne, 64),
+                        _ => launch_gemm_q(gpu, at, ne, 128),
+                    }
+                };
+                gpu.htod(ytst.ptr, &nan)?;
+                let ms1 = time(gpu, 1, &run)?;
+                gpu.dtoh(&mut htst, ytst.ptr)?;
+                let (rel, mx, bad) = gemm_err(&htst, &href, yrows, c.rows, ldy);
+                let reps = ((150.0 / ms1.max(1e-3)) as usize).clamp(3, 200);
+                run()?;
+                let ms = time(gpu, reps, &run)?;
+                let mut note = String::new();
+                if kname != "gemm_h" {
+                    let mut again = vec![0f32; ny];
+                    gpu.dtoh(&mut again, ytst.ptr)?;
+                    let same = again.iter().zip(&htst).all(|(p, q)| p.to_bits() == q.to_bits());
+                    note = format!("repeat={}", if same { "same" } else { "DIFFERENT" });
+                    if (kname == "gemm_q64") == (pick == 64) {
+                        note.push_str(" [session pick]");
+                    }
+                }
+                println!("{:<30} {:>5} {:<10} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>5} {}", "", "", kname, ms, gflop / ms, rel, mx, bad, note);
+            }
+            gpu.sync()?;
+        }
+    }
+    Ok(())
 }

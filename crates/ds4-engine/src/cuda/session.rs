@@ -343,6 +343,62 @@ pub struct CudaSession {
 const NEAR_TIE_CAP: usize = 1 << 16;
 const NEAR_TIE_KINDS: [&str; 5] = ["raw kv fp8", "compressed kv fp8", "indexer row fp4", "indexer query fp4", "indexer top-k cut"];
 
+/// Fast-precision GEMM selection, read once: `DS4_GEMM=old` runs the first tensor-core kernel
+/// (`gemm_h`) instead of the pipelined `gemm_q64/128`.
+fn gemm_old() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_GEMM").map(|v| v == "old").unwrap_or(false))
+}
+
+/// Raw weight bytes gemm_q stages per row per K step (`GQR<TY>::RB` in matmul.cuh).
+fn gq_raw_bytes(ty: i32) -> usize {
+    match ty {
+        0 => 128, // F32
+        1 => 64,  // F16
+        16 => 16, // IQ2_XXS
+        10 => 64, // Q2_K
+        _ => 48,  // Q8_0, Q4_K
+    }
+}
+
+/// Token tile of gemm_q: 128 unless that leaves the GPU short of tiles (dense) or wastes most
+/// of each tile (grouped, `avg` = mean tokens per group): the 64-token tile halves the wasted
+/// math on small groups but dequantizes each weight tile twice as often per token.
+pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> usize {
+    match avg {
+        Some(a) => {
+            if a >= 96.0 {
+                128
+            } else {
+                64
+            }
+        }
+        None => {
+            let tiles128 = rows.div_ceil(128) * t.div_ceil(128);
+            if tiles128 >= 2 * gpu.sm_count.max(1) as usize {
+                128
+            } else {
+                64
+            }
+        }
+    }
+}
+
+/// Launch gemm_q64/gemm_q128 (`bn` 64 or 128) on `a`; `ngroups` = groups in grp_off (ignored
+/// when a.grp_off == 0). Persistent grid: two blocks per SM (what the shared memory allows),
+/// fewer when there are fewer tiles.
+pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize) -> Result<()> {
+    if a.t <= 0 {
+        return Ok(());
+    }
+    let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
+    let smem = ((ng + 1) * 4).div_ceil(16) * 16 + 3 * bn * 40 * 4 + 3 * 128 * gq_raw_bytes(a.w.ty) + 2 * 128 * 40 * 2;
+    let upper = (a.w.rows as usize).div_ceil(128) * (a.t as usize).div_ceil(bn) * ng;
+    let grid = upper.min(2 * gpu.sm_count.max(1) as usize).max(1);
+    let name = if bn == 128 { "gemm_q128" } else { "gemm_q64" };
+    gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, Args::new().a(a).a(ng as i32))
+}
+
 fn nsplit_decode(ratio: usize) -> usize {
     if ratio == 0 { 8 } else { 16 }
 }
@@ -642,7 +698,13 @@ impl CudaSession {
         let a = GemmArgs { w, x, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, pad: 0 };
         let (name, bm) = match self.opts.precision {
             Precision::Reference => ("gemm_f32", 64),
-            Precision::Fast => ("gemm_h", 128),
+            Precision::Fast if gemm_old() => ("gemm_h", 128),
+            Precision::Fast => {
+                // grouped calls: every token picks k of the nz experts
+                let avg = grp.map(|_| (t * self.m.dims.k) as f64 / nz as f64);
+                let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, avg);
+                return launch_gemm_q(self.gpu(), a, nz, bn);
+            }
         };
         let grid = (((w.rows as usize + bm - 1) / bm) as u32, ((t + 63) / 64) as u32, nz as u32);
         self.gpu().launch(name, grid, 256, 0, Args::new().a(a))

@@ -640,6 +640,366 @@ extern "C" __global__ void __launch_bounds__(256) gemm_h(GemmArgs a) {
     }
 }
 
+// ------------------------------------------------------------------------------------------
+// gemm_q64 / gemm_q128: the Fast-precision prefill GEMM (CudaSession::gemm; DS4_GEMM=old
+// selects gemm_h). Same GemmArgs semantics as gemm_h. Design, and why:
+//  * Block tile 128 weight rows x BN tokens (BN = 128; 64 when the launch has too few tiles or
+//    the experts too few tokens), K step 32. 8 warps as 2 (rows) x 4 (tokens), warp tile
+//    64 x BN/4, mma.sync m16n8k16 with f16 inputs and f32 accumulation (plain sm_90: wgmma
+//    would need sm_90a).
+//  * A 3-stage cp.async pipeline (16-byte .cg copies; zero-fill outside the matrix) stages the
+//    RAW weight bytes (the K step's payload slice + its block header) and the f32 activations,
+//    so global latency hides behind the math of the previous step. Raw quantized bytes are
+//    2-8x smaller than f16, which keeps the footprint at 2 blocks per SM.
+//  * Each K step every thread dequantizes two 8-value groups of one weight row from the staged
+//    bytes into a double-buffered f16 tile (row stride 40 halfs: the 8 row addresses of an
+//    ldmatrix phase land in distinct banks). The dequant of step k+1 overlaps the mma of step
+//    k, one barrier per step.
+//  * Activations stay f32 in shared memory (row stride 40 floats: a half warp's float2
+//    fragment loads hit distinct banks) and are rounded to f16 while the B fragments are
+//    built: no conversion pass over x and no scratch buffer (for the 512/1024-row GEMMs an
+//    extra pass over x would cost about as much as the math).
+//  * Persistent blocks walk a tile list (expert, token tile, row tile) built in shared memory
+//    from grp_off: a grouped launch no longer pays for the empty (expert, token tile) blocks
+//    of a T-sized grid. Row tiles are innermost, so blocks running together share an
+//    activation tile in L2.
+//  * Deterministic: every output element is one thread's fixed-order sum, stored once.
+// ------------------------------------------------------------------------------------------
+#define GQ_BM 128
+#define GQ_BK 32
+#define GQ_ST 3
+#define GQ_XLD 40
+#define GQ_WLD 40
+
+// Raw bytes staged per weight row per K step (RB) and the number of copies that fill them (NP).
+//   F32 32 floats; F16 32 halfs; Q8_0 qs[32] + the 4 aligned bytes holding d;
+//   IQ2_XXS the sub-block's 8 bytes + the 4 aligned bytes holding d;
+//   Q2_K qs[32] of the 128-half + scales[16] + (d, dmin); Q4_K qs[32] of the 64-pair + header 16.
+template <int TY> struct GQR;
+template <> struct GQR<T_F32> { static const int RB = 128, NP = 8; };
+template <> struct GQR<T_F16> { static const int RB = 64, NP = 4; };
+template <> struct GQR<T_Q8_0> { static const int RB = 48, NP = 3; };
+template <> struct GQR<T_IQ2_XXS> { static const int RB = 16, NP = 2; };
+template <> struct GQR<T_Q2_K> { static const int RB = 64, NP = 4; };
+template <> struct GQR<T_Q4_K> { static const int RB = 48, NP = 3; };
+
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+    u32 r;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+    return r;
+}
+// cp.async with zero fill: n = bytes read from src (0 or the full size)
+__device__ __forceinline__ void cp_async16(u32 dst, const void* src, int n) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_async8(u32 dst, const void* src, int n) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_async4(u32 dst, const void* src, int n) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void ldsm_x4(u32* r, u32 addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+// the 4-byte-aligned word holding a 2-byte header (cp.async needs 4-byte alignment)
+__device__ __forceinline__ const u8* al4(const u8* p) { return (const u8*)((u64)p & ~(u64)3); }
+
+// Issue the copies of one K step (columns k0 .. k0+31) into a stage: weight rows rb..rb+127
+// (raw bytes, RB per row) and BN activation rows (f32, row stride GQ_XLD).
+template <int TY, int BN>
+__device__ __forceinline__ void gq_load(u8* wst, float* xst, const u8* pay, const u8* hdr, int rows, int cols, int rb,
+                                        int k0, const float* const (&xrow)[BN / 32], const float* xdef) {
+    const int tid = threadIdx.x;
+    const int RB = GQR<TY>::RB, NP = GQR<TY>::NP;
+#pragma unroll
+    for (int i = 0; i < BN / 32; i++) {
+        int tl = (tid >> 3) + 32 * i, part = tid & 7;
+        const float* s = xrow[i] ? xrow[i] + k0 + part * 4 : xdef;
+        cp_async16(smem_u32(xst + tl * GQ_XLD + part * 4), s, xrow[i] ? 16 : 0);
+    }
+#pragma unroll
+    for (int i = 0; i < (GQ_BM * NP + 255) / 256; i++) {
+        int p = tid + 256 * i;
+        if ((GQ_BM * NP) % 256 != 0 && p >= GQ_BM * NP) break;
+        int row = p & (GQ_BM - 1), q = p >> 7;
+        int r = rb + row;
+        bool ok = r < rows;
+        if (!ok) r = 0;
+        int n = ok ? 16 : 0;
+        u32 d = smem_u32(wst + row * RB + q * 16);
+        if (TY == T_F32) {
+            cp_async16(d, pay + ((i64)r * cols + k0) * 4 + q * 16, n);
+        } else if (TY == T_F16) {
+            cp_async16(d, pay + ((i64)r * cols + k0) * 2 + q * 16, n);
+        } else if (TY == T_Q8_0) {
+            i64 blk = (i64)r * (cols >> 5) + (k0 >> 5);
+            if (q < 2) cp_async16(d, pay + blk * 32 + q * 16, n);
+            else cp_async4(d, al4(hdr + blk * 2), ok ? 4 : 0);
+        } else if (TY == T_IQ2_XXS) {
+            i64 blk = (i64)r * (cols >> 8) + (k0 >> 8);
+            if (q == 0) cp_async8(smem_u32(wst + row * RB), pay + blk * 64 + ((k0 >> 5) & 7) * 8, ok ? 8 : 0);
+            else cp_async4(smem_u32(wst + row * RB + 8), al4(hdr + blk * 2), ok ? 4 : 0);
+        } else if (TY == T_Q2_K) {
+            i64 blk = (i64)r * (cols >> 8) + (k0 >> 8);
+            int h = (k0 >> 7) & 1;
+            if (q < 2) cp_async16(d, pay + blk * 80 + 16 + 32 * h + q * 16, n);
+            else if (q == 2) cp_async16(d, pay + blk * 80, n);
+            else cp_async4(d, hdr + blk * 4, ok ? 4 : 0);
+        } else {  // Q4_K
+            i64 blk = (i64)r * (cols >> 8) + (k0 >> 8);
+            int j = (k0 >> 5) & 7;
+            if (q < 2) cp_async16(d, pay + blk * 128 + 32 * (j >> 1) + q * 16, n);
+            else cp_async16(d, hdr + blk * 16, n);
+        }
+    }
+}
+
+// Dequantize the staged raw bytes of one row (R) for column group g (columns k0+8g .. +7) into
+// 8 packed f16. hs: byte offset of the 2-byte d inside its staged aligned word (Q8_0, IQ2_XXS).
+// Same arithmetic as deq8 (f32 products, rounded once to f16).
+template <int TY>
+__device__ __forceinline__ uint4 gq_deq(const u8* R, int g, int k0, int hs, const u64* gsm) {
+    float v[8];
+    if (TY == T_F16) {
+        return *(const uint4*)(R + g * 16);
+    } else if (TY == T_F32) {
+        float4 p0 = *(const float4*)(R + g * 32), p1 = *(const float4*)(R + g * 32 + 16);
+        v[0] = p0.x; v[1] = p0.y; v[2] = p0.z; v[3] = p0.w; v[4] = p1.x; v[5] = p1.y; v[6] = p1.z; v[7] = p1.w;
+    } else if (TY == T_Q8_0) {
+        uint2 q = *(const uint2*)(R + g * 8);
+        float d = h2f(*(const u16*)(R + 32 + hs));
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            v[i] = d * (float)(signed char)((q.x >> (8 * i)) & 0xff);
+            v[4 + i] = d * (float)(signed char)((q.y >> (8 * i)) & 0xff);
+        }
+    } else if (TY == T_IQ2_XXS) {
+        uint2 q = *(const uint2*)R;
+        float d = h2f(*(const u16*)(R + 8 + hs));
+        u32 A = q.x, B = q.y;
+        int gi = (A >> (8 * g)) & 255;
+        u32 s = (B >> (7 * g)) & 127;
+        s |= (u32)(__popc(s) & 1) << 7;
+        float db = d * (0.5f + (float)(B >> 28)) * 0.25f;
+        u64 gr = gsm[gi];
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            float mag = (float)((gr >> (8 * i)) & 0xff);
+            v[i] = ((s >> i) & 1) ? -(db * mag) : db * mag;
+        }
+    } else if (TY == T_Q2_K) {
+        int e = k0 & 255, h = e >> 7, s = (e >> 5) & 3;
+        int j = 8 * h + 2 * s + (g >= 2 ? 1 : 0);
+        int scb = R[32 + j];
+        uint2 q = *(const uint2*)(R + g * 8);
+        float d = h2f(*(const u16*)(R + 48)), dmin = h2f(*(const u16*)(R + 50));
+        float dl = d * (float)(scb & 15), ml = dmin * (float)(scb >> 4);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            v[i] = dl * (float)((q.x >> (8 * i + 2 * s)) & 3) - ml;
+            v[4 + i] = dl * (float)((q.y >> (8 * i + 2 * s)) & 3) - ml;
+        }
+    } else {  // Q4_K
+        int j = (k0 >> 5) & 7;
+        uint2 q = *(const uint2*)(R + g * 8);
+        float d = h2f(*(const u16*)(R + 32)), dmin = h2f(*(const u16*)(R + 34));
+        int sc, m;
+        q4k_scale_min(j, R + 36, sc, m);
+        float dl = d * (float)sc, ml = dmin * (float)m;
+        int sh = (j & 1) ? 4 : 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            v[i] = dl * (float)((q.x >> (8 * i + sh)) & 15) - ml;
+            v[4 + i] = dl * (float)((q.y >> (8 * i + sh)) & 15) - ml;
+        }
+    }
+    uint4 pk;
+    pk.x = pack_h2(v[0], v[1]); pk.y = pack_h2(v[2], v[3]); pk.z = pack_h2(v[4], v[5]); pk.w = pack_h2(v[6], v[7]);
+    return pk;
+}
+
+// Dequantize a staged K step into the f16 tile: thread -> row tid & 127, groups tid>>7 and +2
+// (consecutive threads on consecutive rows: the 16-byte stores of a phase hit distinct banks).
+template <int TY>
+__device__ __forceinline__ void gq_deq_stage(const u8* wst, u16* wh, const u8* hdr, int rb, int cols, int k0,
+                                             const u64* gsm) {
+    const int tid = threadIdx.x;
+    int row = tid & (GQ_BM - 1), g0 = tid >> 7;
+    const u8* R = wst + row * GQR<TY>::RB;
+    int hs = 0;
+    if (TY == T_Q8_0) hs = (int)((u64)(hdr + ((i64)(rb + row) * (cols >> 5) + (k0 >> 5)) * 2) & 2);
+    if (TY == T_IQ2_XXS) hs = (int)((u64)(hdr + ((i64)(rb + row) * (cols >> 8) + (k0 >> 8)) * 2) & 2);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int g = g0 + 2 * h;
+        *(uint4*)(wh + row * GQ_WLD + g * 8) = gq_deq<TY>(R, g, k0, hs, gsm);
+    }
+}
+
+// mma over one staged K step: A = f16 weight tile (ldmatrix), B = f32 activations rounded to f16.
+template <int BN>
+__device__ __forceinline__ void gq_mma(const u16* wh, const float* xs, int wm, int wn, int lane,
+                                       float (&acc)[4][BN / 32][4]) {
+    const int NT = BN / 32;
+#pragma unroll
+    for (int kk = 0; kk < GQ_BK; kk += 16) {
+        u32 bf[NT][2];
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            const float* xp = xs + (wn * (BN / 4) + n * 8 + (lane >> 2)) * GQ_XLD + kk + 2 * (lane & 3);
+            float2 p0 = *(const float2*)xp, p1 = *(const float2*)(xp + 8);
+            bf[n][0] = pack_h2(p0.x, p0.y);
+            bf[n][1] = pack_h2(p1.x, p1.y);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            u32 af[4];
+            ldsm_x4(af, smem_u32(wh + (wm * 64 + i * 16 + (lane & 15)) * GQ_WLD + kk + (lane >> 4) * 8));
+#pragma unroll
+            for (int n = 0; n < NT; n++) mma16816(acc[i][n], af, bf[n]);
+        }
+    }
+}
+
+template <int TY, int BN>
+__device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64* gsm) {
+    const int NT = BN / 32;
+    const int RB = GQR<TY>::RB;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int wm = warp & 1, wn = warp >> 1;
+    const int ng = a.grp_off ? ngroups : 1;
+    int* tst = (int*)smem;  // tst[e] = first token tile of group e; tst[ng] = total
+    const int tsb = ((ng + 1) * 4 + 15) & ~15;
+    float* xst = (float*)(smem + tsb);
+    u8* wst = smem + tsb + GQ_ST * BN * GQ_XLD * 4;
+    u16* wh = (u16*)(wst + GQ_ST * GQ_BM * RB);
+    if (warp == 0) {
+        int per = (ng + 31) >> 5;
+        int lo = lane * per, hi = min(lo + per, ng);
+        int s = 0;
+        for (int e = lo; e < hi; e++) s += a.grp_off ? (a.grp_off[e + 1] - a.grp_off[e] + BN - 1) / BN : (a.T + BN - 1) / BN;
+        int incl = s;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            int v = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += v;
+        }
+        int run = incl - s;
+        for (int e = lo; e < hi; e++) {
+            tst[e] = run;
+            run += a.grp_off ? (a.grp_off[e + 1] - a.grp_off[e] + BN - 1) / BN : (a.T + BN - 1) / BN;
+        }
+        if (lane == 31) tst[ng] = incl;
+    }
+    __syncthreads();
+    const int rows = a.w.rows, cols = a.w.cols;
+    const int rtiles = (rows + GQ_BM - 1) / GQ_BM;
+    const int ntiles = rtiles * tst[ng];
+    const int nk = cols / GQ_BK;
+    for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        int tt = tile / rtiles, rt = tile - tt * rtiles;
+        int lo = 0, hi = ng;
+        while (hi - lo > 1) {
+            int mid = (lo + hi) >> 1;
+            if (tst[mid] <= tt) lo = mid;
+            else hi = mid;
+        }
+        const int e = lo;
+        int j0 = 0, j1 = a.T;
+        const u8* pay = a.w.pay;
+        const u8* hdr = a.w.hdr;
+        if (a.grp_off) {
+            j0 = a.grp_off[e];
+            j1 = a.grp_off[e + 1];
+            pay += (i64)e * a.w.e_pay;
+            hdr += (i64)e * a.w.e_hdr;
+        }
+        const int tb = j0 + (tt - tst[e]) * BN;
+        const int rb = rt * GQ_BM;
+        const float* xrow[NT];
+#pragma unroll
+        for (int i = 0; i < NT; i++) {
+            int tok = tb + (tid >> 3) + 32 * i;
+            xrow[i] = nullptr;
+            if (tok < j1) xrow[i] = a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx;
+        }
+        float acc[4][NT][4];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int n = 0; n < NT; n++)
+#pragma unroll
+                for (int q = 0; q < 4; q++) acc[i][n][q] = 0.f;
+        // prologue: stages 0 .. ST-2 in flight, step 0 dequantized
+#pragma unroll
+        for (int s = 0; s < GQ_ST - 1; s++) {
+            if (s < nk) gq_load<TY, BN>(wst + s * GQ_BM * RB, xst + s * BN * GQ_XLD, pay, hdr, rows, cols, rb, s * GQ_BK, xrow, a.x);
+            cp_commit();
+        }
+        cp_wait<GQ_ST - 2>();
+        __syncthreads();
+        gq_deq_stage<TY>(wst, wh, hdr, rb, cols, 0, gsm);
+        for (int kt = 0; kt < nk; kt++) {
+            // step kt+1 landed (own copies), then the barrier publishes it and the dequantized
+            // tile of step kt, and retires every read of step kt-1's stage and f16 buffer.
+            cp_wait<GQ_ST - 3>();
+            __syncthreads();
+            int kn = kt + GQ_ST - 1;
+            if (kn < nk) {
+                int sl = kn % GQ_ST;
+                gq_load<TY, BN>(wst + sl * GQ_BM * RB, xst + sl * BN * GQ_XLD, pay, hdr, rows, cols, rb, kn * GQ_BK, xrow, a.x);
+            }
+            cp_commit();
+            if (kt + 1 < nk)
+                gq_deq_stage<TY>(wst + ((kt + 1) % GQ_ST) * GQ_BM * RB, wh + ((kt + 1) & 1) * GQ_BM * GQ_WLD, hdr, rb, cols,
+                                 (kt + 1) * GQ_BK, gsm);
+            gq_mma<BN>(wh + (kt & 1) * GQ_BM * GQ_WLD, xst + (kt % GQ_ST) * BN * GQ_XLD, wm, wn, lane, acc);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int n = 0; n < NT; n++)
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    int r = rb + wm * 64 + i * 16 + (lane >> 2) + ((q >> 1) << 3);
+                    int tk = tb + wn * (BN / 4) + n * 8 + 2 * (lane & 3) + (q & 1);
+                    if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[i][n][q];
+                }
+        __syncthreads();  // the next tile's prologue overwrites the stages and f16 tile
+    }
+}
+
+template <int BN>
+__device__ __forceinline__ void gemm_q_dispatch(const GemmArgs& a, int ngroups, u8* smem) {
+    GRID_SMEM
+    switch (a.w.type) {
+        case T_F32: gemm_q_body<T_F32, BN>(a, ngroups, smem, gsm); break;
+        case T_F16: gemm_q_body<T_F16, BN>(a, ngroups, smem, gsm); break;
+        case T_Q8_0: gemm_q_body<T_Q8_0, BN>(a, ngroups, smem, gsm); break;
+        case T_IQ2_XXS: gemm_q_body<T_IQ2_XXS, BN>(a, ngroups, smem, gsm); break;
+        case T_Q2_K: gemm_q_body<T_Q2_K, BN>(a, ngroups, smem, gsm); break;
+        default: gemm_q_body<T_Q4_K, BN>(a, ngroups, smem, gsm); break;
+    }
+}
+
+// Dynamic shared memory (bytes, see CudaSession::gemm): align16((ngroups+1)*4)
+//   + GQ_ST*BN*GQ_XLD*4 + GQ_ST*GQ_BM*RB(type) + 2*GQ_BM*GQ_WLD*2. Grid: persistent, any size.
+extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int ngroups) {
+    PDL_ENTRY;
+    extern __shared__ __align__(16) u8 gq_smem[];
+    gemm_q_dispatch<128>(a, ngroups, gq_smem);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
+    PDL_ENTRY;
+    extern __shared__ __align__(16) u8 gq_smem[];
+    gemm_q_dispatch<64>(a, ngroups, gq_smem);
+}
+
 // Repack GGUF blocks into (payload, header) arrays. Each block's header is a contiguous byte
 // range [hoff, hoff+hlen) of the block; the payload is the remaining contiguous range.
 extern "C" __global__ void repack_blocks(const u8* __restrict__ src, u8* __restrict__ pay, u8* __restrict__ hdr,
