@@ -148,48 +148,70 @@ __device__ void attn_tc_body(const AttnTcArgs& a) {
 
     // Q prep: per-head RMSNorm (no weight, f64 sum of squares like attn_partial), RoPE on the
     // tail at the token position, f16 into shared memory. Warp w takes heads w, w+8, ...;
-    // lane holds dims 4*lane + 128*j. All loads of a head are issued before the reduction.
+    // lane holds dims 4*lane + 128*j. All loads of the warp's heads are issued before the
+    // first reduction (one round of memory latency per CTA instead of one per head), and the
+    // rotation angles are the same for every head, so they are computed once.
     {
+        constexpr int HPW = ATC_HEADS / 8;
         const int Dn = Dh - a.R;
-        for (int h = warp; h < ATC_HEADS; h += 8) {
-            float v[QJ][4];
+        float v[HPW][QJ][4];
+#pragma unroll
+        for (int hh = 0; hh < HPW; hh++) {
+            const int h = warp + 8 * hh;
             const float* qh = a.q + ((i64)t * H + h) * Dh;
 #pragma unroll
             for (int j = 0; j < QJ; j++) {
                 int d = 4 * lane + 128 * j;
                 if (h < H && d < Dh) {
                     float4 x = *(const float4*)(qh + d);
-                    v[j][0] = x.x; v[j][1] = x.y; v[j][2] = x.z; v[j][3] = x.w;
+                    v[hh][j][0] = x.x; v[hh][j][1] = x.y; v[hh][j][2] = x.z; v[hh][j][3] = x.w;
                 } else {
-                    v[j][0] = v[j][1] = v[j][2] = v[j][3] = 0.f;
+                    v[hh][j][0] = v[hh][j][1] = v[hh][j][2] = v[hh][j][3] = 0.f;
                 }
             }
+        }
+        float rc[QJ][2], rsn[QJ][2];
+#pragma unroll
+        for (int j = 0; j < QJ; j++) {
+            int d = 4 * lane + 128 * j;
+#pragma unroll
+            for (int pr = 0; pr < 2; pr++) {
+                rc[j][pr] = 1.f;
+                rsn[j][pr] = 0.f;
+                if (d < Dh && d >= Dn) {
+                    float th = (float)p * a.omega[(d + 2 * pr - Dn) / 2];
+                    rc[j][pr] = cosf(th);
+                    rsn[j][pr] = sinf(th);
+                }
+            }
+        }
+#pragma unroll
+        for (int hh = 0; hh < HPW; hh++) {
+            const int h = warp + 8 * hh;
             double ss = 0.0;
 #pragma unroll
             for (int j = 0; j < QJ; j++)
 #pragma unroll
-                for (int i = 0; i < 4; i++) ss += (double)v[j][i] * (double)v[j][i];
+                for (int i = 0; i < 4; i++) ss += (double)v[hh][j][i] * (double)v[hh][j][i];
             ss = warp_sum_d(ss);
             float rs = 1.f / sqrtf((float)(ss / (double)Dh) + a.eps);
 #pragma unroll
             for (int j = 0; j < QJ; j++) {
                 int d = 4 * lane + 128 * j;
+                float y[4];
 #pragma unroll
-                for (int i = 0; i < 4; i++) v[j][i] *= rs;
+                for (int i = 0; i < 4; i++) y[i] = v[hh][j][i] * rs;
                 if (d < Dh && d >= Dn) {
 #pragma unroll
                     for (int pr = 0; pr < 2; pr++) {
-                        int k = (d + 2 * pr - Dn) / 2;
-                        float th = (float)p * a.omega[k];
-                        float c = cosf(th), s = sinf(th);
-                        float x0 = v[j][2 * pr], x1 = v[j][2 * pr + 1];
-                        v[j][2 * pr] = x0 * c - x1 * s;
-                        v[j][2 * pr + 1] = x0 * s + x1 * c;
+                        float x0 = y[2 * pr], x1 = y[2 * pr + 1];
+                        y[2 * pr] = x0 * rc[j][pr] - x1 * rsn[j][pr];
+                        y[2 * pr + 1] = x0 * rsn[j][pr] + x1 * rc[j][pr];
                     }
                 }
                 uint2 hv;
-                hv.x = pack_h2(v[j][0], v[j][1]);
-                hv.y = pack_h2(v[j][2], v[j][3]);
+                hv.x = pack_h2(y[0], y[1]);
+                hv.y = pack_h2(y[2], y[3]);
                 *(uint2*)(sm + atc_off<DHP>(h, d)) = hv;  // zeros past Dh / H
             }
         }
