@@ -1,6 +1,7 @@
 //! Kernel microbenchmarks at the real DeepSeek V4 Flash shapes with random (valid) blocks:
 //! achieved bandwidth of every decode matvec type, the fused MoE down projection, prefill GEMM
-//! throughput, and the device-copy ceiling they are compared with.
+//! throughput, the device-copy ceiling they are compared with, and prefill attention (SIMT vs
+//! tensor cores; `DS4_KBENCH=attn` runs only that section).
 
 use super::driver::{Args, Gpu, Result};
 use super::session::{GemmArgs, JobTable, MvJob};
@@ -229,7 +230,7 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
             continue;
         }
         let cap = (w + t).div_ceil(256) * 256;
-        let comp_rows = if ratio > 0 { (p0 + t) / ratio } else { 0 };
+        let comp_rows = (p0 + t).checked_div(ratio).unwrap_or(0);
         let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ ((p0 as u64) << 8) ^ (ratio as u64) ^ ((dh as u64) << 32);
         // q: any scale (normalized per head); rows in [-3, 3): logits of std ~1.7 over 512 dims
         let qv: Vec<f32> = (0..t * h * dh).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
@@ -292,7 +293,6 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
         };
         let io_tc = AttnIo { out: out_tc.ptr, ..io };
         // poison the tensor-core output: unwritten elements show up as NaN
-        // SAFETY-free: memset of our own buffer through the driver
         let nan = vec![f32::NAN; t * h * dh];
         gpu.htod(out_tc.ptr, &nan)?;
         launch_attn_simt(gpu, &io)?;
@@ -332,7 +332,7 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
         let rows: usize = (0..t)
             .map(|i| {
                 let p = p0 + i;
-                let ncv = if ratio > 0 { (p + 1) / ratio } else { 0 };
+                let ncv = (p + 1).checked_div(ratio).unwrap_or(0);
                 (p + 1).min(w) + if ratio == 4 { ncv.min(topk) } else { ncv }
             })
             .sum();

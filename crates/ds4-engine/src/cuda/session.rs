@@ -171,7 +171,7 @@ pub(crate) fn attn_tc_enabled() -> bool {
 /// Shapes the tensor-core kernel handles: up to 64 heads (one CTA holds them all), head dim a
 /// multiple of 8 (16-byte f16 chunks) up to 512 (padded to 128 or 512 in shared memory).
 pub(crate) fn attn_tc_shape_ok(h: usize, dh: usize, rd: usize) -> bool {
-    h >= 1 && h <= 64 && dh % 8 == 0 && dh >= 8 && dh <= 512 && rd % 2 == 0 && rd <= dh
+    (1..=64).contains(&h) && dh % 8 == 0 && (8..=512).contains(&dh) && rd % 2 == 0 && rd <= dh
 }
 
 fn attn_tc_dhp(dh: usize) -> usize {
@@ -208,7 +208,7 @@ pub(crate) fn launch_attn_simt(gpu: &Gpu, io: &AttnIo) -> Result<()> {
     };
     // 8 heads (warps) per block; 16 per block measured slower in prefill (11.7 vs 9.4 ms/layer)
     let hpb = 8;
-    gpu.launch("attn_partial", (((io.h + hpb - 1) / hpb) as u32, io.nsplit as u32, io.t as u32), (hpb * 32) as u32, (16 * io.dh * 4) as u32, Args::new().a(aa))?;
+    gpu.launch("attn_partial", (io.h.div_ceil(hpb) as u32, io.nsplit as u32, io.t as u32), (hpb * 32) as u32, (16 * io.dh * 4) as u32, Args::new().a(aa))?;
     let args = Args::new()
         .a(io.po)
         .a(io.pml)
@@ -791,7 +791,7 @@ impl CudaSession {
                 t,
                 cap: self.cap,
                 // prefill: the batch's positions are tokens.len() .. tokens.len() + t - 1
-                comp_rows: if ratio > 0 { (self.tokens.len() + t) / ratio } else { 0 },
+                comp_rows: (self.tokens.len() + t).checked_div(ratio).unwrap_or(0),
                 topk: d.topk,
                 h: d.h,
                 dh: d.dh,
