@@ -108,6 +108,158 @@ struct AttnArgs {
     pad: i32,
 }
 
+/// Arguments of the tensor-core prefill attention (kernels/attn.cuh `AttnTcArgs`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct AttnTcArgs {
+    q: u64,
+    kv: u64,
+    sel: u64,
+    pos: u64,
+    omega: u64,
+    sinks: u64,
+    out: u64,
+    cap: i32,
+    topk: i32,
+    h: i32,
+    dh: i32,
+    rd: i32,
+    w: i32,
+    ratio: i32,
+    eps: f32,
+}
+
+/// One layer's attention inputs and outputs (device pointers), shared by the session and the
+/// kernel bench so that both run the same launch code.
+#[derive(Clone, Copy)]
+pub(crate) struct AttnIo {
+    /// [t][h*dh] q_b output (before the per-head norm and RoPE).
+    pub q: DevPtr,
+    /// Raw ring [cap][dh] (row of position p at p % cap).
+    pub raw: DevPtr,
+    /// Compressed rows [.][dh] (0 when ratio == 0).
+    pub comp: DevPtr,
+    /// [t][topk] indexer selection (ratio 4).
+    pub sel: DevPtr,
+    pub pos: DevPtr,
+    pub omega: DevPtr,
+    pub sinks: DevPtr,
+    /// SIMT partials: [t.max(nsplit)][nsplit][h][dh] and [..][2].
+    pub po: DevPtr,
+    pub pml: DevPtr,
+    /// [t][h][dh] head outputs.
+    pub out: DevPtr,
+    /// f16 row copy for the tensor-core path: [cap + comp_rows][dh] (0 = none).
+    pub kv16: DevPtr,
+    pub t: usize,
+    pub cap: usize,
+    /// Compressed rows visible to the last token of the batch ((p_last + 1) / ratio).
+    pub comp_rows: usize,
+    pub topk: usize,
+    pub h: usize,
+    pub dh: usize,
+    pub rd: usize,
+    pub w: usize,
+    pub ratio: usize,
+    pub nsplit: usize,
+    pub eps: f32,
+}
+
+/// Prefill attention on tensor cores for Precision::Fast unless `DS4_ATTN=simt` (read once).
+pub(crate) fn attn_tc_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| !matches!(std::env::var("DS4_ATTN").as_deref(), Ok("simt")))
+}
+
+/// Shapes the tensor-core kernel handles: up to 64 heads (one CTA holds them all), head dim a
+/// multiple of 8 (16-byte f16 chunks) up to 512 (padded to 128 or 512 in shared memory).
+pub(crate) fn attn_tc_shape_ok(h: usize, dh: usize, rd: usize) -> bool {
+    (1..=64).contains(&h) && dh % 8 == 0 && (8..=512).contains(&dh) && rd % 2 == 0 && rd <= dh
+}
+
+fn attn_tc_dhp(dh: usize) -> usize {
+    if dh <= 128 { 128 } else { 512 }
+}
+
+/// Dynamic shared memory of attn_tc_<dhp>: Q + two K/V tiles (64 rows of dhp f16 each) and
+/// the 8-warp S exchange (32 KiB).
+pub(crate) fn attn_tc_smem(dhp: usize) -> usize {
+    3 * 64 * dhp * 2 + 8 * 1024 * 4
+}
+
+/// SIMT attention (attn_partial + attn_combine): the reference path, and decode.
+pub(crate) fn launch_attn_simt(gpu: &Gpu, io: &AttnIo) -> Result<()> {
+    let aa = AttnArgs {
+        q: io.q,
+        raw: io.raw,
+        comp: io.comp,
+        sel: io.sel,
+        pos: io.pos,
+        omega: io.omega,
+        po: io.po,
+        pml: io.pml,
+        cap: io.cap as i32,
+        topk: io.topk as i32,
+        h: io.h as i32,
+        dh: io.dh as i32,
+        rd: io.rd as i32,
+        w: io.w as i32,
+        ratio: io.ratio as i32,
+        nsplit: io.nsplit as i32,
+        eps: io.eps,
+        pad: 0,
+    };
+    // 8 heads (warps) per block; 16 per block measured slower in prefill (11.7 vs 9.4 ms/layer)
+    let hpb = 8;
+    gpu.launch("attn_partial", (io.h.div_ceil(hpb) as u32, io.nsplit as u32, io.t as u32), (hpb * 32) as u32, (16 * io.dh * 4) as u32, Args::new().a(aa))?;
+    let args = Args::new()
+        .a(io.po)
+        .a(io.pml)
+        .a(io.sinks)
+        .a(io.pos)
+        .a(io.omega)
+        .a(io.h as i32)
+        .a(io.dh as i32)
+        .a(io.rd as i32)
+        .a(io.nsplit as i32)
+        .a(io.out);
+    gpu.launch("attn_combine", (io.h as u32, io.t as u32, 1), 256, (io.dh * 4) as u32, args)
+}
+
+/// Tensor-core prefill attention (kernels/attn.cuh): f16 copy of the rows, then one CTA per
+/// query token. The caller checks `attn_tc_shape_ok` and provides `kv16`.
+pub(crate) fn launch_attn_tc(gpu: &Gpu, io: &AttnIo) -> Result<()> {
+    if io.kv16 == 0 || !attn_tc_shape_ok(io.h, io.dh, io.rd) {
+        return Err(CudaError::Other("tensor-core attention: unsupported shape or no f16 buffer".into()));
+    }
+    let comp_rows = if io.ratio > 0 { io.comp_rows } else { 0 };
+    let n4 = (io.cap + comp_rows) * io.dh / 4;
+    let grid = n4.div_ceil(256).clamp(1, 8 * gpu.sm_count.max(1) as usize);
+    let comp = if comp_rows > 0 { io.comp } else { io.raw };
+    let args = Args::new().a(io.raw).a(comp).a(io.kv16).a(io.cap as i32).a(comp_rows as i32).a(io.dh as i32);
+    gpu.launch("attn_kv_f16", (grid as u32, 1, 1), 256, 0, args)?;
+    let ta = AttnTcArgs {
+        q: io.q,
+        kv: io.kv16,
+        sel: io.sel,
+        pos: io.pos,
+        omega: io.omega,
+        sinks: io.sinks,
+        out: io.out,
+        cap: io.cap as i32,
+        topk: io.topk as i32,
+        h: io.h as i32,
+        dh: io.dh as i32,
+        rd: io.rd as i32,
+        w: io.w as i32,
+        ratio: io.ratio as i32,
+        eps: io.eps,
+    };
+    let dhp = attn_tc_dhp(io.dh);
+    let name = if dhp == 512 { "attn_tc_512" } else { "attn_tc_128" };
+    gpu.launch(name, (io.t as u32, 1, 1), 256, attn_tc_smem(dhp) as u32, Args::new().a(ta))
+}
+
 const MV_ROWS_PER_BLOCK: usize = 16;
 
 /// Mirror of `struct MvJob2` in matvec.cuh (the `mv2` decode matvec).
@@ -305,6 +457,8 @@ struct Scratch {
     ypair: DevBuf,
     shared: DevBuf,
     ffn_out: DevBuf,
+    /// f16 copy of a layer's KV rows for the tensor-core prefill attention (Fast precision).
+    kv16: Option<DevBuf>,
     off: DevBuf,
     pair_tok: DevBuf,
     pair_of: DevBuf,
@@ -483,6 +637,12 @@ impl CudaSession {
             ypair: f4((t * d.k + 1) * d.d)?,
             shared: f4(t * d.d)?,
             ffn_out: f4(t * d.d)?,
+            kv16: if opts.precision == Precision::Fast && attn_tc_enabled() && attn_tc_shape_ok(d.h, d.dh, d.r) {
+                // raw ring + the most compressed rows any layer can show (ratio 4)
+                Some(gpu.alloc((cap + opts.ctx / 4 + 2) * d.dh * 2)?)
+            } else {
+                None
+            },
             off: f4(d.e + 1)?,
             pair_tok: f4(t * d.k)?,
             pair_of: f4(t * d.k)?,
@@ -896,41 +1056,36 @@ impl CudaSession {
                 gpu.launch("topk_select", (t as u32, 1, 1), 1024, 0, args)?;
             }
             let nsplit = if decode { nsplit_decode(ratio) } else { 1 };
-            let aa = AttnArgs {
+            let io = AttnIo {
                 q: sc.q.ptr,
                 raw: stl.raw.ptr,
                 comp: stl.comp.as_ref().map(|b| b.ptr).unwrap_or(0),
                 sel: sc.isel.ptr,
                 pos: sc.pos.ptr,
                 omega,
+                sinks: ly.sinks.ptr,
                 po: sc.po.ptr,
                 pml: sc.pml.ptr,
-                cap: self.cap as i32,
-                topk: d.topk as i32,
-                h: d.h as i32,
-                dh: d.dh as i32,
-                rd: d.r as i32,
-                w: d.window as i32,
-                ratio: ratio as i32,
-                nsplit: nsplit as i32,
+                out: sc.heads.ptr,
+                kv16: sc.kv16.as_ref().map(|b| b.ptr).unwrap_or(0),
+                t,
+                cap: self.cap,
+                // prefill: the batch's positions are tokens.len() .. tokens.len() + t - 1
+                comp_rows: (self.tokens.len() + t).checked_div(ratio).unwrap_or(0),
+                topk: d.topk,
+                h: d.h,
+                dh: d.dh,
+                rd: d.r,
+                w: d.window,
+                ratio,
+                nsplit,
                 eps: d.rms_eps,
-                pad: 0,
             };
-            // 8 heads (warps) per block; 16 per block measured slower in prefill (11.7 vs 9.4 ms/layer)
-            let hpb = 8;
-            gpu.launch("attn_partial", (((d.h + hpb - 1) / hpb) as u32, nsplit as u32, t as u32), (hpb * 32) as u32, (16 * d.dh * 4) as u32, Args::new().a(aa))?;
-            let args = Args::new()
-                .a(sc.po.ptr)
-                .a(sc.pml.ptr)
-                .a(ly.sinks.ptr)
-                .a(sc.pos.ptr)
-                .a(omega)
-                .a(d.h as i32)
-                .a(d.dh as i32)
-                .a(d.r as i32)
-                .a(nsplit as i32)
-                .a(sc.heads.ptr);
-            gpu.launch("attn_combine", (d.h as u32, t as u32, 1), 256, (d.dh * 4) as u32, args)?;
+            if !decode && self.opts.precision == Precision::Fast && sc.kv16.is_some() {
+                launch_attn_tc(gpu, &io)?;
+            } else {
+                launch_attn_simt(gpu, &io)?;
+            }
             if decode && self.mv2 {
                 self.jobs2[l].c.run(gpu, 1)?;
                 self.jobs2[l].d.run(gpu, 1)?;
@@ -1486,3 +1641,4 @@ const _: () = assert!(std::mem::size_of::<MvJob2>() == 160);
 const _: () = assert!(std::mem::size_of::<GemmArgs>() == 96);
 const _: () = assert!(std::mem::size_of::<CompArgs>() == 112);
 const _: () = assert!(std::mem::size_of::<AttnArgs>() == 104);
+const _: () = assert!(std::mem::size_of::<AttnTcArgs>() == 88);
