@@ -9,12 +9,12 @@ cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 M=/dev/shm/q2.gguf
 CTX=${CTX:-2048}; GEN=${GEN:-64}
-VARIANTS=${VARIANTS:-"DS4_MV=old DS4_PDL=0;DS4_MV=old;DS4_PDL=0;DS4_MV=mv2"}
+VARIANTS=${VARIANTS:-"DS4_MV=old DS4_PDL=0 DS4_GEMM=old DS4_ATTN=simt;DS4_PDL=0;DS4_MV=old;DS4_GEMM=old;DS4_ATTN=simt;DS4_MV=mv2"}
 mount -o remount,size=120G /dev/shm 2>/dev/null || true
 ( t0=$(date +%s); timeout 300 "$GGUF_BIN" synth --preset full --quant q2 --seed 1 --out "$M" >"$OUT/synth.log" 2>&1; echo "synth rc=$? $(( $(date +%s) - t0 )) s" >>"$OUT/synth.log" ) &
 SYN=$!
 if [ "${SKIP_VERIFY:-0}" != 1 ]; then
-  timeout 200 "$BIN" --kernel-bench > "$OUT/kbench.txt" 2>&1; echo "kbench rc=$?"; cat "$OUT/kbench.txt"
+  DS4_KBENCH_T=${KBENCH_T:-2048} timeout 200 "$BIN" --kernel-bench > "$OUT/kbench.txt" 2>&1; echo "kbench rc=$?"; cat "$OUT/kbench.txt"
   timeout 300 "$BIN" --verify-fixtures "${FIX:-.gpu/fix}" > "$OUT/verify.txt" 2>"$OUT/verify.err"; echo "verify rc=$?"
   grep -E "FAIL|passed" "$OUT/verify.txt"
 fi
@@ -25,6 +25,11 @@ for v in "${VS[@]}"; do
   env $v timeout 120 "$BIN" --cuda -m "$M" --random-prompt $((CTX + GEN + 8)) --ctx-start "$CTX" --ctx-max "$CTX" \
     --gen-tokens "$GEN" 2>&1 | tr '\r' '\n' | grep -E "ctx|t/s|error|Error|panic" | grep -v "uploading" | tail -4
 done
+if [ -n "${CTX2:-}" ]; then
+  echo "== default variant at ctx $CTX2"
+  timeout 150 "$BIN" --cuda -m "$M" --random-prompt $((CTX2 + GEN + 8)) --ctx-start "$CTX2" --ctx-max "$CTX2" \
+    --gen-tokens "$GEN" 2>&1 | tr '\r' '\n' | grep -E "ctx|t/s|error|Error|panic" | grep -v "uploading" | tail -4
+fi
 if [ "${PROFILE:-1}" = 1 ]; then
   echo "== profile (DS4_PROFILE=1 --no-graphs)"
   DS4_PROFILE=1 timeout 120 "$BIN" --cuda -m "$M" --random-prompt $((CTX + 40)) --ctx-start "$CTX" --ctx-max "$CTX" \
