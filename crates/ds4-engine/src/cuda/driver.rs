@@ -44,7 +44,7 @@ pub fn kernel_source() -> String {
 
 /// Names of every `extern "C"` kernel in the source (checked by the NVRTC test).
 pub const KERNELS: &[&str] = &[
-    "matvec_grouped", "mv2", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "repack_blocks", "dequant_rows", "embed_rows",
+    "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_finish", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128",
@@ -284,8 +284,12 @@ pub struct Gpu {
     prof_ev: (Event, Event),
     /// Programmatic dependent launch (Hopper+): each kernel may be scheduled while its
     /// predecessor drains; kernels order their dependent memory accesses with
-    /// `griddepcontrol.wait` (the PDL_* macros in common.cuh). Off with `DS4_PDL=0`.
+    /// `griddepcontrol.wait` (the PDL_* macros in common.cuh). On with `DS4_PDL=1`: measured
+    /// slower on the H200 in CUDA graphs (decode 64.7 -> 59.2 t/s), so off by default.
     pub pdl: bool,
+    /// Timing ablation only: kernels named in `DS4_SKIP_KERNELS` (comma list) are not launched,
+    /// so a run shows what the rest costs. The results of such a run are meaningless.
+    skip: Vec<String>,
 }
 // SAFETY: the context is bound per call (bind_to_thread) and all work goes to one stream.
 unsafe impl Send for Gpu {}
@@ -331,8 +335,12 @@ impl Gpu {
             Ok(Event { ev, ctx: ctx.clone() })
         };
         let prof_ev = (mk()?, mk()?);
-        let pdl = cc.0 >= 9 && std::env::var("DS4_PDL").map(|v| v != "0").unwrap_or(true);
-        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl };
+        let pdl = cc.0 >= 9 && std::env::var("DS4_PDL").map(|v| v == "1").unwrap_or(false);
+        let skip: Vec<String> = std::env::var("DS4_SKIP_KERNELS").map(|v| v.split(',').map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect()).unwrap_or_default();
+        if !skip.is_empty() {
+            eprintln!("ds4: DS4_SKIP_KERNELS set (timing ablation, outputs are meaningless): {skip:?}");
+        }
+        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl, skip };
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
@@ -433,7 +441,7 @@ impl Gpu {
     /// Launch `name` with the given argument pointers (each points at one argument value).
     pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, mut args: Args) -> Result<()> {
         let args = args.ptrs();
-        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
+        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || (!self.skip.is_empty() && self.skip.iter().any(|k| k == name)) {
             return Ok(());
         }
         let capturing = {

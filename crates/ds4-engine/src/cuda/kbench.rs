@@ -4,7 +4,7 @@
 //! tensor cores; `DS4_KBENCH=attn` runs only that section).
 
 use super::driver::{Args, Gpu, Result};
-use super::session::{gemm_q_bn, launch_gemm_q, GemmArgs, JobTable, JobTable2, MvJob, MvJob2};
+use super::session::{gemm_q_bn, launch_gemm_q, GemmArgs, JobTable, JobTable2, MvJob, MvJob2, MV2_KERNELS};
 use super::weights::{upload_raw_mat, GMat};
 use ds4_gguf::GgmlType;
 
@@ -86,7 +86,8 @@ struct Case {
 }
 
 /// Print a table of matvec bandwidths and GEMM rates; return nothing (stdout report).
-/// `DS4_KBENCH=attn` runs only the prefill attention section.
+/// `DS4_KBENCH=attn` runs only the prefill attention section, `gemm` only the GEMMs, `mv` only
+/// the decode matvecs.
 pub fn run() -> Result<()> {
     let gpu = Gpu::new(0)?;
     if std::env::var("DS4_KBENCH").as_deref() == Ok("attn") {
@@ -96,6 +97,7 @@ pub fn run() -> Result<()> {
     println!("device: {} ({} SMs), copy ceiling {:.3} TB/s", gpu.name, gpu.sm_count, ceil / 1e12);
     let cases = [
         Case { name: "q_a   Q8_0 4096->1024", ty: GgmlType::Q8_0, cols: 4096, rows: 1024, n_exp: 1, slots: 1 },
+        Case { name: "kv    Q8_0 4096->512", ty: GgmlType::Q8_0, cols: 4096, rows: 512, n_exp: 1, slots: 1 },
         Case { name: "q_b   Q8_0 1024->32768", ty: GgmlType::Q8_0, cols: 1024, rows: 32768, n_exp: 1, slots: 1 },
         Case { name: "out_b Q8_0 8192->4096", ty: GgmlType::Q8_0, cols: 8192, rows: 4096, n_exp: 1, slots: 1 },
         Case { name: "head  Q8_0 4096->129280", ty: GgmlType::Q8_0, cols: 4096, rows: 129280, n_exp: 1, slots: 1 },
@@ -122,6 +124,7 @@ pub fn run() -> Result<()> {
         let variants = ((512usize << 20) / per_call.max(1)).clamp(1, 64);
         let mut tables = Vec::new();
         let mut tables2 = Vec::new();
+        let mut specs: Vec<MvJob2> = Vec::new();
         let mut copies = Vec::new();
         for v in 0..variants {
             let (w, selp) = if c.n_exp > 1 {
@@ -147,6 +150,7 @@ pub fn run() -> Result<()> {
             tables.push(JobTable::new(&gpu, &mut j)?);
             let mut j2 = [MvJob2 { sel: selp, nslots: c.slots as i32, ..MvJob2::plain(w, x.ptr, y.ptr) }];
             tables2.push(JobTable2::new(&gpu, &mut j2)?);
+            specs.push(j2[0]);
         }
         // correctness: the same job through both kernels
         let n_out = c.rows * c.slots;
@@ -199,6 +203,43 @@ pub fn run() -> Result<()> {
             rel,
             if rel < 1e-5 { "" } else { "  MISMATCH" }
         );
+        // sweep of the mv2 work split (warps per row group, rows per warp, register cap)
+        let mut res: Vec<(f64, String)> = Vec::new();
+        for wk in [1, 2, 4, 8] {
+            for r in [1, 2, 4] {
+                for kern in MV2_KERNELS {
+                    let mut ts = Vec::new();
+                    for sp in &specs {
+                        let mut j = [MvJob2 { wk, rpw: r, ..*sp }];
+                        ts.push(JobTable2::planned(&gpu, &mut j, kern)?);
+                    }
+                    gpu.memset0(y.ptr, n_out * 4)?;
+                    ts[0].run(&gpu, 1)?;
+                    gpu.dtoh(&mut y_new, y.ptr)?;
+                    let bad = y_old.iter().zip(&y_new).any(|(a, b)| ((a - b).abs() as f64) > 1e-4 * (1.0 + a.abs() as f64));
+                    let reps = 100;
+                    gpu.record(&e0)?;
+                    for i in 0..reps {
+                        ts[i % ts.len()].run(&gpu, 1)?;
+                    }
+                    gpu.record(&e1)?;
+                    let us = gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64 * 1e3;
+                    res.push((us, format!("wk{wk} R{r} {kern}{}", if bad { " WRONG" } else { "" })));
+                }
+            }
+        }
+        res.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+        let wrong = res.iter().filter(|r| r.1.contains("WRONG")).count();
+        let top: Vec<String> = res.iter().take(4).map(|(us, n)| format!("{n} {us:.1}us {:.2}TB/s", tbs(us / 1e3))).collect();
+        println!("  sweep {}: {} | worst {:.1}us | wrong {wrong}", c.name, top.join(" | "), res.last().map(|r| r.0).unwrap_or(0.0));
+        if std::env::var("DS4_KBENCH_SWEEP").is_ok() {
+            for (us, n) in &res {
+                println!("    {n:<22} {us:>8.1} us {:>6.3} TB/s", tbs(us / 1e3));
+            }
+        }
+    }
+    if std::env::var("DS4_KBENCH").as_deref() == Ok("mv") {
+        return gpu.sync();
     }
     gemm_bench(&gpu)?;
     gpu.sync()?;

@@ -289,7 +289,7 @@ impl MvJob2 {
     pub(crate) fn paired(gate: WMat, up: WMat, x: u64, y: u64, clamp: f32) -> MvJob2 {
         MvJob2 { w2: up, clamp, ..MvJob2::plain(gate, x, y) }
     }
-    fn rows_per_block(&self) -> usize {
+    pub(crate) fn rows_per_block(&self) -> usize {
         self.rpw as usize * (8 / self.wk as usize)
     }
     fn blocks(&self) -> usize {
@@ -321,18 +321,31 @@ impl MvJob2 {
     }
 }
 
+/// mv2 entry points by register cap (minimum resident blocks per SM): 1, 2, 3, 4.
+pub(crate) const MV2_KERNELS: [&str; 4] = ["mv2", "mv2_b2", "mv2_b3", "mv2_b4"];
+
 /// A set of independent mv2 jobs run by one launch.
 pub(crate) struct JobTable2 {
     buf: DevBuf,
     blocks: Vec<u32>, // cumulative block count after each job
+    kern: &'static str,
 }
 
 impl JobTable2 {
     pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJob2]) -> Result<JobTable2> {
+        for j in jobs.iter_mut() {
+            j.plan(gpu.sm_count.max(1) as usize);
+        }
+        Self::planned(gpu, jobs, MV2_KERNELS[0])
+    }
+    /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
+    pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJob2], kern: &'static str) -> Result<JobTable2> {
         let mut blocks = Vec::new();
         let mut b = 0usize;
         for j in jobs.iter_mut() {
-            j.plan(gpu.sm_count.max(1) as usize);
+            if j.x_grp_rows as usize % j.rows_per_block() != 0 {
+                return Err(CudaError::Other("mv2: rows per block must divide the input group rows".into()));
+            }
             j.block0 = b as i32;
             b += j.blocks();
             blocks.push(b as u32);
@@ -344,12 +357,12 @@ impl JobTable2 {
         if !raw.is_empty() {
             gpu.htod(buf.ptr, raw)?;
         }
-        Ok(JobTable2 { buf, blocks })
+        Ok(JobTable2 { buf, blocks, kern })
     }
     /// Run the first `njobs` jobs.
     pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
         let args = Args::new().a(self.buf.ptr).a(njobs as i32);
-        gpu.launch("mv2", (self.blocks[njobs - 1], 1, 1), 256, 0, args)
+        gpu.launch(self.kern, (self.blocks[njobs - 1], 1, 1), 256, 0, args)
     }
 }
 
@@ -483,7 +496,7 @@ pub struct CudaSession {
     sc: Scratch,
     jobs: Vec<LayerJobs>,
     head_job: JobTable,
-    /// Decode matvecs through `mv2` (default; `DS4_MV=old` selects matvec_grouped).
+    /// Decode matvecs through `mv2` (`DS4_MV=mv2`; default matvec_grouped, measured faster).
     mv2: bool,
     jobs2: Vec<LayerJobs2>,
     head_job2: Option<JobTable2>,
@@ -674,13 +687,18 @@ impl CudaSession {
             sc,
             jobs: Vec::new(),
             head_job: JobTable::new(&gpu, &mut [])?,
-            mv2: std::env::var("DS4_MV").map(|v| v != "old").unwrap_or(true),
+            mv2: std::env::var("DS4_MV").map(|v| v == "mv2").unwrap_or(false),
             jobs2: Vec::new(),
             head_job2: None,
             graphs: HashMap::new(),
             graph_captures: 0,
             ties,
         };
+        // index buffers start valid (expert 0, row 0) so that timing ablations that skip the
+        // kernels writing them (DS4_SKIP_KERNELS) still read in-range indices
+        for b in [&sess.sc.esel, &sess.sc.isel, &sess.sc.ewts, &sess.sc.amax] {
+            gpu.memset0(b.ptr, b.bytes)?;
+        }
         sess.build_jobs()?;
         sess.build_jobs2()?;
         sess.reset()?;

@@ -12,9 +12,6 @@
 // * Paired jobs compute two matrices of the same shape at the same rows (gate and up of a
 //   SwiGLU FFN) and write silu(min(g,c)) * clamp(u,-c,c) * weight: the MoE "mid" vector,
 //   without another kernel.
-// * Before PDL_WAIT (programmatic dependent launch) a block that does not depend on the
-//   previous kernel for its weight rows (no expert selection) prefetches them into L2, so the
-//   weight stream starts while the previous kernel drains.
 // Deterministic: fixed per-lane order, butterfly warp sums, fixed-order split-K combine.
 
 struct MvJob2 {
@@ -137,12 +134,6 @@ __device__ __forceinline__ float mv2_gdot(const u8* __restrict__ pay, const u8* 
     }
 }
 
-// Bytes of one row of a matrix of type TY (payload only; headers are small).
-template <int TY>
-__device__ __forceinline__ i64 mv2_row_bytes(int cols) {
-    return (i64)cols / QT<TY>::BL * QT<TY>::PB;
-}
-
 template <int TY, int R>
 __device__ __forceinline__ void mv2_body(const MvJob2& j, int slot, int rowA, const float* __restrict__ x,
                                          const u8* pay, const u8* hdr, const u8* pay2, const u8* hdr2,
@@ -177,8 +168,8 @@ __device__ __forceinline__ void mv2_body(const MvJob2& j, int slot, int rowA, co
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) mv2(const MvJob2* __restrict__ jobs, int njobs) {
-    PDL_TRIGGER;
+// Shared body of the mv2 entry points (which differ only in their register cap).
+__device__ __forceinline__ void mv2_main(const MvJob2* __restrict__ jobs, int njobs) {
     __shared__ u64 gsm[256];
     __shared__ float red[8][8];
     int b = blockIdx.x;
@@ -194,32 +185,12 @@ extern "C" __global__ void __launch_bounds__(256) mv2(const MvJob2* __restrict__
     int warp = threadIdx.x >> 5;
     int rg = warp / j.wk, ks = warp % j.wk;
     int rowA = row0 + rg * j.rpw;
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
-    // Weight rows of a plain matrix are known before the previous kernel ends: start their
-    // stream into L2 now (prefetch is a hint: no registers, no ordering).
-    if (!j.sel) {
-        i64 rb = 0;
-        switch (j.w.type) {
-            case T_F32: rb = mv2_row_bytes<T_F32>(j.w.cols); break;
-            case T_F16: rb = mv2_row_bytes<T_F16>(j.w.cols); break;
-            case T_Q8_0: rb = mv2_row_bytes<T_Q8_0>(j.w.cols); break;
-            case T_IQ2_XXS: rb = mv2_row_bytes<T_IQ2_XXS>(j.w.cols); break;
-            case T_Q2_K: rb = mv2_row_bytes<T_Q2_K>(j.w.cols); break;
-            default: rb = mv2_row_bytes<T_Q4_K>(j.w.cols); break;
-        }
-        int nr = min(rpb, j.w.rows - row0);
-        i64 bytes = rb * nr;
-        const u8* base = j.w.pay + rb * row0;
-        for (i64 o = (i64)threadIdx.x * 128; o < bytes; o += (i64)blockDim.x * 128)
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(base + o));
-        if (j.w2.pay) {
-            const u8* base2 = j.w2.pay + rb * row0;
-            for (i64 o = (i64)threadIdx.x * 128; o < bytes; o += (i64)blockDim.x * 128)
-                asm volatile("prefetch.global.L2 [%0];" ::"l"(base2 + o));
-        }
+    // the IQ2_XXS grid is only needed (and only copied) by IQ2_XXS jobs; block-uniform branch
+    bool iq2 = j.w.type == T_IQ2_XXS;
+    if (iq2) {
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
+        __syncthreads();
     }
-    PDL_WAIT;
-    __syncthreads();
     const u8* pay = j.w.pay;
     const u8* hdr = j.w.hdr;
     const u8* pay2 = j.w2.pay;
@@ -268,4 +239,23 @@ extern "C" __global__ void __launch_bounds__(256) mv2(const MvJob2* __restrict__
             j.y[(i64)slot * j.w.rows + row] = v;
         }
     }
+}
+
+// Entry points: the same kernel under different register caps (minimum resident blocks per
+// SM), chosen per job table by the session (occupancy vs. loads in flight per lane).
+extern "C" __global__ void __launch_bounds__(256, 1) mv2(const MvJob2* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    mv2_main(jobs, njobs);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) mv2_b2(const MvJob2* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    mv2_main(jobs, njobs);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) mv2_b3(const MvJob2* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    mv2_main(jobs, njobs);
+}
+extern "C" __global__ void __launch_bounds__(256, 4) mv2_b4(const MvJob2* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    mv2_main(jobs, njobs);
 }
