@@ -589,22 +589,25 @@ fn fp4_vectors(n: usize, seed: &mut u64) -> Vec<f32> {
 }
 
 /// Prefill indexer scores: idx_score (SIMT, the reference) and idx_score_tc on the same random
-/// FP4-simulated inputs at the real shape (64 heads x 128, top 512), T = 2048 tokens whose
-/// visible rows run from R to R + 512 (positions 4R .. 4R + 2047). One line per R: ms and
+/// FP4-simulated inputs: the fixture shape (16 heads x 32, top 8, T = 300 from position 0),
+/// then the real shape (64 heads x 128, top 512), T = 2048 tokens whose visible rows run from
+/// R to R + 512 (positions 4R .. 4R + 2047, R = 512, 4096, 16384). One line per case: ms and
 /// TFLOP/s of both, ||tc-simt||/||simt||, max |tc-simt| / max |simt|, the fraction of tokens
 /// whose topk_select sets are identical, and whether two tensor-core runs gave identical bits.
 pub fn idx_bench(gpu: &Gpu) -> Result<()> {
     use super::session::{idx_tc_bufs, launch_idx_simt, launch_idx_tc, launch_topk, IdxIo};
-    let (hi, di, topk, t) = (64usize, 128usize, 512usize, 2048usize);
+    // (hi, di, topk, T, p0): the fixture shape from position 0 (zero-padded dims, partial
+    // tiles, tokens that select nothing), then the real shape with rows R .. R + 512
+    let mut cases = vec![(16usize, 32usize, 8usize, 300usize, 0usize)];
+    cases.extend([512usize, 4096, 16384].map(|r0| (64, 128, 512, 2048, 4 * r0)));
     println!(
         "{:<30} {:>9} {:>8} {:>9} {:>8} {:>10} {:>10} {:>10} {:>4}",
         "indexer scores (prefill)", "simt ms", "TFLOP/s", "tc ms", "TFLOP/s", "rel err", "max rel", "same topk", "det"
     );
-    for r0 in [512usize, 4096, 16384] {
-        let p0 = 4 * r0;
+    for (hi, di, topk, t, p0) in cases {
         let rows = (p0 + t) / 4;
         let ldsc = rows + 2;
-        let mut seed = 0x2545_f491_4f6c_dd1du64 ^ r0 as u64;
+        let mut seed = 0x2545_f491_4f6c_dd1du64 ^ p0 as u64 ^ ((di as u64) << 32);
         let qv = fp4_vectors(t * hi * di, &mut seed);
         let kv = fp4_vectors(rows * di, &mut seed);
         let wv: Vec<f32> = (0..t * hi).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
@@ -689,7 +692,7 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
             same += (sr[i * topk..(i + 1) * topk] == sy[i * topk..(i + 1) * topk]) as usize;
         }
         let rel = if bad > 0 { f64::NAN } else { (num / den.max(1e-300)).sqrt() };
-        let name = format!("idx T={t} rows {r0}..{rows}");
+        let name = format!("idx {hi}x{di} k{topk} T={t} rows ..{rows}");
         let bad_s = if bad > 0 { format!("  {bad} NON-FINITE") } else { String::new() };
         println!(
             "{:<30} {:>9.3} {:>8.1} {:>9.3} {:>8.1} {:>10.2e} {:>10.2e} {:>10.4} {:>4}{}",
