@@ -129,6 +129,23 @@ struct AttnTcArgs {
     eps: f32,
 }
 
+/// Arguments of the tensor-core indexer scores (kernels/idx.cuh `IdxTcArgs`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct IdxTcArgs {
+    q16: u64,
+    cq: u64,
+    k16: u64,
+    ks: u64,
+    pos: u64,
+    scores: u64,
+    ldsc: i32,
+    t: i32,
+    nrows: i32,
+    hi: i32,
+    topk: i32,
+}
+
 /// One layer's attention inputs and outputs (device pointers), shared by the session and the
 /// kernel bench so that both run the same launch code.
 #[derive(Clone, Copy)]
@@ -185,6 +202,110 @@ fn attn_tc_dhp(dh: usize) -> usize {
 /// the 8-warp S exchange (32 KiB).
 pub(crate) fn attn_tc_smem(dhp: usize) -> usize {
     3 * 64 * dhp * 2 + 8 * 1024 * 4
+}
+
+/// Inputs of the indexer scoring of one ratio-4 layer (scores then topk_select).
+#[derive(Clone, Copy)]
+pub(crate) struct IdxIo {
+    /// [T][hi][di] FP4-simulated queries (after idx_q_prep)
+    pub q: u64,
+    /// [T][hi] head weights (before wscale)
+    pub w: u64,
+    /// [rows][di] compressed indexer rows
+    pub k: u64,
+    pub pos: u64,
+    /// [T][ldsc] output scores
+    pub scores: u64,
+    pub ldsc: usize,
+    pub t: usize,
+    /// upper bound of the rows visible to any token of the batch (grid size; rows converted)
+    pub rows: usize,
+    pub hi: usize,
+    pub di: usize,
+    pub wscale: f32,
+    pub topk: usize,
+    /// tensor-core path only: f16 copies ([T*hi + rows][128] u16) and their scales ([T*hi + rows] f32)
+    pub h16: u64,
+    pub hsc: u64,
+}
+
+/// Prefill indexer scores on tensor cores for Precision::Fast with the FP4 step on, unless
+/// `DS4_IDX=simt` (read once).
+pub(crate) fn idx_tc_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| !matches!(std::env::var("DS4_IDX").as_deref(), Ok("simt")))
+}
+
+/// Shapes idx_score_tc handles: vectors padded to 128 (16-byte f16 chunks, float4 loads), the
+/// head weights of every head in shared memory.
+pub(crate) fn idx_tc_shape_ok(hi: usize, di: usize) -> bool {
+    (1..=128).contains(&hi) && di % 8 == 0 && (8..=128).contains(&di)
+}
+
+/// Dynamic shared memory of idx_score_tc: K tile [128][128] f16, two Q tiles [64][128] f16,
+/// head weights [hi][64] f32.
+pub(crate) fn idx_tc_smem(hi: usize) -> usize {
+    128 * 128 * 2 + 2 * 64 * 128 * 2 + hi * 64 * 4
+}
+
+/// Bytes of the f16 copies and f32 scales launch_idx_tc needs for `t` tokens and `rows` rows.
+pub(crate) fn idx_tc_bufs(t: usize, hi: usize, rows: usize) -> (usize, usize) {
+    ((t * hi + rows) * 128 * 2, (t * hi + rows) * 4)
+}
+
+/// SIMT indexer scores (idx_score): the reference path, and decode.
+pub(crate) fn launch_idx_simt(gpu: &Gpu, io: &IdxIo) -> Result<()> {
+    let smem = ((io.hi * (io.di + 1) + io.hi + 8 * io.di) * 4) as u32;
+    let args = Args::new()
+        .a(io.q)
+        .a(io.w)
+        .a(io.k)
+        .a(io.pos)
+        .a(io.scores)
+        .a(io.ldsc as i32)
+        .a(io.hi as i32)
+        .a(io.di as i32)
+        .a(io.wscale)
+        .a(io.topk as i32);
+    gpu.launch("idx_score", (io.rows.div_ceil(32) as u32, io.t as u32, 1), 256, smem, args)
+}
+
+/// Tensor-core indexer scores (kernels/idx.cuh): scaled f16 copies of q and the rows, then
+/// idx_score_tc. Exact up to f32 summation order only for FP4-simulated q and k (see idx.cuh).
+pub(crate) fn launch_idx_tc(gpu: &Gpu, io: &IdxIo) -> Result<()> {
+    if io.h16 == 0 || io.hsc == 0 || !idx_tc_shape_ok(io.hi, io.di) {
+        return Err(CudaError::Other("tensor-core indexer: unsupported shape or no f16 buffer".into()));
+    }
+    let nq = io.t * io.hi;
+    let k16 = io.h16 + (nq * 128 * 2) as u64;
+    let ks = io.hsc + (nq * 4) as u64;
+    // 8 vectors (warps) per block
+    let args = Args::new().a(io.q).a(nq as i32).a(io.di as i32).a(io.w).a(io.wscale).a(io.h16).a(io.hsc);
+    gpu.launch("idx_to_f16", (nq.div_ceil(8) as u32, 1, 1), 256, 0, args)?;
+    if io.rows > 0 {
+        let args = Args::new().a(io.k).a(io.rows as i32).a(io.di as i32).a(0u64).a(1.0f32).a(k16).a(ks);
+        gpu.launch("idx_to_f16", (io.rows.div_ceil(8) as u32, 1, 1), 256, 0, args)?;
+    }
+    let ta = IdxTcArgs {
+        q16: io.h16,
+        cq: io.hsc,
+        k16,
+        ks,
+        pos: io.pos,
+        scores: io.scores,
+        ldsc: io.ldsc as i32,
+        t: io.t as i32,
+        nrows: io.rows as i32,
+        hi: io.hi as i32,
+        topk: io.topk as i32,
+    };
+    gpu.launch("idx_score_tc", (io.rows.div_ceil(128).max(1) as u32, io.t.div_ceil(64) as u32, 1), 256, idx_tc_smem(io.hi) as u32, Args::new().a(ta))
+}
+
+/// topk_select over the scores of `io` into `sel` ([T][topk]); `ties` 0 or the near-tie log.
+pub(crate) fn launch_topk(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u64) -> Result<()> {
+    let args = Args::new().a(io.scores).a(io.ldsc as i32).a(io.pos).a(io.topk as i32).a(sel).a(layer as i32).a(ties);
+    gpu.launch("topk_select", (io.t as u32, 1, 1), 1024, 0, args)
 }
 
 /// SIMT attention (attn_partial + attn_combine): the reference path, and decode.
@@ -472,6 +593,8 @@ struct Scratch {
     ffn_out: DevBuf,
     /// f16 copy of a layer's KV rows for the tensor-core prefill attention (Fast precision).
     kv16: Option<DevBuf>,
+    /// tensor-core indexer: f16 copies of q and the rows, and their scales (see launch_idx_tc)
+    idx16: Option<(DevBuf, DevBuf)>,
     off: DevBuf,
     pair_tok: DevBuf,
     pair_of: DevBuf,
@@ -653,6 +776,12 @@ impl CudaSession {
             kv16: if opts.precision == Precision::Fast && attn_tc_enabled() && attn_tc_shape_ok(d.h, d.dh, d.r) {
                 // raw ring + the most compressed rows any layer can show (ratio 4)
                 Some(gpu.alloc((cap + opts.ctx / 4 + 2) * d.dh * 2)?)
+            } else {
+                None
+            },
+            idx16: if opts.precision == Precision::Fast && opts.qat && idx_tc_enabled() && d.topk > 0 && idx_tc_shape_ok(d.hi, d.di) {
+                let (b16, bsc) = idx_tc_bufs(t, d.hi, idx_ld);
+                Some((gpu.alloc(b16)?, gpu.alloc(bsc)?))
             } else {
                 None
             },
@@ -1057,21 +1186,29 @@ impl CudaSession {
                 let args = args.a(l as i32).a(d.topk as i32).a(self.ties_ptr());
                 gpu.launch("idx_q_prep", (d.hi as u32, t as u32, 1), ((d.di + 31) / 32 * 32) as u32, (d.di * 4) as u32, args)?;
                 let wscale = 1.0f32 / ((d.di * d.hi) as f32).sqrt();
-                let smem = ((d.hi * (d.di + 1) + d.hi + 8 * d.di) * 4) as u32;
-                let args = Args::new()
-                    .a(sc.iq.ptr)
-                    .a(sc.iw.ptr)
-                    .a(stl.icomp.as_ref().unwrap().ptr)
-                    .a(sc.pos.ptr)
-                    .a(sc.scores.ptr)
-                    .a(self.idx_ld as i32)
-                    .a(d.hi as i32)
-                    .a(d.di as i32)
-                    .a(wscale)
-                    .a(d.topk as i32);
-                gpu.launch("idx_score", (((idx_rows + 31) / 32) as u32, t as u32, 1), 256, smem, args)?;
-                let args = Args::new().a(sc.scores.ptr).a(self.idx_ld as i32).a(sc.pos.ptr).a(d.topk as i32).a(sc.isel.ptr).a(l as i32).a(self.ties_ptr());
-                gpu.launch("topk_select", (t as u32, 1, 1), 1024, 0, args)?;
+                let io = IdxIo {
+                    q: sc.iq.ptr,
+                    w: sc.iw.ptr,
+                    k: stl.icomp.as_ref().unwrap().ptr,
+                    pos: sc.pos.ptr,
+                    scores: sc.scores.ptr,
+                    ldsc: self.idx_ld,
+                    t,
+                    rows: idx_rows,
+                    hi: d.hi,
+                    di: d.di,
+                    wscale,
+                    topk: d.topk,
+                    h16: sc.idx16.as_ref().map_or(0, |b| b.0.ptr),
+                    hsc: sc.idx16.as_ref().map_or(0, |b| b.1.ptr),
+                };
+                // the f16 buffers exist only for Fast precision with the FP4 step on
+                if !decode && sc.idx16.is_some() {
+                    launch_idx_tc(gpu, &io)?;
+                } else {
+                    launch_idx_simt(gpu, &io)?;
+                }
+                launch_topk(gpu, &io, sc.isel.ptr, l, self.ties_ptr())?;
             }
             let nsplit = if decode { nsplit_decode(ratio) } else { 1 };
             let io = AttnIo {
