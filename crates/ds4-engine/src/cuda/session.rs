@@ -416,29 +416,26 @@ impl MvJob2 {
     fn blocks(&self) -> usize {
         self.nslots as usize * (self.w.rows as usize).div_ceil(self.rows_per_block())
     }
-    /// Work split: `wk` warps share a row group's columns while each lane still gets >= 2
-    /// column groups; then as many rows per warp (4, 2, 1) as keep >= 2 blocks per SM.
+    /// Work split, from a sweep of every (wk, R, register cap) at the real shapes on the H200
+    /// (bench/h200_kernels_r3.txt): matrices with many rows stream best with whole rows per
+    /// warp (wk 1, or 2 for 8192-column rows) and 4 rows per warp; small ones (q_a, kv, the
+    /// compressors) need the columns split over 8 warps to fill the GPU, 2 rows per warp.
     /// Rows per block must divide `x_grp_rows` (block-diagonal inputs).
-    fn plan(&mut self, sm_count: usize) {
+    fn plan(&mut self, _sm_count: usize) {
         let g = match self.w.ty {
             0 | 1 => 8,
             8 => 16,
             _ => 32,
         };
         let ng = (self.w.cols as usize / g).max(1);
-        let mut wk = 8;
-        while wk > 1 && ng / wk < 64 {
-            wk /= 2;
-        }
+        let total_rows = self.w.rows as usize * self.nslots.max(1) as usize;
+        let (mut wk, rpw) = if total_rows >= 4096 { ((ng / 256).clamp(1, 8), 4) } else { ((ng / 32).clamp(1, 8), 2) };
+        wk = [8, 4, 2, 1].into_iter().find(|&w| w <= wk).unwrap_or(1);
         self.wk = wk as i32;
-        self.rpw = 1;
-        for r in [4, 2] {
-            self.rpw = r;
-            if self.blocks() >= 2 * sm_count && self.x_grp_rows as usize % self.rows_per_block() == 0 {
-                return;
-            }
+        self.rpw = rpw;
+        while self.rpw > 1 && self.x_grp_rows as usize % self.rows_per_block() != 0 {
+            self.rpw /= 2;
         }
-        self.rpw = 1;
     }
 }
 
@@ -457,7 +454,8 @@ impl JobTable2 {
         for j in jobs.iter_mut() {
             j.plan(gpu.sm_count.max(1) as usize);
         }
-        Self::planned(gpu, jobs, MV2_KERNELS[0])
+        // the 3-blocks-per-SM register cap was best or within 5% of best at every shape
+        Self::planned(gpu, jobs, MV2_KERNELS[2])
     }
     /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
     pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJob2], kern: &'static str) -> Result<JobTable2> {
@@ -619,8 +617,10 @@ pub struct CudaSession {
     sc: Scratch,
     jobs: Vec<LayerJobs>,
     head_job: JobTable,
-    /// Decode matvecs through `mv2` (`DS4_MV=mv2`; default matvec_grouped, measured faster).
+    /// Decode matvecs of the attention side and the head through `mv2` (DS4_MV=mix, the
+    /// default, or mv2); `mv2_ffn`: the FFN too (DS4_MV=mv2; DS4_MV=old: matvec_grouped only).
     mv2: bool,
+    mv2_ffn: bool,
     jobs2: Vec<LayerJobs2>,
     head_job2: Option<JobTable2>,
     graphs: HashMap<usize, Graph>,
@@ -816,7 +816,8 @@ impl CudaSession {
             sc,
             jobs: Vec::new(),
             head_job: JobTable::new(&gpu, &mut [])?,
-            mv2: std::env::var("DS4_MV").map(|v| v == "mv2").unwrap_or(false),
+            mv2: std::env::var("DS4_MV").map(|v| v != "old").unwrap_or(true),
+            mv2_ffn: std::env::var("DS4_MV").map(|v| v == "mv2").unwrap_or(false),
             jobs2: Vec::new(),
             head_job2: None,
             graphs: HashMap::new(),
@@ -1258,7 +1259,7 @@ impl CudaSession {
             self.hc_post_mix(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc)?;
             // ---- FFN ----
             self.hc_finish(0, t, mhc, ly.hc_ffn_scale.ptr, ly.hc_ffn_base.ptr, ly.ffn_norm.ptr, sc.xn.ptr)?;
-            if decode && self.mv2 {
+            if decode && self.mv2_ffn {
                 self.jobs2[l].e.run(gpu, 2)?;
             } else if decode {
                 self.jobs[l].e.run(gpu, 3)?;
@@ -1280,7 +1281,7 @@ impl CudaSession {
                 .a(sc.ewts.ptr);
             gpu.launch("moe_route", (t as u32, 1, 1), 256, (d.e * 4) as u32, args)?;
             let clamp = d.clamp[l];
-            if decode && self.mv2 {
+            if decode && self.mv2_ffn {
                 self.jobs2[l].f.run(gpu, 1)?;
                 self.jobs2[l].g.run(gpu, 2)?;
             } else if decode {
@@ -1333,7 +1334,7 @@ impl CudaSession {
             } else {
                 (self.m.out_hc_fn.ptr, nhc)
             };
-            if decode && self.mv2 {
+            if decode && self.mv2_ffn {
                 self.hc_post_mix(t, sc.ypair.ptr, d.k + 1, next_fn, next_m)?;
             } else {
                 self.hc_post_mix(t, sc.ffn_out.ptr, 1, next_fn, next_m)?;

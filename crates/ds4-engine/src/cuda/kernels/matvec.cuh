@@ -63,8 +63,7 @@ __device__ __forceinline__ float mv2_gdot(const u8* __restrict__ pay, const u8* 
         float acc = 0.f;
 #pragma unroll
         for (int k = 0; k < 4; k++)
-            acc += dot4v(xv + 4 * k, (float)(signed char)(w[k] & 0xff), (float)(signed char)((w[k] >> 8) & 0xff),
-                         (float)(signed char)((w[k] >> 16) & 0xff), (float)(signed char)(w[k] >> 24));
+            acc += dot4v(xv + 4 * k, sbyte_f(w[k], 0), sbyte_f(w[k], 1), sbyte_f(w[k], 2), sbyte_f(w[k], 3));
         return d * acc;
     } else if (TY == T_IQ2_XXS) {
         int nb = cols >> 8;
@@ -76,11 +75,12 @@ __device__ __forceinline__ float mv2_gdot(const u8* __restrict__ pay, const u8* 
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             u64 gr = gsm[(A >> (8 * k)) & 255];
+            u32 grl = (u32)gr, grh = (u32)(gr >> 32);
             u32 sg = (B >> (7 * k)) & 127;
             sg |= (u32)(__popc(sg) & 1) << 7;
 #pragma unroll
             for (int i = 0; i < 8; i++) {
-                float m = (float)((gr >> (8 * i)) & 0xff);
+                float m = i < 4 ? ubyte_f(grl, i & 3) : ubyte_f(grh, i & 3);
                 float p = m * xv[8 * k + i];
                 acc += ((sg >> i) & 1) ? -p : p;
             }
@@ -102,8 +102,8 @@ __device__ __forceinline__ float mv2_gdot(const u8* __restrict__ pay, const u8* 
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             const float* xk = xv + 4 * k;
-            u32 ww = w[k] >> sft;
-            float p = dot4v(xk, (float)(ww & 3), (float)((ww >> 8) & 3), (float)((ww >> 16) & 3), (float)((ww >> 24) & 3));
+            u32 ww = (w[k] >> sft) & 0x03030303u;
+            float p = dot4v(xk, ubyte_f(ww, 0), ubyte_f(ww, 1), ubyte_f(ww, 2), ubyte_f(ww, 3));
             float sx = xk[0] + xk[1] + xk[2] + xk[3];
             if (k < 4) { a0 += p; s0 += sx; } else { a1 += p; s1 += sx; }
         }
@@ -126,8 +126,8 @@ __device__ __forceinline__ float mv2_gdot(const u8* __restrict__ pay, const u8* 
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             const float* xk = xv + 4 * k;
-            u32 ww = w[k] >> sft;
-            a += dot4v(xk, (float)(ww & 15), (float)((ww >> 8) & 15), (float)((ww >> 16) & 15), (float)((ww >> 24) & 15));
+            u32 ww = (w[k] >> sft) & 0x0F0F0F0Fu;
+            a += dot4v(xk, ubyte_f(ww, 0), ubyte_f(ww, 1), ubyte_f(ww, 2), ubyte_f(ww, 3));
             sx += xk[0] + xk[1] + xk[2] + xk[3];
         }
         return d * (float)sc * a - dmin * (float)m * sx;
