@@ -28,6 +28,12 @@ pub struct SessionOptions {
     pub near_ties: bool,
 }
 
+/// Prefill batch size of CUDA sessions: 2048 tokens, or `DS4_CHUNK` (larger batches give the
+/// grouped expert GEMMs more tokens per expert; they cost scratch memory linearly).
+pub fn default_max_chunk() -> usize {
+    std::env::var("DS4_CHUNK").ok().and_then(|v| v.parse().ok()).filter(|&n: &usize| n > 0).unwrap_or(2048)
+}
+
 impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions { ctx: 4096, qat: true, precision: Precision::Fast, max_chunk: 2048, graphs: true, near_ties: false }
