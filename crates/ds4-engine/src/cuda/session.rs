@@ -388,6 +388,10 @@ pub(crate) fn launch_attn_tc(gpu: &Gpu, io: &AttnIo) -> Result<()> {
 }
 
 const MV_ROWS_PER_BLOCK: usize = 16;
+/// hc_post_mix: columns per block (one warp) and tokens per block (the block's fn slice is
+/// loaded once and reused for these tokens).
+const HC_COLS: usize = 32;
+const HC_TOKENS: usize = 16;
 
 /// Mirror of `struct MvJob2` in matvec.cuh (the `mv2` decode matvec).
 #[repr(C)]
@@ -712,8 +716,9 @@ impl CudaSession {
         let idx_ld = (opts.ctx / 4 + 2).max(1);
         // 128 columns per block (one per thread): enough blocks for a single decode token, few
         // partials for hc_finish
-        let hc_split = ((d.d + 127) / 128).max(1);
-        let hc_chunk = (d.d + hc_split - 1) / hc_split;
+        // hc_post_mix: one warp per 32 columns (decode spreads over the whole GPU)
+        let hc_split = d.d.div_ceil(HC_COLS).max(1);
+        let hc_chunk = HC_COLS;
         let f4 = |n: usize| gpu.alloc(n * 4);
         let mut st = Vec::new();
         for l in 0..d.n_layer {
@@ -1041,9 +1046,10 @@ impl CudaSession {
             .a(self.hc_chunk as i32)
             .a(sc.pdot.ptr)
             .a(sc.pss.ptr)
-            .a(ny as i32);
-        let block = ((self.hc_chunk + 31) / 32 * 32) as u32;
-        self.gpu().launch("hc_post_mix", (self.hc_split as u32, t as u32, 1), block, 0, args)
+            .a(ny as i32)
+            .a(t as i32)
+            .a(HC_TOKENS as i32);
+        self.gpu().launch("hc_post_mix", (self.hc_split as u32, t.div_ceil(HC_TOKENS) as u32, 1), HC_COLS as u32, 0, args)
     }
 
     /// hc_finish for tokens [t0, t0+t) writing xn rows starting at `out`.
@@ -1285,7 +1291,7 @@ impl CudaSession {
                 .a(d.w_norm as i32)
                 .a(sc.esel.ptr)
                 .a(sc.ewts.ptr);
-            gpu.launch("moe_route", (t as u32, 1, 1), 256, (d.e * 4) as u32, args)?;
+            gpu.launch("moe_route", (t as u32, 1, 1), 256, (2 * d.e * 4) as u32, args)?;
             let clamp = d.clamp[l];
             if decode && self.mv2_ffn {
                 self.jobs2[l].f.run(gpu, 1)?;

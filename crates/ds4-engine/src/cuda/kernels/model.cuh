@@ -6,10 +6,12 @@
 #define MAXN 4
 #define MAXM 24
 
-extern "C" __global__ void embed_rows(const u16* __restrict__ emb, const int* __restrict__ tok, float* S, int D, int N) {
+extern "C" __global__ void embed_rows(const u16* __restrict__ emb, const int* __restrict__ tok, float* __restrict__ S,
+                                      int D, int N) {
     PDL_ENTRY;
     int t = blockIdx.x;
     const u16* row = emb + (i64)tok[t] * D;
+#pragma unroll 4
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
         float v = h2f(row[d]);
         for (int s = 0; s < N; s++) S[((i64)t * N + s) * D + d] = v;
@@ -28,72 +30,95 @@ __device__ float block_sum_f(float v, float* sh) {
     return t;
 }
 
-// hc_post (optional, when y != 0) followed by the partial sums of the next hc_pre:
-// per (token, column slice) the sum of squares of the flattened state and the M partial
-// dot products with fn. grid (nsplit, T), one thread per column (blockDim == chunk).
-// The per-thread partials are reduced through shared memory with one barrier: warp w sums
-// rows m = w, w + nwarps, ... lane-strided then by a butterfly (fixed order).
-extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const float* __restrict__ y,
-                                                              const float* __restrict__ post,
-                                                              const float* __restrict__ comb,
-                                                              const u16* __restrict__ fn, int M, int D, int N,
-                                                              int chunk, float* pdot, double* pss, int ny) {
+// hc_post (optional, when y != 0) followed by the partial sums of the next hc_pre: per
+// (token, 32-column slice) the sum of squares of the flattened state and the M partial dot
+// products with fn. grid (D/32, ceil(T/tt)), one warp per block, one column per lane.
+// The slice's fn values (M x N per column) are loaded once into registers and reused for the
+// block's tt tokens (prefill re-read fn from L2 for every token before); many small blocks
+// spread decode (T = 1) over the whole GPU. Per token the 32 lanes' partials are summed in
+// index order through shared memory (fixed order: deterministic).
+extern "C" __global__ void __launch_bounds__(32) hc_post_mix(float* S, const float* __restrict__ y,
+                                                             const float* __restrict__ post,
+                                                             const float* __restrict__ comb,
+                                                             const u16* __restrict__ fn, int M, int D, int N,
+                                                             int chunk, float* pdot, double* pss, int ny, int T, int tt) {
     PDL_ENTRY;
-    __shared__ float red[MAXM][256];
-    __shared__ double redd[256];
-    int t = blockIdx.y, sp = blockIdx.x, nsplit = gridDim.x;
-    int d = sp * chunk + threadIdx.x;
-    float* St = S + (i64)t * N * D;
-    double ss = 0.0;
-    float dot[MAXM];
-#pragma unroll
-    for (int m = 0; m < MAXM; m++) dot[m] = 0.f;
-    if (threadIdx.x < chunk && d < D) {
-        float sv[MAXN], nv[MAXN];
-        for (int a = 0; a < N; a++) sv[a] = St[(i64)a * D + d];
-        if (y) {
-            float yd = 0.f;
-            for (int q = 0; q < ny; q++) yd += y[((i64)t * ny + q) * D + d];
-            for (int b = 0; b < N; b++) {
-                float acc = post[t * N + b] * yd;
-                for (int a = 0; a < N; a++) acc += comb[t * N * N + a * N + b] * sv[a];
-                nv[b] = acc;
-            }
-            for (int b = 0; b < N; b++) St[(i64)b * D + d] = nv[b];
-        } else {
-            for (int b = 0; b < N; b++) nv[b] = sv[b];
-        }
-        i64 fstride = (i64)N * D;
-        for (int b = 0; b < N; b++) {
-            ss += (double)nv[b] * (double)nv[b];
-#pragma unroll
-            for (int m = 0; m < MAXM; m++)
-                if (m < M) dot[m] += h2f(fn[(i64)m * fstride + (i64)b * D + d]) * nv[b];
-        }
-    }
+    __shared__ float red[MAXM][33];
+    __shared__ double redd[32];
+    int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x;
+    int d = sp * 32 + lane;
+    bool ok = d < D;
+    (void)chunk;
+    float f[MAXM][MAXN];
+    i64 fstride = (i64)N * D;
 #pragma unroll
     for (int m = 0; m < MAXM; m++)
-        if (m < M) red[m][threadIdx.x] = dot[m];
-    redd[threadIdx.x] = ss;
-    __syncthreads();
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    for (int m = w; m <= M; m += nw) {
-        if (m < M) {
-            float a = 0.f;
-            for (int i = lane; i < (int)blockDim.x; i += 32) a += red[m][i];
-            a = warp_sum(a);
-            if (lane == 0) pdot[((i64)t * nsplit + sp) * M + m] = a;
-        } else {
-            double a = 0.0;
-            for (int i = lane; i < (int)blockDim.x; i += 32) a += redd[i];
-            a = warp_sum_d(a);
-            if (lane == 0) pss[(i64)t * nsplit + sp] = a;
+#pragma unroll
+        for (int b = 0; b < MAXN; b++) f[m][b] = (ok && m < M && b < N) ? h2f(fn[(i64)m * fstride + (i64)b * D + d]) : 0.f;
+    int t1 = min(T, (int)(blockIdx.y + 1) * tt);
+    for (int t = blockIdx.y * tt; t < t1; t++) {
+        float* St = S + (i64)t * N * D;
+        double ss = 0.0;
+        float dot[MAXM];
+#pragma unroll
+        for (int m = 0; m < MAXM; m++) dot[m] = 0.f;
+        if (ok) {
+            float sv[MAXN], nv[MAXN];
+#pragma unroll
+            for (int a = 0; a < MAXN; a++) sv[a] = a < N ? St[(i64)a * D + d] : 0.f;
+            if (y) {
+                float yd = 0.f;
+                for (int q = 0; q < ny; q++) yd += y[((i64)t * ny + q) * D + d];
+#pragma unroll
+                for (int b = 0; b < MAXN; b++) {
+                    if (b < N) {
+                        float acc = post[t * N + b] * yd;
+#pragma unroll
+                        for (int a = 0; a < MAXN; a++)
+                            if (a < N) acc += comb[t * N * N + a * N + b] * sv[a];
+                        nv[b] = acc;
+                    }
+                }
+#pragma unroll
+                for (int b = 0; b < MAXN; b++)
+                    if (b < N) St[(i64)b * D + d] = nv[b];
+            } else {
+#pragma unroll
+                for (int b = 0; b < MAXN; b++) nv[b] = sv[b];
+            }
+#pragma unroll
+            for (int b = 0; b < MAXN; b++) {
+                if (b < N) {
+                    ss += (double)nv[b] * (double)nv[b];
+#pragma unroll
+                    for (int m = 0; m < MAXM; m++)
+                        if (m < M) dot[m] += f[m][b] * nv[b];
+                }
+            }
         }
+#pragma unroll
+        for (int m = 0; m < MAXM; m++)
+            if (m < M) red[m][lane] = dot[m];
+        redd[lane] = ss;
+        __syncwarp();
+        if (lane < M) {
+            float a = 0.f;
+            for (int i = 0; i < 32; i++) a += red[lane][i];
+            pdot[((i64)t * nsplit + sp) * M + lane] = a;
+        } else if (lane == M) {
+            double a = 0.0;
+            for (int i = 0; i < 32; i++) a += redd[i];
+            pss[(i64)t * nsplit + sp] = a;
+        }
+        __syncwarp();
     }
 }
 
 // Finish hc_pre: mix, pre/post/Sinkhorn (M == N*(N+2)) or head pre only (M == N), collapse
 // the streams and apply the following weighted RMSNorm. grid T, dynamic smem D floats.
+// Latency matters here (decode runs one block): the partials are reduced by one warp per
+// mix (lane-strided, then a butterfly), every thread derives the N pre weights itself, and
+// warp 0 runs the Sinkhorn iterations while the other warps write the normalized row.
 extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
                                                             const double* __restrict__ pss, int nsplit, int M, int D,
                                                             int N, const float* __restrict__ scale,
@@ -104,67 +129,74 @@ extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __rest
     PDL_ENTRY;
     extern __shared__ float xsh[];
     __shared__ double shd[32];
-    __shared__ float pre_s[MAXN];
-    int t = blockIdx.x;
     __shared__ float mix_s[MAXM];
     __shared__ float rs_s;
-    if (threadIdx.x == 0) {
-        double ss = 0.0;
-#pragma unroll 8
-        for (int s = 0; s < nsplit; s++) ss += pss[(i64)t * nsplit + s];
-        rs_s = 1.f / sqrtf((float)(ss / (double)(N * D)) + eps);
-    }
-    __syncthreads();
-    if (threadIdx.x < M) {
-        float a = 0.f;
-#pragma unroll 8
-        for (int s = 0; s < nsplit; s++) a += pdot[((i64)t * nsplit + s) * M + threadIdx.x];
-        mix_s[threadIdx.x] = a * rs_s;
-    }
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        // warp 0: pre/post and the Sinkhorn iterations, lane a*N+b holding C[a][b]; every sum is
-        // gathered lane by lane in index order (same arithmetic as a serial loop)
-        int lane = threadIdx.x;
-        if (lane < N) pre_s[lane] = sigmoidf_(mix_s[lane] * scale[0] + base[lane]) + hc_eps;
-        if (M > N) {
-            if (lane < N) post_out[t * N + lane] = 2.f * sigmoidf_(mix_s[N + lane] * scale[1] + base[N + lane]);
-            int NN = N * N;
-            int li = lane < NN ? lane : 0;
-            int a = li / N, b = li % N;
-            float c = mix_s[2 * N + li] * scale[2] + base[2 * N + li];
-            float mx = -INF_F;
-            for (int q = 0; q < N; q++) mx = fmaxf(mx, __shfl_sync(0xffffffffu, c, a * N + q));
-            c = expf(c - mx);
-            float sum = 0.f;
-            for (int q = 0; q < N; q++) sum += __shfl_sync(0xffffffffu, c, a * N + q);
-            c = c * (1.f / sum) + hc_eps;
-            float cs = 0.f;
-            for (int q = 0; q < N; q++) cs += __shfl_sync(0xffffffffu, c, q * N + b);
-            c *= 1.f / (cs + hc_eps);
-            for (int it = 1; it < iters; it++) {
-                float rsum = 0.f;
-                for (int q = 0; q < N; q++) rsum += __shfl_sync(0xffffffffu, c, a * N + q);
-                c *= 1.f / (rsum + hc_eps);
-                float cs2 = 0.f;
-                for (int q = 0; q < N; q++) cs2 += __shfl_sync(0xffffffffu, c, q * N + b);
-                c *= 1.f / (cs2 + hc_eps);
-            }
-            if (lane < NN) comb_out[t * NN + lane] = c;
+    int t = blockIdx.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int m = w; m <= M; m += nw) {
+        if (m < M) {
+            float a = 0.f;
+            for (int s = lane; s < nsplit; s += 32) a += pdot[((i64)t * nsplit + s) * M + m];
+            a = warp_sum(a);
+            if (lane == 0) mix_s[m] = a;
+        } else {
+            double a = 0.0;
+            for (int s = lane; s < nsplit; s += 32) a += pss[(i64)t * nsplit + s];
+            a = warp_sum_d(a);
+            if (lane == 0) rs_s = 1.f / sqrtf((float)(a / (double)(N * D)) + eps);
         }
     }
     __syncthreads();
+    float rs = rs_s;
+    float pre[MAXN];
+#pragma unroll
+    for (int a = 0; a < MAXN; a++) {
+        float mv = a < N ? mix_s[a] * rs : 0.f;
+        pre[a] = a < N ? sigmoidf_(mv * scale[0] + base[a]) + hc_eps : 0.f;
+    }
     const float* St = S + (i64)t * N * D;
     double ss = 0.0;
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        float x = pre_s[0] * St[d];
-        for (int s = 1; s < N; s++) x += pre_s[s] * St[(i64)s * D + d];
+        float x = pre[0] * St[d];
+#pragma unroll
+        for (int s = 1; s < MAXN; s++)
+            if (s < N) x += pre[s] * St[(i64)s * D + d];
         xsh[d] = x;
         ss += (double)x * (double)x;
     }
     double tss = block_sum_d(ss, shd);
-    float rs = 1.f / sqrtf((float)(tss / (double)D) + eps);
-    for (int d = threadIdx.x; d < D; d += blockDim.x) xn_out[(i64)t * D + d] = (xsh[d] * rs) * norm_w[d];
+    float rsn = 1.f / sqrtf((float)(tss / (double)D) + eps);
+    bool sink = M > N;
+    if (sink && w == 0) {
+        // pre/post and the Sinkhorn iterations, lane a*N+b holding C[a][b]; every sum is
+        // gathered lane by lane in index order (same arithmetic as a serial loop)
+        if (lane < N) post_out[t * N + lane] = 2.f * sigmoidf_((mix_s[N + lane] * rs) * scale[1] + base[N + lane]);
+        int NN = N * N;
+        int li = lane < NN ? lane : 0;
+        int a = li / N, b = li % N;
+        float c = (mix_s[2 * N + li] * rs) * scale[2] + base[2 * N + li];
+        float mx = -INF_F;
+        for (int q = 0; q < N; q++) mx = fmaxf(mx, __shfl_sync(0xffffffffu, c, a * N + q));
+        c = expf(c - mx);
+        float sum = 0.f;
+        for (int q = 0; q < N; q++) sum += __shfl_sync(0xffffffffu, c, a * N + q);
+        c = c * (1.f / sum) + hc_eps;
+        float cs = 0.f;
+        for (int q = 0; q < N; q++) cs += __shfl_sync(0xffffffffu, c, q * N + b);
+        c *= 1.f / (cs + hc_eps);
+        for (int it = 1; it < iters; it++) {
+            float rsum = 0.f;
+            for (int q = 0; q < N; q++) rsum += __shfl_sync(0xffffffffu, c, a * N + q);
+            c *= 1.f / (rsum + hc_eps);
+            float cs2 = 0.f;
+            for (int q = 0; q < N; q++) cs2 += __shfl_sync(0xffffffffu, c, q * N + b);
+            c *= 1.f / (cs2 + hc_eps);
+        }
+        if (lane < NN) comb_out[t * NN + lane] = c;
+        return;
+    }
+    int first = sink ? (int)threadIdx.x - 32 : (int)threadIdx.x;
+    int stride = sink ? (int)blockDim.x - 32 : (int)blockDim.x;
+    for (int d = first; d < D; d += stride) xn_out[(i64)t * D + d] = (xsh[d] * rsn) * norm_w[d];
 }
 
 // Rotate interleaved pairs of the last R values of v (shared memory) at position pos.
@@ -243,17 +275,24 @@ __device__ __noinline__ float fp4_block_margin(const float* p) {
     return best;
 }
 
-// FP8 E4M3 round trip on v[0..n) in blocks of 64 (one thread per block). With `ties`, each
-// block's margin is noted (kind, layer, pos) before it is rounded.
+// FP8 E4M3 round trip on v[0..n) in blocks of 64, one warp per block (two values per lane; a
+// thread per block was a 64-step serial chain on decode's critical path). The block maximum
+// is order-independent, so the values are those of a serial loop. With `ties`, each block's
+// margin is noted (kind, layer, pos) before it is rounded. blockDim must be a multiple of 32.
 __device__ void fp8_sim_smem(float* v, int n, int* ties = nullptr, int layer = 0, int pos = 0, int kind = 0) {
-    for (int b = threadIdx.x; b < n / 64; b += blockDim.x) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int b = w; b < n / 64; b += nw) {
         float* p = v + b * 64;
-        if (ties) note_tie(ties, layer, pos, kind, fp8_block_margin(p));
-        float amax = 0.f;
-        for (int i = 0; i < 64; i++) amax = fmaxf(amax, fabsf(p[i]));
+        if (ties) {
+            if (lane == 0) note_tie(ties, layer, pos, kind, fp8_block_margin(p));
+            __syncwarp();
+        }
+        float x0 = p[lane], x1 = p[lane + 32];
+        float amax = warp_max(fmaxf(fabsf(x0), fabsf(x1)));
         amax = fmaxf(amax, 1e-4f);
         float scale = exp2i(ceil_log2_exact(amax / 448.f));
-        for (int i = 0; i < 64; i++) p[i] = e4m3_round(fminf(fmaxf(p[i] / scale, -448.f), 448.f)) * scale;
+        p[lane] = e4m3_round(fminf(fmaxf(x0 / scale, -448.f), 448.f)) * scale;
+        p[lane + 32] = e4m3_round(fminf(fmaxf(x1 / scale, -448.f), 448.f)) * scale;
     }
 }
 
@@ -274,14 +313,19 @@ __device__ void hadamard_fp4_smem(float* v, int n, int* ties = nullptr, int laye
     float sc = (float)(1.0 / sqrt((double)n));
     for (int i = threadIdx.x; i < n; i += blockDim.x) v[i] *= sc;
     __syncthreads();
-    for (int b = threadIdx.x; b < n / 32; b += blockDim.x) {
+    // one warp per 32-block, a value per lane (blockDim a multiple of 32)
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int b = w; b < n / 32; b += nw) {
         float* p = v + b * 32;
-        if (ties) note_tie(ties, layer, pos, kind, fp4_block_margin(p));
-        float amax = 0.f;
-        for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(p[i]));
+        if (ties) {
+            if (lane == 0) note_tie(ties, layer, pos, kind, fp4_block_margin(p));
+            __syncwarp();
+        }
+        float x = p[lane];
+        float amax = warp_max(fabsf(x));
         amax = fmaxf(amax, 7.052966104933725e-38f);
         float scale = exp2i(ceil_log2_exact(amax / 6.f));
-        for (int i = 0; i < 32; i++) p[i] = e2m1_round(fminf(fmaxf(p[i] / scale, -6.f), 6.f)) * scale;
+        p[lane] = e2m1_round(fminf(fmaxf(x / scale, -6.f), 6.f)) * scale;
     }
     __syncthreads();
 }
@@ -816,9 +860,14 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
                                      const int* __restrict__ tid2eid, const int* __restrict__ tok, int E, int K,
                                      float wscale, int wnorm, int* sel, float* wts) {
     PDL_ENTRY;
-    extern __shared__ float prob[];
+    extern __shared__ float prob[];  // [E] probabilities, then [E] selection scores (+ bias)
+    float* score = prob + E;
     int t = blockIdx.x;
-    for (int e = threadIdx.x; e < E; e += blockDim.x) prob[e] = sqrtf(softplusf_(logits[(i64)t * E + e]));
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        float p = sqrtf(softplusf_(logits[(i64)t * E + e]));
+        prob[e] = p;
+        score[e] = p + (bias ? bias[e] : 0.f);
+    }
     __syncthreads();
     __shared__ int s[16];
     if (threadIdx.x >= 32) return;
@@ -827,7 +876,8 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
         if (lane < K) s[lane] = tid2eid[(i64)tok[t] * K + lane];
     } else {
         // K rounds of a warp argmax of prob + bias over the experts not yet taken; ties go to
-        // the smaller expert id
+        // the smaller expert id. Scores come from shared memory (the bias was a global load
+        // per candidate inside this serial loop).
         for (int i = 0; i < K; i++) {
             float bv = -INF_F;
             int bi = 0x7fffffff;
@@ -835,7 +885,7 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
                 bool taken = false;
                 for (int q = 0; q < i; q++) taken |= (s[q] == e);
                 if (taken) continue;
-                float v = prob[e] + (bias ? bias[e] : 0.f);
+                float v = score[e];
                 if (bi == 0x7fffffff || v > bv) { bv = v; bi = e; }
             }
             for (int o = 16; o > 0; o >>= 1) {
