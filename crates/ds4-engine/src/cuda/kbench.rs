@@ -4,7 +4,7 @@
 //! tensor cores; `DS4_KBENCH=attn` runs only that section).
 
 use super::driver::{Args, Gpu, Result};
-use super::session::{gemm_q_bn, launch_gemm_q, GemmArgs, JobTable, JobTable2, MvJob, MvJob2};
+use super::session::{gemm_q_bn, gemm_q_flags, launch_gemm_q, GemmArgs, JobTable, JobTable2, MvJob, MvJob2};
 use super::weights::{upload_raw_mat, GMat};
 use ds4_gguf::GgmlType;
 
@@ -521,7 +521,7 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
             let nan = vec![f32::NAN; ny];
             let yref = gpu.alloc(ny * 4)?;
             let ytst = gpu.alloc(ny * 4)?;
-            let a = |y| GemmArgs { w: m.wmat(), x: xb.ptr, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, pad: 0 };
+            let a = |y| GemmArgs { w: m.wmat(), x: xb.ptr, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags: 0 };
             let gflop = 2.0 * yrows as f64 * c.cols as f64 * c.rows as f64 / 1e9;
             let mut href = vec![0f32; ny];
             let mut htst = vec![0f32; ny];
@@ -533,12 +533,16 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
             println!("{:<30} {:>5} {:<10} {:>9.3} {:>8.1}", c.name, t, "gemm_f32", ms, gflop / ms);
             let avg = c.grouped.then(|| (t * GEMM_K) as f64 / GEMM_E as f64);
             let pick = gemm_q_bn(gpu, c.rows, t, avg);
-            for kname in ["gemm_h", "gemm_q64", "gemm_q128"] {
-                let at = a(ytst.ptr);
+            // gemm_qNN: f32 dequantization; gemm_qNNh: f16x2 dequantization (GQ_FLAG_HDEQ)
+            for kname in ["gemm_h", "gemm_q64", "gemm_q128", "gemm_q64h", "gemm_q128h"] {
+                let mut at = a(ytst.ptr);
+                if kname.ends_with('h') && kname != "gemm_h" {
+                    at.flags = 1;
+                }
                 let run = || -> Result<()> {
                     match kname {
                         "gemm_h" => gpu.launch("gemm_h", (c.rows.div_ceil(128) as u32, t.div_ceil(64) as u32, ne as u32), 256, 0, Args::new().a(at)),
-                        "gemm_q64" => launch_gemm_q(gpu, at, ne, 64),
+                        "gemm_q64" | "gemm_q64h" => launch_gemm_q(gpu, at, ne, 64),
                         _ => launch_gemm_q(gpu, at, ne, 128),
                     }
                 };
@@ -555,7 +559,7 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
                     gpu.dtoh(&mut again, ytst.ptr)?;
                     let same = again.iter().zip(&htst).all(|(p, q)| p.to_bits() == q.to_bits());
                     note = format!("repeat={}", if same { "same" } else { "DIFFERENT" });
-                    if (kname == "gemm_q64") == (pick == 64) {
+                    if kname.starts_with("gemm_q64") == (pick == 64) && kname.ends_with('h') == (gemm_q_flags() == 1) {
                         note.push_str(" [session pick]");
                     }
                 }

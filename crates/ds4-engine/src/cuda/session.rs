@@ -59,7 +59,8 @@ pub(crate) struct GemmArgs {
     pub ldx: i32,
     pub ldy: i32,
     pub t: i32,
-    pub pad: i32,
+    /// gemm_q only: GQ_FLAG_HDEQ (1) = f16x2 dequantization (see `gemm_q_flags`)
+    pub flags: i32,
 }
 
 #[repr(C)]
@@ -504,6 +505,21 @@ fn gemm_old() -> bool {
     *V.get_or_init(|| std::env::var("DS4_GEMM").map(|v| v == "old").unwrap_or(false))
 }
 
+/// gemm_q dequantization, read once: f16x2 arithmetic (GQ_FLAG_HDEQ, default) or
+/// `DS4_GEMM_DEQ=f32` for the f32 decode (one rounding per weight, more instructions).
+pub(crate) fn gemm_q_flags() -> i32 {
+    static V: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *V.get_or_init(|| if std::env::var("DS4_GEMM_DEQ").map(|v| v == "f32").unwrap_or(false) { 0 } else { 1 })
+}
+
+/// Kernel for the grouped (routed-expert) Fast GEMMs, read once: `DS4_GEMM_EXP=h` runs
+/// gemm_h for them (it was faster than the f32-decode gemm_q for IQ2_XXS/Q2_K at ~48 tokens
+/// per expert), anything else gemm_q.
+fn gemm_exp_h() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_GEMM_EXP").map(|v| v == "h").unwrap_or(false))
+}
+
 /// Raw weight bytes gemm_q stages per row per K step (`GQR<TY>::RB` in matmul.cuh).
 fn gq_raw_bytes(ty: i32) -> usize {
     match ty {
@@ -855,10 +871,10 @@ impl CudaSession {
 
     fn gemm(&self, w: WMat, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize, grp: Option<(DevPtr, DevPtr, usize)>) -> Result<()> {
         let (off, gather, nz) = grp.unwrap_or((0, 0, 1));
-        let a = GemmArgs { w, x, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, pad: 0 };
+        let a = GemmArgs { w, x, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags: gemm_q_flags() };
         let (name, bm) = match self.opts.precision {
             Precision::Reference => ("gemm_f32", 64),
-            Precision::Fast if gemm_old() => ("gemm_h", 128),
+            Precision::Fast if gemm_old() || (grp.is_some() && gemm_exp_h()) => ("gemm_h", 128),
             Precision::Fast => {
                 // grouped calls: every token picks k of the nz experts
                 let avg = grp.map(|_| (t * self.m.dims.k) as f64 / nz as f64);
