@@ -4,7 +4,7 @@
 //! tensor cores; `DS4_KBENCH=attn` runs only that section).
 
 use super::driver::{Args, Gpu, Result};
-use super::session::{gemm_q_bn, gemm_q_flags, launch_gemm_q, GemmArgs, JobTable, JobTable2, MvJob, MvJob2};
+use super::session::{gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, GemmArgs, JobTable, JobTable2, MvJob, MvJob2};
 use super::weights::{upload_raw_mat, GMat};
 use ds4_gguf::GgmlType;
 
@@ -534,16 +534,24 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
             let avg = c.grouped.then(|| (t * GEMM_K) as f64 / GEMM_E as f64);
             let pick = gemm_q_bn(gpu, c.rows, t, avg);
             // gemm_qNN: f32 dequantization; gemm_qNNh: f16x2 dequantization (GQ_FLAG_HDEQ)
-            for kname in ["gemm_h", "gemm_q64", "gemm_q128", "gemm_q64h", "gemm_q128h"] {
+            // gemm_q64s: the type-specialized 3-blocks-per-SM kernel (f16x2 decode; F16 has none)
+            let has_spec = matches!(c.ty, GgmlType::Q8_0 | GgmlType::Iq2Xxs | GgmlType::Q2K | GgmlType::Q4K);
+            let knames: &[&str] = if has_spec {
+                &["gemm_h", "gemm_q64", "gemm_q128", "gemm_q64h", "gemm_q128h", "gemm_q64s"]
+            } else {
+                &["gemm_h", "gemm_q64", "gemm_q128", "gemm_q64h", "gemm_q128h"]
+            };
+            for &kname in knames {
                 let mut at = a(ytst.ptr);
-                if kname.ends_with('h') && kname != "gemm_h" {
+                if kname.ends_with('h') && kname != "gemm_h" || kname == "gemm_q64s" {
                     at.flags = 1;
                 }
                 let run = || -> Result<()> {
                     match kname {
                         "gemm_h" => gpu.launch("gemm_h", (c.rows.div_ceil(128) as u32, t.div_ceil(64) as u32, ne as u32), 256, 0, Args::new().a(at)),
-                        "gemm_q64" | "gemm_q64h" => launch_gemm_q(gpu, at, ne, 64),
-                        _ => launch_gemm_q(gpu, at, ne, 128),
+                        "gemm_q64" | "gemm_q64h" => launch_gemm_q(gpu, at, ne, 64, false),
+                        "gemm_q64s" => launch_gemm_q(gpu, at, ne, 64, true),
+                        _ => launch_gemm_q(gpu, at, ne, 128, false),
                     }
                 };
                 gpu.htod(ytst.ptr, &nan)?;
@@ -559,7 +567,14 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
                     gpu.dtoh(&mut again, ytst.ptr)?;
                     let same = again.iter().zip(&htst).all(|(p, q)| p.to_bits() == q.to_bits());
                     note = format!("repeat={}", if same { "same" } else { "DIFFERENT" });
-                    if kname.starts_with("gemm_q64") == (pick == 64) && kname.ends_with('h') == (gemm_q_flags() == 1) {
+                    // what CudaSession::gemm runs (with the default DS4_GEMM/DS4_GEMM_EXP)
+                    let spec_on = gemm_spec() && gemm_q_flags() == 1 && has_spec && pick == 64;
+                    let is_pick = if spec_on {
+                        kname == "gemm_q64s"
+                    } else {
+                        kname != "gemm_q64s" && kname.starts_with("gemm_q64") == (pick == 64) && kname.ends_with('h') == (gemm_q_flags() == 1)
+                    };
+                    if is_pick {
                         note.push_str(" [session pick]");
                     }
                 }

@@ -557,16 +557,36 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
 /// Launch gemm_q64/gemm_q128 (`bn` 64 or 128) on `a`; `ngroups` = groups in grp_off (ignored
 /// when a.grp_off == 0). Persistent grid: two blocks per SM (what the shared memory allows),
 /// fewer when there are fewer tiles.
-pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize) -> Result<()> {
+/// `spec`: use the type-specialized `gemm_q64s_*` kernel where one exists (bn 64, f16x2
+/// decode). Read once from `DS4_GEMM_SPEC` (0 = off; default on) by the session.
+pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, spec: bool) -> Result<()> {
     if a.t <= 0 {
         return Ok(());
     }
     let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
     let smem = ((ng + 1) * 4).div_ceil(16) * 16 + 3 * bn * 40 * 4 + 3 * 128 * gq_raw_bytes(a.w.ty) + 2 * 128 * 40 * 2;
     let upper = (a.w.rows as usize).div_ceil(128) * (a.t as usize).div_ceil(bn) * ng;
+    let sname = match a.w.ty {
+        16 => Some("gemm_q64s_iq2xxs"),
+        10 => Some("gemm_q64s_q2k"),
+        12 => Some("gemm_q64s_q4k"),
+        8 => Some("gemm_q64s_q8"),
+        _ => None,
+    };
+    if let (true, 64, 1, Some(name)) = (spec, bn, a.flags & 1, sname) {
+        let per_sm = gpu.blocks_per_sm(name, 256, smem)?.clamp(1, 3);
+        let grid = upper.min(per_sm * gpu.sm_count.max(1) as usize).max(1);
+        return gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, Args::new().a(a).a(ng as i32));
+    }
     let grid = upper.min(2 * gpu.sm_count.max(1) as usize).max(1);
     let name = if bn == 128 { "gemm_q128" } else { "gemm_q64" };
     gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, Args::new().a(a).a(ng as i32))
+}
+
+/// `DS4_GEMM_SPEC=0` turns the type-specialized gemm_q64s_* kernels off (see launch_gemm_q).
+pub(crate) fn gemm_spec() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_GEMM_SPEC").map(|v| v != "0").unwrap_or(true))
 }
 
 fn nsplit_decode(ratio: usize) -> usize {
@@ -879,7 +899,7 @@ impl CudaSession {
                 // grouped calls: every token picks k of the nz experts
                 let avg = grp.map(|_| (t * self.m.dims.k) as f64 / nz as f64);
                 let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, avg);
-                return launch_gemm_q(self.gpu(), a, nz, bn);
+                return launch_gemm_q(self.gpu(), a, nz, bn, gemm_spec());
             }
         };
         let grid = (((w.rows as usize + bm - 1) / bm) as u32, ((t + 63) / 64) as u32, nz as u32);
