@@ -526,8 +526,7 @@ fn gq_raw_bytes(ty: i32) -> usize {
         0 => 128, // F32
         1 => 64,  // F16
         16 => 16, // IQ2_XXS
-        10 => 64, // Q2_K
-        _ => 48,  // Q8_0, Q4_K
+        _ => 48,  // Q8_0, Q4_K, Q2_K
     }
 }
 
@@ -535,7 +534,11 @@ fn gq_raw_bytes(ty: i32) -> usize {
 /// of each tile (grouped, `avg` = mean tokens per group): the 64-token tile halves the wasted
 /// math on small groups but dequantizes each weight tile twice as often per token.
 pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> usize {
+    // DS4_GEMM_EXP_BN=64|128 forces the token tile of the grouped (expert) calls
+    static EXP_BN: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let force = *EXP_BN.get_or_init(|| std::env::var("DS4_GEMM_EXP_BN").ok().and_then(|v| v.parse().ok()).filter(|&b| b == 64 || b == 128));
     match avg {
+        Some(_) if force.is_some() => force.unwrap_or(64),
         Some(a) => {
             if a >= 96.0 {
                 128

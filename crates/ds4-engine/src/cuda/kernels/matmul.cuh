@@ -674,13 +674,14 @@ extern "C" __global__ void __launch_bounds__(256) gemm_h(GemmArgs a) {
 // Raw bytes staged per weight row per K step (RB) and the number of copies that fill them (NP).
 //   F32 32 floats; F16 32 halfs; Q8_0 qs[32] + the 4 aligned bytes holding d;
 //   IQ2_XXS the sub-block's 8 bytes + the 4 aligned bytes holding d;
-//   Q2_K qs[32] of the 128-half + scales[16] + (d, dmin); Q4_K qs[32] of the 64-pair + header 16.
+//   Q2_K qs[32] of the 128-half + the aligned scale word holding the step's 2 scale bytes
+//   (at 32) + (d, dmin) (at 36), 48 with padding; Q4_K qs[32] of the 64-pair + header 16.
 template <int TY> struct GQR;
 template <> struct GQR<T_F32> { static const int RB = 128, NP = 8; };
 template <> struct GQR<T_F16> { static const int RB = 64, NP = 4; };
 template <> struct GQR<T_Q8_0> { static const int RB = 48, NP = 3; };
 template <> struct GQR<T_IQ2_XXS> { static const int RB = 16, NP = 2; };
-template <> struct GQR<T_Q2_K> { static const int RB = 64, NP = 4; };
+template <> struct GQR<T_Q2_K> { static const int RB = 48, NP = 4; };
 template <> struct GQR<T_Q4_K> { static const int RB = 48, NP = 3; };
 
 __device__ __forceinline__ u32 smem_u32(const void* p) {
@@ -747,9 +748,11 @@ __device__ __forceinline__ void gq_load(u8* wst, float* xst, const u8* pay, cons
         } else if (TY == T_Q2_K) {
             i64 blk = (i64)r * (cols >> 8) + (k0 >> 8);
             int h = (k0 >> 7) & 1;
+            // scale bytes j = 8h + 2s, +1 of this 32-column step share one aligned word
+            int sw = (8 * h + 2 * ((k0 >> 5) & 3)) & ~3;
             if (q < 2) cp_async16(d, pay + blk * 80 + 16 + 32 * h + q * 16, n);
-            else if (q == 2) cp_async16(d, pay + blk * 80, n);
-            else cp_async4(d, hdr + blk * 4, ok ? 4 : 0);
+            else if (q == 2) cp_async4(d, pay + blk * 80 + sw, ok ? 4 : 0);
+            else cp_async4(smem_u32(wst + row * RB + 36), hdr + blk * 4, ok ? 4 : 0);
         } else {  // Q4_K
             i64 blk = (i64)r * (cols >> 8) + (k0 >> 8);
             int j = (k0 >> 5) & 7;
@@ -793,11 +796,10 @@ __device__ __forceinline__ uint4 gq_deq(const u8* R, int g, int k0, int hs, cons
             v[i] = ((s >> i) & 1) ? -(db * mag) : db * mag;
         }
     } else if (TY == T_Q2_K) {
-        int e = k0 & 255, h = e >> 7, s = (e >> 5) & 3;
-        int j = 8 * h + 2 * s + (g >= 2 ? 1 : 0);
-        int scb = R[32 + j];
+        int s = (k0 >> 5) & 3;
+        int scb = R[32 + ((s & 1) << 1) + (g >= 2 ? 1 : 0)];  // byte 8h+2s(+1) of the staged word
         uint2 q = *(const uint2*)(R + g * 8);
-        float d = h2f(*(const u16*)(R + 48)), dmin = h2f(*(const u16*)(R + 50));
+        float d = h2f(*(const u16*)(R + 36)), dmin = h2f(*(const u16*)(R + 38));
         float dl = d * (float)(scb & 15), ml = dmin * (float)(scb >> 4);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -897,11 +899,10 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
             o[p] = h2_mul(mm[p] ^ sg, db2);
         }
     } else if (TY == T_Q2_K) {
-        int e = k0 & 255, h = e >> 7, s = (e >> 5) & 3;
-        int j = 8 * h + 2 * s + (g >= 2 ? 1 : 0);
-        int scb = R[32 + j];
+        int s = (k0 >> 5) & 3;
+        int scb = R[32 + ((s & 1) << 1) + (g >= 2 ? 1 : 0)];  // byte 8h+2s(+1) of the staged word
         uint2 q = *(const uint2*)(R + g * 8);
-        float d = h2f(*(const u16*)(R + 48)), dmin = h2f(*(const u16*)(R + 50));
+        float d = h2f(*(const u16*)(R + 36)), dmin = h2f(*(const u16*)(R + 38));
         float dl = d * (float)(scb & 15), ml = dmin * (float)(scb >> 4);
         u32 dl2 = pack_h2(dl, dl), nml2 = pack_h2(-ml, -ml);
         u32 x0 = (q.x >> (2 * s)) & 0x03030303u, x1 = (q.y >> (2 * s)) & 0x03030303u;
