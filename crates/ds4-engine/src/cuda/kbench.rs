@@ -532,7 +532,7 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
             gpu.dtoh(&mut href, yref.ptr)?;
             println!("{:<30} {:>5} {:<10} {:>9.3} {:>8.1}", c.name, t, "gemm_f32", ms, gflop / ms);
             let avg = c.grouped.then(|| (t * GEMM_K) as f64 / GEMM_E as f64);
-            let pick = gemm_q_bn(gpu, c.rows, t, avg);
+            let pick = gemm_q_bn(gpu, m.wmat().ty, c.rows, t, avg);
             // gemm_qNN: f32 dequantization; gemm_qNNh: f16x2 dequantization (GQ_FLAG_HDEQ)
             // gemm_q64s: the type-specialized 3-blocks-per-SM kernel (f16x2 decode; F16 has none)
             let has_spec = matches!(c.ty, GgmlType::Q8_0 | GgmlType::Iq2Xxs | GgmlType::Q2K | GgmlType::Q4K);

@@ -533,12 +533,15 @@ fn gq_raw_bytes(ty: i32) -> usize {
 /// Token tile of gemm_q: 128 unless that leaves the GPU short of tiles (dense) or wastes most
 /// of each tile (grouped, `avg` = mean tokens per group): the 64-token tile halves the wasted
 /// math on small groups but dequantizes each weight tile twice as often per token.
-pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> usize {
+/// Grouped calls with a type-specialized gemm_q64s kernel (see launch_gemm_q) use 64: it runs
+/// three blocks per SM and wastes no math on partly filled 128-token tiles.
+pub(crate) fn gemm_q_bn(gpu: &Gpu, ty: i32, rows: usize, t: usize, avg: Option<f64>) -> usize {
     // DS4_GEMM_EXP_BN=64|128 forces the token tile of the grouped (expert) calls
     static EXP_BN: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     let force = *EXP_BN.get_or_init(|| std::env::var("DS4_GEMM_EXP_BN").ok().and_then(|v| v.parse().ok()).filter(|&b| b == 64 || b == 128));
     match avg {
         Some(_) if force.is_some() => force.unwrap_or(64),
+        Some(_) if gemm_spec() && gemm_q_flags() == 1 && matches!(ty, 8 | 10 | 12 | 16) => 64,
         Some(a) => {
             if a >= 96.0 {
                 128
@@ -901,7 +904,7 @@ impl CudaSession {
             Precision::Fast => {
                 // grouped calls: every token picks k of the nz experts
                 let avg = grp.map(|_| (t * self.m.dims.k) as f64 / nz as f64);
-                let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, avg);
+                let bn = gemm_q_bn(self.gpu(), w.ty, w.rows as usize, t, avg);
                 return launch_gemm_q(self.gpu(), a, nz, bn, gemm_spec());
             }
         };
