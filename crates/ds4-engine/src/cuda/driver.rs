@@ -47,7 +47,7 @@ pub const KERNELS: &[&str] = &[
     "matvec_grouped", "mv2", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128",
     "gemm_q64s_iq2xxs", "gemm_q64s_q2k", "gemm_q64s_q4k", "gemm_q64s_q8", "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_finish", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
-    "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
+    "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128",
 ];
 

@@ -4,7 +4,7 @@
 //! tensor cores; `DS4_KBENCH=attn` runs only that section).
 
 use super::driver::{Args, Gpu, Result};
-use super::session::{gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, GemmArgs, JobTable, JobTable2, MvJob, MvJob2};
+use super::session::{moe_group2_smem, gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, GemmArgs, JobTable, JobTable2, MvJob, MvJob2};
 use super::weights::{upload_raw_mat, GMat};
 use ds4_gguf::GgmlType;
 
@@ -425,6 +425,57 @@ fn assign_experts(t: usize, seed: u64) -> (Vec<i32>, Vec<i32>) {
     (off, pair_tok)
 }
 
+/// `moe_group` (serial reference) vs `moe_group2` on the same random routing of `t` tokens:
+/// every output array must match bit for bit; time of each.
+fn moe_group_bench(gpu: &Gpu, t: usize) -> Result<()> {
+    let tk = t * GEMM_K;
+    let mut s = 0x51ed_2701u64 ^ t as u64;
+    let mut sel = vec![0i32; tk];
+    for tok in 0..t {
+        for k in 0..GEMM_K {
+            loop {
+                let e = (rng(&mut s) % GEMM_E as u64) as i32;
+                if !sel[tok * GEMM_K..tok * GEMM_K + k].contains(&e) {
+                    sel[tok * GEMM_K + k] = e;
+                    break;
+                }
+            }
+        }
+    }
+    let wts: Vec<f32> = (0..tk).map(|_| (rng(&mut s) >> 40) as f32 / (1u64 << 24) as f32).collect();
+    let (selb, wb) = (gpu.alloc(tk * 4)?, gpu.alloc(tk * 4)?);
+    gpu.htod(selb.ptr, &sel)?;
+    gpu.htod(wb.ptr, &wts)?;
+    let mut outs = Vec::new();
+    for (name, block, smem) in [("moe_group", GEMM_E as u32, GEMM_E * 4), ("moe_group2", 1024u32, moe_group2_smem(GEMM_E))] {
+        let (ob, tb, pb, wo) = (gpu.alloc((GEMM_E + 1) * 4)?, gpu.alloc(tk * 4)?, gpu.alloc(tk * 4)?, gpu.alloc(tk * 4)?);
+        let run = || -> Result<()> {
+            let args = Args::new().a(selb.ptr).a(wb.ptr).a(t as i32).a(GEMM_K as i32).a(GEMM_E as i32).a(ob.ptr).a(tb.ptr).a(pb.ptr).a(wo.ptr);
+            gpu.launch(name, (1, 1, 1), block, smem as u32, args)
+        };
+        run()?;
+        let (e0, e1) = (gpu.event()?, gpu.event()?);
+        gpu.record(&e0)?;
+        for _ in 0..5 {
+            run()?;
+        }
+        gpu.record(&e1)?;
+        let ms = gpu.elapsed_ms(&e0, &e1)? as f64 / 5.0;
+        let mut o = vec![0i32; GEMM_E + 1];
+        let (mut pt, mut po, mut pw) = (vec![0i32; tk], vec![0i32; tk], vec![0f32; tk]);
+        gpu.dtoh(&mut o, ob.ptr)?;
+        gpu.dtoh(&mut pt, tb.ptr)?;
+        gpu.dtoh(&mut po, pb.ptr)?;
+        gpu.dtoh(&mut pw, wo.ptr)?;
+        outs.push((name, ms, o, pt, po, pw.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()));
+    }
+    let same = outs[0].2 == outs[1].2 && outs[0].3 == outs[1].3 && outs[0].4 == outs[1].4 && outs[0].5 == outs[1].5;
+    for (name, ms, ..) in &outs {
+        println!("{:<30} {:>5} {:<10} {:>9.3} {}", "moe_group (T*6 pairs, 256 exp)", t, name, ms, if *name == "moe_group2" { if same { "outputs identical" } else { "outputs DIFFER" } } else { "" });
+    }
+    Ok(())
+}
+
 /// ||a-ref|| / ||ref||, max |a-ref| and the count of non-finite values of `a`, over the first
 /// `cols` of every `ld`-strided row.
 fn gemm_err(a: &[f32], r: &[f32], nrows: usize, cols: usize, ld: usize) -> (f64, f64, usize) {
@@ -488,6 +539,9 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
         gpu.record(&e1)?;
         Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64)
     };
+    for &t in &ts {
+        moe_group_bench(gpu, t)?;
+    }
     for (ci, c) in cases.iter().enumerate() {
         let ne = if c.grouped { GEMM_E } else { 1 };
         let data = random_blocks(c.ty, c.cols * c.rows * ne, 501 + ci as u64);

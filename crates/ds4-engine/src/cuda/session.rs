@@ -520,6 +520,19 @@ fn gemm_exp_h() -> bool {
     *V.get_or_init(|| std::env::var("DS4_GEMM_EXP").map(|v| v == "h").unwrap_or(false))
 }
 
+/// Dynamic shared memory of moe_group2 for `e` experts.
+pub(crate) fn moe_group2_smem(e: usize) -> usize {
+    33 * e * 4
+}
+
+/// moe_group2 (parallel grouping) unless `DS4_MOE_GROUP=old`, or the expert count needs more
+/// than the default 48 KiB of shared memory.
+pub(crate) fn moe_group2_ok(e: usize) -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let on = *V.get_or_init(|| std::env::var("DS4_MOE_GROUP").map(|v| v != "old").unwrap_or(true));
+    on && moe_group2_smem(e) <= 48 * 1024
+}
+
 /// Raw weight bytes gemm_q stages per row per K step (`GQR<TY>::RB` in matmul.cuh).
 fn gq_raw_bytes(ty: i32) -> usize {
     match ty {
@@ -1199,7 +1212,11 @@ impl CudaSession {
                     .a(sc.pair_tok.ptr)
                     .a(sc.pair_of.ptr)
                     .a(sc.pair_w.ptr);
-                gpu.launch("moe_group", (1, 1, 1), (((d.e + 31) / 32 * 32).min(1024)) as u32, (d.e * 4) as u32, args)?;
+                if moe_group2_ok(d.e) {
+                    gpu.launch("moe_group2", (1, 1, 1), 1024, moe_group2_smem(d.e) as u32, args)?;
+                } else {
+                    gpu.launch("moe_group", (1, 1, 1), (((d.e + 31) / 32 * 32).min(1024)) as u32, (d.e * 4) as u32, args)?;
+                }
                 let grp = Some((sc.off.ptr, sc.pair_tok.ptr, d.e));
                 // GEMM grid.y must cover the largest group: at most t tokens per expert
                 self.gemm(ly.gate_exps.wmat(), sc.xn.ptr, d.d, sc.g.ptr, d.f, t, grp)?;
