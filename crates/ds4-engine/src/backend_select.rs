@@ -204,7 +204,7 @@ impl Device {
         };
         // Prefill batches of up to 2048 tokens (the session never batches more than the
         // context; `Session` chunks longer inputs itself).
-        let so = SessionOptions { ctx, qat: cfg.qat, precision: cfg.precision, max_chunk: 2048, graphs: cfg.graphs, near_ties: false };
+        let so = SessionOptions { ctx, qat: cfg.qat, precision: cfg.precision, max_chunk: crate::cuda::session::default_max_chunk(), graphs: cfg.graphs, near_ties: false };
         CudaSession::new(w.clone(), so).map_err(|e| EngineError::Backend(format!("CUDA session: {e}")))
     }
 }

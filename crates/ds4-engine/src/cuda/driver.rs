@@ -33,22 +33,23 @@ pub fn kernel_source() -> String {
     let grid = include_str!("kernels/iq2xxs_grid.inc");
     let matmul = include_str!("kernels/matmul.cuh").replace("#include \"iq2xxs_grid.inc\"", grid);
     format!(
-        "{}\n{}\n{}\n{}\n{}\n",
+        "{}\n{}\n{}\n{}\n{}\n{}\n",
         include_str!("kernels/common.cuh"),
         matmul,
         include_str!("kernels/matvec.cuh"),
         include_str!("kernels/model.cuh"),
-        include_str!("kernels/attn.cuh")
+        include_str!("kernels/attn.cuh"),
+        include_str!("kernels/idx.cuh")
     )
 }
 
 /// Names of every `extern "C"` kernel in the source (checked by the NVRTC test).
 pub const KERNELS: &[&str] = &[
-    "matvec_grouped", "mv2", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128",
+    "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128",
     "gemm_q64s_iq2xxs", "gemm_q64s_q2k", "gemm_q64s_q4k", "gemm_q64s_q8", "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_finish", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
-    "attn_kv_f16", "attn_tc_512", "attn_tc_128",
+    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc",
 ];
 
 static NVRTC_PRELOAD: OnceLock<Option<String>> = OnceLock::new();
@@ -285,8 +286,12 @@ pub struct Gpu {
     prof_ev: (Event, Event),
     /// Programmatic dependent launch (Hopper+): each kernel may be scheduled while its
     /// predecessor drains; kernels order their dependent memory accesses with
-    /// `griddepcontrol.wait` (the PDL_* macros in common.cuh). Off with `DS4_PDL=0`.
+    /// `griddepcontrol.wait` (the PDL_* macros in common.cuh). On with `DS4_PDL=1`: measured
+    /// slower on the H200 in CUDA graphs (decode 64.7 -> 59.2 t/s), so off by default.
     pub pdl: bool,
+    /// Timing ablation only: kernels named in `DS4_SKIP_KERNELS` (comma list) are not launched,
+    /// so a run shows what the rest costs. The results of such a run are meaningless.
+    skip: Vec<String>,
 }
 // SAFETY: the context is bound per call (bind_to_thread) and all work goes to one stream.
 unsafe impl Send for Gpu {}
@@ -332,8 +337,12 @@ impl Gpu {
             Ok(Event { ev, ctx: ctx.clone() })
         };
         let prof_ev = (mk()?, mk()?);
-        let pdl = cc.0 >= 9 && std::env::var("DS4_PDL").map(|v| v != "0").unwrap_or(true);
-        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl };
+        let pdl = cc.0 >= 9 && std::env::var("DS4_PDL").map(|v| v == "1").unwrap_or(false);
+        let skip: Vec<String> = std::env::var("DS4_SKIP_KERNELS").map(|v| v.split(',').map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect()).unwrap_or_default();
+        if !skip.is_empty() {
+            eprintln!("ds4: DS4_SKIP_KERNELS set (timing ablation, outputs are meaningless): {skip:?}");
+        }
+        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl, skip };
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
@@ -356,6 +365,8 @@ impl Gpu {
         for (k, dhp) in [("attn_tc_512", 512usize), ("attn_tc_128", 128)] {
             g.set_max_smem(k, super::session::attn_tc_smem(dhp) as i32)?;
         }
+        // tensor-core indexer scores: K tile + two Q tiles + the head weights of up to 128 heads
+        g.set_max_smem("idx_score_tc", super::session::idx_tc_smem(128) as i32)?;
         Ok(g)
     }
 
@@ -456,7 +467,7 @@ impl Gpu {
     /// Launch `name` with the given argument pointers (each points at one argument value).
     pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, mut args: Args) -> Result<()> {
         let args = args.ptrs();
-        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
+        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || (!self.skip.is_empty() && self.skip.iter().any(|k| k == name)) {
             return Ok(());
         }
         let capturing = {

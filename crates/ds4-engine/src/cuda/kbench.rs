@@ -1,10 +1,13 @@
 //! Kernel microbenchmarks at the real DeepSeek V4 Flash shapes with random (valid) blocks:
 //! achieved bandwidth of every decode matvec type, the fused MoE down projection, prefill GEMM
 //! throughput, the device-copy ceiling they are compared with, and prefill attention (SIMT vs
-//! tensor cores; `DS4_KBENCH=attn` runs only that section).
+//! tensor cores; `DS4_KBENCH=attn` runs only that section) and the prefill lightning-indexer
+//! scores (SIMT vs tensor cores; `DS4_KBENCH=idx`).
 
 use super::driver::{Args, Gpu, Result};
-use super::session::{moe_group2_smem, gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, GemmArgs, JobTable, JobTable2, MvJob, MvJob2};
+use super::session::{
+    gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, moe_group2_smem, GemmArgs, JobTable, JobTable2, MvJob, MvJob2, MV2_KERNELS,
+};
 use super::weights::{upload_raw_mat, GMat};
 use ds4_gguf::GgmlType;
 
@@ -86,16 +89,21 @@ struct Case {
 }
 
 /// Print a table of matvec bandwidths and GEMM rates; return nothing (stdout report).
-/// `DS4_KBENCH=attn` runs only the prefill attention section.
+/// `DS4_KBENCH=attn` runs only the prefill attention section, `gemm` only the GEMMs, `mv` only
+/// the decode matvecs.
 pub fn run() -> Result<()> {
     let gpu = Gpu::new(0)?;
     if std::env::var("DS4_KBENCH").as_deref() == Ok("attn") {
         return attn_bench(&gpu);
     }
+    if std::env::var("DS4_KBENCH").as_deref() == Ok("idx") {
+        return idx_bench(&gpu);
+    }
     let ceil = copy_ceiling(&gpu)?;
     println!("device: {} ({} SMs), copy ceiling {:.3} TB/s", gpu.name, gpu.sm_count, ceil / 1e12);
     let cases = [
         Case { name: "q_a   Q8_0 4096->1024", ty: GgmlType::Q8_0, cols: 4096, rows: 1024, n_exp: 1, slots: 1 },
+        Case { name: "kv    Q8_0 4096->512", ty: GgmlType::Q8_0, cols: 4096, rows: 512, n_exp: 1, slots: 1 },
         Case { name: "q_b   Q8_0 1024->32768", ty: GgmlType::Q8_0, cols: 1024, rows: 32768, n_exp: 1, slots: 1 },
         Case { name: "out_b Q8_0 8192->4096", ty: GgmlType::Q8_0, cols: 8192, rows: 4096, n_exp: 1, slots: 1 },
         Case { name: "head  Q8_0 4096->129280", ty: GgmlType::Q8_0, cols: 4096, rows: 129280, n_exp: 1, slots: 1 },
@@ -122,6 +130,7 @@ pub fn run() -> Result<()> {
         let variants = ((512usize << 20) / per_call.max(1)).clamp(1, 64);
         let mut tables = Vec::new();
         let mut tables2 = Vec::new();
+        let mut specs: Vec<MvJob2> = Vec::new();
         let mut copies = Vec::new();
         for v in 0..variants {
             let (w, selp) = if c.n_exp > 1 {
@@ -147,6 +156,7 @@ pub fn run() -> Result<()> {
             tables.push(JobTable::new(&gpu, &mut j)?);
             let mut j2 = [MvJob2 { sel: selp, nslots: c.slots as i32, ..MvJob2::plain(w, x.ptr, y.ptr) }];
             tables2.push(JobTable2::new(&gpu, &mut j2)?);
+            specs.push(j2[0]);
         }
         // correctness: the same job through both kernels
         let n_out = c.rows * c.slots;
@@ -199,10 +209,48 @@ pub fn run() -> Result<()> {
             rel,
             if rel < 1e-5 { "" } else { "  MISMATCH" }
         );
+        // sweep of the mv2 work split (warps per row group, rows per warp, register cap)
+        let mut res: Vec<(f64, String)> = Vec::new();
+        for wk in [1, 2, 4, 8] {
+            for r in [1, 2, 4] {
+                for kern in MV2_KERNELS {
+                    let mut ts = Vec::new();
+                    for sp in &specs {
+                        let mut j = [MvJob2 { wk, rpw: r, ..*sp }];
+                        ts.push(JobTable2::planned(&gpu, &mut j, kern)?);
+                    }
+                    gpu.memset0(y.ptr, n_out * 4)?;
+                    ts[0].run(&gpu, 1)?;
+                    gpu.dtoh(&mut y_new, y.ptr)?;
+                    let bad = y_old.iter().zip(&y_new).any(|(a, b)| ((a - b).abs() as f64) > 1e-4 * (1.0 + a.abs() as f64));
+                    let reps = 100;
+                    gpu.record(&e0)?;
+                    for i in 0..reps {
+                        ts[i % ts.len()].run(&gpu, 1)?;
+                    }
+                    gpu.record(&e1)?;
+                    let us = gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64 * 1e3;
+                    res.push((us, format!("wk{wk} R{r} {kern}{}", if bad { " WRONG" } else { "" })));
+                }
+            }
+        }
+        res.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+        let wrong = res.iter().filter(|r| r.1.contains("WRONG")).count();
+        let top: Vec<String> = res.iter().take(4).map(|(us, n)| format!("{n} {us:.1}us {:.2}TB/s", tbs(us / 1e3))).collect();
+        println!("  sweep {}: {} | worst {:.1}us | wrong {wrong}", c.name, top.join(" | "), res.last().map(|r| r.0).unwrap_or(0.0));
+        if std::env::var("DS4_KBENCH_SWEEP").is_ok() {
+            for (us, n) in &res {
+                println!("    {n:<22} {us:>8.1} us {:>6.3} TB/s", tbs(us / 1e3));
+            }
+        }
+    }
+    if std::env::var("DS4_KBENCH").as_deref() == Ok("mv") {
+        return gpu.sync();
     }
     gemm_bench(&gpu)?;
     gpu.sync()?;
-    attn_bench(&gpu)
+    attn_bench(&gpu)?;
+    idx_bench(&gpu)
 }
 
 fn frand(seed: &mut u64) -> f32 {
@@ -638,4 +686,143 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Random FP4-simulated vectors as idx_q_prep / the indexer compressor leave them: E2M1 codes
+/// (sign kept) times a power-of-two scale per block of 32.
+fn fp4_vectors(n: usize, seed: &mut u64) -> Vec<f32> {
+    const E2M1: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+    let mut v = vec![0f32; n];
+    for blk in v.chunks_mut(32) {
+        let sc = 2f32.powi((rng(seed) % 6) as i32 - 4);
+        for x in blk.iter_mut() {
+            let r = rng(seed);
+            let m = E2M1[(r % 8) as usize] * sc;
+            *x = if (r >> 8) & 1 == 1 { -m } else { m };
+        }
+    }
+    v
+}
+
+/// Prefill indexer scores: idx_score (SIMT, the reference) and idx_score_tc on the same random
+/// FP4-simulated inputs: the fixture shape (16 heads x 32, top 8, T = 300 from position 0),
+/// then the real shape (64 heads x 128, top 512), T = 2048 tokens whose visible rows run from
+/// R to R + 512 (positions 4R .. 4R + 2047, R = 512, 4096, 16384). One line per case: ms and
+/// TFLOP/s of both, ||tc-simt||/||simt||, max |tc-simt| / max |simt|, the fraction of tokens
+/// whose topk_select sets are identical, and whether two tensor-core runs gave identical bits.
+pub fn idx_bench(gpu: &Gpu) -> Result<()> {
+    use super::session::{idx_tc_bufs, launch_idx_simt, launch_idx_tc, launch_topk, IdxIo};
+    // (hi, di, topk, T, p0): the fixture shape from position 0 (zero-padded dims, partial
+    // tiles, tokens that select nothing), then the real shape with rows R .. R + 512
+    let mut cases = vec![(16usize, 32usize, 8usize, 300usize, 0usize)];
+    cases.extend([512usize, 4096, 16384].map(|r0| (64, 128, 512, 2048, 4 * r0)));
+    println!(
+        "{:<30} {:>9} {:>8} {:>9} {:>8} {:>10} {:>10} {:>10} {:>4}",
+        "indexer scores (prefill)", "simt ms", "TFLOP/s", "tc ms", "TFLOP/s", "rel err", "max rel", "same topk", "det"
+    );
+    for (hi, di, topk, t, p0) in cases {
+        let rows = (p0 + t) / 4;
+        let ldsc = rows + 2;
+        let mut seed = 0x2545_f491_4f6c_dd1du64 ^ p0 as u64 ^ ((di as u64) << 32);
+        let qv = fp4_vectors(t * hi * di, &mut seed);
+        let kv = fp4_vectors(rows * di, &mut seed);
+        let wv: Vec<f32> = (0..t * hi).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
+        let pos: Vec<i32> = (0..t).map(|i| (p0 + i) as i32).collect();
+        let f4 = |n: usize| gpu.alloc(n * 4);
+        let (qb, kb, wb, pb) = (f4(qv.len())?, f4(kv.len())?, f4(wv.len())?, f4(t)?);
+        gpu.htod(qb.ptr, &qv)?;
+        gpu.htod(kb.ptr, &kv)?;
+        gpu.htod(wb.ptr, &wv)?;
+        gpu.htod(pb.ptr, &pos)?;
+        let (s_ref, s_tc, sel_ref, sel_tc) = (f4(t * ldsc)?, f4(t * ldsc)?, f4(t * topk)?, f4(t * topk)?);
+        let (b16, bsc) = idx_tc_bufs(t, hi, rows);
+        let (h16, hsc) = (gpu.alloc(b16)?, gpu.alloc(bsc)?);
+        let io = IdxIo {
+            q: qb.ptr,
+            w: wb.ptr,
+            k: kb.ptr,
+            pos: pb.ptr,
+            scores: s_ref.ptr,
+            ldsc,
+            t,
+            rows,
+            hi,
+            di,
+            wscale: 1.0 / ((hi * di) as f32).sqrt(),
+            topk,
+            h16: h16.ptr,
+            hsc: hsc.ptr,
+        };
+        let io_tc = IdxIo { scores: s_tc.ptr, ..io };
+        // poison: unwritten visible scores show up as NaN
+        gpu.htod(s_tc.ptr, &vec![f32::NAN; t * ldsc])?;
+        launch_idx_simt(gpu, &io)?;
+        launch_idx_tc(gpu, &io_tc)?;
+        launch_topk(gpu, &io, sel_ref.ptr, 0, 0)?;
+        launch_topk(gpu, &io_tc, sel_tc.ptr, 0, 0)?;
+        gpu.sync()?;
+        let mut r = vec![0f32; t * ldsc];
+        let mut y = vec![0f32; t * ldsc];
+        gpu.dtoh(&mut r, s_ref.ptr)?;
+        gpu.dtoh(&mut y, s_tc.ptr)?;
+        let mut sr = vec![0i32; t * topk];
+        let mut sy = vec![0i32; t * topk];
+        gpu.dtoh(&mut sr, sel_ref.ptr)?;
+        gpu.dtoh(&mut sy, sel_tc.ptr)?;
+        let time = |reps: usize, f: &dyn Fn() -> Result<()>| -> Result<f64> {
+            f()?;
+            let (e0, e1) = (gpu.event()?, gpu.event()?);
+            gpu.record(&e0)?;
+            for _ in 0..reps {
+                f()?;
+            }
+            gpu.record(&e1)?;
+            Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64)
+        };
+        let ms_simt = time(2, &|| launch_idx_simt(gpu, &io))?;
+        let ms_tc = time(5, &|| launch_idx_tc(gpu, &io_tc))?;
+        let mut y2 = vec![0f32; t * ldsc];
+        gpu.dtoh(&mut y2, s_tc.ptr)?;
+        let (mut num, mut den, mut mx, mut mref, mut bad) = (0f64, 0f64, 0f64, 0f64, 0usize);
+        let (mut same, mut scored, mut det, mut flops) = (0usize, 0usize, true, 0f64);
+        for i in 0..t {
+            let n = (p0 + i + 1) / 4;
+            if n <= topk {
+                continue;
+            }
+            scored += 1;
+            flops += 2.0 * (n * hi * di) as f64;
+            for c in 0..n {
+                let (a, b, a2) = (y[i * ldsc + c], r[i * ldsc + c], y2[i * ldsc + c]);
+                det &= a.to_bits() == a2.to_bits();
+                if !a.is_finite() {
+                    bad += 1;
+                    continue;
+                }
+                let e = (a as f64) - (b as f64);
+                num += e * e;
+                den += (b as f64) * (b as f64);
+                mx = mx.max(e.abs());
+                mref = mref.max((b as f64).abs());
+            }
+            same += (sr[i * topk..(i + 1) * topk] == sy[i * topk..(i + 1) * topk]) as usize;
+        }
+        let rel = if bad > 0 { f64::NAN } else { (num / den.max(1e-300)).sqrt() };
+        let name = format!("idx {hi}x{di} k{topk} T={t} rows ..{rows}");
+        let bad_s = if bad > 0 { format!("  {bad} NON-FINITE") } else { String::new() };
+        println!(
+            "{:<30} {:>9.3} {:>8.1} {:>9.3} {:>8.1} {:>10.2e} {:>10.2e} {:>10.4} {:>4}{}",
+            name,
+            ms_simt,
+            flops / ms_simt / 1e9,
+            ms_tc,
+            flops / ms_tc / 1e9,
+            rel,
+            mx / mref.max(1e-300),
+            same as f64 / scored.max(1) as f64,
+            if det { "ok" } else { "NO" },
+            bad_s
+        );
+    }
+    gpu.sync()
 }

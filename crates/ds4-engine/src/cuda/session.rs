@@ -28,6 +28,12 @@ pub struct SessionOptions {
     pub near_ties: bool,
 }
 
+/// Prefill batch size of CUDA sessions: 2048 tokens, or `DS4_CHUNK` (larger batches give the
+/// grouped expert GEMMs more tokens per expert; they cost scratch memory linearly).
+pub fn default_max_chunk() -> usize {
+    std::env::var("DS4_CHUNK").ok().and_then(|v| v.parse().ok()).filter(|&n: &usize| n > 0).unwrap_or(2048)
+}
+
 impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions { ctx: 4096, qat: true, precision: Precision::Fast, max_chunk: 2048, graphs: true, near_ties: false }
@@ -130,6 +136,23 @@ struct AttnTcArgs {
     eps: f32,
 }
 
+/// Arguments of the tensor-core indexer scores (kernels/idx.cuh `IdxTcArgs`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct IdxTcArgs {
+    q16: u64,
+    cq: u64,
+    k16: u64,
+    ks: u64,
+    pos: u64,
+    scores: u64,
+    ldsc: i32,
+    t: i32,
+    nrows: i32,
+    hi: i32,
+    topk: i32,
+}
+
 /// One layer's attention inputs and outputs (device pointers), shared by the session and the
 /// kernel bench so that both run the same launch code.
 #[derive(Clone, Copy)]
@@ -186,6 +209,110 @@ fn attn_tc_dhp(dh: usize) -> usize {
 /// the 8-warp S exchange (32 KiB).
 pub(crate) fn attn_tc_smem(dhp: usize) -> usize {
     3 * 64 * dhp * 2 + 8 * 1024 * 4
+}
+
+/// Inputs of the indexer scoring of one ratio-4 layer (scores then topk_select).
+#[derive(Clone, Copy)]
+pub(crate) struct IdxIo {
+    /// [T][hi][di] FP4-simulated queries (after idx_q_prep)
+    pub q: u64,
+    /// [T][hi] head weights (before wscale)
+    pub w: u64,
+    /// [rows][di] compressed indexer rows
+    pub k: u64,
+    pub pos: u64,
+    /// [T][ldsc] output scores
+    pub scores: u64,
+    pub ldsc: usize,
+    pub t: usize,
+    /// upper bound of the rows visible to any token of the batch (grid size; rows converted)
+    pub rows: usize,
+    pub hi: usize,
+    pub di: usize,
+    pub wscale: f32,
+    pub topk: usize,
+    /// tensor-core path only: f16 copies ([T*hi + rows][128] u16) and their scales ([T*hi + rows] f32)
+    pub h16: u64,
+    pub hsc: u64,
+}
+
+/// Prefill indexer scores on tensor cores for Precision::Fast with the FP4 step on, unless
+/// `DS4_IDX=simt` (read once).
+pub(crate) fn idx_tc_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| !matches!(std::env::var("DS4_IDX").as_deref(), Ok("simt")))
+}
+
+/// Shapes idx_score_tc handles: vectors padded to 128 (16-byte f16 chunks, float4 loads), the
+/// head weights of every head in shared memory.
+pub(crate) fn idx_tc_shape_ok(hi: usize, di: usize) -> bool {
+    (1..=128).contains(&hi) && di % 8 == 0 && (8..=128).contains(&di)
+}
+
+/// Dynamic shared memory of idx_score_tc: K tile [128][128] f16, two Q tiles [64][128] f16,
+/// head weights [hi][64] f32.
+pub(crate) fn idx_tc_smem(hi: usize) -> usize {
+    128 * 128 * 2 + 2 * 64 * 128 * 2 + hi * 64 * 4
+}
+
+/// Bytes of the f16 copies and f32 scales launch_idx_tc needs for `t` tokens and `rows` rows.
+pub(crate) fn idx_tc_bufs(t: usize, hi: usize, rows: usize) -> (usize, usize) {
+    ((t * hi + rows) * 128 * 2, (t * hi + rows) * 4)
+}
+
+/// SIMT indexer scores (idx_score): the reference path, and decode.
+pub(crate) fn launch_idx_simt(gpu: &Gpu, io: &IdxIo) -> Result<()> {
+    let smem = ((io.hi * (io.di + 1) + io.hi + 8 * io.di) * 4) as u32;
+    let args = Args::new()
+        .a(io.q)
+        .a(io.w)
+        .a(io.k)
+        .a(io.pos)
+        .a(io.scores)
+        .a(io.ldsc as i32)
+        .a(io.hi as i32)
+        .a(io.di as i32)
+        .a(io.wscale)
+        .a(io.topk as i32);
+    gpu.launch("idx_score", (io.rows.div_ceil(32) as u32, io.t as u32, 1), 256, smem, args)
+}
+
+/// Tensor-core indexer scores (kernels/idx.cuh): scaled f16 copies of q and the rows, then
+/// idx_score_tc. Exact up to f32 summation order only for FP4-simulated q and k (see idx.cuh).
+pub(crate) fn launch_idx_tc(gpu: &Gpu, io: &IdxIo) -> Result<()> {
+    if io.h16 == 0 || io.hsc == 0 || !idx_tc_shape_ok(io.hi, io.di) {
+        return Err(CudaError::Other("tensor-core indexer: unsupported shape or no f16 buffer".into()));
+    }
+    let nq = io.t * io.hi;
+    let k16 = io.h16 + (nq * 128 * 2) as u64;
+    let ks = io.hsc + (nq * 4) as u64;
+    // 8 vectors (warps) per block
+    let args = Args::new().a(io.q).a(nq as i32).a(io.di as i32).a(io.w).a(io.wscale).a(io.h16).a(io.hsc);
+    gpu.launch("idx_to_f16", (nq.div_ceil(8) as u32, 1, 1), 256, 0, args)?;
+    if io.rows > 0 {
+        let args = Args::new().a(io.k).a(io.rows as i32).a(io.di as i32).a(0u64).a(1.0f32).a(k16).a(ks);
+        gpu.launch("idx_to_f16", (io.rows.div_ceil(8) as u32, 1, 1), 256, 0, args)?;
+    }
+    let ta = IdxTcArgs {
+        q16: io.h16,
+        cq: io.hsc,
+        k16,
+        ks,
+        pos: io.pos,
+        scores: io.scores,
+        ldsc: io.ldsc as i32,
+        t: io.t as i32,
+        nrows: io.rows as i32,
+        hi: io.hi as i32,
+        topk: io.topk as i32,
+    };
+    gpu.launch("idx_score_tc", (io.rows.div_ceil(128).max(1) as u32, io.t.div_ceil(64) as u32, 1), 256, idx_tc_smem(io.hi) as u32, Args::new().a(ta))
+}
+
+/// topk_select over the scores of `io` into `sel` ([T][topk]); `ties` 0 or the near-tie log.
+pub(crate) fn launch_topk(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u64) -> Result<()> {
+    let args = Args::new().a(io.scores).a(io.ldsc as i32).a(io.pos).a(io.topk as i32).a(sel).a(layer as i32).a(ties);
+    gpu.launch("topk_select", (io.t as u32, 1, 1), 1024, 0, args)
 }
 
 /// SIMT attention (attn_partial + attn_combine): the reference path, and decode.
@@ -290,50 +417,61 @@ impl MvJob2 {
     pub(crate) fn paired(gate: WMat, up: WMat, x: u64, y: u64, clamp: f32) -> MvJob2 {
         MvJob2 { w2: up, clamp, ..MvJob2::plain(gate, x, y) }
     }
-    fn rows_per_block(&self) -> usize {
+    pub(crate) fn rows_per_block(&self) -> usize {
         self.rpw as usize * (8 / self.wk as usize)
     }
     fn blocks(&self) -> usize {
         self.nslots as usize * (self.w.rows as usize).div_ceil(self.rows_per_block())
     }
-    /// Work split: `wk` warps share a row group's columns while each lane still gets >= 2
-    /// column groups; then as many rows per warp (4, 2, 1) as keep >= 2 blocks per SM.
+    /// Work split, from a sweep of every (wk, R, register cap) at the real shapes on the H200
+    /// (bench/h200_kernels_r3.txt): matrices with many rows stream best with whole rows per
+    /// warp (wk 1, or 2 for 8192-column rows) and 4 rows per warp; small ones (q_a, kv, the
+    /// compressors) need the columns split over 8 warps to fill the GPU, 2 rows per warp.
     /// Rows per block must divide `x_grp_rows` (block-diagonal inputs).
-    fn plan(&mut self, sm_count: usize) {
+    fn plan(&mut self, _sm_count: usize) {
         let g = match self.w.ty {
             0 | 1 => 8,
             8 => 16,
             _ => 32,
         };
         let ng = (self.w.cols as usize / g).max(1);
-        let mut wk = 8;
-        while wk > 1 && ng / wk < 64 {
-            wk /= 2;
-        }
+        let total_rows = self.w.rows as usize * self.nslots.max(1) as usize;
+        let (mut wk, rpw) = if total_rows >= 4096 { ((ng / 256).clamp(1, 8), 4) } else { ((ng / 32).clamp(1, 8), 2) };
+        wk = [8, 4, 2, 1].into_iter().find(|&w| w <= wk).unwrap_or(1);
         self.wk = wk as i32;
-        self.rpw = 1;
-        for r in [4, 2] {
-            self.rpw = r;
-            if self.blocks() >= 2 * sm_count && self.x_grp_rows as usize % self.rows_per_block() == 0 {
-                return;
-            }
+        self.rpw = rpw;
+        while self.rpw > 1 && self.x_grp_rows as usize % self.rows_per_block() != 0 {
+            self.rpw /= 2;
         }
-        self.rpw = 1;
     }
 }
+
+/// mv2 entry points by register cap (minimum resident blocks per SM): 1, 2, 3, 4.
+pub(crate) const MV2_KERNELS: [&str; 4] = ["mv2", "mv2_b2", "mv2_b3", "mv2_b4"];
 
 /// A set of independent mv2 jobs run by one launch.
 pub(crate) struct JobTable2 {
     buf: DevBuf,
     blocks: Vec<u32>, // cumulative block count after each job
+    kern: &'static str,
 }
 
 impl JobTable2 {
     pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJob2]) -> Result<JobTable2> {
+        for j in jobs.iter_mut() {
+            j.plan(gpu.sm_count.max(1) as usize);
+        }
+        // the 3-blocks-per-SM register cap was best or within 5% of best at every shape
+        Self::planned(gpu, jobs, MV2_KERNELS[2])
+    }
+    /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
+    pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJob2], kern: &'static str) -> Result<JobTable2> {
         let mut blocks = Vec::new();
         let mut b = 0usize;
         for j in jobs.iter_mut() {
-            j.plan(gpu.sm_count.max(1) as usize);
+            if j.x_grp_rows as usize % j.rows_per_block() != 0 {
+                return Err(CudaError::Other("mv2: rows per block must divide the input group rows".into()));
+            }
             j.block0 = b as i32;
             b += j.blocks();
             blocks.push(b as u32);
@@ -345,12 +483,12 @@ impl JobTable2 {
         if !raw.is_empty() {
             gpu.htod(buf.ptr, raw)?;
         }
-        Ok(JobTable2 { buf, blocks })
+        Ok(JobTable2 { buf, blocks, kern })
     }
     /// Run the first `njobs` jobs.
     pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
         let args = Args::new().a(self.buf.ptr).a(njobs as i32);
-        gpu.launch("mv2", (self.blocks[njobs - 1], 1, 1), 256, 0, args)
+        gpu.launch(self.kern, (self.blocks[njobs - 1], 1, 1), 256, 0, args)
     }
 }
 
@@ -460,6 +598,8 @@ struct Scratch {
     ffn_out: DevBuf,
     /// f16 copy of a layer's KV rows for the tensor-core prefill attention (Fast precision).
     kv16: Option<DevBuf>,
+    /// tensor-core indexer: f16 copies of q and the rows, and their scales (see launch_idx_tc)
+    idx16: Option<(DevBuf, DevBuf)>,
     off: DevBuf,
     pair_tok: DevBuf,
     pair_of: DevBuf,
@@ -484,8 +624,10 @@ pub struct CudaSession {
     sc: Scratch,
     jobs: Vec<LayerJobs>,
     head_job: JobTable,
-    /// Decode matvecs through `mv2` (default; `DS4_MV=old` selects matvec_grouped).
+    /// Decode matvecs of the attention side and the head through `mv2` (DS4_MV=mix, the
+    /// default, or mv2); `mv2_ffn`: the FFN too (DS4_MV=mv2; DS4_MV=old: matvec_grouped only).
     mv2: bool,
+    mv2_ffn: bool,
     jobs2: Vec<LayerJobs2>,
     head_job2: Option<JobTable2>,
     graphs: HashMap<usize, Graph>,
@@ -698,6 +840,12 @@ impl CudaSession {
             } else {
                 None
             },
+            idx16: if opts.precision == Precision::Fast && opts.qat && idx_tc_enabled() && d.topk > 0 && idx_tc_shape_ok(d.hi, d.di) {
+                let (b16, bsc) = idx_tc_bufs(t, d.hi, idx_ld);
+                Some((gpu.alloc(b16)?, gpu.alloc(bsc)?))
+            } else {
+                None
+            },
             off: f4(d.e + 1)?,
             pair_tok: f4(t * d.k)?,
             pair_of: f4(t * d.k)?,
@@ -730,12 +878,18 @@ impl CudaSession {
             jobs: Vec::new(),
             head_job: JobTable::new(&gpu, &mut [])?,
             mv2: std::env::var("DS4_MV").map(|v| v != "old").unwrap_or(true),
+            mv2_ffn: std::env::var("DS4_MV").map(|v| v == "mv2").unwrap_or(false),
             jobs2: Vec::new(),
             head_job2: None,
             graphs: HashMap::new(),
             graph_captures: 0,
             ties,
         };
+        // index buffers start valid (expert 0, row 0) so that timing ablations that skip the
+        // kernels writing them (DS4_SKIP_KERNELS) still read in-range indices
+        for b in [&sess.sc.esel, &sess.sc.isel, &sess.sc.ewts, &sess.sc.amax] {
+            gpu.memset0(b.ptr, b.bytes)?;
+        }
         sess.build_jobs()?;
         sess.build_jobs2()?;
         sess.reset()?;
@@ -1094,21 +1248,29 @@ impl CudaSession {
                 let args = args.a(l as i32).a(d.topk as i32).a(self.ties_ptr());
                 gpu.launch("idx_q_prep", (d.hi as u32, t as u32, 1), ((d.di + 31) / 32 * 32) as u32, (d.di * 4) as u32, args)?;
                 let wscale = 1.0f32 / ((d.di * d.hi) as f32).sqrt();
-                let smem = ((d.hi * (d.di + 1) + d.hi + 8 * d.di) * 4) as u32;
-                let args = Args::new()
-                    .a(sc.iq.ptr)
-                    .a(sc.iw.ptr)
-                    .a(stl.icomp.as_ref().unwrap().ptr)
-                    .a(sc.pos.ptr)
-                    .a(sc.scores.ptr)
-                    .a(self.idx_ld as i32)
-                    .a(d.hi as i32)
-                    .a(d.di as i32)
-                    .a(wscale)
-                    .a(d.topk as i32);
-                gpu.launch("idx_score", (((idx_rows + 31) / 32) as u32, t as u32, 1), 256, smem, args)?;
-                let args = Args::new().a(sc.scores.ptr).a(self.idx_ld as i32).a(sc.pos.ptr).a(d.topk as i32).a(sc.isel.ptr).a(l as i32).a(self.ties_ptr());
-                gpu.launch("topk_select", (t as u32, 1, 1), 1024, 0, args)?;
+                let io = IdxIo {
+                    q: sc.iq.ptr,
+                    w: sc.iw.ptr,
+                    k: stl.icomp.as_ref().unwrap().ptr,
+                    pos: sc.pos.ptr,
+                    scores: sc.scores.ptr,
+                    ldsc: self.idx_ld,
+                    t,
+                    rows: idx_rows,
+                    hi: d.hi,
+                    di: d.di,
+                    wscale,
+                    topk: d.topk,
+                    h16: sc.idx16.as_ref().map_or(0, |b| b.0.ptr),
+                    hsc: sc.idx16.as_ref().map_or(0, |b| b.1.ptr),
+                };
+                // the f16 buffers exist only for Fast precision with the FP4 step on
+                if !decode && sc.idx16.is_some() {
+                    launch_idx_tc(gpu, &io)?;
+                } else {
+                    launch_idx_simt(gpu, &io)?;
+                }
+                launch_topk(gpu, &io, sc.isel.ptr, l, self.ties_ptr())?;
             }
             let nsplit = if decode { nsplit_decode(ratio) } else { 1 };
             let io = AttnIo {
@@ -1158,7 +1320,7 @@ impl CudaSession {
             self.hc_post_mix(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc)?;
             // ---- FFN ----
             self.hc_finish(0, t, mhc, ly.hc_ffn_scale.ptr, ly.hc_ffn_base.ptr, ly.ffn_norm.ptr, sc.xn.ptr)?;
-            if decode && self.mv2 {
+            if decode && self.mv2_ffn {
                 self.jobs2[l].e.run(gpu, 2)?;
             } else if decode {
                 self.jobs[l].e.run(gpu, 3)?;
@@ -1180,7 +1342,7 @@ impl CudaSession {
                 .a(sc.ewts.ptr);
             gpu.launch("moe_route", (t as u32, 1, 1), 256, (d.e * 4) as u32, args)?;
             let clamp = d.clamp[l];
-            if decode && self.mv2 {
+            if decode && self.mv2_ffn {
                 self.jobs2[l].f.run(gpu, 1)?;
                 self.jobs2[l].g.run(gpu, 2)?;
             } else if decode {
@@ -1237,7 +1399,7 @@ impl CudaSession {
             } else {
                 (self.m.out_hc_fn.ptr, nhc)
             };
-            if decode && self.mv2 {
+            if decode && self.mv2_ffn {
                 self.hc_post_mix(t, sc.ypair.ptr, d.k + 1, next_fn, next_m)?;
             } else {
                 self.hc_post_mix(t, sc.ffn_out.ptr, 1, next_fn, next_m)?;

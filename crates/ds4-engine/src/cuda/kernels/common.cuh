@@ -44,6 +44,18 @@ __device__ __forceinline__ u32 pack_h2(float lo, float hi) {
 }
 __device__ __forceinline__ float ldh(const u8* p) { return h2f(*(const u16*)p); }
 
+// Exact float of byte k (0..3, a compile-time constant) of w, without the int->float convert
+// instruction (I2F issues at a quarter of the FMA rate on sm_90 and bounded the decode
+// matvecs): the byte is placed in the mantissa of 2^23 by one byte permute and 2^23 is
+// subtracted. Same values as (float)(u8) / (float)(signed char), so results are unchanged.
+__device__ __forceinline__ float ubyte_f(u32 w, int k) {
+    return __int_as_float(__byte_perm(w, 0x4B000000u, 0x7540u | (u32)k)) - 8388608.f;
+}
+// Signed byte k (two's complement): flip the sign bit (x + 128), convert, subtract 2^23 + 128.
+__device__ __forceinline__ float sbyte_f(u32 w, int k) {
+    return __int_as_float(__byte_perm(w ^ 0x80808080u, 0x4B000000u, 0x7540u | (u32)k)) - 8388736.f;
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -183,8 +183,7 @@ __device__ __forceinline__ float gdot(const u8* __restrict__ pay, const u8* __re
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             float4 xv = xs[xslot<16>(g, k)];
-            acc += dot4(xv, (float)(signed char)(w[k] & 0xff), (float)(signed char)((w[k] >> 8) & 0xff),
-                        (float)(signed char)((w[k] >> 16) & 0xff), (float)(signed char)(w[k] >> 24));
+            acc += dot4(xv, sbyte_f(w[k], 0), sbyte_f(w[k], 1), sbyte_f(w[k], 2), sbyte_f(w[k], 3));
         }
         return d * acc;
     } else if (TY == T_IQ2_XXS) {
@@ -197,13 +196,14 @@ __device__ __forceinline__ float gdot(const u8* __restrict__ pay, const u8* __re
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             u64 gr = gsm[(A >> (8 * k)) & 255];
+            u32 grl = (u32)gr, grh = (u32)(gr >> 32);
             u32 sg = (B >> (7 * k)) & 127;
             sg |= (u32)(__popc(sg) & 1) << 7;
             float4 x0 = xs[xslot<32>(g, 2 * k)], x1 = xs[xslot<32>(g, 2 * k + 1)];
             float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
 #pragma unroll
             for (int i = 0; i < 8; i++) {
-                float m = (float)((gr >> (8 * i)) & 0xff);
+                float m = i < 4 ? ubyte_f(grl, i & 3) : ubyte_f(grh, i & 3);
                 acc += ((sg >> i) & 1) ? -(m * xv[i]) : m * xv[i];
             }
         }
@@ -222,8 +222,8 @@ __device__ __forceinline__ float gdot(const u8* __restrict__ pay, const u8* __re
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             float4 xv = xs[xslot<32>(g, k)];
-            u32 ww = w[k] >> sft;
-            float p = dot4(xv, (float)(ww & 3), (float)((ww >> 8) & 3), (float)((ww >> 16) & 3), (float)((ww >> 24) & 3));
+            u32 ww = (w[k] >> sft) & 0x03030303u;
+            float p = dot4(xv, ubyte_f(ww, 0), ubyte_f(ww, 1), ubyte_f(ww, 2), ubyte_f(ww, 3));
             float sx = xv.x + xv.y + xv.z + xv.w;
             if (k < 4) { a0 += p; s0 += sx; } else { a1 += p; s1 += sx; }
         }
@@ -243,8 +243,8 @@ __device__ __forceinline__ float gdot(const u8* __restrict__ pay, const u8* __re
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             float4 xv = xs[xslot<32>(g, k)];
-            u32 ww = w[k] >> sft;
-            a += dot4(xv, (float)(ww & 15), (float)((ww >> 8) & 15), (float)((ww >> 16) & 15), (float)((ww >> 24) & 15));
+            u32 ww = (w[k] >> sft) & 0x0F0F0F0Fu;
+            a += dot4(xv, ubyte_f(ww, 0), ubyte_f(ww, 1), ubyte_f(ww, 2), ubyte_f(ww, 3));
             sx += xv.x + xv.y + xv.z + xv.w;
         }
         return d * (float)sc * a - dmin * (float)m * sx;

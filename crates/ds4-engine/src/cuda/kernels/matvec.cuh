@@ -12,9 +12,6 @@
 // * Paired jobs compute two matrices of the same shape at the same rows (gate and up of a
 //   SwiGLU FFN) and write silu(min(g,c)) * clamp(u,-c,c) * weight: the MoE "mid" vector,
 //   without another kernel.
-// * Before PDL_WAIT (programmatic dependent launch) a block that does not depend on the
-//   previous kernel for its weight rows (no expert selection) prefetches them into L2, so the
-//   weight stream starts while the previous kernel drains.
 // Deterministic: fixed per-lane order, butterfly warp sums, fixed-order split-K combine.
 
 struct MvJob2 {
@@ -66,8 +63,7 @@ __device__ __forceinline__ float mv2_gdot(const u8* __restrict__ pay, const u8* 
         float acc = 0.f;
 #pragma unroll
         for (int k = 0; k < 4; k++)
-            acc += dot4v(xv + 4 * k, (float)(signed char)(w[k] & 0xff), (float)(signed char)((w[k] >> 8) & 0xff),
-                         (float)(signed char)((w[k] >> 16) & 0xff), (float)(signed char)(w[k] >> 24));
+            acc += dot4v(xv + 4 * k, sbyte_f(w[k], 0), sbyte_f(w[k], 1), sbyte_f(w[k], 2), sbyte_f(w[k], 3));
         return d * acc;
     } else if (TY == T_IQ2_XXS) {
         int nb = cols >> 8;
@@ -79,11 +75,12 @@ __device__ __forceinline__ float mv2_gdot(const u8* __restrict__ pay, const u8* 
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             u64 gr = gsm[(A >> (8 * k)) & 255];
+            u32 grl = (u32)gr, grh = (u32)(gr >> 32);
             u32 sg = (B >> (7 * k)) & 127;
             sg |= (u32)(__popc(sg) & 1) << 7;
 #pragma unroll
             for (int i = 0; i < 8; i++) {
-                float m = (float)((gr >> (8 * i)) & 0xff);
+                float m = i < 4 ? ubyte_f(grl, i & 3) : ubyte_f(grh, i & 3);
                 float p = m * xv[8 * k + i];
                 acc += ((sg >> i) & 1) ? -p : p;
             }
@@ -105,8 +102,8 @@ __device__ __forceinline__ float mv2_gdot(const u8* __restrict__ pay, const u8* 
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             const float* xk = xv + 4 * k;
-            u32 ww = w[k] >> sft;
-            float p = dot4v(xk, (float)(ww & 3), (float)((ww >> 8) & 3), (float)((ww >> 16) & 3), (float)((ww >> 24) & 3));
+            u32 ww = (w[k] >> sft) & 0x03030303u;
+            float p = dot4v(xk, ubyte_f(ww, 0), ubyte_f(ww, 1), ubyte_f(ww, 2), ubyte_f(ww, 3));
             float sx = xk[0] + xk[1] + xk[2] + xk[3];
             if (k < 4) { a0 += p; s0 += sx; } else { a1 += p; s1 += sx; }
         }
@@ -129,18 +126,12 @@ __device__ __forceinline__ float mv2_gdot(const u8* __restrict__ pay, const u8* 
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             const float* xk = xv + 4 * k;
-            u32 ww = w[k] >> sft;
-            a += dot4v(xk, (float)(ww & 15), (float)((ww >> 8) & 15), (float)((ww >> 16) & 15), (float)((ww >> 24) & 15));
+            u32 ww = (w[k] >> sft) & 0x0F0F0F0Fu;
+            a += dot4v(xk, ubyte_f(ww, 0), ubyte_f(ww, 1), ubyte_f(ww, 2), ubyte_f(ww, 3));
             sx += xk[0] + xk[1] + xk[2] + xk[3];
         }
         return d * (float)sc * a - dmin * (float)m * sx;
     }
-}
-
-// Bytes of one row of a matrix of type TY (payload only; headers are small).
-template <int TY>
-__device__ __forceinline__ i64 mv2_row_bytes(int cols) {
-    return (i64)cols / QT<TY>::BL * QT<TY>::PB;
 }
 
 template <int TY, int R>
@@ -177,8 +168,8 @@ __device__ __forceinline__ void mv2_body(const MvJob2& j, int slot, int rowA, co
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) mv2(const MvJob2* __restrict__ jobs, int njobs) {
-    PDL_TRIGGER;
+// Shared body of the mv2 entry points (which differ only in their register cap).
+__device__ __forceinline__ void mv2_main(const MvJob2* __restrict__ jobs, int njobs) {
     __shared__ u64 gsm[256];
     __shared__ float red[8][8];
     int b = blockIdx.x;
@@ -194,32 +185,12 @@ extern "C" __global__ void __launch_bounds__(256) mv2(const MvJob2* __restrict__
     int warp = threadIdx.x >> 5;
     int rg = warp / j.wk, ks = warp % j.wk;
     int rowA = row0 + rg * j.rpw;
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
-    // Weight rows of a plain matrix are known before the previous kernel ends: start their
-    // stream into L2 now (prefetch is a hint: no registers, no ordering).
-    if (!j.sel) {
-        i64 rb = 0;
-        switch (j.w.type) {
-            case T_F32: rb = mv2_row_bytes<T_F32>(j.w.cols); break;
-            case T_F16: rb = mv2_row_bytes<T_F16>(j.w.cols); break;
-            case T_Q8_0: rb = mv2_row_bytes<T_Q8_0>(j.w.cols); break;
-            case T_IQ2_XXS: rb = mv2_row_bytes<T_IQ2_XXS>(j.w.cols); break;
-            case T_Q2_K: rb = mv2_row_bytes<T_Q2_K>(j.w.cols); break;
-            default: rb = mv2_row_bytes<T_Q4_K>(j.w.cols); break;
-        }
-        int nr = min(rpb, j.w.rows - row0);
-        i64 bytes = rb * nr;
-        const u8* base = j.w.pay + rb * row0;
-        for (i64 o = (i64)threadIdx.x * 128; o < bytes; o += (i64)blockDim.x * 128)
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(base + o));
-        if (j.w2.pay) {
-            const u8* base2 = j.w2.pay + rb * row0;
-            for (i64 o = (i64)threadIdx.x * 128; o < bytes; o += (i64)blockDim.x * 128)
-                asm volatile("prefetch.global.L2 [%0];" ::"l"(base2 + o));
-        }
+    // the IQ2_XXS grid is only needed (and only copied) by IQ2_XXS jobs; block-uniform branch
+    bool iq2 = j.w.type == T_IQ2_XXS;
+    if (iq2) {
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
+        __syncthreads();
     }
-    PDL_WAIT;
-    __syncthreads();
     const u8* pay = j.w.pay;
     const u8* hdr = j.w.hdr;
     const u8* pay2 = j.w2.pay;
@@ -268,4 +239,23 @@ extern "C" __global__ void __launch_bounds__(256) mv2(const MvJob2* __restrict__
             j.y[(i64)slot * j.w.rows + row] = v;
         }
     }
+}
+
+// Entry points: the same kernel under different register caps (minimum resident blocks per
+// SM), chosen per job table by the session (occupancy vs. loads in flight per lane).
+extern "C" __global__ void __launch_bounds__(256, 1) mv2(const MvJob2* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    mv2_main(jobs, njobs);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) mv2_b2(const MvJob2* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    mv2_main(jobs, njobs);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) mv2_b3(const MvJob2* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    mv2_main(jobs, njobs);
+}
+extern "C" __global__ void __launch_bounds__(256, 4) mv2_b4(const MvJob2* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    mv2_main(jobs, njobs);
 }
