@@ -5,7 +5,9 @@
 //! scores (SIMT vs tensor cores; `DS4_KBENCH=idx`).
 
 use super::driver::{Args, Gpu, Result};
-use super::session::{gemm_q_bn, launch_gemm_q, GemmArgs, JobTable, JobTable2, MvJob, MvJob2, MV2_KERNELS};
+use super::session::{
+    gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, moe_group2_smem, GemmArgs, JobTable, JobTable2, MvJob, MvJob2, MV2_KERNELS,
+};
 use super::weights::{upload_raw_mat, GMat};
 use ds4_gguf::GgmlType;
 
@@ -471,6 +473,57 @@ fn assign_experts(t: usize, seed: u64) -> (Vec<i32>, Vec<i32>) {
     (off, pair_tok)
 }
 
+/// `moe_group` (serial reference) vs `moe_group2` on the same random routing of `t` tokens:
+/// every output array must match bit for bit; time of each.
+fn moe_group_bench(gpu: &Gpu, t: usize) -> Result<()> {
+    let tk = t * GEMM_K;
+    let mut s = 0x51ed_2701u64 ^ t as u64;
+    let mut sel = vec![0i32; tk];
+    for tok in 0..t {
+        for k in 0..GEMM_K {
+            loop {
+                let e = (rng(&mut s) % GEMM_E as u64) as i32;
+                if !sel[tok * GEMM_K..tok * GEMM_K + k].contains(&e) {
+                    sel[tok * GEMM_K + k] = e;
+                    break;
+                }
+            }
+        }
+    }
+    let wts: Vec<f32> = (0..tk).map(|_| (rng(&mut s) >> 40) as f32 / (1u64 << 24) as f32).collect();
+    let (selb, wb) = (gpu.alloc(tk * 4)?, gpu.alloc(tk * 4)?);
+    gpu.htod(selb.ptr, &sel)?;
+    gpu.htod(wb.ptr, &wts)?;
+    let mut outs = Vec::new();
+    for (name, block, smem) in [("moe_group", GEMM_E as u32, GEMM_E * 4), ("moe_group2", 1024u32, moe_group2_smem(GEMM_E))] {
+        let (ob, tb, pb, wo) = (gpu.alloc((GEMM_E + 1) * 4)?, gpu.alloc(tk * 4)?, gpu.alloc(tk * 4)?, gpu.alloc(tk * 4)?);
+        let run = || -> Result<()> {
+            let args = Args::new().a(selb.ptr).a(wb.ptr).a(t as i32).a(GEMM_K as i32).a(GEMM_E as i32).a(ob.ptr).a(tb.ptr).a(pb.ptr).a(wo.ptr);
+            gpu.launch(name, (1, 1, 1), block, smem as u32, args)
+        };
+        run()?;
+        let (e0, e1) = (gpu.event()?, gpu.event()?);
+        gpu.record(&e0)?;
+        for _ in 0..5 {
+            run()?;
+        }
+        gpu.record(&e1)?;
+        let ms = gpu.elapsed_ms(&e0, &e1)? as f64 / 5.0;
+        let mut o = vec![0i32; GEMM_E + 1];
+        let (mut pt, mut po, mut pw) = (vec![0i32; tk], vec![0i32; tk], vec![0f32; tk]);
+        gpu.dtoh(&mut o, ob.ptr)?;
+        gpu.dtoh(&mut pt, tb.ptr)?;
+        gpu.dtoh(&mut po, pb.ptr)?;
+        gpu.dtoh(&mut pw, wo.ptr)?;
+        outs.push((name, ms, o, pt, po, pw.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()));
+    }
+    let same = outs[0].2 == outs[1].2 && outs[0].3 == outs[1].3 && outs[0].4 == outs[1].4 && outs[0].5 == outs[1].5;
+    for (name, ms, ..) in &outs {
+        println!("{:<30} {:>5} {:<10} {:>9.3} {}", "moe_group (T*6 pairs, 256 exp)", t, name, ms, if *name == "moe_group2" { if same { "outputs identical" } else { "outputs DIFFER" } } else { "" });
+    }
+    Ok(())
+}
+
 /// ||a-ref|| / ||ref||, max |a-ref| and the count of non-finite values of `a`, over the first
 /// `cols` of every `ld`-strided row.
 fn gemm_err(a: &[f32], r: &[f32], nrows: usize, cols: usize, ld: usize) -> (f64, f64, usize) {
@@ -534,6 +587,9 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
         gpu.record(&e1)?;
         Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64)
     };
+    for &t in &ts {
+        moe_group_bench(gpu, t)?;
+    }
     for (ci, c) in cases.iter().enumerate() {
         let ne = if c.grouped { GEMM_E } else { 1 };
         let data = random_blocks(c.ty, c.cols * c.rows * ne, 501 + ci as u64);
@@ -567,7 +623,7 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
             let nan = vec![f32::NAN; ny];
             let yref = gpu.alloc(ny * 4)?;
             let ytst = gpu.alloc(ny * 4)?;
-            let a = |y| GemmArgs { w: m.wmat(), x: xb.ptr, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, pad: 0 };
+            let a = |y| GemmArgs { w: m.wmat(), x: xb.ptr, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags: 0 };
             let gflop = 2.0 * yrows as f64 * c.cols as f64 * c.rows as f64 / 1e9;
             let mut href = vec![0f32; ny];
             let mut htst = vec![0f32; ny];
@@ -578,14 +634,26 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
             gpu.dtoh(&mut href, yref.ptr)?;
             println!("{:<30} {:>5} {:<10} {:>9.3} {:>8.1}", c.name, t, "gemm_f32", ms, gflop / ms);
             let avg = c.grouped.then(|| (t * GEMM_K) as f64 / GEMM_E as f64);
-            let pick = gemm_q_bn(gpu, c.rows, t, avg);
-            for kname in ["gemm_h", "gemm_q64", "gemm_q128"] {
-                let at = a(ytst.ptr);
+            let pick = gemm_q_bn(gpu, m.wmat().ty, c.rows, t, avg);
+            // gemm_qNN: f32 dequantization; gemm_qNNh: f16x2 dequantization (GQ_FLAG_HDEQ)
+            // gemm_q64s: the type-specialized 3-blocks-per-SM kernel (f16x2 decode; F16 has none)
+            let has_spec = matches!(c.ty, GgmlType::Q8_0 | GgmlType::Iq2Xxs | GgmlType::Q2K | GgmlType::Q4K);
+            let knames: &[&str] = if has_spec {
+                &["gemm_h", "gemm_q64", "gemm_q128", "gemm_q64h", "gemm_q128h", "gemm_q64s"]
+            } else {
+                &["gemm_h", "gemm_q64", "gemm_q128", "gemm_q64h", "gemm_q128h"]
+            };
+            for &kname in knames {
+                let mut at = a(ytst.ptr);
+                if kname.ends_with('h') && kname != "gemm_h" || kname == "gemm_q64s" {
+                    at.flags = 1;
+                }
                 let run = || -> Result<()> {
                     match kname {
                         "gemm_h" => gpu.launch("gemm_h", (c.rows.div_ceil(128) as u32, t.div_ceil(64) as u32, ne as u32), 256, 0, Args::new().a(at)),
-                        "gemm_q64" => launch_gemm_q(gpu, at, ne, 64),
-                        _ => launch_gemm_q(gpu, at, ne, 128),
+                        "gemm_q64" | "gemm_q64h" => launch_gemm_q(gpu, at, ne, 64, false),
+                        "gemm_q64s" => launch_gemm_q(gpu, at, ne, 64, true),
+                        _ => launch_gemm_q(gpu, at, ne, 128, false),
                     }
                 };
                 gpu.htod(ytst.ptr, &nan)?;
@@ -601,7 +669,14 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
                     gpu.dtoh(&mut again, ytst.ptr)?;
                     let same = again.iter().zip(&htst).all(|(p, q)| p.to_bits() == q.to_bits());
                     note = format!("repeat={}", if same { "same" } else { "DIFFERENT" });
-                    if (kname == "gemm_q64") == (pick == 64) {
+                    // what CudaSession::gemm runs (with the default DS4_GEMM/DS4_GEMM_EXP)
+                    let spec_on = gemm_spec() && gemm_q_flags() == 1 && has_spec && pick == 64;
+                    let is_pick = if spec_on {
+                        kname == "gemm_q64s"
+                    } else {
+                        kname != "gemm_q64s" && kname.starts_with("gemm_q64") == (pick == 64) && kname.ends_with('h') == (gemm_q_flags() == 1)
+                    };
+                    if is_pick {
                         note.push_str(" [session pick]");
                     }
                 }

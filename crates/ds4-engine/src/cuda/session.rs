@@ -65,7 +65,8 @@ pub(crate) struct GemmArgs {
     pub ldx: i32,
     pub ldy: i32,
     pub t: i32,
-    pub pad: i32,
+    /// gemm_q only: GQ_FLAG_HDEQ (1) = f16x2 dequantization (see `gemm_q_flags`)
+    pub flags: i32,
 }
 
 #[repr(C)]
@@ -650,22 +651,56 @@ fn gemm_old() -> bool {
     *V.get_or_init(|| std::env::var("DS4_GEMM").map(|v| v == "old").unwrap_or(false))
 }
 
+/// gemm_q dequantization, read once: f16x2 arithmetic (GQ_FLAG_HDEQ, default) or
+/// `DS4_GEMM_DEQ=f32` for the f32 decode (one rounding per weight, more instructions).
+pub(crate) fn gemm_q_flags() -> i32 {
+    static V: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *V.get_or_init(|| if std::env::var("DS4_GEMM_DEQ").map(|v| v == "f32").unwrap_or(false) { 0 } else { 1 })
+}
+
+/// Kernel for the grouped (routed-expert) Fast GEMMs, read once: `DS4_GEMM_EXP=h` runs
+/// gemm_h for them (it was faster than the f32-decode gemm_q for IQ2_XXS/Q2_K at ~48 tokens
+/// per expert), anything else gemm_q.
+fn gemm_exp_h() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_GEMM_EXP").map(|v| v == "h").unwrap_or(false))
+}
+
+/// Dynamic shared memory of moe_group2 for `e` experts.
+pub(crate) fn moe_group2_smem(e: usize) -> usize {
+    33 * e * 4
+}
+
+/// moe_group2 (parallel grouping) unless `DS4_MOE_GROUP=old`, or the expert count needs more
+/// than the default 48 KiB of shared memory.
+pub(crate) fn moe_group2_ok(e: usize) -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let on = *V.get_or_init(|| std::env::var("DS4_MOE_GROUP").map(|v| v != "old").unwrap_or(true));
+    on && moe_group2_smem(e) <= 48 * 1024
+}
+
 /// Raw weight bytes gemm_q stages per row per K step (`GQR<TY>::RB` in matmul.cuh).
 fn gq_raw_bytes(ty: i32) -> usize {
     match ty {
         0 => 128, // F32
         1 => 64,  // F16
         16 => 16, // IQ2_XXS
-        10 => 64, // Q2_K
-        _ => 48,  // Q8_0, Q4_K
+        _ => 48,  // Q8_0, Q4_K, Q2_K
     }
 }
 
 /// Token tile of gemm_q: 128 unless that leaves the GPU short of tiles (dense) or wastes most
 /// of each tile (grouped, `avg` = mean tokens per group): the 64-token tile halves the wasted
 /// math on small groups but dequantizes each weight tile twice as often per token.
-pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> usize {
+/// Grouped calls with a type-specialized gemm_q64s kernel (see launch_gemm_q) use 64: it runs
+/// three blocks per SM and wastes no math on partly filled 128-token tiles.
+pub(crate) fn gemm_q_bn(gpu: &Gpu, ty: i32, rows: usize, t: usize, avg: Option<f64>) -> usize {
+    // DS4_GEMM_EXP_BN=64|128 forces the token tile of the grouped (expert) calls
+    static EXP_BN: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let force = *EXP_BN.get_or_init(|| std::env::var("DS4_GEMM_EXP_BN").ok().and_then(|v| v.parse().ok()).filter(|&b| b == 64 || b == 128));
     match avg {
+        Some(_) if force.is_some() => force.unwrap_or(64),
+        Some(_) if gemm_spec() && gemm_q_flags() == 1 && matches!(ty, 8 | 10 | 12 | 16) => 64,
         Some(a) => {
             if a >= 96.0 {
                 128
@@ -687,16 +722,36 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
 /// Launch gemm_q64/gemm_q128 (`bn` 64 or 128) on `a`; `ngroups` = groups in grp_off (ignored
 /// when a.grp_off == 0). Persistent grid: two blocks per SM (what the shared memory allows),
 /// fewer when there are fewer tiles.
-pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize) -> Result<()> {
+/// `spec`: use the type-specialized `gemm_q64s_*` kernel where one exists (bn 64, f16x2
+/// decode). Read once from `DS4_GEMM_SPEC` (0 = off; default on) by the session.
+pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, spec: bool) -> Result<()> {
     if a.t <= 0 {
         return Ok(());
     }
     let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
     let smem = ((ng + 1) * 4).div_ceil(16) * 16 + 3 * bn * 40 * 4 + 3 * 128 * gq_raw_bytes(a.w.ty) + 2 * 128 * 40 * 2;
     let upper = (a.w.rows as usize).div_ceil(128) * (a.t as usize).div_ceil(bn) * ng;
+    let sname = match a.w.ty {
+        16 => Some("gemm_q64s_iq2xxs"),
+        10 => Some("gemm_q64s_q2k"),
+        12 => Some("gemm_q64s_q4k"),
+        8 => Some("gemm_q64s_q8"),
+        _ => None,
+    };
+    if let (true, 64, 1, Some(name)) = (spec, bn, a.flags & 1, sname) {
+        let per_sm = gpu.blocks_per_sm(name, 256, smem)?.clamp(1, 3);
+        let grid = upper.min(per_sm * gpu.sm_count.max(1) as usize).max(1);
+        return gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, Args::new().a(a).a(ng as i32));
+    }
     let grid = upper.min(2 * gpu.sm_count.max(1) as usize).max(1);
     let name = if bn == 128 { "gemm_q128" } else { "gemm_q64" };
     gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, Args::new().a(a).a(ng as i32))
+}
+
+/// `DS4_GEMM_SPEC=0` turns the type-specialized gemm_q64s_* kernels off (see launch_gemm_q).
+pub(crate) fn gemm_spec() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_GEMM_SPEC").map(|v| v != "0").unwrap_or(true))
 }
 
 fn nsplit_decode(ratio: usize) -> usize {
@@ -1014,15 +1069,15 @@ impl CudaSession {
 
     fn gemm(&self, w: WMat, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize, grp: Option<(DevPtr, DevPtr, usize)>) -> Result<()> {
         let (off, gather, nz) = grp.unwrap_or((0, 0, 1));
-        let a = GemmArgs { w, x, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, pad: 0 };
+        let a = GemmArgs { w, x, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags: gemm_q_flags() };
         let (name, bm) = match self.opts.precision {
             Precision::Reference => ("gemm_f32", 64),
-            Precision::Fast if gemm_old() => ("gemm_h", 128),
+            Precision::Fast if gemm_old() || (grp.is_some() && gemm_exp_h()) => ("gemm_h", 128),
             Precision::Fast => {
                 // grouped calls: every token picks k of the nz experts
                 let avg = grp.map(|_| (t * self.m.dims.k) as f64 / nz as f64);
-                let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, avg);
-                return launch_gemm_q(self.gpu(), a, nz, bn);
+                let bn = gemm_q_bn(self.gpu(), w.ty, w.rows as usize, t, avg);
+                return launch_gemm_q(self.gpu(), a, nz, bn, gemm_spec());
             }
         };
         let grid = (((w.rows as usize + bm - 1) / bm) as u32, ((t + 63) / 64) as u32, nz as u32);
@@ -1325,7 +1380,11 @@ impl CudaSession {
                     .a(sc.pair_tok.ptr)
                     .a(sc.pair_of.ptr)
                     .a(sc.pair_w.ptr);
-                gpu.launch("moe_group", (1, 1, 1), (((d.e + 31) / 32 * 32).min(1024)) as u32, (d.e * 4) as u32, args)?;
+                if moe_group2_ok(d.e) {
+                    gpu.launch("moe_group2", (1, 1, 1), 1024, moe_group2_smem(d.e) as u32, args)?;
+                } else {
+                    gpu.launch("moe_group", (1, 1, 1), (((d.e + 31) / 32 * 32).min(1024)) as u32, (d.e * 4) as u32, args)?;
+                }
                 let grp = Some((sc.off.ptr, sc.pair_tok.ptr, d.e));
                 // GEMM grid.y must cover the largest group: at most t tokens per expert
                 self.gemm(ly.gate_exps.wmat(), sc.xn.ptr, d.d, sc.g.ptr, d.f, t, grp)?;

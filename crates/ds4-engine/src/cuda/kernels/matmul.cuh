@@ -418,7 +418,7 @@ struct GemmArgs {
     int ldx;
     int ldy;
     int T;
-    int pad;
+    int flags;  // gemm_q only: GQ_FLAG_HDEQ = f16x2 dequantization
 };
 
 #define GF_BM 64
@@ -674,13 +674,14 @@ extern "C" __global__ void __launch_bounds__(256) gemm_h(GemmArgs a) {
 // Raw bytes staged per weight row per K step (RB) and the number of copies that fill them (NP).
 //   F32 32 floats; F16 32 halfs; Q8_0 qs[32] + the 4 aligned bytes holding d;
 //   IQ2_XXS the sub-block's 8 bytes + the 4 aligned bytes holding d;
-//   Q2_K qs[32] of the 128-half + scales[16] + (d, dmin); Q4_K qs[32] of the 64-pair + header 16.
+//   Q2_K qs[32] of the 128-half + the aligned scale word holding the step's 2 scale bytes
+//   (at 32) + (d, dmin) (at 36), 48 with padding; Q4_K qs[32] of the 64-pair + header 16.
 template <int TY> struct GQR;
 template <> struct GQR<T_F32> { static const int RB = 128, NP = 8; };
 template <> struct GQR<T_F16> { static const int RB = 64, NP = 4; };
 template <> struct GQR<T_Q8_0> { static const int RB = 48, NP = 3; };
 template <> struct GQR<T_IQ2_XXS> { static const int RB = 16, NP = 2; };
-template <> struct GQR<T_Q2_K> { static const int RB = 64, NP = 4; };
+template <> struct GQR<T_Q2_K> { static const int RB = 48, NP = 4; };
 template <> struct GQR<T_Q4_K> { static const int RB = 48, NP = 3; };
 
 __device__ __forceinline__ u32 smem_u32(const void* p) {
@@ -747,9 +748,11 @@ __device__ __forceinline__ void gq_load(u8* wst, float* xst, const u8* pay, cons
         } else if (TY == T_Q2_K) {
             i64 blk = (i64)r * (cols >> 8) + (k0 >> 8);
             int h = (k0 >> 7) & 1;
+            // scale bytes j = 8h + 2s, +1 of this 32-column step share one aligned word
+            int sw = (8 * h + 2 * ((k0 >> 5) & 3)) & ~3;
             if (q < 2) cp_async16(d, pay + blk * 80 + 16 + 32 * h + q * 16, n);
-            else if (q == 2) cp_async16(d, pay + blk * 80, n);
-            else cp_async4(d, hdr + blk * 4, ok ? 4 : 0);
+            else if (q == 2) cp_async4(d, pay + blk * 80 + sw, ok ? 4 : 0);
+            else cp_async4(smem_u32(wst + row * RB + 36), hdr + blk * 4, ok ? 4 : 0);
         } else {  // Q4_K
             i64 blk = (i64)r * (cols >> 8) + (k0 >> 8);
             int j = (k0 >> 5) & 7;
@@ -793,11 +796,10 @@ __device__ __forceinline__ uint4 gq_deq(const u8* R, int g, int k0, int hs, cons
             v[i] = ((s >> i) & 1) ? -(db * mag) : db * mag;
         }
     } else if (TY == T_Q2_K) {
-        int e = k0 & 255, h = e >> 7, s = (e >> 5) & 3;
-        int j = 8 * h + 2 * s + (g >= 2 ? 1 : 0);
-        int scb = R[32 + j];
+        int s = (k0 >> 5) & 3;
+        int scb = R[32 + ((s & 1) << 1) + (g >= 2 ? 1 : 0)];  // byte 8h+2s(+1) of the staged word
         uint2 q = *(const uint2*)(R + g * 8);
-        float d = h2f(*(const u16*)(R + 48)), dmin = h2f(*(const u16*)(R + 50));
+        float d = h2f(*(const u16*)(R + 36)), dmin = h2f(*(const u16*)(R + 38));
         float dl = d * (float)(scb & 15), ml = dmin * (float)(scb >> 4);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -823,11 +825,114 @@ __device__ __forceinline__ uint4 gq_deq(const u8* R, int g, int k0, int hs, cons
     return pk;
 }
 
+// ---- f16x2 dequantization (GemmArgs.flags & GQ_FLAG_HDEQ; the default, see session.rs) ----
+// The grouped expert GEMMs have ~48-192 tokens per expert, so each decoded weight feeds few
+// mma and the f32 decode (per value: extract, int->float, multiply, then a pack per pair) is
+// the largest instruction cost of a K step. These decode two values per instruction instead:
+// a quant field is moved into the low byte of a half whose high byte is 0x64, which IS the
+// f16 1024 + field (exact), one sub.f16x2 removes the 1024, one fma/mul.f16x2 applies the
+// scales (scales rounded to f16 first: up to ~2 f16 ulps per weight instead of 1; this path
+// feeds f16 mma anyway, the Reference path is untouched).
+__device__ __forceinline__ u32 h2_sub(u32 a, u32 b) {
+    u32 r;
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ u32 h2_mul(u32 a, u32 b) {
+    u32 r;
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ u32 h2_fma(u32 a, u32 b, u32 c) {
+    u32 r;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+// bytes b0, b1 of w as the halves {1024 + b0, 1024 + b1} (b0 in the low half)
+__device__ __forceinline__ u32 h2_bytes01(u32 w) { return __byte_perm(w, 0x64646464u, 0x4140); }
+__device__ __forceinline__ u32 h2_bytes23(u32 w) { return __byte_perm(w, 0x64646464u, 0x4342); }
+#define H2_1024 0x64006400u
+#define H2_1152 0x64806480u
+#define GQ_FLAG_HDEQ 1
+
+// The IQ2_XXS grid as f16: g16[i] = the 8 magnitudes of grid entry i (built per block).
+__device__ __forceinline__ void gq_build_g16(uint4* g16) {
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
+        u64 g = IQ2XXS_GRID[i];
+        u32 w[4];
+#pragma unroll
+        for (int p = 0; p < 4; p++)
+            w[p] = pack_h2((float)((g >> (16 * p)) & 0xff), (float)((g >> (16 * p + 8)) & 0xff));
+        g16[i] = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+
+// Same staged bytes and layout as gq_deq, f16x2 arithmetic.
+template <int TY>
+__device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, const uint4* g16) {
+    u32 o[4];
+    if (TY == T_Q8_0) {
+        uint2 q = *(const uint2*)(R + g * 8);
+        u32 dh = *(const u16*)(R + 32 + hs);
+        u32 d2 = dh | (dh << 16);
+        // signed byte b -> unsigned b ^ 0x80 = b + 128; the halves hold 1152 + b
+        u32 x0 = q.x ^ 0x80808080u, x1 = q.y ^ 0x80808080u;
+        o[0] = h2_mul(h2_sub(h2_bytes01(x0), H2_1152), d2);
+        o[1] = h2_mul(h2_sub(h2_bytes23(x0), H2_1152), d2);
+        o[2] = h2_mul(h2_sub(h2_bytes01(x1), H2_1152), d2);
+        o[3] = h2_mul(h2_sub(h2_bytes23(x1), H2_1152), d2);
+    } else if (TY == T_IQ2_XXS) {
+        uint2 q = *(const uint2*)R;
+        float d = h2f(*(const u16*)(R + 8 + hs));
+        u32 A = q.x, B = q.y;
+        float db = d * (0.5f + (float)(B >> 28)) * 0.25f;
+        u32 db2 = pack_h2(db, db);
+        int gi = (A >> (8 * g)) & 255;
+        u32 s = (B >> (7 * g)) & 127;
+        s |= (u32)(__popc(s) & 1) << 7;
+        uint4 m = g16[gi];
+        u32 mm[4] = {m.x, m.y, m.z, m.w};
+#pragma unroll
+        for (int p = 0; p < 4; p++) {
+            // sign bit 2p -> bit 15, bit 2p+1 -> bit 31 (the two shifted copies do not overlap)
+            u32 sg = (s * ((1u << (15 - 2 * p)) + (1u << (30 - 2 * p)))) & 0x80008000u;
+            o[p] = h2_mul(mm[p] ^ sg, db2);
+        }
+    } else if (TY == T_Q2_K) {
+        int s = (k0 >> 5) & 3;
+        int scb = R[32 + ((s & 1) << 1) + (g >= 2 ? 1 : 0)];  // byte 8h+2s(+1) of the staged word
+        uint2 q = *(const uint2*)(R + g * 8);
+        float d = h2f(*(const u16*)(R + 36)), dmin = h2f(*(const u16*)(R + 38));
+        float dl = d * (float)(scb & 15), ml = dmin * (float)(scb >> 4);
+        u32 dl2 = pack_h2(dl, dl), nml2 = pack_h2(-ml, -ml);
+        u32 x0 = (q.x >> (2 * s)) & 0x03030303u, x1 = (q.y >> (2 * s)) & 0x03030303u;
+        o[0] = h2_fma(h2_sub(h2_bytes01(x0), H2_1024), dl2, nml2);
+        o[1] = h2_fma(h2_sub(h2_bytes23(x0), H2_1024), dl2, nml2);
+        o[2] = h2_fma(h2_sub(h2_bytes01(x1), H2_1024), dl2, nml2);
+        o[3] = h2_fma(h2_sub(h2_bytes23(x1), H2_1024), dl2, nml2);
+    } else {  // Q4_K
+        int j = (k0 >> 5) & 7;
+        uint2 q = *(const uint2*)(R + g * 8);
+        float d = h2f(*(const u16*)(R + 32)), dmin = h2f(*(const u16*)(R + 34));
+        int sc, m;
+        q4k_scale_min(j, R + 36, sc, m);
+        float dl = d * (float)sc, ml = dmin * (float)m;
+        u32 dl2 = pack_h2(dl, dl), nml2 = pack_h2(-ml, -ml);
+        int sh = (j & 1) ? 4 : 0;
+        u32 x0 = (q.x >> sh) & 0x0f0f0f0fu, x1 = (q.y >> sh) & 0x0f0f0f0fu;
+        o[0] = h2_fma(h2_sub(h2_bytes01(x0), H2_1024), dl2, nml2);
+        o[1] = h2_fma(h2_sub(h2_bytes23(x0), H2_1024), dl2, nml2);
+        o[2] = h2_fma(h2_sub(h2_bytes01(x1), H2_1024), dl2, nml2);
+        o[3] = h2_fma(h2_sub(h2_bytes23(x1), H2_1024), dl2, nml2);
+    }
+    return make_uint4(o[0], o[1], o[2], o[3]);
+}
+
 // Dequantize a staged K step into the f16 tile: thread -> row tid & 127, groups tid>>7 and +2
 // (consecutive threads on consecutive rows: the 16-byte stores of a phase hit distinct banks).
-template <int TY>
+template <int TY, bool HD>
 __device__ __forceinline__ void gq_deq_stage(const u8* wst, u16* wh, const u8* hdr, int rb, int cols, int k0,
-                                             const u64* gsm) {
+                                             const u64* gsm, const uint4* g16) {
     const int tid = threadIdx.x;
     int row = tid & (GQ_BM - 1), g0 = tid >> 7;
     const u8* R = wst + row * GQR<TY>::RB;
@@ -837,7 +942,8 @@ __device__ __forceinline__ void gq_deq_stage(const u8* wst, u16* wh, const u8* h
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         int g = g0 + 2 * h;
-        *(uint4*)(wh + row * GQ_WLD + g * 8) = gq_deq<TY>(R, g, k0, hs, gsm);
+        if (HD) *(uint4*)(wh + row * GQ_WLD + g * 8) = gq_deqh<TY>(R, g, k0, hs, g16);
+        else *(uint4*)(wh + row * GQ_WLD + g * 8) = gq_deq<TY>(R, g, k0, hs, gsm);
     }
 }
 
@@ -866,8 +972,8 @@ __device__ __forceinline__ void gq_mma(const u16* wh, const float* xs, int wm, i
     }
 }
 
-template <int TY, int BN>
-__device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64* gsm) {
+template <int TY, int BN, bool HD>
+__device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64* gsm, const uint4* g16) {
     const int NT = BN / 32;
     const int RB = GQR<TY>::RB;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -943,7 +1049,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         }
         cp_wait<GQ_ST - 2>();
         __syncthreads();
-        gq_deq_stage<TY>(wst, wh, hdr, rb, cols, 0, gsm);
+        gq_deq_stage<TY, HD>(wst, wh, hdr, rb, cols, 0, gsm, g16);
         for (int kt = 0; kt < nk; kt++) {
             // step kt+1 landed (own copies), then the barrier publishes it and the dequantized
             // tile of step kt, and retires every read of step kt-1's stage and f16 buffer.
@@ -956,8 +1062,8 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
             }
             cp_commit();
             if (kt + 1 < nk)
-                gq_deq_stage<TY>(wst + ((kt + 1) % GQ_ST) * GQ_BM * RB, wh + ((kt + 1) & 1) * GQ_BM * GQ_WLD, hdr, rb, cols,
-                                 (kt + 1) * GQ_BK, gsm);
+                gq_deq_stage<TY, HD>(wst + ((kt + 1) % GQ_ST) * GQ_BM * RB, wh + ((kt + 1) & 1) * GQ_BM * GQ_WLD, hdr, rb,
+                                     cols, (kt + 1) * GQ_BK, gsm, g16);
             gq_mma<BN>(wh + (kt & 1) * GQ_BM * GQ_WLD, xst + (kt % GQ_ST) * BN * GQ_XLD, wm, wn, lane, acc);
         }
 #pragma unroll
@@ -976,14 +1082,29 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
 
 template <int BN>
 __device__ __forceinline__ void gemm_q_dispatch(const GemmArgs& a, int ngroups, u8* smem) {
+    __shared__ uint4 g16[256];
+    const bool hd = (a.flags & GQ_FLAG_HDEQ) != 0;
+    if (hd && a.w.type == T_IQ2_XXS) gq_build_g16(g16);  // published by GRID_SMEM's barrier
     GRID_SMEM
     switch (a.w.type) {
-        case T_F32: gemm_q_body<T_F32, BN>(a, ngroups, smem, gsm); break;
-        case T_F16: gemm_q_body<T_F16, BN>(a, ngroups, smem, gsm); break;
-        case T_Q8_0: gemm_q_body<T_Q8_0, BN>(a, ngroups, smem, gsm); break;
-        case T_IQ2_XXS: gemm_q_body<T_IQ2_XXS, BN>(a, ngroups, smem, gsm); break;
-        case T_Q2_K: gemm_q_body<T_Q2_K, BN>(a, ngroups, smem, gsm); break;
-        default: gemm_q_body<T_Q4_K, BN>(a, ngroups, smem, gsm); break;
+        case T_F32: gemm_q_body<T_F32, BN, false>(a, ngroups, smem, gsm, g16); break;
+        case T_F16: gemm_q_body<T_F16, BN, false>(a, ngroups, smem, gsm, g16); break;
+        case T_Q8_0:
+            if (hd) gemm_q_body<T_Q8_0, BN, true>(a, ngroups, smem, gsm, g16);
+            else gemm_q_body<T_Q8_0, BN, false>(a, ngroups, smem, gsm, g16);
+            break;
+        case T_IQ2_XXS:
+            if (hd) gemm_q_body<T_IQ2_XXS, BN, true>(a, ngroups, smem, gsm, g16);
+            else gemm_q_body<T_IQ2_XXS, BN, false>(a, ngroups, smem, gsm, g16);
+            break;
+        case T_Q2_K:
+            if (hd) gemm_q_body<T_Q2_K, BN, true>(a, ngroups, smem, gsm, g16);
+            else gemm_q_body<T_Q2_K, BN, false>(a, ngroups, smem, gsm, g16);
+            break;
+        default:
+            if (hd) gemm_q_body<T_Q4_K, BN, true>(a, ngroups, smem, gsm, g16);
+            else gemm_q_body<T_Q4_K, BN, false>(a, ngroups, smem, gsm, g16);
+            break;
     }
 }
 
@@ -998,6 +1119,36 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ng
     PDL_ENTRY;
     extern __shared__ __align__(16) u8 gq_smem[];
     gemm_q_dispatch<64>(a, ngroups, gq_smem);
+}
+
+// gemm_q64s_*: gemm_q64 with the f16x2 decode, one kernel per weight type (CudaSession::gemm
+// when DS4_GEMM_SPEC is not 0). With a single type the register need drops from 128 (the max
+// over all types of the generic kernel) to <= 80 without spills, so three blocks fit on an SM
+// where the shared memory allows (IQ2_XXS, Q4_K, Q8_0; Q2_K stages 64 bytes per row and stays
+// at two): 24 warps instead of 16 to hide the decode and barrier latency that bounds the
+// grouped expert GEMMs. Grid = resident blocks (occupancy query), same tile walk.
+extern "C" __global__ void __launch_bounds__(256, 3) gemm_q64s_iq2xxs(GemmArgs a, int ngroups) {
+    PDL_ENTRY;
+    extern __shared__ __align__(16) u8 gq_smem[];
+    __shared__ uint4 g16[256];
+    gq_build_g16(g16);
+    __syncthreads();
+    gemm_q_body<T_IQ2_XXS, 64, true>(a, ngroups, gq_smem, nullptr, g16);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) gemm_q64s_q2k(GemmArgs a, int ngroups) {
+    PDL_ENTRY;
+    extern __shared__ __align__(16) u8 gq_smem[];
+    gemm_q_body<T_Q2_K, 64, true>(a, ngroups, gq_smem, nullptr, nullptr);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) gemm_q64s_q4k(GemmArgs a, int ngroups) {
+    PDL_ENTRY;
+    extern __shared__ __align__(16) u8 gq_smem[];
+    gemm_q_body<T_Q4_K, 64, true>(a, ngroups, gq_smem, nullptr, nullptr);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) gemm_q64s_q8(GemmArgs a, int ngroups) {
+    PDL_ENTRY;
+    extern __shared__ __align__(16) u8 gq_smem[];
+    gemm_q_body<T_Q8_0, 64, true>(a, ngroups, gq_smem, nullptr, nullptr);
 }
 
 // Repack GGUF blocks into (payload, header) arrays. Each block's header is a contiguous byte

@@ -933,6 +933,80 @@ extern "C" __global__ void moe_group(const int* __restrict__ sel, const float* _
     }
 }
 
+// moe_group2: moe_group's outputs, bit for bit, in O(T*K) work instead of O(T*K*E): one
+// block of 1024 threads. Counts by shared integer atomics (order-free), then the pairs in
+// chunks of 1024 in index order; a pair's slot = its expert's running base + the pairs of its
+// expert in earlier warps of the chunk (prefix over the warps' counts) + its rank among equal
+// lanes of its warp (__match_any_sync). Dynamic shared memory: (E + 32*E) ints.
+extern "C" __global__ void __launch_bounds__(1024) moe_group2(const int* __restrict__ sel, const float* __restrict__ wts,
+                                                               int T, int K, int E, int* off, int* pair_tok,
+                                                               int* pair_of, float* pair_w) {
+    PDL_ENTRY;
+    extern __shared__ int mg_sm[];
+    int* cnt = mg_sm;       // [E] counts, then the next free slot of each expert
+    int* wc = mg_sm + E;    // [32][E] per-warp counts of the chunk, then their slot bases
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const int NW = 32;
+    const int TK = T * K;
+    for (int i = tid; i < E; i += 1024) cnt[i] = 0;
+    for (int i = tid; i < NW * E; i += 1024) wc[i] = 0;
+    __syncthreads();
+    for (int i = tid; i < TK; i += 1024) {
+        int e = sel[i];
+        if ((unsigned)e < (unsigned)E) atomicAdd(&cnt[e], 1);
+    }
+    __syncthreads();
+    if (w == 0) {
+        int per = (E + 31) >> 5;
+        int lo = min(lane * per, E), hi = min(lo + per, E);
+        int s = 0;
+        for (int e = lo; e < hi; e++) s += cnt[e];
+        int incl = s;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            int v = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += v;
+        }
+        int run = incl - s;
+        for (int e = lo; e < hi; e++) {
+            int c = cnt[e];
+            off[e] = run;
+            cnt[e] = run;
+            run += c;
+        }
+        if (lane == 31) off[E] = incl;
+    }
+    __syncthreads();
+    for (int c0 = 0; c0 < TK; c0 += 1024) {
+        int i = c0 + tid;
+        int e = i < TK ? sel[i] : -1;
+        if ((unsigned)e >= (unsigned)E) e = -1;
+        unsigned m = __match_any_sync(0xffffffffu, e);
+        int rank = __popc(m & ((1u << lane) - 1u));
+        if (e >= 0 && rank == 0) wc[w * E + e] = __popc(m);
+        __syncthreads();
+        for (int x = tid; x < E; x += 1024) {
+            int run = cnt[x];
+            for (int q = 0; q < NW; q++) {
+                int v = wc[q * E + x];
+                wc[q * E + x] = run;
+                run += v;
+            }
+            cnt[x] = run;
+        }
+        __syncthreads();
+        if (e >= 0) {
+            int slot = wc[w * E + e] + rank;
+            pair_tok[slot] = i / K;
+            pair_of[i] = slot;
+            pair_w[slot] = wts[i];
+        }
+        __syncthreads();
+        for (int j = tid; j < NW * E; j += 1024) wc[j] = 0;
+        __syncthreads();
+    }
+}
+
 // mid = silu(min(g, c)) * clamp(u, -c, c) * w   (w = 1 when pw == 0)
 extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __restrict__ u,
                                    const float* __restrict__ pw, int n, int F, float clamp, float* mid) {
