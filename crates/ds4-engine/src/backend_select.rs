@@ -202,9 +202,9 @@ impl Device {
         let Some(w) = &self.cuda else {
             return Err(EngineError::Backend("a CUDA session needs the CUDA backend".into()));
         };
-        // Prefill batches of up to 2048 tokens (the session never batches more than the
-        // context; `Session` chunks longer inputs itself).
-        let so = SessionOptions { ctx, qat: cfg.qat, precision: cfg.precision, max_chunk: crate::cuda::session::default_max_chunk(), graphs: cfg.graphs, near_ties: false };
+        // Prefill batch size: see `default_max_chunk` (the session never batches more than
+        // the context; `Session` chunks longer inputs itself).
+        let so = SessionOptions { ctx, qat: cfg.qat, precision: cfg.precision, max_chunk: crate::cuda::session::default_max_chunk(ctx), graphs: cfg.graphs, near_ties: false };
         CudaSession::new(w.clone(), so).map_err(|e| EngineError::Backend(format!("CUDA session: {e}")))
     }
 }
