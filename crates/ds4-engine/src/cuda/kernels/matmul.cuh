@@ -311,11 +311,15 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
 extern "C" __global__ void __launch_bounds__(256) matvec_grouped(const MvJob* __restrict__ jobs, int njobs) {
     PDL_ENTRY;
     extern __shared__ float4 xs_dyn[];
-    GRID_SMEM
+    __shared__ u64 gsm[256];
     int b = blockIdx.x;
     int ji = 0;
     while (ji + 1 < njobs && jobs[ji + 1].block0 <= b) ji++;
     MvJob j = jobs[ji];
+    // only IQ2_XXS blocks need the grid (2 KB per block otherwise wasted); mv_block's barrier
+    // after staging x publishes it
+    if (j.w.type == T_IQ2_XXS)
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
     int lb = b - j.block0;
     switch (j.w.type) {
         case T_F32: mv_block<T_F32>(j, lb, xs_dyn, gsm); break;
@@ -386,7 +390,10 @@ extern "C" __global__ void __launch_bounds__(256) moe_down_fused(WMat wd, WMat w
                                                                  float clamp_sh) {
     PDL_ENTRY;
     extern __shared__ float4 xs_dyn[];
-    GRID_SMEM
+    __shared__ u64 gsm[256];
+    // the grid only for IQ2_XXS weights; published by the barrier after the mids are staged
+    if (wd.type == T_IQ2_XXS || wsh.type == T_IQ2_XXS)
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
 #define MDB(TY)                                                                                                    \
     if (wsh.type == T_Q8_0) moe_down_body<TY, T_Q8_0>(wd, wsh, sel, wts, g, u, gs, us, out, K, clamp, clamp_sh, xs_dyn, gsm); \
     else if (wsh.type == T_F16) moe_down_body<TY, T_F16>(wd, wsh, sel, wts, g, u, gs, us, out, K, clamp, clamp_sh, xs_dyn, gsm); \
