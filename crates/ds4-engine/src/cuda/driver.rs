@@ -49,7 +49,7 @@ pub const KERNELS: &[&str] = &[
     "gemm_q64s_iq2xxs", "gemm_q64s_q2k", "gemm_q64s_q4k", "gemm_q64s_q8", "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_finish", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
-    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc",
+    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "deq_f16", "x_to_f16",
 ];
 
 static NVRTC_PRELOAD: OnceLock<Option<String>> = OnceLock::new();
@@ -270,6 +270,9 @@ unsafe impl Send for Event {}
 unsafe impl Sync for Event {}
 
 pub struct Gpu {
+    /// cuBLAS handle on our stream, created on first use (`Gpu::blas`); None when libcublas
+    /// cannot be loaded. First field: dropped (handle destroyed) before the stream.
+    blas: OnceLock<Option<super::blas::Blas>>,
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     _module: sys::CUmodule,
@@ -342,7 +345,7 @@ impl Gpu {
         if !skip.is_empty() {
             eprintln!("ds4: DS4_SKIP_KERNELS set (timing ablation, outputs are meaningless): {skip:?}");
         }
-        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl, skip };
+        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new() };
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
@@ -397,6 +400,23 @@ impl Gpu {
             )
         }
         .map_err(derr("smem attr"))
+    }
+
+    /// The cuBLAS handle (created once, on our stream), or None with one log line when
+    /// libcublas cannot be loaded or initialised.
+    pub fn blas(&self) -> Option<&super::blas::Blas> {
+        self.blas
+            .get_or_init(|| match super::blas::Blas::new(self) {
+                Ok(b) => {
+                    eprintln!("ds4: dense prefill GEMMs on cuBLAS ({})", b.lib);
+                    Some(b)
+                }
+                Err(e) => {
+                    eprintln!("ds4: cuBLAS unavailable ({e}); dense prefill GEMMs use the built-in kernels");
+                    None
+                }
+            })
+            .as_ref()
     }
 
     pub fn cu_stream(&self) -> sys::CUstream {
