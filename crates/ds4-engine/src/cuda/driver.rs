@@ -538,6 +538,27 @@ impl Gpu {
         Ok(())
     }
 
+    /// Run `f` (work queued on our stream by a library, e.g. cuBLAS) and, when `DS4_PROFILE`
+    /// is set and the stream is not capturing, account its time under `name` in the profile.
+    pub fn profiled(&self, name: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
+        let Some(p) = &self.profile else { return f() };
+        let mut st = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: valid stream.
+        let ok = unsafe { sys::cuStreamIsCapturing(self.cu_stream(), &mut st) } == sys::CUresult::CUDA_SUCCESS;
+        if !ok || st != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+            return f();
+        }
+        self.record(&self.prof_ev.0)?;
+        f()?;
+        self.record(&self.prof_ev.1)?;
+        let ms = self.elapsed_ms(&self.prof_ev.0, &self.prof_ev.1)? as f64;
+        let mut m = p.lock().unwrap();
+        let e = m.entry(name.to_string()).or_insert((0.0, 0));
+        e.0 += ms;
+        e.1 += 1;
+        Ok(())
+    }
+
     /// The per-kernel profile table (empty unless `DS4_PROFILE` was set), and reset it.
     pub fn take_profile(&self) -> Vec<(String, f64, usize)> {
         let Some(p) = &self.profile else { return Vec::new() };
