@@ -283,3 +283,33 @@ impl DenseCall {
         gpu.profiled("cublas_gemm", || self.gemm(blas, s))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(ty: i32, rows: i32, cols: i32, groups: usize, ldx: usize, ldy: usize, t: usize) -> DenseCall {
+        let w = WMat { ty, rows, cols, pay: 0x1000, ..Default::default() };
+        DenseCall { w, groups, x: 0x2000, ldx, y: 0x3000, ldy, t }
+    }
+
+    /// The shape guard sends only calls the f16 kernels and the scratch can serve to cuBLAS;
+    /// everything else falls back to gemm_q.
+    #[test]
+    fn dense_call_guard() {
+        let s = Dense16 { w16: 0x4000, w_elems: 8192 * 4096, x16: 0x5000, x_elems: 64 * 32768 };
+        assert!(call(8, 1024, 4096, 1, 4096, 1024, 64).ok(&s));
+        // out_a: 8 groups of 1024 rows over 4096-column slices of the 32768-wide heads
+        assert!(call(8, 8192, 4096, 8, 32768, 8192, 64).ok(&s));
+        assert!(!call(8, 8192, 4096, 8, 32768, 4096, 64).ok(&s), "y too narrow for all groups");
+        assert!(!call(8, 8192, 4096, 8, 16384, 8192, 64).ok(&s), "x narrower than the groups");
+        assert!(!call(8, 8190, 4096, 8, 32768, 8192, 64).ok(&s), "rows not divisible by groups");
+        assert!(!call(8, 1024, 4096, 1, 4098, 1024, 64).ok(&s), "x rows not 16-byte aligned");
+        assert!(call(8, 1024, 4096, 1, 4096, 1024, 512).ok(&s));
+        assert!(!call(8, 1024, 4096, 1, 4096, 1024, 513).ok(&s), "x scratch too small");
+        assert!(!call(8, 16384, 4096, 1, 4096, 16384, 8).ok(&s), "w scratch too small");
+        // F16 weights are read in place: no weight scratch needed
+        assert!(call(1, 16384, 4096, 1, 4096, 16384, 8).ok(&s));
+        assert!(!call(8, 1024, 4096, 1, 4096, 1024, 0).ok(&s));
+    }
+}
