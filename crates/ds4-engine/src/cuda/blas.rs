@@ -276,11 +276,18 @@ impl DenseCall {
         }
         .map_err(derr("cublasGemmEx"))
     }
-    /// prep_w + prep_x + gemm (the cuBLAS part shows as `cublas_gemm` under DS4_PROFILE).
-    pub fn run(&self, gpu: &Gpu, blas: &Blas, s: &Dense16) -> Result<()> {
+    /// prep_w + prep_x (skipped when `x_ready`: `s.x16` already holds this call's x) + gemm
+    /// (the cuBLAS part shows as `cublas_gemm` under DS4_PROFILE).
+    pub fn run(&self, gpu: &Gpu, blas: &Blas, s: &Dense16, x_ready: bool) -> Result<()> {
         self.prep_w(gpu, s)?;
-        self.prep_x(gpu, s)?;
+        if !x_ready {
+            self.prep_x(gpu, s)?;
+        }
         gpu.profiled("cublas_gemm", || self.gemm(blas, s))
+    }
+    /// What identifies the f16 activations this call leaves in `x16` (see CudaSession::gemm_blas).
+    pub fn x_key(&self) -> (DevPtr, usize, usize, usize) {
+        (self.x, self.ldx, self.xcols(), self.t)
     }
 }
 

@@ -273,6 +273,9 @@ pub struct Gpu {
     /// cuBLAS handle on our stream, created on first use (`Gpu::blas`); None when libcublas
     /// cannot be loaded. First field: dropped (handle destroyed) before the stream.
     blas: OnceLock<Option<super::blas::Blas>>,
+    /// Counts device work queued through this Gpu (launches, copies, memsets): a value that
+    /// has not changed proves that nothing was written since (see `work_seq`).
+    seq: std::sync::atomic::AtomicU64,
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     _module: sys::CUmodule,
@@ -345,7 +348,7 @@ impl Gpu {
         if !skip.is_empty() {
             eprintln!("ds4: DS4_SKIP_KERNELS set (timing ablation, outputs are meaningless): {skip:?}");
         }
-        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new() };
+        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default() };
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
@@ -437,13 +440,25 @@ impl Gpu {
         Ok(b)
     }
 
+    /// The device-work counter: equal values before and after a stretch of host code mean
+    /// no kernel, copy or memset was queued through this Gpu in between (the cuBLAS dense path
+    /// reuses its f16 activations then).
+    pub fn work_seq(&self) -> u64 {
+        self.seq.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    fn bump(&self) {
+        self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     pub fn memset0(&self, ptr: DevPtr, bytes: usize) -> Result<()> {
+        self.bump();
         // SAFETY: ptr..ptr+bytes lies in one allocation (callers pass whole buffers/slices).
         unsafe { dr::memset_d8_async(ptr, 0, bytes, self.cu_stream()) }.map_err(derr("memset"))
     }
 
     /// Copy host -> device and wait (ordered on our stream, so kernels see the data).
     pub fn htod<T: Copy>(&self, dst: DevPtr, src: &[T]) -> Result<()> {
+        self.bump();
         if src.is_empty() {
             return Ok(());
         }
@@ -454,6 +469,7 @@ impl Gpu {
 
     /// Async copy from host memory that stays valid until the next synchronize (pinned or not).
     pub fn htod_async<T: Copy>(&self, dst: DevPtr, src: &[T]) -> Result<()> {
+        self.bump();
         if src.is_empty() {
             return Ok(());
         }
@@ -472,6 +488,7 @@ impl Gpu {
     }
 
     pub fn dtod(&self, dst: DevPtr, src: DevPtr, bytes: usize) -> Result<()> {
+        self.bump();
         if bytes == 0 {
             return Ok(());
         }
@@ -486,6 +503,7 @@ impl Gpu {
 
     /// Launch `name` with the given argument pointers (each points at one argument value).
     pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, mut args: Args) -> Result<()> {
+        self.bump();
         let args = args.ptrs();
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || (!self.skip.is_empty() && self.skip.iter().any(|k| k == name)) {
             return Ok(());
@@ -597,6 +615,7 @@ impl Gpu {
         Ok(Graph { graph: g, exec, ctx: self.ctx.clone() })
     }
     pub fn launch_graph(&self, g: &Graph) -> Result<()> {
+        self.bump();
         // SAFETY: instantiated graph.
         unsafe { dr::graph::launch(g.exec, self.cu_stream()) }.map_err(derr("graph launch"))
     }

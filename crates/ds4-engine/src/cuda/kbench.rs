@@ -759,7 +759,7 @@ fn blas_rows(gpu: &Gpu, c: &GemmCase, m: &GMat, x: u64, ldx: usize, ytst: &DevBu
             call.prep_x(gpu, &s)?;
         }
         gpu.htod(ytst.ptr, nan)?;
-        let run = || -> Result<()> { if full { call.run(gpu, blas, &s) } else { call.gemm(blas, &s) } };
+        let run = || -> Result<()> { if full { call.run(gpu, blas, &s, false) } else { call.gemm(blas, &s) } };
         let ms1 = time(1, &run)?;
         let mut htst = vec![0f32; ny];
         gpu.dtoh(&mut htst, ytst.ptr)?;

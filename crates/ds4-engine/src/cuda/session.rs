@@ -651,6 +651,9 @@ pub struct CudaSession {
     pub graph_captures: usize,
     /// Near-tie list (model.cuh `note_tie`) when `opts.near_ties`.
     ties: Option<DevBuf>,
+    /// The activations held in the cuBLAS path's f16 scratch (x, ldx, columns, t) and the
+    /// Gpu work counter right after they were used (see gemm_blas).
+    x16_key: std::cell::Cell<Option<((DevPtr, usize, usize, usize), u64)>>,
 }
 
 /// Entries of the device near-tie list; more are counted as an overflow.
@@ -933,6 +936,7 @@ impl CudaSession {
             graphs: HashMap::new(),
             graph_captures: 0,
             ties,
+            x16_key: Default::default(),
         };
         // index buffers start valid (expert 0, row 0) so that timing ablations that skip the
         // kernels writing them (DS4_SKIP_KERNELS) still read in-range indices
@@ -1123,7 +1127,16 @@ impl CudaSession {
         if !call.ok(s) {
             return Ok(false);
         }
-        call.run(self.gpu(), blas, s)?;
+        // Several projections read the same activations (q_a, kv and the compressors read xn;
+        // q_b and idx_q_b read qr; the router and shared expert read xn): they reuse the f16
+        // copy when it is of the same x and no device work was queued since it was made.
+        let key = call.x_key();
+        let ready = self.x16_key.get() == Some((key, self.gpu().work_seq()));
+        call.run(self.gpu(), blas, s, ready)?;
+        // (a product that wrote over its own input leaves nothing to reuse)
+        let (xe, ye) = (x + (t * ldx * 4) as u64, y + (t * ldy * 4) as u64);
+        let overlap = x < ye && y < xe;
+        self.x16_key.set(if overlap { None } else { Some((key, self.gpu().work_seq())) });
         Ok(true)
     }
 
