@@ -33,10 +33,11 @@ pub fn kernel_source() -> String {
     let grid = include_str!("kernels/iq2xxs_grid.inc");
     let matmul = include_str!("kernels/matmul.cuh").replace("#include \"iq2xxs_grid.inc\"", grid);
     format!(
-        "{}\n{}\n{}\n{}\n{}\n{}\n",
+        "{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
         include_str!("kernels/common.cuh"),
         matmul,
         include_str!("kernels/matvec.cuh"),
+        include_str!("kernels/q8.cuh"),
         include_str!("kernels/model.cuh"),
         include_str!("kernels/attn.cuh"),
         include_str!("kernels/idx.cuh")
@@ -49,7 +50,8 @@ pub const KERNELS: &[&str] = &[
     "gemm_q64s_iq2xxs", "gemm_q64s_q2k", "gemm_q64s_q4k", "gemm_q64s_q8", "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_finish", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
-    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "deq_f16", "x_to_f16",
+    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "quant_q8", "mvq_b2", "mvq_b3",
+    "deq_f16", "x_to_f16",
 ];
 
 static NVRTC_PRELOAD: OnceLock<Option<String>> = OnceLock::new();

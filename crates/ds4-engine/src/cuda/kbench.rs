@@ -7,7 +7,8 @@
 use super::blas::{dense_blas_wanted, dense_min_t, DenseCall, Dense16};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
-    gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, moe_group2_smem, GemmArgs, JobTable, JobTable2, MvJob, MvJob2, MV2_KERNELS,
+    gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, launch_quant_q8, moe_group2_smem, GemmArgs, JobTable, JobTable2, JobTableQ, MvJob, MvJob2,
+    MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
 use super::weights::{upload_raw_mat, GMat};
 use ds4_gguf::GgmlType;
@@ -99,6 +100,9 @@ pub fn run() -> Result<()> {
     }
     if std::env::var("DS4_KBENCH").as_deref() == Ok("idx") {
         return idx_bench(&gpu);
+    }
+    if std::env::var("DS4_KBENCH").as_deref() == Ok("q8") {
+        return q8_bench(&gpu);
     }
     let ceil = copy_ceiling(&gpu)?;
     println!("device: {} ({} SMs), copy ceiling {:.3} TB/s", gpu.name, gpu.sm_count, ceil / 1e12);
@@ -252,6 +256,161 @@ pub fn run() -> Result<()> {
     gpu.sync()?;
     attn_bench(&gpu)?;
     idx_bench(&gpu)
+}
+
+/// int8-activation decode matvecs (`quant_q8` + `mvq`, DS4_KBENCH=q8) against the f32 `mv2`
+/// kernel on the same weights and inputs, at the decode FFN shapes: time and bandwidth of
+/// both, the int8 result's error relative to the f32 one (expected ~4e-3: 8-bit inputs with a
+/// scale per 32 values), run-to-run bit identity, and a sweep of the mvq work split.
+fn q8_bench(gpu: &Gpu) -> Result<()> {
+    let ceil = copy_ceiling(gpu)?;
+    println!("device: {} ({} SMs), copy ceiling {:.3} TB/s", gpu.name, gpu.sm_count, ceil / 1e12);
+    // (name, type, cols, rows, experts, slots, distinct input per slot)
+    let cases = [
+        ("gate   IQ2_XXS 6x4096->2048", GgmlType::Iq2Xxs, 4096usize, 2048usize, 256usize, 6usize, false),
+        ("down   Q2_K 6x2048->4096", GgmlType::Q2K, 2048, 4096, 256, 6, true),
+        ("gate   Q4_K 6x4096->2048", GgmlType::Q4K, 4096, 2048, 256, 6, false),
+        ("shared Q8_0 4096->2048", GgmlType::Q8_0, 4096, 2048, 1, 1, false),
+        ("shared Q8_0 2048->4096", GgmlType::Q8_0, 2048, 4096, 1, 1, false),
+    ];
+    let nx = 8 * 16384;
+    let x = gpu.alloc(nx * 4)?;
+    let mut seed = 99u64;
+    // smooth part + noise, not uniform: closer to activations (a few large values per block)
+    let xs: Vec<f32> = (0..nx).map(|i| (((i * 7919) % 1000) as f32 / 1000.0 - 0.5) * (1.0 + 3.0 * frand(&mut seed).powi(8))).collect();
+    gpu.htod(x.ptr, &xs)?;
+    let qs = gpu.alloc(nx)?;
+    let qd = gpu.alloc(nx / 32 * 8)?;
+    let y = gpu.alloc(8 * 131072 * 4)?;
+    let (e0, e1) = (gpu.event()?, gpu.event()?);
+    println!(
+        "{:<28} {:>8} {:>9} {:>7}  {:>9} {:>7}  {:>8}  {:>9} {:>9} {:>9}  {}",
+        "int8 decode matvec", "MB/call", "f32 us", "TB/s", "int8 us", "TB/s", "quant us", "rel rms", "max|d|/mx", "max rel", "det"
+    );
+    for (name, ty, cols, rows, n_exp, slots, per_slot) in cases {
+        let data = random_blocks(ty, cols * rows * n_exp, 23 + rows as u64 + cols as u64);
+        let dims = if n_exp > 1 { vec![cols as u64, rows as u64, n_exp as u64] } else { vec![cols as u64, rows as u64] };
+        let m: GMat = upload_raw_mat(gpu, name, ty, dims, &data)?;
+        drop(data);
+        let per_call = m.bytes_per_mat * slots;
+        let variants = ((512usize << 20) / per_call.max(1)).clamp(1, 64);
+        let x_slot = if per_slot { cols } else { 0 };
+        let nq = if per_slot { cols * slots } else { cols };
+        let mut keep = Vec::new();
+        let mut t32 = Vec::new();
+        let mut tq = Vec::new();
+        let mut specs = Vec::new();
+        for v in 0..variants {
+            let (w, selp) = if n_exp > 1 {
+                let ids: Vec<i32> = (0..slots).map(|i| ((v * 37 + i * 41) % n_exp) as i32).collect();
+                let b = gpu.alloc(64)?;
+                gpu.htod(b.ptr, &ids)?;
+                let p = b.ptr;
+                keep.push(b);
+                (m.wmat(), p)
+            } else if v == 0 {
+                (m.wmat(), 0)
+            } else {
+                let d2 = random_blocks(ty, cols * rows, 2000 + v as u64);
+                let m2 = upload_raw_mat(gpu, name, ty, vec![cols as u64, rows as u64], &d2)?;
+                let w = m2.wmat();
+                keep.push(m2.pay);
+                if let Some(h) = m2.hdr {
+                    keep.push(h);
+                }
+                (w, 0)
+            };
+            let mut j2 = [MvJob2 { sel: selp, nslots: slots as i32, x_slot: x_slot as i64, ..MvJob2::plain(w, x.ptr, y.ptr) }];
+            t32.push(JobTable2::new(gpu, &mut j2)?);
+            let mut jq = [MvJobQ { sel: selp, nslots: slots as i32, x_slot: x_slot as i64, ..MvJobQ::plain(w, (qs.ptr, qd.ptr), y.ptr) }];
+            tq.push(JobTableQ::new(gpu, &mut jq)?);
+            specs.push(jq[0]);
+        }
+        let n_out = rows * slots;
+        let mut yf = vec![0f32; n_out];
+        let mut yq = vec![0f32; n_out];
+        let mut yq2 = vec![0f32; n_out];
+        t32[0].run(gpu, 1)?;
+        gpu.dtoh(&mut yf, y.ptr)?;
+        gpu.memset0(y.ptr, n_out * 4)?;
+        launch_quant_q8(gpu, x.ptr, nq, 0, 0, qs.ptr, qd.ptr)?;
+        tq[0].run(gpu, 1)?;
+        gpu.dtoh(&mut yq, y.ptr)?;
+        gpu.memset0(y.ptr, n_out * 4)?;
+        launch_quant_q8(gpu, x.ptr, nq, 0, 0, qs.ptr, qd.ptr)?;
+        tq[0].run(gpu, 1)?;
+        gpu.dtoh(&mut yq2, y.ptr)?;
+        let det = yq.iter().zip(&yq2).all(|(a, b)| a.to_bits() == b.to_bits());
+        let (mut md, mut mref, mut num, mut den, mut mrel) = (0f64, 0f64, 0f64, 0f64, 0f64);
+        let rms_ref = (yf.iter().map(|&a| (a as f64) * (a as f64)).sum::<f64>() / n_out as f64).sqrt();
+        for (a, b) in yf.iter().zip(&yq) {
+            let dd = (*a as f64 - *b as f64).abs();
+            let dd = if dd.is_nan() { f64::INFINITY } else { dd };
+            md = md.max(dd);
+            mref = mref.max((*a as f64).abs());
+            num += dd * dd;
+            den += (*a as f64) * (*a as f64);
+            // per-row relative error, rows near zero measured against the rms row value
+            mrel = mrel.max(dd / (*a as f64).abs().max(rms_ref));
+        }
+        let rel = (num / den.max(1e-300)).sqrt();
+        let time = |f: &dyn Fn(usize) -> Result<()>| -> Result<f64> {
+            for i in 0..3 {
+                f(i)?;
+            }
+            let reps = 200;
+            gpu.record(&e0)?;
+            for i in 0..reps {
+                f(i)?;
+            }
+            gpu.record(&e1)?;
+            Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64 * 1e3)
+        };
+        let us32 = time(&|i| t32[i % t32.len()].run(gpu, 1))?;
+        let usq = time(&|i| tq[i % tq.len()].run(gpu, 1))?;
+        let usquant = time(&|_| launch_quant_q8(gpu, x.ptr, nq, 0, 0, qs.ptr, qd.ptr))?;
+        let tbs = |us: f64| per_call as f64 / (us / 1e6) / 1e12;
+        println!(
+            "{:<28} {:>8.2} {:>9.2} {:>7.3}  {:>9.2} {:>7.3}  {:>8.2}  {:>9.2e} {:>9.2e} {:>9.2e}  {}{}",
+            name,
+            per_call as f64 / 1e6,
+            us32,
+            tbs(us32),
+            usq,
+            tbs(usq),
+            usquant,
+            rel,
+            md / mref.max(1e-300),
+            mrel,
+            if det { "bit-identical" } else { "NONDETERMINISTIC" },
+            if rel < 3e-2 { "" } else { "  MISMATCH" }
+        );
+        // work split sweep (rows per warp, warps per row group, register cap)
+        let mut res: Vec<(f64, String)> = Vec::new();
+        for wk in [1, 2, 4, 8] {
+            for r in [1, 2, 4] {
+                for kern in MVQ_KERNELS {
+                    let mut ts = Vec::new();
+                    for sp in &specs {
+                        let mut j = [MvJobQ { wk, rpw: r, ..*sp }];
+                        ts.push(JobTableQ::planned(gpu, &mut j, kern)?);
+                    }
+                    gpu.memset0(y.ptr, n_out * 4)?;
+                    ts[0].run(gpu, 1)?;
+                    gpu.dtoh(&mut yq2, y.ptr)?;
+                    // a different split only reorders the f32 sums of exact per-group products
+                    let bad = yq.iter().zip(&yq2).any(|(a, b)| ((a - b).abs() as f64) > 1e-4 * (1.0 + a.abs() as f64));
+                    let us = time(&|i| ts[i % ts.len()].run(gpu, 1))?;
+                    res.push((us, format!("wk{wk} R{r} {kern}{}", if bad { " WRONG" } else { "" })));
+                }
+            }
+        }
+        res.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let wrong = res.iter().filter(|r| r.1.contains("WRONG")).count();
+        let top: Vec<String> = res.iter().take(4).map(|(us, n)| format!("{n} {us:.1}us {:.2}TB/s", tbs(*us))).collect();
+        println!("  sweep {name}: {} | worst {:.1}us | wrong {wrong}", top.join(" | "), res.last().map(|r| r.0).unwrap_or(0.0));
+    }
+    gpu.sync()
 }
 
 fn frand(seed: &mut u64) -> f32 {

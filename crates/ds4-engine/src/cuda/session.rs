@@ -505,6 +505,118 @@ impl JobTable2 {
     }
 }
 
+/// Mirror of `struct MvJobQ` in q8.cuh (the int8-activation decode matvec `mvq`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct MvJobQ {
+    pub w: WMat,
+    pub w2: WMat,
+    /// quantized input values (int8) and per-32-value {scale, scale * sum} (float2)
+    pub xq: u64,
+    pub xd: u64,
+    pub y: u64,
+    pub sel: u64,
+    pub wts: u64,
+    /// values between slot inputs (multiple of 32)
+    pub x_slot: i64,
+    pub nslots: i32,
+    pub block0: i32,
+    pub rpw: i32,
+    pub wk: i32,
+    pub clamp: f32,
+    pub pad: i32,
+}
+
+/// Weight types `mvq` handles: Q8_0, Q2_K, Q4_K, IQ2_XXS.
+pub(crate) fn mvq_type_ok(ty: i32) -> bool {
+    matches!(ty, 8 | 10 | 12 | 16)
+}
+
+impl MvJobQ {
+    pub(crate) fn plain(w: WMat, q: (u64, u64), y: u64) -> MvJobQ {
+        MvJobQ { w, xq: q.0, xd: q.1, y, nslots: 1, rpw: 1, wk: 1, ..Default::default() }
+    }
+    /// Gate and up of a SwiGLU FFN: y = silu(min(g, c)) * clamp(u, -c, c) (* wts[slot]).
+    pub(crate) fn paired(gate: WMat, up: WMat, q: (u64, u64), y: u64, clamp: f32) -> MvJobQ {
+        MvJobQ { w2: up, clamp, ..MvJobQ::plain(gate, q, y) }
+    }
+    pub(crate) fn rows_per_block(&self) -> usize {
+        self.rpw as usize * (8 / self.wk as usize)
+    }
+    fn blocks(&self) -> usize {
+        self.nslots as usize * (self.w.rows as usize).div_ceil(self.rows_per_block())
+    }
+    /// Same rule as `MvJob2::plan` with 32-value column groups (the kbench q8 sweep reports
+    /// whether another split is faster).
+    fn plan(&mut self) {
+        let ng = (self.w.cols as usize / 32).max(1);
+        let total_rows = self.w.rows as usize * self.nslots.max(1) as usize;
+        let (wk, rpw) = if total_rows >= 4096 { ((ng / 256).clamp(1, 8), 4) } else { ((ng / 32).clamp(1, 8), 2) };
+        self.wk = [8, 4, 2, 1].into_iter().find(|&w| w <= wk).unwrap_or(1) as i32;
+        self.rpw = rpw;
+    }
+}
+
+/// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
+pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
+
+/// A set of independent mvq jobs run by one launch.
+pub(crate) struct JobTableQ {
+    buf: DevBuf,
+    blocks: Vec<u32>,
+    kern: &'static str,
+}
+
+impl JobTableQ {
+    pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
+        for j in jobs.iter_mut() {
+            j.plan();
+        }
+        Self::planned(gpu, jobs, MVQ_KERNELS[1])
+    }
+    /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
+    pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJobQ], kern: &'static str) -> Result<JobTableQ> {
+        let mut blocks = Vec::new();
+        let mut b = 0usize;
+        for j in jobs.iter_mut() {
+            if !mvq_type_ok(j.w.ty) || j.w.cols % 256 != 0 || j.x_slot % 32 != 0 || ![1, 2, 4].contains(&j.rpw) || ![1, 2, 4, 8].contains(&j.wk) {
+                return Err(CudaError::Other(format!("mvq: unsupported job (type {}, cols {})", j.w.ty, j.w.cols)));
+            }
+            j.block0 = b as i32;
+            b += j.blocks();
+            blocks.push(b as u32);
+        }
+        let bytes = std::mem::size_of::<MvJobQ>() * jobs.len().max(1);
+        let buf = gpu.alloc(bytes)?;
+        // SAFETY: MvJobQ is plain repr(C) data.
+        let raw = unsafe { std::slice::from_raw_parts(jobs.as_ptr() as *const u8, std::mem::size_of::<MvJobQ>() * jobs.len()) };
+        if !raw.is_empty() {
+            gpu.htod(buf.ptr, raw)?;
+        }
+        Ok(JobTableQ { buf, blocks, kern })
+    }
+    pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
+        let args = Args::new().a(self.buf.ptr).a(njobs as i32);
+        gpu.launch(self.kern, (self.blocks[njobs - 1], 1, 1), 256, 0, args)
+    }
+}
+
+/// Quantize `n0` values at `x0` then `n1` at `x1` (multiples of 32) to int8 blocks of 32:
+/// values at `qs`, {scale, scale * sum} per block at `xd` (q8.cuh `quant_q8`).
+pub(crate) fn launch_quant_q8(gpu: &Gpu, x0: u64, n0: usize, x1: u64, n1: usize, qs: u64, xd: u64) -> Result<()> {
+    let nblk = (n0 + n1) / 32;
+    let grid = nblk.div_ceil(8).max(1) as u32;
+    gpu.launch("quant_q8", (grid, 1, 1), 256, 0, Args::new().a(x0).a(n0 as i32).a(x1).a(n1 as i32).a(qs).a(xd))
+}
+
+/// Decode FFN launches of one layer with int8 activations (see `build_jobsq`).
+struct LayerJobsQ {
+    /// routed experts gate/up (paired, per-slot routing weight -> mid) + shared gate/up (-> mids)
+    f: JobTableQ,
+    /// routed experts down (slot i reads quantized mid i) + shared down (slot K)
+    g: JobTableQ,
+}
+
 /// Decode launches of one layer with the mv2 matvec (see `build_jobs2`).
 struct LayerJobs2 {
     a: JobTable2,
@@ -609,6 +721,12 @@ struct Scratch {
     ypair: DevBuf,
     shared: DevBuf,
     ffn_out: DevBuf,
+    /// int8 decode activations (DS4_DECODE_Q8): quantized xn and its block scales, and the
+    /// quantized mids of the K routed experts + the shared expert (slot K)
+    qx: DevBuf,
+    qxd: DevBuf,
+    qmid: DevBuf,
+    qmidd: DevBuf,
     /// f16 copy of a layer's KV rows for the tensor-core prefill attention (Fast precision).
     kv16: Option<DevBuf>,
     /// tensor-core indexer: f16 copies of q and the rows, and their scales (see launch_idx_tc)
@@ -647,6 +765,10 @@ pub struct CudaSession {
     mv2_ffn: bool,
     jobs2: Vec<LayerJobs2>,
     head_job2: Option<JobTable2>,
+    /// Decode FFN matvecs (shared and routed experts, not the router) with int8 activations
+    /// (`mvq`): Precision::Fast only, DS4_DECODE_Q8=0 turns it off.
+    q8: bool,
+    jobsq: Vec<LayerJobsQ>,
     graphs: HashMap<usize, Graph>,
     pub graph_captures: usize,
     /// Near-tie list (model.cuh `note_tie`) when `opts.near_ties`.
@@ -878,6 +1000,10 @@ impl CudaSession {
             ypair: f4((t * d.k + 1) * d.d)?,
             shared: f4(t * d.d)?,
             ffn_out: f4(t * d.d)?,
+            qx: gpu.alloc(d.d.max(32))?,
+            qxd: gpu.alloc((d.d / 32).max(1) * 8)?,
+            qmid: gpu.alloc(((d.k + 1) * d.f).max(32))?,
+            qmidd: gpu.alloc(((d.k + 1) * d.f / 32).max(1) * 8)?,
             kv16: if opts.precision == Precision::Fast && attn_tc_enabled() && attn_tc_shape_ok(d.h, d.dh, d.r) {
                 // raw ring + the most compressed rows any layer can show (ratio 4)
                 Some(gpu.alloc((cap + opts.ctx / 4 + 2) * d.dh * 2)?)
@@ -933,6 +1059,8 @@ impl CudaSession {
             mv2_ffn: std::env::var("DS4_MV").map(|v| v == "mv2").unwrap_or(false),
             jobs2: Vec::new(),
             head_job2: None,
+            q8: false,
+            jobsq: Vec::new(),
             graphs: HashMap::new(),
             graph_captures: 0,
             ties,
@@ -945,6 +1073,7 @@ impl CudaSession {
         }
         sess.build_jobs()?;
         sess.build_jobs2()?;
+        sess.build_jobsq()?;
         sess.reset()?;
         Ok(sess)
     }
@@ -961,6 +1090,11 @@ impl CudaSession {
     }
     pub fn ctx(&self) -> usize {
         self.opts.ctx
+    }
+    /// Whether decode runs the FFN matvecs with int8 activations (Precision::Fast, every FFN
+    /// weight of a supported type, DS4_DECODE_Q8 not 0).
+    pub fn decode_q8(&self) -> bool {
+        self.q8
     }
 
     /// Forget everything: position 0, empty frontiers.
@@ -1108,6 +1242,46 @@ impl CudaSession {
         }
         self.jobs2 = all;
         self.head_job2 = Some(JobTable2::new(&gpu, &mut [job(self.m.output.wmat(), sc.yhead.ptr, sc.logits.ptr)])?);
+        Ok(())
+    }
+
+    /// int8-activation decode FFN jobs, when enabled and every FFN weight has a type `mvq`
+    /// handles (otherwise the f32 paths run).
+    fn build_jobsq(&mut self) -> Result<()> {
+        let on = self.opts.precision == Precision::Fast && std::env::var("DS4_DECODE_Q8").map(|v| v != "0").unwrap_or(true);
+        let d = self.m.dims.clone();
+        let ok = on
+            && d.d % 256 == 0
+            && d.f % 256 == 0
+            && self.m.layers.iter().all(|ly| {
+                [&ly.gate_exps, &ly.up_exps, &ly.down_exps, &ly.gate_sh, &ly.up_sh, &ly.down_sh].iter().all(|m| mvq_type_ok(m.wmat().ty))
+            });
+        if !ok {
+            return Ok(());
+        }
+        let gpu = self.m.gpu.clone();
+        let sc = &self.sc;
+        let qx = (sc.qx.ptr, sc.qxd.ptr);
+        let qm = (sc.qmid.ptr, sc.qmidd.ptr);
+        let qms = (sc.qmid.ptr + (d.k * d.f) as u64, sc.qmidd.ptr + (d.k * d.f / 32 * 8) as u64);
+        let mut all = Vec::new();
+        for l in 0..d.n_layer {
+            let ly = &self.m.layers[l];
+            let clamp = d.clamp[l];
+            let mut f = MvJobQ::paired(ly.gate_exps.wmat(), ly.up_exps.wmat(), qx, sc.mid.ptr, clamp);
+            f.nslots = d.k as i32;
+            f.sel = sc.esel.ptr;
+            f.wts = sc.ewts.ptr;
+            let fs = MvJobQ::paired(ly.gate_sh.wmat(), ly.up_sh.wmat(), qx, sc.mids.ptr, clamp);
+            let mut gd = MvJobQ::plain(ly.down_exps.wmat(), qm, sc.ypair.ptr);
+            gd.nslots = d.k as i32;
+            gd.sel = sc.esel.ptr;
+            gd.x_slot = d.f as i64;
+            let gs = MvJobQ::plain(ly.down_sh.wmat(), qms, sc.ypair.ptr + (d.k * d.d * 4) as u64);
+            all.push(LayerJobsQ { f: JobTableQ::new(&gpu, &mut [f, fs])?, g: JobTableQ::new(&gpu, &mut [gd, gs])? });
+        }
+        self.jobsq = all;
+        self.q8 = true;
         Ok(())
     }
 
@@ -1405,7 +1579,11 @@ impl CudaSession {
             self.hc_post_mix(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc)?;
             // ---- FFN ----
             self.hc_finish(0, t, mhc, ly.hc_ffn_scale.ptr, ly.hc_ffn_base.ptr, ly.ffn_norm.ptr, sc.xn.ptr)?;
-            if decode && self.mv2_ffn {
+            if decode && self.q8 {
+                // the router stays f32 (it decides the expert choice); job 0 of table e
+                self.jobs2[l].e.run(gpu, 1)?;
+                launch_quant_q8(gpu, sc.xn.ptr, d.d, 0, 0, sc.qx.ptr, sc.qxd.ptr)?;
+            } else if decode && self.mv2_ffn {
                 self.jobs2[l].e.run(gpu, 2)?;
             } else if decode {
                 self.jobs[l].e.run(gpu, 3)?;
@@ -1427,7 +1605,11 @@ impl CudaSession {
                 .a(sc.ewts.ptr);
             gpu.launch("moe_route", (t as u32, 1, 1), 256, (2 * d.e * 4) as u32, args)?;
             let clamp = d.clamp[l];
-            if decode && self.mv2_ffn {
+            if decode && self.q8 {
+                self.jobsq[l].f.run(gpu, 2)?;
+                launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, sc.mids.ptr, d.f, sc.qmid.ptr, sc.qmidd.ptr)?;
+                self.jobsq[l].g.run(gpu, 2)?;
+            } else if decode && self.mv2_ffn {
                 self.jobs2[l].f.run(gpu, 1)?;
                 self.jobs2[l].g.run(gpu, 2)?;
             } else if decode {
@@ -1484,7 +1666,7 @@ impl CudaSession {
             } else {
                 (self.m.out_hc_fn.ptr, nhc)
             };
-            if decode && self.mv2_ffn {
+            if decode && (self.q8 || self.mv2_ffn) {
                 self.hc_post_mix(t, sc.ypair.ptr, d.k + 1, next_fn, next_m)?;
             } else {
                 self.hc_post_mix(t, sc.ffn_out.ptr, 1, next_fn, next_m)?;
@@ -1944,6 +2126,7 @@ fn fill_neg_inf(gpu: &Gpu, b: &DevBuf) -> Result<()> {
 const _: () = assert!(std::mem::size_of::<WMat>() == 48);
 const _: () = assert!(std::mem::size_of::<MvJob>() == 96);
 const _: () = assert!(std::mem::size_of::<MvJob2>() == 160);
+const _: () = assert!(std::mem::size_of::<MvJobQ>() == 168);
 const _: () = assert!(std::mem::size_of::<GemmArgs>() == 96);
 const _: () = assert!(std::mem::size_of::<CompArgs>() == 112);
 const _: () = assert!(std::mem::size_of::<AttnArgs>() == 104);

@@ -444,6 +444,12 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             let gf = fast_ex.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
             let (mx, kl, top1) = kl_top1(&g1, &gf, vocab);
             println!("INFO {} fast-vs-reference prefill: max_abs_dlogit={mx:.3e} mean_kl={kl:.3e} top1_agree={top1:.4}", tag(""));
+            // decode rows (prefix prefill + one eval per token) against the reference decode:
+            // shows the int8-activation FFN matvecs (q8=on; DS4_DECODE_Q8=0 turns them off)
+            let gfd = gpu_decode(&mut fast_ex, &toks, prefix)?;
+            let (mx, kl, top1) = kl_top1(&gd, &gfd, vocab);
+            let q8 = if fast_ex.decode_q8() { "on" } else { "off" };
+            println!("INFO {} fast-vs-reference decode: rows={nd} max_abs_dlogit={mx:.3e} mean_kl={kl:.3e} top1_agree={top1:.4} q8={q8}", tag(""));
         }
     }
     println!("{} passed, {} failed", t.pass, t.fail);

@@ -1,0 +1,248 @@
+// 8-bit-activation decode matvec (`mvq`, Precision::Fast only; DS4_DECODE_Q8=0 turns it off).
+//
+// The f32-activation matvecs of the 2-bit expert formats are instruction bound (~7
+// instructions per weight: byte extract, convert, sign select, FMA). Here the input vector is
+// first quantized to int8 in blocks of 32 with one f32 scale per block (`quant_q8`), so a
+// weight sub-block of 32 values costs 8 __dp4a (4 int8 MACs each) plus the work to build
+// signed int8 weight words, and one f32 FMA per 32 values for the scales.
+//
+// Quantized x layout: qs[n] (int8, row-major like x) and xd[n / 32] = {d, d * sum(q)} where
+// x ~= d * q, d = max|x| / 127. The block sum serves the Q4_K min term.
+// Job semantics mirror MvJob2 (matvec.cuh): expert selection per slot, paired gate/up jobs
+// writing the SwiGLU mid vector, x_slot in values. Column groups are 32 values for every type.
+// Deterministic: integer dot products are exact, per-lane order fixed, butterfly warp sums,
+// fixed-order split-K combine.
+
+// Quantize n0 values of x0 followed by n1 values of x1 (both multiples of 32) into one
+// quantized vector. One warp per 32-value block.
+extern "C" __global__ void __launch_bounds__(256) quant_q8(const float* __restrict__ x0, int n0, const float* __restrict__ x1,
+                                                           int n1, signed char* __restrict__ qs, float2* __restrict__ xd) {
+    PDL_ENTRY;
+    int lane = threadIdx.x & 31;
+    int nblk = (n0 + n1) >> 5;
+    for (int b = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; b < nblk; b += (gridDim.x * blockDim.x) >> 5) {
+        int i = b * 32 + lane;
+        float v = i < n0 ? x0[i] : x1[i - n0];
+        float amax = warp_max(fabsf(v));
+        float d = amax / 127.f;
+        // q = rint(v / d) in [-127, 127]; an all-zero block gets d = 0, q = 0
+        int q = amax > 0.f ? __float2int_rn(v * (127.f / amax)) : 0;
+        q = max(-127, min(127, q));
+        int s = q;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        qs[i] = (signed char)q;
+        if (lane == 0) xd[b] = make_float2(d, d * (float)s);
+    }
+}
+
+struct MvJobQ {
+    WMat w;
+    WMat w2;                 // paired jobs: the "up" matrix (same type and shape); w2.pay == 0 otherwise
+    const signed char* xq;   // quantized input values
+    const float2* xd;        // per-32-value {scale, scale * sum}
+    float* y;
+    const int* sel;          // per-slot expert ids (nullptr: plain matrix)
+    const float* wts;        // paired jobs: per-slot routing weight (nullptr: 1)
+    i64 x_slot;              // values between slot inputs (multiple of 32; 0: every slot reads the same x)
+    int nslots;
+    int block0;              // first block of this job in the launch
+    int rpw;                 // rows per warp R: 1, 2 or 4
+    int wk;                  // warps splitting one row group's columns: 1, 2, 4 or 8
+    float clamp;             // paired: SwiGLU clamp
+    int pad;
+};
+
+// Byte mask 0xFF at byte i where bit i of s (0..15) is set: the four bits are spread to bits
+// 0, 8, 16, 24 by one multiply (the shifted copies do not overlap, so no carries).
+__device__ __forceinline__ u32 sign_mask4(u32 s) { return ((s * 0x00204081u) & 0x01010101u) * 0xFFu; }
+
+// Dot of 32-value column group g of `row` with the quantized x group (xq: 8 words, dx scale,
+// sx = dx * sum(q)).
+template <int TY>
+__device__ __forceinline__ float mvq_gdot(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols, int row,
+                                          int g, const int* xq, float dx, float sx, const u64* gsm) {
+    if (TY == T_Q8_0) {
+        int nb = cols >> 5;
+        i64 blk = (i64)row * nb + g;
+        const uint4* p = (const uint4*)(pay + blk * 32);
+        uint4 q0 = __ldg(p), q1 = __ldg(p + 1);
+        float d = h2f(__ldg((const u16*)(hdr + blk * 2)));
+        int w[8] = {(int)q0.x, (int)q0.y, (int)q0.z, (int)q0.w, (int)q1.x, (int)q1.y, (int)q1.z, (int)q1.w};
+        int s = 0;
+#pragma unroll
+        for (int k = 0; k < 8; k++) s = __dp4a(w[k], xq[k], s);
+        return d * dx * (float)s;
+    } else if (TY == T_IQ2_XXS) {
+        int nb = cols >> 8;
+        i64 blk = (i64)row * nb + (g >> 3);
+        uint2 q = __ldg((const uint2*)(pay + blk * 64 + (g & 7) * 8));
+        float d = h2f(__ldg((const u16*)(hdr + blk * 2)));
+        u32 A = q.x, B = q.y;
+        int s = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            u64 gr = gsm[(A >> (8 * k)) & 255];
+            u32 sg = (B >> (7 * k)) & 127;
+            sg |= (u32)(__popc(sg) & 1) << 7;  // the 8th sign makes the count even
+            u32 m0 = sign_mask4(sg & 15), m1 = sign_mask4(sg >> 4);
+            // grid magnitudes are < 128: (g ^ m) - m per byte negates the bytes where m = 0xFF
+            int lo = (int)__vsub4((u32)gr ^ m0, m0);
+            int hi = (int)__vsub4((u32)(gr >> 32) ^ m1, m1);
+            s = __dp4a(lo, xq[2 * k], s);
+            s = __dp4a(hi, xq[2 * k + 1], s);
+        }
+        return d * (0.5f + (float)(B >> 28)) * 0.25f * dx * (float)s;
+    } else if (TY == T_Q2_K) {
+        int nb = cols >> 8;
+        i64 blk = (i64)row * nb + (g >> 3);
+        int sub = g & 7, h = sub >> 2, sft = 2 * (sub & 3);
+        const u8* P = pay + blk * 80;
+        uint4 q0 = __ldg((const uint4*)(P + 16 + 32 * h)), q1 = __ldg((const uint4*)(P + 16 + 32 * h + 16));
+        int j0 = 8 * h + 2 * (sub & 3);
+        u32 scp = __ldg((const u16*)(P + j0));  // the two 16-value scale bytes as one load
+        int sc0 = scp & 0xff, sc1 = scp >> 8;
+        u32 dd = __ldg((const u32*)(hdr + blk * 4));
+        float d = h2f((u16)(dd & 0xffff)), dmin = h2f((u16)(dd >> 16));
+        u32 w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+        int a0 = 0, a1 = 0, s0 = 0, s1 = 0;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            int ww = (int)((w[k] >> sft) & 0x03030303u);
+            if (k < 4) { a0 = __dp4a(ww, xq[k], a0); s0 = __dp4a(0x01010101, xq[k], s0); }
+            else { a1 = __dp4a(ww, xq[k], a1); s1 = __dp4a(0x01010101, xq[k], s1); }
+        }
+        // the min terms need x sums per 16 values: exact integer sums of the quantized x
+        return dx * (d * (float)((sc0 & 15) * a0 + (sc1 & 15) * a1) - dmin * (float)((sc0 >> 4) * s0 + (sc1 >> 4) * s1));
+    } else {  // Q4_K
+        int nb = cols >> 8;
+        i64 blk = (i64)row * nb + (g >> 3);
+        int j = g & 7, sft = (j & 1) * 4;
+        const u8* H = hdr + blk * 16;
+        const u8* P = pay + blk * 128 + 32 * (j >> 1);
+        uint4 q0 = __ldg((const uint4*)P), q1 = __ldg((const uint4*)(P + 16));
+        uint4 hh = __ldg((const uint4*)H);
+        u8 hb[16];
+        *(uint4*)hb = hh;
+        float d = h2f((u16)(hh.x & 0xffff)), dmin = h2f((u16)(hh.x >> 16));
+        int sc, m;
+        q4k_scale_min(j, hb + 4, sc, m);
+        u32 w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+        int a = 0;
+#pragma unroll
+        for (int k = 0; k < 8; k++) a = __dp4a((int)((w[k] >> sft) & 0x0F0F0F0Fu), xq[k], a);
+        return d * (float)sc * dx * (float)a - dmin * (float)m * sx;
+    }
+}
+
+template <int TY, int R>
+__device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed char* __restrict__ xq,
+                                         const float2* __restrict__ xd, const u8* pay, const u8* hdr, const u8* pay2,
+                                         const u8* hdr2, int ks, float (*red)[8], const u64* gsm) {
+    int cols = j.w.cols, rows = j.w.rows;
+    int ng = cols >> 5;
+    int g0 = (int)((i64)ng * ks / j.wk), g1 = (int)((i64)ng * (ks + 1) / j.wk);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    bool paired = pay2 != nullptr;
+    int rr[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) rr[r] = min(rowA + r, rows - 1);  // tail rows recompute the last row, discarded
+    float acc[R], acc2[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) { acc[r] = 0.f; acc2[r] = 0.f; }
+#pragma unroll 2
+    for (int g = g0 + lane; g < g1; g += 32) {
+        const uint4* xp = (const uint4*)(xq + (i64)g * 32);
+        uint4 v0 = __ldg(xp), v1 = __ldg(xp + 1);
+        float2 ds = __ldg(xd + g);
+        int xv[8] = {(int)v0.x, (int)v0.y, (int)v0.z, (int)v0.w, (int)v1.x, (int)v1.y, (int)v1.z, (int)v1.w};
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            acc[r] += mvq_gdot<TY>(pay, hdr, cols, rr[r], g, xv, ds.x, ds.y, gsm);
+            if (paired) acc2[r] += mvq_gdot<TY>(pay2, hdr2, cols, rr[r], g, xv, ds.x, ds.y, gsm);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        float a = warp_sum(acc[r]);
+        float b = paired ? warp_sum(acc2[r]) : 0.f;
+        if (lane == 0) { red[warp][2 * r] = a; red[warp][2 * r + 1] = b; }
+    }
+}
+
+__device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int njobs) {
+    __shared__ u64 gsm[256];
+    __shared__ float red[8][8];
+    int b = blockIdx.x;
+    int ji = 0;
+    while (ji + 1 < njobs && jobs[ji + 1].block0 <= b) ji++;
+    const MvJobQ j = jobs[ji];
+    int lb = b - j.block0;
+    int wpr = 8 / j.wk;  // row groups per block
+    int rpb = j.rpw * wpr;
+    int bps = (j.w.rows + rpb - 1) / rpb;
+    int slot = lb / bps;
+    int row0 = (lb % bps) * rpb;
+    int warp = threadIdx.x >> 5;
+    int rg = warp / j.wk, ks = warp % j.wk;
+    int rowA = row0 + rg * j.rpw;
+    if (j.w.type == T_IQ2_XXS) {  // block-uniform branch
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
+        __syncthreads();
+    }
+    const u8* pay = j.w.pay;
+    const u8* hdr = j.w.hdr;
+    const u8* pay2 = j.w2.pay;
+    const u8* hdr2 = j.w2.hdr;
+    if (j.sel) {
+        i64 e = j.sel[slot];
+        pay += e * j.w.e_pay;
+        hdr += e * j.w.e_hdr;
+        if (pay2) { pay2 += e * j.w2.e_pay; hdr2 += e * j.w2.e_hdr; }
+    }
+    const signed char* xq = j.xq + (i64)slot * j.x_slot;
+    const float2* xd = j.xd + (i64)slot * (j.x_slot >> 5);
+#define MVQ_R(TY)                                                                              \
+    if (j.rpw == 4) mvq_body<TY, 4>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);      \
+    else if (j.rpw == 2) mvq_body<TY, 2>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm); \
+    else mvq_body<TY, 1>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);
+    switch (j.w.type) {
+        case T_Q8_0: MVQ_R(T_Q8_0) break;
+        case T_IQ2_XXS: MVQ_R(T_IQ2_XXS) break;
+        case T_Q2_K: MVQ_R(T_Q2_K) break;
+        default: MVQ_R(T_Q4_K) break;  // the session only builds jobs of these four types
+    }
+#undef MVQ_R
+    __syncthreads();
+    int t = threadIdx.x;
+    if (t < rpb) {
+        int g = t / j.rpw, r = t % j.rpw;
+        int row = row0 + t;
+        if (row < j.w.rows) {
+            float a = 0.f, c = 0.f;
+            for (int k = 0; k < j.wk; k++) {
+                a += red[g * j.wk + k][2 * r];
+                c += red[g * j.wk + k][2 * r + 1];
+            }
+            float v = a;
+            if (j.w2.pay) {
+                float cl = j.clamp;
+                float gg = fminf(a, cl);
+                float uu = fminf(fmaxf(c, -cl), cl);
+                v = siluf_(gg) * uu;
+                if (j.wts) v *= j.wts[slot];
+            }
+            j.y[(i64)slot * j.w.rows + row] = v;
+        }
+    }
+}
+
+// Same kernel under two register caps (minimum resident blocks per SM).
+extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2(const MvJobQ* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    mvq_main(jobs, njobs);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const MvJobQ* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    mvq_main(jobs, njobs);
+}
