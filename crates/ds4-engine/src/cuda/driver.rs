@@ -51,6 +51,7 @@ pub const KERNELS: &[&str] = &[
     "hc_post_mix", "hc_finish", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "quant_q8", "mvq_b2", "mvq_b3",
+    "deq_f16", "x_to_f16",
 ];
 
 static NVRTC_PRELOAD: OnceLock<Option<String>> = OnceLock::new();
@@ -271,6 +272,12 @@ unsafe impl Send for Event {}
 unsafe impl Sync for Event {}
 
 pub struct Gpu {
+    /// cuBLAS handle on our stream, created on first use (`Gpu::blas`); None when libcublas
+    /// cannot be loaded. First field: dropped (handle destroyed) before the stream.
+    blas: OnceLock<Option<super::blas::Blas>>,
+    /// Counts device work queued through this Gpu (launches, copies, memsets): a value that
+    /// has not changed proves that nothing was written since (see `work_seq`).
+    seq: std::sync::atomic::AtomicU64,
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     _module: sys::CUmodule,
@@ -343,7 +350,7 @@ impl Gpu {
         if !skip.is_empty() {
             eprintln!("ds4: DS4_SKIP_KERNELS set (timing ablation, outputs are meaningless): {skip:?}");
         }
-        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl, skip };
+        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default() };
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
@@ -400,6 +407,23 @@ impl Gpu {
         .map_err(derr("smem attr"))
     }
 
+    /// The cuBLAS handle (created once, on our stream), or None with one log line when
+    /// libcublas cannot be loaded or initialised.
+    pub fn blas(&self) -> Option<&super::blas::Blas> {
+        self.blas
+            .get_or_init(|| match super::blas::Blas::new(self) {
+                Ok(b) => {
+                    eprintln!("ds4: dense prefill GEMMs on cuBLAS ({})", b.lib);
+                    Some(b)
+                }
+                Err(e) => {
+                    eprintln!("ds4: cuBLAS unavailable ({e}); dense prefill GEMMs use the built-in kernels");
+                    None
+                }
+            })
+            .as_ref()
+    }
+
     pub fn cu_stream(&self) -> sys::CUstream {
         self.stream.cu_stream()
     }
@@ -418,13 +442,25 @@ impl Gpu {
         Ok(b)
     }
 
+    /// The device-work counter: equal values before and after a stretch of host code mean
+    /// no kernel, copy or memset was queued through this Gpu in between (the cuBLAS dense path
+    /// reuses its f16 activations then).
+    pub fn work_seq(&self) -> u64 {
+        self.seq.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    fn bump(&self) {
+        self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     pub fn memset0(&self, ptr: DevPtr, bytes: usize) -> Result<()> {
+        self.bump();
         // SAFETY: ptr..ptr+bytes lies in one allocation (callers pass whole buffers/slices).
         unsafe { dr::memset_d8_async(ptr, 0, bytes, self.cu_stream()) }.map_err(derr("memset"))
     }
 
     /// Copy host -> device and wait (ordered on our stream, so kernels see the data).
     pub fn htod<T: Copy>(&self, dst: DevPtr, src: &[T]) -> Result<()> {
+        self.bump();
         if src.is_empty() {
             return Ok(());
         }
@@ -435,6 +471,7 @@ impl Gpu {
 
     /// Async copy from host memory that stays valid until the next synchronize (pinned or not).
     pub fn htod_async<T: Copy>(&self, dst: DevPtr, src: &[T]) -> Result<()> {
+        self.bump();
         if src.is_empty() {
             return Ok(());
         }
@@ -453,6 +490,7 @@ impl Gpu {
     }
 
     pub fn dtod(&self, dst: DevPtr, src: DevPtr, bytes: usize) -> Result<()> {
+        self.bump();
         if bytes == 0 {
             return Ok(());
         }
@@ -467,6 +505,7 @@ impl Gpu {
 
     /// Launch `name` with the given argument pointers (each points at one argument value).
     pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, mut args: Args) -> Result<()> {
+        self.bump();
         let args = args.ptrs();
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || (!self.skip.is_empty() && self.skip.iter().any(|k| k == name)) {
             return Ok(());
@@ -519,6 +558,27 @@ impl Gpu {
         Ok(())
     }
 
+    /// Run `f` (work queued on our stream by a library, e.g. cuBLAS) and, when `DS4_PROFILE`
+    /// is set and the stream is not capturing, account its time under `name` in the profile.
+    pub fn profiled(&self, name: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
+        let Some(p) = &self.profile else { return f() };
+        let mut st = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: valid stream.
+        let ok = unsafe { sys::cuStreamIsCapturing(self.cu_stream(), &mut st) } == sys::CUresult::CUDA_SUCCESS;
+        if !ok || st != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+            return f();
+        }
+        self.record(&self.prof_ev.0)?;
+        f()?;
+        self.record(&self.prof_ev.1)?;
+        let ms = self.elapsed_ms(&self.prof_ev.0, &self.prof_ev.1)? as f64;
+        let mut m = p.lock().unwrap();
+        let e = m.entry(name.to_string()).or_insert((0.0, 0));
+        e.0 += ms;
+        e.1 += 1;
+        Ok(())
+    }
+
     /// The per-kernel profile table (empty unless `DS4_PROFILE` was set), and reset it.
     pub fn take_profile(&self) -> Vec<(String, f64, usize)> {
         let Some(p) = &self.profile else { return Vec::new() };
@@ -557,6 +617,7 @@ impl Gpu {
         Ok(Graph { graph: g, exec, ctx: self.ctx.clone() })
     }
     pub fn launch_graph(&self, g: &Graph) -> Result<()> {
+        self.bump();
         // SAFETY: instantiated graph.
         unsafe { dr::graph::launch(g.exec, self.cu_stream()) }.map_err(derr("graph launch"))
     }

@@ -4,7 +4,8 @@
 //! tensor cores; `DS4_KBENCH=attn` runs only that section) and the prefill lightning-indexer
 //! scores (SIMT vs tensor cores; `DS4_KBENCH=idx`).
 
-use super::driver::{Args, Gpu, Result};
+use super::blas::{dense_blas_wanted, dense_min_t, DenseCall, Dense16};
+use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
     gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, launch_quant_q8, moe_group2_smem, GemmArgs, JobTable, JobTable2, JobTableQ, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
@@ -594,6 +595,9 @@ struct GemmCase {
     /// than (token, expert) pairs (down)
     grouped: bool,
     gather: bool,
+    /// > 1: `groups` block-diagonal products (out_a): group g multiplies rows
+    /// [g*rows/groups, ..) by x columns [g*cols, ..) into y columns [g*rows/groups, ..)
+    groups: usize,
 }
 
 const GEMM_E: usize = 256;
@@ -714,13 +718,14 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
         .filter(|v: &Vec<usize>| !v.is_empty())
         .unwrap_or_else(|| vec![2048, 8192]);
     let q8 = GgmlType::Q8_0;
-    let dense = |name, ty, cols, rows| GemmCase { name, ty, cols, rows, ldx: 0, ldy: 0, grouped: false, gather: false };
-    let exp = |name, ty, cols, rows, gather| GemmCase { name, ty, cols, rows, ldx: 0, ldy: 0, grouped: true, gather };
+    let dense = |name, ty, cols, rows| GemmCase { name, ty, cols, rows, ldx: 0, ldy: 0, grouped: false, gather: false, groups: 1 };
+    let exp = |name, ty, cols, rows, gather| GemmCase { name, ty, cols, rows, ldx: 0, ldy: 0, grouped: true, gather, groups: 1 };
     let cases = [
         dense("q_a      Q8_0 4096->1024", q8, 4096, 1024),
         dense("kv       Q8_0 4096->512", q8, 4096, 512),
         dense("q_b      Q8_0 1024->32768", q8, 1024, 32768),
-        GemmCase { name: "out_a/8  Q8_0 4096->1024", ty: q8, cols: 4096, rows: 1024, ldx: 32768, ldy: 8192, grouped: false, gather: false },
+        GemmCase { name: "out_a/8  Q8_0 4096->1024", ty: q8, cols: 4096, rows: 1024, ldx: 32768, ldy: 8192, grouped: false, gather: false, groups: 1 },
+        GemmCase { name: "out_a    Q8_0 8x(4096->1024)", ty: q8, cols: 4096, rows: 8192, ldx: 32768, ldy: 8192, grouped: false, gather: false, groups: 8 },
         dense("out_b    Q8_0 8192->4096", q8, 8192, 4096),
         dense("comp     F16 4096->512", GgmlType::F16, 4096, 512),
         dense("comp     F16 4096->1024", GgmlType::F16, 4096, 1024),
@@ -784,34 +789,59 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
             let ytst = gpu.alloc(ny * 4)?;
             let a = |y| GemmArgs { w: m.wmat(), x: xb.ptr, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags: 0 };
             let gflop = 2.0 * yrows as f64 * c.cols as f64 * c.rows as f64 / 1e9;
+            // group g of a block-diagonal case: its rows of W, its x columns, its y columns
+            let rg = c.rows / c.groups;
+            let ag = |y: u64, g: usize, flags: i32| GemmArgs {
+                w: m.wmat_rows(g * rg, rg),
+                x: xb.ptr + (g * c.cols * 4) as u64,
+                y: y + (g * rg * 4) as u64,
+                grp_off: 0,
+                gather: 0,
+                ldx: ldx as i32,
+                ldy: ldy as i32,
+                t: t as i32,
+                flags,
+            };
             let mut href = vec![0f32; ny];
             let mut htst = vec![0f32; ny];
             // reference
             let grid_f = (c.rows.div_ceil(64) as u32, t.div_ceil(64) as u32, ne as u32);
             let ar = a(yref.ptr);
-            let ms = time(gpu, 1, &|| gpu.launch("gemm_f32", grid_f, 256, 0, Args::new().a(ar)))?;
+            let ms = if c.groups > 1 {
+                let grid_g = (rg.div_ceil(64) as u32, t.div_ceil(64) as u32, 1);
+                time(gpu, 1, &|| (0..c.groups).try_for_each(|g| gpu.launch("gemm_f32", grid_g, 256, 0, Args::new().a(ag(yref.ptr, g, 0)))))?
+            } else {
+                time(gpu, 1, &|| gpu.launch("gemm_f32", grid_f, 256, 0, Args::new().a(ar)))?
+            };
             gpu.dtoh(&mut href, yref.ptr)?;
             println!("{:<30} {:>5} {:<10} {:>9.3} {:>8.1}", c.name, t, "gemm_f32", ms, gflop / ms);
             let avg = c.grouped.then(|| (t * GEMM_K) as f64 / GEMM_E as f64);
-            let pick = gemm_q_bn(gpu, m.wmat().ty, c.rows, t, avg);
+            let pick = gemm_q_bn(gpu, m.wmat().ty, rg, t, avg);
             // gemm_qNN: f32 dequantization; gemm_qNNh: f16x2 dequantization (GQ_FLAG_HDEQ)
             // gemm_q64s: the type-specialized 3-blocks-per-SM kernel (f16x2 decode; F16 has none)
             let has_spec = matches!(c.ty, GgmlType::Q8_0 | GgmlType::Iq2Xxs | GgmlType::Q2K | GgmlType::Q4K);
-            let knames: &[&str] = if has_spec {
+            let knames: &[&str] = if c.groups > 1 {
+                // what the session runs without cuBLAS: one gemm_q call per group
+                &["gemm_q_xg"]
+            } else if has_spec {
                 &["gemm_h", "gemm_q64", "gemm_q128", "gemm_q64h", "gemm_q128h", "gemm_q64s"]
             } else {
                 &["gemm_h", "gemm_q64", "gemm_q128", "gemm_q64h", "gemm_q128h"]
             };
+            // the session runs dense calls on cuBLAS when it is loaded (blas_rows below)
+            let blas_pick = dense_blas_wanted() && t >= dense_min_t() && gpu.blas().is_some();
             for &kname in knames {
                 let mut at = a(ytst.ptr);
                 if kname.ends_with('h') && kname != "gemm_h" || kname == "gemm_q64s" {
                     at.flags = 1;
                 }
+                let qflags = gemm_q_flags();
                 let run = || -> Result<()> {
                     match kname {
                         "gemm_h" => gpu.launch("gemm_h", (c.rows.div_ceil(128) as u32, t.div_ceil(64) as u32, ne as u32), 256, 0, Args::new().a(at)),
                         "gemm_q64" | "gemm_q64h" => launch_gemm_q(gpu, at, ne, 64, false),
                         "gemm_q64s" => launch_gemm_q(gpu, at, ne, 64, true),
+                        "gemm_q_xg" => (0..c.groups).try_for_each(|g| launch_gemm_q(gpu, ag(ytst.ptr, g, qflags), 1, pick, gemm_spec())),
                         _ => launch_gemm_q(gpu, at, ne, 128, false),
                     }
                 };
@@ -835,14 +865,80 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
                     } else {
                         kname != "gemm_q64s" && kname.starts_with("gemm_q64") == (pick == 64) && kname.ends_with('h') == (gemm_q_flags() == 1)
                     };
-                    if is_pick {
+                    if kname == "gemm_q_xg" {
+                        note.push_str(" [session without cuBLAS]");
+                    } else if is_pick && !(blas_pick && !c.grouped) {
                         note.push_str(" [session pick]");
                     }
                 }
                 println!("{:<30} {:>5} {:<10} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>5} {}", "", "", kname, ms, gflop / ms, rel, mx, bad, note);
             }
+            if !c.grouped {
+                blas_rows(gpu, c, &m, xb.ptr, ldx, &ytst, ldy, t, &nan, &href, gflop)?;
+            }
             gpu.sync()?;
         }
+    }
+    Ok(())
+}
+
+/// The cuBLAS dense path (cuda/blas.rs) on a dense case: `cublas` = dequantize W to f16 +
+/// round x to f16 + cublasGemmEx (what CudaSession::gemm runs), `cublas_gemm` = the cuBLAS call
+/// alone on prepared operands; error against the gemm_f32 output `href`, repeat check, and the
+/// dequantize / convert times in the note.
+#[allow(clippy::too_many_arguments)]
+fn blas_rows(gpu: &Gpu, c: &GemmCase, m: &GMat, x: u64, ldx: usize, ytst: &DevBuf, ldy: usize, t: usize, nan: &[f32], href: &[f32], gflop: f64) -> Result<()> {
+    let Some(blas) = gpu.blas() else {
+        println!("{:<30} {:>5} {:<10} (libcublas not loaded)", "", "", "cublas");
+        return Ok(());
+    };
+    let xc = c.cols * c.groups;
+    let wb = gpu.alloc(c.rows * c.cols * 2)?;
+    let xb16 = gpu.alloc(t * xc * 2)?;
+    let s = Dense16 { w16: wb.ptr, w_elems: c.rows * c.cols, x16: xb16.ptr, x_elems: t * xc };
+    let call = DenseCall { w: m.wmat(), groups: c.groups, x, ldx, y: ytst.ptr, ldy, t };
+    if !call.ok(&s) {
+        println!("{:<30} {:>5} {:<10} (shape not supported by the cuBLAS path)", "", "", "cublas");
+        return Ok(());
+    }
+    let time = |reps: usize, f: &dyn Fn() -> Result<()>| -> Result<f64> {
+        let (e0, e1) = (gpu.event()?, gpu.event()?);
+        gpu.record(&e0)?;
+        for _ in 0..reps {
+            f()?;
+        }
+        gpu.record(&e1)?;
+        Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64)
+    };
+    let ny = nan.len();
+    let yrows = t;
+    for (label, full) in [("cublas", true), ("cublas_gemm", false)] {
+        if !full {
+            call.prep_w(gpu, &s)?;
+            call.prep_x(gpu, &s)?;
+        }
+        gpu.htod(ytst.ptr, nan)?;
+        let run = || -> Result<()> { if full { call.run(gpu, blas, &s, false) } else { call.gemm(blas, &s) } };
+        let ms1 = time(1, &run)?;
+        let mut htst = vec![0f32; ny];
+        gpu.dtoh(&mut htst, ytst.ptr)?;
+        let (rel, mx, bad) = gemm_err(&htst, href, yrows, c.rows, ldy);
+        let reps = ((150.0 / ms1.max(1e-3)) as usize).clamp(3, 200);
+        run()?;
+        let ms = time(reps, &run)?;
+        let mut again = vec![0f32; ny];
+        gpu.dtoh(&mut again, ytst.ptr)?;
+        let same = again.iter().zip(&htst).all(|(p, q)| p.to_bits() == q.to_bits());
+        let mut note = format!("repeat={}", if same { "same" } else { "DIFFERENT" });
+        if full {
+            let deq = time(reps, &|| call.prep_w(gpu, &s))?;
+            let cvt = time(reps, &|| call.prep_x(gpu, &s))?;
+            note.push_str(&format!(" deq={deq:.3}ms cvt={cvt:.3}ms"));
+            if dense_blas_wanted() && t >= dense_min_t() {
+                note.push_str(" [session pick]");
+            }
+        }
+        println!("{:<30} {:>5} {:<10} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>5} {}", "", "", label, ms, gflop / ms, rel, mx, bad, note);
     }
     Ok(())
 }

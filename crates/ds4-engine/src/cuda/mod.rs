@@ -20,6 +20,7 @@
 //!   activations against dequantized weights).
 
 pub mod backend;
+pub mod blas;
 pub mod dims;
 pub mod kbench;
 pub mod driver;

@@ -3,7 +3,9 @@
 //! on the device until asked for; greedy decoding reads back only the argmax.
 
 use super::driver::{Args, CudaError, DevBuf, DevPtr, Gpu, Graph, Result};
-use super::weights::{CudaModel, WMat};
+use super::blas::{dense_blas_wanted, dense_min_t, DenseCall, Dense16};
+use super::weights::{CudaModel, GMat, WMat};
+use ds4_gguf::GgmlType;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -729,6 +731,9 @@ struct Scratch {
     kv16: Option<DevBuf>,
     /// tensor-core indexer: f16 copies of q and the rows, and their scales (see launch_idx_tc)
     idx16: Option<(DevBuf, DevBuf)>,
+    /// f16 scratch of the cuBLAS dense path (Fast precision; see cuda/blas.rs): the weight
+    /// and activation buffers, and their descriptor.
+    dense16: Option<(DevBuf, DevBuf, Dense16)>,
     off: DevBuf,
     pair_tok: DevBuf,
     pair_of: DevBuf,
@@ -768,6 +773,9 @@ pub struct CudaSession {
     pub graph_captures: usize,
     /// Near-tie list (model.cuh `note_tie`) when `opts.near_ties`.
     ties: Option<DevBuf>,
+    /// The activations held in the cuBLAS path's f16 scratch (x, ldx, columns, t) and the
+    /// Gpu work counter right after they were used (see gemm_blas).
+    x16_key: std::cell::Cell<Option<((DevPtr, usize, usize, usize), u64)>>,
 }
 
 /// Entries of the device near-tie list; more are counted as an overflow.
@@ -884,6 +892,29 @@ pub(crate) fn gemm_spec() -> bool {
     *V.get_or_init(|| std::env::var("DS4_GEMM_SPEC").map(|v| v != "0").unwrap_or(true))
 }
 
+/// Scratch of the cuBLAS dense path for batches of up to `t` tokens, in f16 elements: the
+/// largest dense weight matrix that needs dequantizing (F16 ones are read in place) and
+/// `t` rows of the widest activation (the full attention heads for the batched out_a).
+fn dense16_sizes(m: &CudaModel, t: usize) -> (usize, usize) {
+    let d = &m.dims;
+    let (mut we, mut xc) = (0usize, d.h * d.dh);
+    for ly in &m.layers {
+        let mut mats: Vec<&GMat> = vec![&ly.q_a, &ly.kv, &ly.q_b, &ly.out_a, &ly.out_b, &ly.gate_inp, &ly.gate_sh, &ly.up_sh, &ly.down_sh];
+        for c in [&ly.comp, &ly.icomp].into_iter().flatten() {
+            mats.push(&c.kv);
+            mats.push(&c.gate);
+        }
+        mats.extend(ly.idx_q_b.iter().chain(ly.idx_proj.iter()));
+        for g in mats {
+            if g.ty != GgmlType::F16 {
+                we = we.max(g.rows * g.cols);
+            }
+            xc = xc.max(g.cols);
+        }
+    }
+    (we.max(8), t * xc)
+}
+
 fn nsplit_decode(ratio: usize) -> usize {
     if ratio == 0 { 8 } else { 16 }
 }
@@ -985,6 +1016,14 @@ impl CudaSession {
             } else {
                 None
             },
+            dense16: if opts.precision == Precision::Fast && dense_blas_wanted() && t >= dense_min_t() && gpu.blas().is_some() {
+                let (we, xe) = dense16_sizes(&m, t);
+                let (wb, xb) = (gpu.alloc(we * 2)?, gpu.alloc(xe * 2)?);
+                let desc = Dense16 { w16: wb.ptr, w_elems: we, x16: xb.ptr, x_elems: xe };
+                Some((wb, xb, desc))
+            } else {
+                None
+            },
             off: f4(d.e + 1)?,
             pair_tok: f4(t * d.k)?,
             pair_of: f4(t * d.k)?,
@@ -1025,6 +1064,7 @@ impl CudaSession {
             graphs: HashMap::new(),
             graph_captures: 0,
             ties,
+            x16_key: Default::default(),
         };
         // index buffers start valid (expert 0, row 0) so that timing ablations that skip the
         // kernels writing them (DS4_SKIP_KERNELS) still read in-range indices
@@ -1249,7 +1289,35 @@ impl CudaSession {
     // building blocks
     // ---------------------------------------------------------------------------------------
 
+    /// The dense product (or `groups` block-diagonal ones, see blas::DenseCall) on cuBLAS when
+    /// this session has the dense path and the batch and shape qualify; false: not run.
+    fn gemm_blas(&self, w: WMat, groups: usize, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize) -> Result<bool> {
+        let Some((_, _, s)) = &self.sc.dense16 else { return Ok(false) };
+        if t < dense_min_t() {
+            return Ok(false);
+        }
+        let Some(blas) = self.gpu().blas() else { return Ok(false) };
+        let call = DenseCall { w, groups, x, ldx, y, ldy, t };
+        if !call.ok(s) {
+            return Ok(false);
+        }
+        // Several projections read the same activations (q_a, kv and the compressors read xn;
+        // q_b and idx_q_b read qr; the router and shared expert read xn): they reuse the f16
+        // copy when it is of the same x and no device work was queued since it was made.
+        let key = call.x_key();
+        let ready = self.x16_key.get() == Some((key, self.gpu().work_seq()));
+        call.run(self.gpu(), blas, s, ready)?;
+        // (a product that wrote over its own input leaves nothing to reuse)
+        let (xe, ye) = (x + (t * ldx * 4) as u64, y + (t * ldy * 4) as u64);
+        let overlap = x < ye && y < xe;
+        self.x16_key.set(if overlap { None } else { Some((key, self.gpu().work_seq())) });
+        Ok(true)
+    }
+
     fn gemm(&self, w: WMat, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize, grp: Option<(DevPtr, DevPtr, usize)>) -> Result<()> {
+        if grp.is_none() && self.gemm_blas(w, 1, x, ldx, y, ldy, t)? {
+            return Ok(());
+        }
         let (off, gather, nz) = grp.unwrap_or((0, 0, 1));
         let a = GemmArgs { w, x, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags: gemm_q_flags() };
         let (name, bm) = match self.opts.precision {
@@ -1499,9 +1567,12 @@ impl CudaSession {
                 self.jobs[l].d.run(gpu, 1)?;
             } else {
                 let hg = d.h / d.g * d.dh;
-                for gi in 0..d.g {
-                    let w = ly.out_a.wmat_rows(gi * d.ro, d.ro);
-                    self.gemm(w, sc.heads.ptr + (gi * hg * 4) as u64, d.h * d.dh, sc.low.ptr + (gi * d.ro * 4) as u64, d.g * d.ro, t, None)?;
+                // the 8 block-diagonal groups in one strided-batched cuBLAS call where it applies
+                if !(ly.out_a.rows == d.g * d.ro && ly.out_a.cols == hg && self.gemm_blas(ly.out_a.wmat(), d.g, sc.heads.ptr, d.h * d.dh, sc.low.ptr, d.g * d.ro, t)?) {
+                    for gi in 0..d.g {
+                        let w = ly.out_a.wmat_rows(gi * d.ro, d.ro);
+                        self.gemm(w, sc.heads.ptr + (gi * hg * 4) as u64, d.h * d.dh, sc.low.ptr + (gi * d.ro * 4) as u64, d.g * d.ro, t, None)?;
+                    }
                 }
                 self.gemm(ly.out_b.wmat(), sc.low.ptr, d.g * d.ro, sc.attn_out.ptr, d.d, t, None)?;
             }

@@ -1193,3 +1193,57 @@ extern "C" __global__ void dequant_rows(WMat w, float* out) {
     }
     for (int i = 0; i < 8; i++) out[(i64)row * w.cols + c + i] = v[i];
 }
+
+// ------------------------------------------------------------------------------------------
+// cuBLAS dense path (cuda/blas.rs): the weight matrix is dequantized once per call into a
+// row-major f16 scratch matrix and the activations are rounded to a packed f16 matrix; cuBLAS
+// then runs the product with f32 accumulation. One thread per 8 consecutive values.
+// ------------------------------------------------------------------------------------------
+
+template <int TY>
+__device__ __forceinline__ void deq_f16_one(const WMat& w, u16* __restrict__ out, int row, int c, const u64* gsm) {
+    float v[8];
+    deq8<TY>(w.pay, w.hdr, w.cols, row, c, v, gsm);
+    uint4 pk;
+    pk.x = pack_h2(v[0], v[1]); pk.y = pack_h2(v[2], v[3]); pk.z = pack_h2(v[4], v[5]); pk.w = pack_h2(v[6], v[7]);
+    *(uint4*)(out + (i64)row * w.cols + c) = pk;
+}
+
+// out: rows x cols f16 (row-major, ld = cols). Requires cols % 8 == 0 (checked by the caller).
+extern "C" __global__ void __launch_bounds__(256) deq_f16(WMat w, u16* __restrict__ out) {
+    PDL_ENTRY;
+    __shared__ u64 gsm[256];
+    // only IQ2_XXS decodes through the grid table: the other types skip the copy
+    if (w.type == T_IQ2_XXS) {
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
+        __syncthreads();
+    }
+    i64 gidx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    int ng = w.cols >> 3;
+    if (gidx >= (i64)w.rows * ng) return;
+    int row = (int)(gidx / ng), c = (int)(gidx % ng) * 8;
+    switch (w.type) {
+        case T_F32: deq_f16_one<T_F32>(w, out, row, c, gsm); break;
+        case T_F16: deq_f16_one<T_F16>(w, out, row, c, gsm); break;
+        case T_Q8_0: deq_f16_one<T_Q8_0>(w, out, row, c, gsm); break;
+        case T_IQ2_XXS: deq_f16_one<T_IQ2_XXS>(w, out, row, c, gsm); break;
+        case T_Q2_K: deq_f16_one<T_Q2_K>(w, out, row, c, gsm); break;
+        default: deq_f16_one<T_Q4_K>(w, out, row, c, gsm); break;
+    }
+}
+
+// x: t rows of `cols` f32 at row stride ldx (ldx % 4 == 0, 16-byte aligned base, cols % 8 == 0:
+// checked by the caller) -> out: t x cols f16, packed (ld = cols).
+extern "C" __global__ void __launch_bounds__(256) x_to_f16(const float* __restrict__ x, int ldx, int cols, int t,
+                                                           u16* __restrict__ out) {
+    PDL_ENTRY;
+    i64 gidx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    int ng = cols >> 3;
+    if (gidx >= (i64)t * ng) return;
+    int r = (int)(gidx / ng), c = (int)(gidx % ng) * 8;
+    const float4* p = (const float4*)(x + (i64)r * ldx + c);
+    float4 a = p[0], b = p[1];
+    uint4 pk;
+    pk.x = pack_h2(a.x, a.y); pk.y = pack_h2(a.z, a.w); pk.z = pack_h2(b.x, b.y); pk.w = pack_h2(b.z, b.w);
+    *(uint4*)(out + (i64)r * cols + c) = pk;
+}
