@@ -110,6 +110,19 @@ mod tests {
         assert_eq!(n, driver::KERNELS.len(), "every listed kernel found once");
     }
 
+    /// Fills the kernel cache for sm_90 (`DS4_KERNEL_CACHE=DIR cargo test -p ds4-engine --lib
+    /// prebuild_kernel_cache -- --ignored`), so that a fresh GPU machine loads the CUBIN instead
+    /// of spending a minute in NVRTC at start-up.
+    #[test]
+    #[ignore]
+    fn prebuild_kernel_cache() {
+        driver::preload_nvrtc(&venv_candidates());
+        assert!(driver::nvrtc_present(), "libnvrtc not found");
+        assert!(std::env::var_os("DS4_KERNEL_CACHE").is_some(), "set DS4_KERNEL_CACHE");
+        let c = driver::cached_cubin("sm_90").unwrap();
+        assert_eq!(&c[..4], b"\x7fELF");
+    }
+
     /// A syntax error must be reported, not swallowed (guards the test above).
     #[test]
     fn nvrtc_reports_errors() {

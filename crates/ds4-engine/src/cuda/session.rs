@@ -847,8 +847,10 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, ty: i32, rows: usize, t: usize, avg: Option<f
             }
         }
         None => {
+            // one wave of 128-token tiles is enough: at T=8192 the 4096->512 projection (256
+            // tiles) ran 142 TFLOP/s with 128-token tiles and 104 with 64
             let tiles128 = rows.div_ceil(128) * t.div_ceil(128);
-            if tiles128 >= 2 * gpu.sm_count.max(1) as usize {
+            if tiles128 >= gpu.sm_count.max(1) as usize {
                 128
             } else {
                 64
@@ -886,10 +888,13 @@ pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, s
     gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, Args::new().a(a).a(ng as i32))
 }
 
-/// `DS4_GEMM_SPEC=0` turns the type-specialized gemm_q64s_* kernels off (see launch_gemm_q).
+/// `DS4_GEMM_SPEC=1` turns the type-specialized gemm_q64s_* kernels on (see launch_gemm_q).
+/// Off by default: on the H200 at T=8192 they ran 84-118 TFLOP/s where gemm_q128h ran
+/// 101-149 (bench/h200_kernels_r5_gemm.txt), and prefill at 8K was 3453 tok/s with them vs
+/// 3829 without.
 pub(crate) fn gemm_spec() -> bool {
     static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_GEMM_SPEC").map(|v| v != "0").unwrap_or(true))
+    *V.get_or_init(|| std::env::var("DS4_GEMM_SPEC").map(|v| v == "1").unwrap_or(false))
 }
 
 /// Scratch of the cuBLAS dense path for batches of up to `t` tokens, in f16 elements: the
