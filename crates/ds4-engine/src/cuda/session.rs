@@ -743,6 +743,31 @@ struct Scratch {
     amax: DevBuf,
 }
 
+/// The decode matvecs of one layer's attention side, as (matrix, input, output): launch `a`
+/// (everything that reads the normalized input xn: q_a, kv, the compressor and indexer
+/// projections) and launch `b` (what reads the q LoRA output: q_b, then the indexer's q_b,
+/// which decode runs only when the indexer is active). One list for every matvec design.
+fn attn_side_mats(ly: &super::weights::GLayer, sc: &Scratch) -> (Vec<(WMat, u64, u64)>, Vec<(WMat, u64, u64)>) {
+    let xn = sc.xn.ptr;
+    let mut a = vec![(ly.q_a.wmat(), xn, sc.qa.ptr), (ly.kv.wmat(), xn, sc.kvp.ptr)];
+    if let Some(c) = &ly.comp {
+        a.push((c.kv.wmat(), xn, sc.ckv.ptr));
+        a.push((c.gate.wmat(), xn, sc.csc.ptr));
+    }
+    if let Some(c) = &ly.icomp {
+        a.push((c.kv.wmat(), xn, sc.ikv.ptr));
+        a.push((c.gate.wmat(), xn, sc.isc.ptr));
+        if let Some(p) = &ly.idx_proj {
+            a.push((p.wmat(), xn, sc.iw.ptr));
+        }
+    }
+    let mut b = vec![(ly.q_b.wmat(), sc.qr.ptr, sc.q.ptr)];
+    if let Some(m) = &ly.idx_q_b {
+        b.push((m.wmat(), sc.qr.ptr, sc.iq.ptr));
+    }
+    (a, b)
+}
+
 pub struct CudaSession {
     m: Arc<CudaModel>,
     pub opts: SessionOptions,
@@ -1165,20 +1190,9 @@ impl CudaSession {
         for l in 0..d.n_layer {
             let ly = &self.m.layers[l];
             let xn = sc.xn.ptr;
-            let mut a = vec![job(ly.q_a.wmat(), xn, sc.qa.ptr), job(ly.kv.wmat(), xn, sc.kvp.ptr)];
-            if let Some(c) = &ly.comp {
-                a.push(job(c.kv.wmat(), xn, sc.ckv.ptr));
-                a.push(job(c.gate.wmat(), xn, sc.csc.ptr));
-            }
-            if let Some(c) = &ly.icomp {
-                a.push(job(c.kv.wmat(), xn, sc.ikv.ptr));
-                a.push(job(c.gate.wmat(), xn, sc.isc.ptr));
-                a.push(job(ly.idx_proj.as_ref().unwrap().wmat(), xn, sc.iw.ptr));
-            }
-            let mut b = vec![job(ly.q_b.wmat(), sc.qr.ptr, sc.q.ptr)];
-            if let Some(m) = &ly.idx_q_b {
-                b.push(job(m.wmat(), sc.qr.ptr, sc.iq.ptr));
-            }
+            let (a, b) = attn_side_mats(ly, sc);
+            let a: Vec<_> = a.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
+            let b: Vec<_> = b.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
             let mut oa = job(ly.out_a.wmat(), sc.heads.ptr, sc.low.ptr);
             oa.x_grp_rows = d.ro as i32;
             if d.ro % MV_ROWS_PER_BLOCK != 0 {
@@ -1215,20 +1229,9 @@ impl CudaSession {
         for l in 0..d.n_layer {
             let ly = &self.m.layers[l];
             let xn = sc.xn.ptr;
-            let mut a = vec![job(ly.q_a.wmat(), xn, sc.qa.ptr), job(ly.kv.wmat(), xn, sc.kvp.ptr)];
-            if let Some(c) = &ly.comp {
-                a.push(job(c.kv.wmat(), xn, sc.ckv.ptr));
-                a.push(job(c.gate.wmat(), xn, sc.csc.ptr));
-            }
-            if let Some(c) = &ly.icomp {
-                a.push(job(c.kv.wmat(), xn, sc.ikv.ptr));
-                a.push(job(c.gate.wmat(), xn, sc.isc.ptr));
-                a.push(job(ly.idx_proj.as_ref().unwrap().wmat(), xn, sc.iw.ptr));
-            }
-            let mut b = vec![job(ly.q_b.wmat(), sc.qr.ptr, sc.q.ptr)];
-            if let Some(m) = &ly.idx_q_b {
-                b.push(job(m.wmat(), sc.qr.ptr, sc.iq.ptr));
-            }
+            let (a, b) = attn_side_mats(ly, sc);
+            let a: Vec<_> = a.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
+            let b: Vec<_> = b.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
             let mut oa = job(ly.out_a.wmat(), sc.heads.ptr, sc.low.ptr);
             oa.x_grp_rows = d.ro as i32;
             let clamp = d.clamp[l];
