@@ -510,52 +510,36 @@ impl Gpu {
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || (!self.skip.is_empty() && self.skip.iter().any(|k| k == name)) {
             return Ok(());
         }
-        let capturing = {
-            let mut st = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-            // SAFETY: valid stream; only queried when profiling.
-            self.profile.is_some()
-                && unsafe { sys::cuStreamIsCapturing(self.cu_stream(), &mut st) } == sys::CUresult::CUDA_SUCCESS
-                && st != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
-        };
-        let prof = self.profile.as_ref().filter(|_| !capturing);
-        if prof.is_some() {
-            self.record(&self.prof_ev.0)?;
-        }
-        if self.pdl {
-            // SAFETY: a zeroed attribute is valid; we set the id and its value.
-            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-            attr.value.programmaticStreamSerializationAllowed = 1;
-            let cfg = sys::CUlaunchConfig {
-                gridDimX: grid.0,
-                gridDimY: grid.1,
-                gridDimZ: grid.2,
-                blockDimX: block,
-                blockDimY: 1,
-                blockDimZ: 1,
-                sharedMemBytes: smem,
-                hStream: self.cu_stream(),
-                attrs: &mut attr,
-                numAttrs: 1,
-            };
-            // SAFETY: as below; every kernel begins with PDL_ENTRY so dependent accesses wait.
-            let r = unsafe { sys::cuLaunchKernelEx(&cfg, self.f(name), args.as_mut_ptr(), std::ptr::null_mut()) };
-            if r != sys::CUresult::CUDA_SUCCESS {
-                return Err(CudaError::Driver { ctx: name.to_string(), err: format!("{r:?}") });
+        // the launch, accounted under `name` when profiling
+        self.profiled(name, || {
+            if self.pdl {
+                // SAFETY: a zeroed attribute is valid; we set the id and its value.
+                let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+                attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+                attr.value.programmaticStreamSerializationAllowed = 1;
+                let cfg = sys::CUlaunchConfig {
+                    gridDimX: grid.0,
+                    gridDimY: grid.1,
+                    gridDimZ: grid.2,
+                    blockDimX: block,
+                    blockDimY: 1,
+                    blockDimZ: 1,
+                    sharedMemBytes: smem,
+                    hStream: self.cu_stream(),
+                    attrs: &mut attr,
+                    numAttrs: 1,
+                };
+                // SAFETY: as below; every kernel begins with PDL_ENTRY so dependent accesses wait.
+                let r = unsafe { sys::cuLaunchKernelEx(&cfg, self.f(name), args.as_mut_ptr(), std::ptr::null_mut()) };
+                if r != sys::CUresult::CUDA_SUCCESS {
+                    return Err(CudaError::Driver { ctx: name.to_string(), err: format!("{r:?}") });
+                }
+            } else {
+                // SAFETY: args match the kernel's parameter list (checked by construction in callers).
+                unsafe { dr::launch_kernel(self.f(name), grid, (block, 1, 1), smem, self.cu_stream(), args) }.map_err(derr(name))?;
             }
-        } else {
-            // SAFETY: args match the kernel's parameter list (checked by construction in callers).
-            unsafe { dr::launch_kernel(self.f(name), grid, (block, 1, 1), smem, self.cu_stream(), args) }.map_err(derr(name))?;
-        }
-        if let Some(p) = prof {
-            self.record(&self.prof_ev.1)?;
-            let ms = self.elapsed_ms(&self.prof_ev.0, &self.prof_ev.1)? as f64;
-            let mut m = p.lock().unwrap();
-            let e = m.entry(name.to_string()).or_insert((0.0, 0));
-            e.0 += ms;
-            e.1 += 1;
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Run `f` (work queued on our stream by a library, e.g. cuBLAS) and, when `DS4_PROFILE`
