@@ -2139,3 +2139,61 @@ const _: () = assert!(std::mem::size_of::<GemmArgs>() == 96);
 const _: () = assert!(std::mem::size_of::<CompArgs>() == 112);
 const _: () = assert!(std::mem::size_of::<AttnArgs>() == 104);
 const _: () = assert!(std::mem::size_of::<AttnTcArgs>() == 88);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wmat(ty: i32, rows: i32, cols: i32) -> WMat {
+        WMat { ty, rows, cols, ..Default::default() }
+    }
+
+    /// The mv2 work split is valid for every decode matvec of the real model and the fixtures:
+    /// warps per row group divide the block's 8 warps, rows per warp are 1/2/4, and a block
+    /// never straddles two input groups of a block-diagonal matrix.
+    #[test]
+    fn mv2_plans_are_valid() {
+        // (type, rows, cols, slots, rows sharing one input slice)
+        let shapes = [
+            (8, 1024, 4096, 1, 1024),
+            (8, 512, 4096, 1, 512),
+            (8, 32768, 1024, 1, 32768),
+            (8, 8192, 4096, 1, 1024), // out_a: 8 groups of 1024 rows
+            (8, 4096, 8192, 1, 4096),
+            (8, 129280, 4096, 1, 129280),
+            (1, 1024, 4096, 1, 1024),
+            (1, 256, 4096, 1, 256),
+            (16, 2048, 4096, 6, 2048),
+            (10, 4096, 2048, 6, 4096),
+            (12, 2048, 4096, 6, 2048),
+            (0, 64, 256, 1, 64), // fixture-sized f32
+            (8, 48, 256, 1, 16),
+        ];
+        for (ty, rows, cols, slots, grp) in shapes {
+            let mut j = MvJob2 { nslots: slots, x_grp_rows: grp, ..MvJob2::plain(wmat(ty, rows, cols), 0, 0) };
+            j.plan(132);
+            assert!([1, 2, 4, 8].contains(&j.wk), "{ty} {rows}x{cols}: wk {}", j.wk);
+            assert!([1, 2, 4].contains(&j.rpw), "{ty} {rows}x{cols}: rpw {}", j.rpw);
+            assert_eq!(grp as usize % j.rows_per_block(), 0, "{ty} {rows}x{cols}: block straddles input groups");
+            assert!(j.blocks() * j.rows_per_block() >= (rows * slots) as usize, "rows not covered");
+        }
+    }
+
+    /// Prefill batches stay in [2048, 8192], multiples of 256, and keep the per-batch indexer
+    /// score matrix within 4 GiB whenever the lower bound allows it.
+    #[test]
+    fn default_prefill_batch_bounds_the_score_matrix() {
+        if std::env::var_os("DS4_CHUNK").is_some() {
+            return; // an explicit override wins; nothing to check
+        }
+        let mut prev = usize::MAX;
+        for ctx in [4096usize, 32768, 65536, 131072, 262144, 524288, 1 << 20] {
+            let c = default_max_chunk(ctx);
+            assert!((2048..=8192).contains(&c) && c % 256 == 0, "ctx {ctx}: {c}");
+            assert!(c == 2048 || (ctx / 4 + 2) * 4 * c <= 4 << 30, "ctx {ctx}: {c} tokens exceed the score budget");
+            assert!(c <= prev, "batch grows with context");
+            prev = c;
+        }
+        assert_eq!(default_max_chunk(65536), 8192);
+    }
+}
