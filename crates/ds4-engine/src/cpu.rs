@@ -416,7 +416,10 @@ pub(crate) fn attention_sublayer(
     });
 
     // KV path: projection, norm, RoPE tail, FP8 round trip of the non-rotary dims.
-    let kvp = mm(data, q8, &lw.kv, 0, &xn, n);
+    #[allow(unused_mut)]
+    let mut kvp = mm(data, q8, &lw.kv, 0, &xn, n);
+    #[cfg(feature = "qat-perturb")]
+    perturb::apply(&mut kvp, l, p0);
     let mut kv = norm_rows(&kvp, &lw.kv_norm, eps);
     let mut cs = Vec::new();
     let tracing = trace.is_some();
@@ -902,6 +905,29 @@ fn indexer_select(
         }
     }
     out
+}
+
+/// Experiment only (cargo feature `qat-perturb`, never in normal builds): relative noise of size
+/// `DS4_PERTURB=seed,eps` on the KV projection, to measure how float-level differences between
+/// two correct implementations move the QAT rounding decisions (tests/qat_perturb.rs).
+#[cfg(feature = "qat-perturb")]
+mod perturb {
+    pub fn apply(v: &mut [f32], layer: usize, p0: usize) {
+        let Ok(s) = std::env::var("DS4_PERTURB") else { return };
+        let mut it = s.split(',');
+        let (Some(Ok(seed)), Some(Ok(eps))) = (it.next().map(str::parse::<u64>), it.next().map(str::parse::<f32>)) else { return };
+        for (i, x) in v.iter_mut().enumerate() {
+            // splitmix-style hash of (seed, layer, position, index): a fixed noise per element
+            let mut h = seed ^ ((layer as u64) << 40) ^ (((p0 * 100_000 + i) as u64) << 1);
+            h ^= h >> 33;
+            h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+            h ^= h >> 33;
+            h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+            h ^= h >> 33;
+            let u = (h >> 11) as f32 / (1u64 << 53) as f32 * 2.0 - 1.0;
+            *x *= 1.0 + eps * u;
+        }
+    }
 }
 
 fn note_tie(ties: &mut Vec<NearTie>, layer: usize, pos: usize, what: &'static str, margin: f32) {
