@@ -191,6 +191,11 @@ pub fn cached_cubin(arch: &str) -> Result<Vec<u8>> {
             }
         }
     }
+    // long work shows progress: a cold start compiles for about a minute
+    match &dir {
+        Some(d) => eprintln!("ds4: compiling the CUDA kernels for {arch} with NVRTC (first start with this build; about a minute; cached in {})", d.display()),
+        None => eprintln!("ds4: compiling the CUDA kernels for {arch} with NVRTC (about a minute; set DS4_KERNEL_CACHE to keep the result)"),
+    }
     let cubin = compile_cubin(arch)?;
     if let (Some(d), Some(p)) = (&dir, &path) {
         // best effort: a read-only home just means compiling again next time
