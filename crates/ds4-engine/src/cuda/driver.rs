@@ -429,6 +429,12 @@ impl Gpu {
             .as_ref()
     }
 
+    /// Free device memory in bytes, when the driver can say.
+    pub fn free_mem(&self) -> Option<usize> {
+        self.bind().ok()?;
+        dr::mem_get_info().ok().map(|(free, _)| free)
+    }
+
     pub fn cu_stream(&self) -> sys::CUstream {
         self.stream.cu_stream()
     }

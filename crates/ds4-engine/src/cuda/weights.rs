@@ -287,6 +287,19 @@ impl CudaModel {
     pub fn upload(gpu: Arc<Gpu>, g: &Gguf, progress: &mut dyn FnMut(u64, u64)) -> Result<CudaModel> {
         let dims = Dims::from_gguf(g)?;
         let total: u64 = g.tensors.iter().map(|t| t.n_bytes).sum();
+        // A model that cannot fit fails here with advice instead of an allocation error halfway
+        // through the upload (best effort: no check when the driver cannot say).
+        if let Some(free) = gpu.free_mem() {
+            let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+            if total > free as u64 {
+                return Err(CudaError::Other(format!(
+                    "the weights need {:.1} GiB but {} has {:.1} GiB free: use --cpu, a smaller quantization (q2), or a GPU with more memory",
+                    gib(total),
+                    gpu.name,
+                    gib(free as u64)
+                )));
+            }
+        }
         let mut up = Uploader::new(&gpu, total, progress)?;
         let vecf = |name: &str, n: usize, up: &mut Uploader| -> Result<DevBuf> {
             let t = tensor(g, name)?;
