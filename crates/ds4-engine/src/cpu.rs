@@ -51,6 +51,12 @@ pub struct Trace {
     pub record_hc_state: bool,
     pub layers: Vec<LayerTrace>,
     pub near_ties: Vec<NearTie>,
+    /// Record near ties below this relative margin (default [`NEAR_TIE`]; at most 1e-3).
+    pub tie_threshold: Option<f32>,
+    /// Verification only: take the rounding decision nearest to its boundary in this row
+    /// (layer, position, kind as in [`NearTie::what`]: "raw kv fp8", "compressed kv fp8" or
+    /// "indexer row fp4") the other way, to test whether one flip explains a difference.
+    pub force_flip: Option<(usize, usize, &'static str)>,
 }
 
 /// `y = W·x` for `n` token rows through the shared kernels (rows of `y` bit-identical to
@@ -423,6 +429,8 @@ pub(crate) fn attention_sublayer(
     let mut kv = norm_rows(&kvp, &lw.kv_norm, eps);
     let mut cs = Vec::new();
     let tracing = trace.is_some();
+    let flip = trace.as_ref().and_then(|t| t.force_flip).filter(|f| f.0 == l);
+    let flips = move |p: usize, what: &str| flip.is_some_and(|f| f.1 == p && f.2 == what);
     let mut ties = Vec::new();
     for (t, row) in kv.chunks_mut(hd).enumerate() {
         rope.cos_sin(p0 + t, &mut cs);
@@ -431,7 +439,11 @@ pub(crate) fn attention_sublayer(
             if tracing {
                 note_tie(&mut ties, l, p0 + t, "raw kv fp8", ops::fp8_margin(row, hd - rd));
             }
-            ops::fp8_roundtrip(row, hd - rd);
+            if flips(p0 + t, "raw kv fp8") {
+                ops::fp8_roundtrip_flipped(row, hd - rd);
+            } else {
+                ops::fp8_roundtrip(row, hd - rd);
+            }
         }
     }
 
@@ -447,7 +459,11 @@ pub(crate) fn attention_sublayer(
                 if tracing {
                     note_tie(&mut ties, l, p, "compressed kv fp8", ops::fp8_margin(row, hd - rd));
                 }
-                ops::fp8_roundtrip(row, hd - rd);
+                if flips(p, "compressed kv fp8") {
+                    ops::fp8_roundtrip_flipped(row, hd - rd);
+                } else {
+                    ops::fp8_roundtrip(row, hd - rd);
+                }
             }
         });
     }
@@ -460,13 +476,18 @@ pub(crate) fn attention_sublayer(
                 if tracing {
                     note_tie(&mut ties, l, p, "indexer row fp4", ops::fp4_margin(row));
                 }
-                ops::fp4_roundtrip(row);
+                if flips(p, "indexer row fp4") {
+                    ops::fp4_roundtrip_flipped(row);
+                } else {
+                    ops::fp4_roundtrip(row);
+                }
             }
         });
         selection = indexer_select(data, hp, iw, &qr, &xn, n, p0, &ls.idx, rope_comp, qat, l, tracing.then_some(&mut ties));
     }
     if let Some(tr) = trace {
-        tr.near_ties.append(&mut ties);
+        let thr = tr.tie_threshold.unwrap_or(NEAR_TIE);
+        tr.near_ties.extend(ties.drain(..).filter(|t| t.margin < thr));
         if lw.ratio == 4 {
             let tk = hp.idx_top_k;
             for (t, sel) in selection.iter().enumerate() {
@@ -930,8 +951,49 @@ mod perturb {
     }
 }
 
+/// Verification: look for ONE QAT rounding decision of this reference (within `window`
+/// positions before or at `p`, relative margin below 1e-3, nearest first, at most `max_tries`)
+/// whose flip makes the reference reproduce `other` — another implementation's logits for
+/// `tokens[..=p]`, row-major — within `tol` on every row, while moving the reference's own
+/// rows by more than `tol` (the flip matters). Returns the decision and the largest remaining
+/// difference. A deviation explained this way is a rounding flip between two
+/// correct float32 implementations, not a computational difference.
+pub fn explain_by_one_flip(model: &Arc<Model>, tokens: &[u32], other: &[f32], p: usize, tol: f32, window: usize, max_tries: usize) -> Option<(NearTie, f32)> {
+    let v = model.hp.n_vocab;
+    let n = p + 1;
+    if tokens.len() < n || other.len() < n * v {
+        return None;
+    }
+    let run = |flip: Option<(usize, usize, &'static str)>, thr: Option<f32>| -> Option<(Vec<f32>, Vec<NearTie>)> {
+        let mut be = CpuBackend::new(model.clone(), Options { qat: true });
+        be.trace = Some(Trace { tie_threshold: thr, force_flip: flip, ..Default::default() });
+        let lg = be.forward_tokens(&tokens[..n], true).ok()?;
+        Some((lg, be.trace.take().map(|t| t.near_ties).unwrap_or_default()))
+    };
+    let (base, ties) = run(None, Some(MAX_TIE_RECORD))?;
+    let mut cands: Vec<NearTie> = ties
+        .into_iter()
+        .filter(|t| t.pos + window >= p && t.pos <= p && matches!(t.what, "raw kv fp8" | "compressed kv fp8" | "indexer row fp4"))
+        .collect();
+    cands.sort_by(|a, b| a.margin.total_cmp(&b.margin));
+    for c in cands.into_iter().take(max_tries) {
+        let (lg, _) = run(Some((c.layer, c.pos, c.what)), None)?;
+        let maxdiff = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        let d = maxdiff(&lg, &other[..n * v]);
+        // the flip must be what moves the rows (not a decision too small to matter), and then
+        // account for the other run
+        if d <= tol && maxdiff(&lg, &base) > tol {
+            return Some((c, d));
+        }
+    }
+    None
+}
+
+/// Candidates are kept up to this margin; the trace's threshold filters them.
+const MAX_TIE_RECORD: f32 = 1e-3;
+
 fn note_tie(ties: &mut Vec<NearTie>, layer: usize, pos: usize, what: &'static str, margin: f32) {
-    if margin < NEAR_TIE {
+    if margin < MAX_TIE_RECORD {
         ties.push(NearTie { layer, pos, what, margin });
     }
 }

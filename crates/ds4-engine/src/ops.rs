@@ -165,6 +165,127 @@ pub fn fp4_roundtrip(v: &mut [f32]) {
     }
 }
 
+/// The decision of a block rounding step closest to its boundary (what [`fp8_margin`] /
+/// [`fp4_margin`] measure), taken the other way: used to test whether one rounding flip explains
+/// the difference between two runs (verification only; never in inference).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Decision {
+    /// the block's scale exponent (its maximum sits next to a power of two)
+    Scale { block: usize },
+    /// one value's rounding (it sits next to a midpoint of the grid)
+    Value { index: usize },
+}
+
+/// The nearest decision of `v` (blocks of `bl`) and its relative margin, given each value's
+/// rounding margin `value_margin(a) -> Option<margin>` (a = |x| / scale) and the scale rule.
+fn nearest_decision(v: &[f32], bl: usize, floor: f32, top: f32, value_margin: impl Fn(f32) -> Option<f32>) -> Option<(Decision, f32)> {
+    let mut best: Option<(Decision, f32)> = None;
+    let mut consider = |d: Decision, m: f32| {
+        if best.is_none_or(|(_, b)| m < b) {
+            best = Some((d, m));
+        }
+    };
+    for (bi, blk) in v.chunks(bl).enumerate() {
+        let amax = blk.iter().fold(0f32, |m, &x| m.max(x.abs()));
+        if amax > floor {
+            consider(Decision::Scale { block: bi }, pow2_margin(amax / top));
+        }
+        let scale = exp2i(ceil_log2(amax.max(floor) / top));
+        for (i, &x) in blk.iter().enumerate() {
+            if let Some(m) = value_margin((x / scale).abs()) {
+                consider(Decision::Value { index: bi * bl + i }, m);
+            }
+        }
+    }
+    best
+}
+
+fn fp8_value_margin(a: f32) -> Option<f32> {
+    if a == 0.0 || a >= 448.0 {
+        return None;
+    }
+    let step = exp2i(if a < exp2i(-6) { -9 } else { (a.to_bits() >> 23) as i32 - 127 - 3 });
+    let q = a / step;
+    Some(((q - q.floor()) - 0.5).abs() * step / a)
+}
+
+fn fp4_value_margin(a: f32) -> Option<f32> {
+    const MIDS: [f32; 7] = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0];
+    MIDS.iter().map(|&m| (a - m).abs() / m).reduce(f32::min)
+}
+
+/// [`fp8_roundtrip`] with its nearest decision (smallest [`fp8_margin`]) taken the other way.
+/// Returns that decision's margin (None when the row has no decision to flip).
+pub fn fp8_roundtrip_flipped(v: &mut [f32], n_nope: usize) -> Option<f32> {
+    let (d, m) = nearest_decision(&v[..n_nope], 64, 1e-4, 448.0, fp8_value_margin)?;
+    let orig: Vec<f32> = v[..n_nope].to_vec();
+    fp8_roundtrip(v, n_nope);
+    match d {
+        Decision::Value { index } => {
+            let blk = &orig[index / 64 * 64..(index / 64 * 64 + 64).min(n_nope)];
+            let amax = blk.iter().fold(0f32, |m, &x| m.max(x.abs())).max(1e-4);
+            let scale = exp2i(ceil_log2(amax / 448.0));
+            let x = (orig[index] / scale).clamp(-448.0, 448.0);
+            let a = x.abs();
+            let step = exp2i(if a < exp2i(-6) { -9 } else { (a.to_bits() >> 23) as i32 - 127 - 3 });
+            let rounded = v[index].abs() / scale;
+            // the other neighbour on the grid around a
+            let other = if rounded > a { (a / step).floor() * step } else { ((a / step).floor() + 1.0) * step };
+            v[index] = other.min(448.0).copysign(x) * scale;
+        }
+        Decision::Scale { block } => {
+            let (lo, hi) = (block * 64, (block * 64 + 64).min(n_nope));
+            let amax = orig[lo..hi].iter().fold(0f32, |m, &x| m.max(x.abs())).max(1e-4);
+            let k = ceil_log2(amax / 448.0);
+            // the scale on the other side of the nearest power of two
+            let near = (((amax / 448.0) as f64).log2().round()) as i32;
+            let k2 = if k == near { near + 1 } else { near };
+            let scale = exp2i(k2);
+            for i in lo..hi {
+                v[i] = e4m3_round((orig[i] / scale).clamp(-448.0, 448.0)) * scale;
+            }
+        }
+    }
+    Some(m)
+}
+
+/// [`fp4_roundtrip`] with its nearest decision taken the other way (input already rotated).
+pub fn fp4_roundtrip_flipped(v: &mut [f32]) -> Option<f32> {
+    const FLOOR: f32 = 6.0 * 1.1754943508222875e-38;
+    let (d, m) = nearest_decision(v, 32, FLOOR, 6.0, fp4_value_margin)?;
+    let orig = v.to_vec();
+    fp4_roundtrip(v);
+    match d {
+        Decision::Value { index } => {
+            let lo = index / 32 * 32;
+            let amax = orig[lo..(lo + 32).min(orig.len())].iter().fold(0f32, |m, &x| m.max(x.abs())).max(FLOOR);
+            let scale = exp2i(ceil_log2(amax / 6.0));
+            let x = (orig[index] / scale).clamp(-6.0, 6.0);
+            let a = x.abs();
+            let rounded = v[index].abs() / scale;
+            // the grid value on the other side of a
+            let other = if rounded > a {
+                E2M1.iter().copied().filter(|&g| g <= a).fold(0.0, f32::max)
+            } else {
+                E2M1.iter().copied().filter(|&g| g >= a).fold(6.0, f32::min)
+            };
+            v[index] = other.copysign(x) * scale;
+        }
+        Decision::Scale { block } => {
+            let (lo, hi) = (block * 32, (block * 32 + 32).min(orig.len()));
+            let amax = orig[lo..hi].iter().fold(0f32, |m, &x| m.max(x.abs())).max(FLOOR);
+            let k = ceil_log2(amax / 6.0);
+            let near = (((amax / 6.0) as f64).log2().round()) as i32;
+            let k2 = if k == near { near + 1 } else { near };
+            let scale = exp2i(k2);
+            for i in lo..hi {
+                v[i] = e2m1_round((orig[i] / scale).clamp(-6.0, 6.0)) * scale;
+            }
+        }
+    }
+    Some(m)
+}
+
 /// Relative distance of `r > 0` to the nearest power of two (where `ceil(log2 r)` jumps).
 fn pow2_margin(r: f32) -> f32 {
     let k = (r as f64).log2().round();
@@ -386,6 +507,71 @@ pub fn hc_post(state: &[f32], y: &[f32], mix: &HcMix, out: &mut [f32]) {
 
 #[cfg(test)]
 mod tests {
+    fn rng_rows(seed: u64, n: usize) -> Vec<f32> {
+        let mut s = seed | 1;
+        (0..n)
+            .map(|i| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                let u = (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+                // a few large values so blocks have different scales
+                if i % 37 == 0 { u * 90.0 } else { u * 3.0 }
+            })
+            .collect()
+    }
+
+    /// The flipped round trip takes exactly the decision `fp8_margin` / `fp4_margin` measure the
+    /// other way: same margin; one value moves to the other grid neighbour of its input, or one
+    /// block is rounded with the other scale; everything else is bit-identical.
+    #[test]
+    fn flipped_roundtrips_change_exactly_the_nearest_decision() {
+        let (mut changed, mut changed4) = (0, 0);
+        for seed in 1..200u64 {
+            let x = rng_rows(seed, 448);
+            let (mut a, mut b) = (x.clone(), x.clone());
+            fp8_roundtrip(&mut a, 448);
+            let m = fp8_roundtrip_flipped(&mut b, 448).unwrap();
+            assert_eq!(m, fp8_margin(&x, 448), "seed {seed}");
+            let diff: Vec<usize> = (0..448).filter(|&i| a[i].to_bits() != b[i].to_bits()).collect();
+            changed += !diff.is_empty() as usize;
+            assert!(diff.iter().all(|&i| i / 64 == diff[0] / 64), "seed {seed}: more than one block changed");
+            if diff.len() == 1 {
+                let i = diff[0];
+                // the other neighbour: on the other side of the input, not farther than one step
+                assert!((a[i] - x[i]).signum() != (b[i] - x[i]).signum(), "seed {seed}: same side");
+                assert!((b[i] - x[i]).abs() >= (a[i] - x[i]).abs());
+            }
+
+            let y = rng_rows(seed + 1000, 128);
+            let (mut c, mut d) = (y.clone(), y.clone());
+            fp4_roundtrip(&mut c);
+            let m4 = fp4_roundtrip_flipped(&mut d).unwrap();
+            assert_eq!(m4, fp4_margin(&y), "seed {seed}");
+            let diff: Vec<usize> = (0..128).filter(|&i| c[i].to_bits() != d[i].to_bits()).collect();
+            // a scale flip may leave a block unchanged (all its values round alike on both grids)
+            changed4 += !diff.is_empty() as usize;
+            assert!(diff.iter().all(|&i| i / 32 == diff[0] / 32), "seed {seed}: fp4 flip {diff:?} margin {m4}");
+        }
+        assert!(changed >= 190 && changed4 >= 150, "flips changed a value in {changed}/199 fp8 and {changed4}/199 fp4 rows");
+    }
+
+    /// A value just above an E4M3 midpoint rounds up normally and down when flipped.
+    #[test]
+    fn flipped_fp8_value_at_a_midpoint() {
+        let mut x = vec![0.0f32; 64];
+        x[0] = 390.0; // scale 1 (390/448 is far from a power of two, 390 far from a midpoint)
+        x[5] = 1.0625 * (1.0 + 1e-6); // midpoint of 1.0 and 1.125, just above
+        let mut a = x.clone();
+        fp8_roundtrip(&mut a, 64);
+        assert_eq!(a[5], 1.125);
+        let mut b = x.clone();
+        let m = fp8_roundtrip_flipped(&mut b, 64).unwrap();
+        assert!(m < 2e-6);
+        assert_eq!(b[5], 1.0);
+        assert_eq!(b[0], a[0]);
+    }
+
     use super::*;
 
     #[test]
