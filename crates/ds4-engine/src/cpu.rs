@@ -53,9 +53,10 @@ pub struct Trace {
     pub near_ties: Vec<NearTie>,
     /// Record near ties below this relative margin (default [`NEAR_TIE`]; at most 1e-3).
     pub tie_threshold: Option<f32>,
-    /// Verification only: take the rounding decision nearest to its boundary in this row
-    /// (layer, position, kind as in [`NearTie::what`]: "raw kv fp8", "compressed kv fp8" or
-    /// "indexer row fp4") the other way, to test whether one flip explains a difference.
+    /// Verification only: take the decision nearest to its boundary in this row (layer,
+    /// position, kind as in [`NearTie::what`]) the other way — a rounding of a KV / indexer
+    /// row or query, or the indexer's top-k cut (the last selected and the best rejected row
+    /// swap) — to test whether one flip explains a difference between two runs.
     pub force_flip: Option<(usize, usize, &'static str)>,
 }
 
@@ -483,7 +484,7 @@ pub(crate) fn attention_sublayer(
                 }
             }
         });
-        selection = indexer_select(data, hp, iw, &qr, &xn, n, p0, &ls.idx, rope_comp, qat, l, tracing.then_some(&mut ties));
+        selection = indexer_select(data, hp, iw, &qr, &xn, n, p0, &ls.idx, rope_comp, qat, l, tracing.then_some(&mut ties), flip.map(|f| (f.1, f.2)));
     }
     if let Some(tr) = trace {
         let thr = tr.tie_threshold.unwrap_or(NEAR_TIE);
@@ -857,6 +858,7 @@ fn indexer_select(
     qat: bool,
     layer: usize,
     ties: Option<&mut Vec<NearTie>>,
+    flip: Option<(usize, &'static str)>,
 ) -> Vec<Option<Vec<u32>>> {
     let tk = hp.idx_top_k;
     let (hi, di) = (hp.idx_heads, hp.idx_head_dim);
@@ -880,14 +882,36 @@ fn indexer_select(
             let nvis = (p + 1) / 4;
             let mut cs = Vec::new();
             rope.cos_sin(p, &mut cs);
-            for qh in q.chunks_mut(di) {
+            // verification (Trace::force_flip): this query's nearest FP4 decision, in the head
+            // that holds it, taken the other way
+            let flip_q = flip == Some((p, "indexer query fp4"));
+            let flip_head = if flip_q && qat {
+                let mut best = (f32::INFINITY, usize::MAX);
+                for (h, qh) in q.chunks(di).enumerate() {
+                    let mut t = qh.to_vec();
+                    ops::rope_tail(&mut t, &cs, false);
+                    ops::hadamard(&mut t);
+                    let m = ops::fp4_margin(&t);
+                    if m < best.0 {
+                        best = (m, h);
+                    }
+                }
+                best.1
+            } else {
+                usize::MAX
+            };
+            for (h, qh) in q.chunks_mut(di).enumerate() {
                 ops::rope_tail(qh, &cs, false);
                 if qat {
                     ops::hadamard(qh);
                     if tracing {
                         mg.0 = mg.0.min(ops::fp4_margin(qh));
                     }
-                    ops::fp4_roundtrip(qh);
+                    if h == flip_head {
+                        ops::fp4_roundtrip_flipped(qh);
+                    } else {
+                        ops::fp4_roundtrip(qh);
+                    }
                 }
             }
             let w: Vec<f32> = wt.iter().map(|&x| x * wscale).collect();
@@ -915,6 +939,12 @@ fn indexer_select(
                 mg.1 = (cut - next).abs() / cut.abs().max(next.abs()).max(f32::MIN_POSITIVE);
             }
             let mut sel = order[..tk].to_vec();
+            if flip == Some((p, "indexer top-k cut")) && nvis > tk {
+                // verification: the last selected row and the best rejected one swap places
+                let last = (0..tk).min_by(|&a, &b| cmp(&order[b], &order[a])).unwrap_or(tk - 1);
+                let best_rej = order[tk..].iter().copied().min_by(cmp).unwrap_or(order[tk - 1]);
+                sel[last] = best_rej;
+            }
             sel.sort_unstable();
             *o = Some(sel);
         },
@@ -973,7 +1003,7 @@ pub fn explain_by_one_flip(model: &Arc<Model>, tokens: &[u32], other: &[f32], p:
     let (base, ties) = run(None, Some(MAX_TIE_RECORD))?;
     let mut cands: Vec<NearTie> = ties
         .into_iter()
-        .filter(|t| t.pos + window >= p && t.pos <= p && matches!(t.what, "raw kv fp8" | "compressed kv fp8" | "indexer row fp4"))
+        .filter(|t| t.pos + window >= p && t.pos <= p)
         .collect();
     cands.sort_by(|a, b| a.margin.total_cmp(&b.margin));
     for c in cands.into_iter().take(max_tries) {
