@@ -222,14 +222,19 @@ pub fn matvec(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: &[f32], y: &m
     let rb = check_matrix(ty, w, rows, cols);
     assert_eq!(x.len(), cols, "matvec: x has {} values, expected {cols}", x.len());
     assert_eq!(y.len(), rows, "matvec: y has {} values, expected {rows}", y.len());
-    let per = rows_per_task(rb);
+    for_each_row(y, rows_per_task(rb), |r| dot_row(ty, &w[r * rb..(r + 1) * rb], x));
+}
+
+/// `y[r] = f(r)` for every row, in tasks of `per` rows (serially when one task covers all):
+/// the row-parallel driver of the matvec kernels. Each row is computed alone, so results do not
+/// depend on the split.
+pub(crate) fn for_each_row(y: &mut [f32], per: usize, f: impl Fn(usize) -> f32 + Sync) {
     let run = |(ci, ys): (usize, &mut [f32])| {
         for (k, yr) in ys.iter_mut().enumerate() {
-            let r = ci * per + k;
-            *yr = dot_row(ty, &w[r * rb..(r + 1) * rb], x);
+            *yr = f(ci * per + k);
         }
     };
-    if rows <= per {
+    if y.len() <= per {
         y.chunks_mut(per).enumerate().for_each(run);
     } else {
         y.par_chunks_mut(per).enumerate().for_each(run);

@@ -233,18 +233,7 @@ fn check(ty: GgmlType, w: &[u8], rows: usize, cols: usize, xq: &Q8Acts, n: usize
 pub fn matvec_q8(ty: GgmlType, w: &[u8], rows: usize, cols: usize, xq: &Q8Acts, y: &mut [f32]) {
     let rb = check(ty, w, rows, cols, xq, 1);
     assert_eq!(y.len(), rows);
-    let per = (65536 / rb.max(1)).max(1);
-    let run = |(ci, ys): (usize, &mut [f32])| {
-        for (k, yr) in ys.iter_mut().enumerate() {
-            let r = ci * per + k;
-            *yr = dot_row_q8(ty, &w[r * rb..(r + 1) * rb], xq, 0);
-        }
-    };
-    if rows <= per {
-        y.chunks_mut(per).enumerate().for_each(run);
-    } else {
-        y.par_chunks_mut(per).enumerate().for_each(run);
-    }
+    super::for_each_row(y, super::rows_per_task(rb), |r| dot_row_q8(ty, &w[r * rb..(r + 1) * rb], xq, 0));
 }
 
 /// `n` tokens (`xq` holds n×cols quantized values, token-major); y is n×rows. Row `t` is
