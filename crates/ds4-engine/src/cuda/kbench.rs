@@ -7,7 +7,7 @@
 use super::blas::{dense_blas_wanted, dense_min_t, DenseCall, Dense16};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
-    gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, launch_quant_q8, moe_group2_smem, GemmArgs, JobTable, JobTable2, JobTableQ, MvJob, MvJob2,
+    gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
 use super::weights::{upload_raw_mat, GMat};
@@ -215,39 +215,8 @@ pub fn run() -> Result<()> {
             if rel < 1e-5 { "" } else { "  MISMATCH" }
         );
         // sweep of the mv2 work split (warps per row group, rows per warp, register cap)
-        let mut res: Vec<(f64, String)> = Vec::new();
-        for wk in [1, 2, 4, 8] {
-            for r in [1, 2, 4] {
-                for kern in MV2_KERNELS {
-                    let mut ts = Vec::new();
-                    for sp in &specs {
-                        let mut j = [MvJob2 { wk, rpw: r, ..*sp }];
-                        ts.push(JobTable2::planned(&gpu, &mut j, kern)?);
-                    }
-                    gpu.memset0(y.ptr, n_out * 4)?;
-                    ts[0].run(&gpu, 1)?;
-                    gpu.dtoh(&mut y_new, y.ptr)?;
-                    let bad = y_old.iter().zip(&y_new).any(|(a, b)| ((a - b).abs() as f64) > 1e-4 * (1.0 + a.abs() as f64));
-                    let reps = 100;
-                    gpu.record(&e0)?;
-                    for i in 0..reps {
-                        ts[i % ts.len()].run(&gpu, 1)?;
-                    }
-                    gpu.record(&e1)?;
-                    let us = gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64 * 1e3;
-                    res.push((us, format!("wk{wk} R{r} {kern}{}", if bad { " WRONG" } else { "" })));
-                }
-            }
-        }
-        res.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
-        let wrong = res.iter().filter(|r| r.1.contains("WRONG")).count();
-        let top: Vec<String> = res.iter().take(4).map(|(us, n)| format!("{n} {us:.1}us {:.2}TB/s", tbs(us / 1e3))).collect();
-        println!("  sweep {}: {} | worst {:.1}us | wrong {wrong}", c.name, top.join(" | "), res.last().map(|r| r.0).unwrap_or(0.0));
-        if std::env::var("DS4_KBENCH_SWEEP").is_ok() {
-            for (us, n) in &res {
-                println!("    {n:<22} {us:>8.1} us {:>6.3} TB/s", tbs(us / 1e3));
-            }
-        }
+        let res = sweep_splits(&gpu, &specs, &MV2_KERNELS, y.ptr, &y_old)?;
+        print_sweep(c.name, &res, |us| tbs(us / 1e3));
     }
     if std::env::var("DS4_KBENCH").as_deref() == Ok("mv") {
         return gpu.sync();
@@ -386,31 +355,72 @@ fn q8_bench(gpu: &Gpu) -> Result<()> {
             if rel < 3e-2 { "" } else { "  MISMATCH" }
         );
         // work split sweep (rows per warp, warps per row group, register cap)
-        let mut res: Vec<(f64, String)> = Vec::new();
-        for wk in [1, 2, 4, 8] {
-            for r in [1, 2, 4] {
-                for kern in MVQ_KERNELS {
-                    let mut ts = Vec::new();
-                    for sp in &specs {
-                        let mut j = [MvJobQ { wk, rpw: r, ..*sp }];
-                        ts.push(JobTableQ::planned(gpu, &mut j, kern)?);
-                    }
-                    gpu.memset0(y.ptr, n_out * 4)?;
-                    ts[0].run(gpu, 1)?;
-                    gpu.dtoh(&mut yq2, y.ptr)?;
-                    // a different split only reorders the f32 sums of exact per-group products
-                    let bad = yq.iter().zip(&yq2).any(|(a, b)| ((a - b).abs() as f64) > 1e-4 * (1.0 + a.abs() as f64));
-                    let us = time(&|i| ts[i % ts.len()].run(gpu, 1))?;
-                    res.push((us, format!("wk{wk} R{r} {kern}{}", if bad { " WRONG" } else { "" })));
-                }
-            }
-        }
-        res.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let wrong = res.iter().filter(|r| r.1.contains("WRONG")).count();
-        let top: Vec<String> = res.iter().take(4).map(|(us, n)| format!("{n} {us:.1}us {:.2}TB/s", tbs(*us))).collect();
-        println!("  sweep {name}: {} | worst {:.1}us | wrong {wrong}", top.join(" | "), res.last().map(|r| r.0).unwrap_or(0.0));
+        let res = sweep_splits(gpu, &specs, &MVQ_KERNELS, y.ptr, &yq)?;
+        print_sweep(name, &res, tbs);
     }
     gpu.sync()
+}
+
+/// A split-K decode matvec job whose work split the sweeps vary.
+trait Split: GridJob {
+    fn with_split(self, wk: i32, rpw: i32) -> Self;
+}
+impl Split for MvJob2 {
+    fn with_split(self, wk: i32, rpw: i32) -> Self {
+        MvJob2 { wk, rpw, ..self }
+    }
+}
+impl Split for MvJobQ {
+    fn with_split(self, wk: i32, rpw: i32) -> Self {
+        MvJobQ { wk, rpw, ..self }
+    }
+}
+
+/// Every work split (warps per row group, rows per warp, register-cap entry point) of `specs`
+/// (one job over several weight copies, so that the timed working set exceeds L2): the first
+/// copy's output is checked against `reference` (a split only reorders f32 sums), then all are
+/// timed round-robin. Returns (us per call, label), fastest first.
+fn sweep_splits<J: Split>(gpu: &Gpu, specs: &[J], kernels: &[&'static str], y: u64, reference: &[f32]) -> Result<Vec<(f64, String)>> {
+    let (e0, e1) = (gpu.event()?, gpu.event()?);
+    let mut out = vec![0f32; reference.len()];
+    let mut res = Vec::new();
+    for wk in [1, 2, 4, 8] {
+        for r in [1, 2, 4] {
+            for &kern in kernels {
+                let ts = specs.iter().map(|sp| Jobs::upload(gpu, &mut [sp.with_split(wk, r)], kern)).collect::<Result<Vec<_>>>()?;
+                gpu.memset0(y, reference.len() * 4)?;
+                ts[0].run(gpu, 1)?;
+                gpu.dtoh(&mut out, y)?;
+                let bad = reference.iter().zip(&out).any(|(a, b)| ((a - b).abs() as f64) > 1e-4 * (1.0 + a.abs() as f64));
+                for t in ts.iter().take(3) {
+                    t.run(gpu, 1)?;
+                }
+                let reps = 100;
+                gpu.record(&e0)?;
+                for i in 0..reps {
+                    ts[i % ts.len()].run(gpu, 1)?;
+                }
+                gpu.record(&e1)?;
+                let us = gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64 * 1e3;
+                res.push((us, format!("wk{wk} R{r} {kern}{}", if bad { " WRONG" } else { "" })));
+            }
+        }
+    }
+    res.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(res)
+}
+
+/// The four fastest splits, the slowest time and the count of wrong outputs (every split with
+/// DS4_KBENCH_SWEEP set); `tbs` converts us per call to TB/s.
+fn print_sweep(name: &str, res: &[(f64, String)], tbs: impl Fn(f64) -> f64) {
+    let wrong = res.iter().filter(|r| r.1.contains("WRONG")).count();
+    let top: Vec<String> = res.iter().take(4).map(|(us, n)| format!("{n} {us:.1}us {:.2}TB/s", tbs(*us))).collect();
+    println!("  sweep {name}: {} | worst {:.1}us | wrong {wrong}", top.join(" | "), res.last().map(|r| r.0).unwrap_or(0.0));
+    if std::env::var("DS4_KBENCH_SWEEP").is_ok() {
+        for (us, n) in res {
+            println!("    {n:<22} {us:>8.1} us {:>6.3} TB/s", tbs(*us));
+        }
+    }
 }
 
 fn frand(seed: &mut u64) -> f32 {

@@ -403,6 +403,16 @@ const MV_ROWS_PER_BLOCK: usize = 16;
 const HC_COLS: usize = 32;
 const HC_TOKENS: usize = 16;
 
+/// Work split of the split-K decode matvecs (mv2, mvq) for rows of `cols` values in column
+/// groups of `group`, `total_rows` rows over all slots: (warps sharing a row group `wk`, rows
+/// per warp). Many rows: whole rows per warp (wk 1, or 2 for 8192-column rows), 4 rows per
+/// warp; few rows: the columns split over up to 8 warps, 2 rows per warp.
+fn split_plan(group: usize, cols: usize, total_rows: usize) -> (i32, i32) {
+    let ng = (cols / group).max(1);
+    let (wk, rpw) = if total_rows >= 4096 { ((ng / 256).clamp(1, 8), 4) } else { ((ng / 32).clamp(1, 8), 2) };
+    ([8, 4, 2, 1].into_iter().find(|&w| w <= wk).unwrap_or(1) as i32, rpw)
+}
+
 /// Mirror of `struct MvJob2` in matvec.cuh (the `mv2` decode matvec).
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -447,12 +457,7 @@ impl MvJob2 {
             8 => 16,
             _ => 32,
         };
-        let ng = (self.w.cols as usize / g).max(1);
-        let total_rows = self.w.rows as usize * self.nslots.max(1) as usize;
-        let (mut wk, rpw) = if total_rows >= 4096 { ((ng / 256).clamp(1, 8), 4) } else { ((ng / 32).clamp(1, 8), 2) };
-        wk = [8, 4, 2, 1].into_iter().find(|&w| w <= wk).unwrap_or(1);
-        self.wk = wk as i32;
-        self.rpw = rpw;
+        (self.wk, self.rpw) = split_plan(g, self.w.cols as usize, self.w.rows as usize * self.nslots.max(1) as usize);
         while self.rpw > 1 && self.x_grp_rows as usize % self.rows_per_block() != 0 {
             self.rpw /= 2;
         }
@@ -462,12 +467,23 @@ impl MvJob2 {
 /// mv2 entry points by register cap (minimum resident blocks per SM): 1, 2, 3, 4.
 pub(crate) const MV2_KERNELS: [&str; 4] = ["mv2", "mv2_b2", "mv2_b3", "mv2_b4"];
 
-/// A set of independent mv2 jobs run by one launch.
-pub(crate) struct JobTable2 {
-    buf: DevBuf,
-    blocks: Vec<u32>, // cumulative block count after each job
-    kern: &'static str,
+impl GridJob for MvJob2 {
+    fn blocks(&self) -> usize {
+        MvJob2::blocks(self)
+    }
+    fn set_block0(&mut self, b: i32) {
+        self.block0 = b;
+    }
+    fn check(&self) -> Result<()> {
+        if self.x_grp_rows as usize % self.rows_per_block() != 0 {
+            return Err(CudaError::Other("mv2: rows per block must divide the input group rows".into()));
+        }
+        Ok(())
+    }
 }
+
+/// `mv2` jobs.
+pub(crate) type JobTable2 = Jobs<MvJob2>;
 
 impl JobTable2 {
     pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJob2]) -> Result<JobTable2> {
@@ -479,29 +495,7 @@ impl JobTable2 {
     }
     /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
     pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJob2], kern: &'static str) -> Result<JobTable2> {
-        let mut blocks = Vec::new();
-        let mut b = 0usize;
-        for j in jobs.iter_mut() {
-            if j.x_grp_rows as usize % j.rows_per_block() != 0 {
-                return Err(CudaError::Other("mv2: rows per block must divide the input group rows".into()));
-            }
-            j.block0 = b as i32;
-            b += j.blocks();
-            blocks.push(b as u32);
-        }
-        let bytes = std::mem::size_of::<MvJob2>() * jobs.len().max(1);
-        let buf = gpu.alloc(bytes)?;
-        // SAFETY: MvJob2 is plain repr(C) data.
-        let raw = unsafe { std::slice::from_raw_parts(jobs.as_ptr() as *const u8, std::mem::size_of::<MvJob2>() * jobs.len()) };
-        if !raw.is_empty() {
-            gpu.htod(buf.ptr, raw)?;
-        }
-        Ok(JobTable2 { buf, blocks, kern })
-    }
-    /// Run the first `njobs` jobs.
-    pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
-        let args = Args::new().a(self.buf.ptr).a(njobs as i32);
-        gpu.launch(self.kern, (self.blocks[njobs - 1], 1, 1), 256, 0, args)
+        Jobs::upload(gpu, jobs, kern)
     }
 }
 
@@ -549,23 +543,30 @@ impl MvJobQ {
     /// Same rule as `MvJob2::plan` with 32-value column groups (the kbench q8 sweep reports
     /// whether another split is faster).
     fn plan(&mut self) {
-        let ng = (self.w.cols as usize / 32).max(1);
-        let total_rows = self.w.rows as usize * self.nslots.max(1) as usize;
-        let (wk, rpw) = if total_rows >= 4096 { ((ng / 256).clamp(1, 8), 4) } else { ((ng / 32).clamp(1, 8), 2) };
-        self.wk = [8, 4, 2, 1].into_iter().find(|&w| w <= wk).unwrap_or(1) as i32;
-        self.rpw = rpw;
+        (self.wk, self.rpw) = split_plan(32, self.w.cols as usize, self.w.rows as usize * self.nslots.max(1) as usize);
     }
 }
 
 /// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
 pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
 
-/// A set of independent mvq jobs run by one launch.
-pub(crate) struct JobTableQ {
-    buf: DevBuf,
-    blocks: Vec<u32>,
-    kern: &'static str,
+impl GridJob for MvJobQ {
+    fn blocks(&self) -> usize {
+        MvJobQ::blocks(self)
+    }
+    fn set_block0(&mut self, b: i32) {
+        self.block0 = b;
+    }
+    fn check(&self) -> Result<()> {
+        if !mvq_type_ok(self.w.ty) || self.w.cols % 256 != 0 || self.x_slot % 32 != 0 || ![1, 2, 4].contains(&self.rpw) || ![1, 2, 4, 8].contains(&self.wk) {
+            return Err(CudaError::Other(format!("mvq: unsupported job (type {}, cols {})", self.w.ty, self.w.cols)));
+        }
+        Ok(())
+    }
 }
+
+/// `mvq` jobs.
+pub(crate) type JobTableQ = Jobs<MvJobQ>;
 
 impl JobTableQ {
     pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
@@ -576,28 +577,7 @@ impl JobTableQ {
     }
     /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
     pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJobQ], kern: &'static str) -> Result<JobTableQ> {
-        let mut blocks = Vec::new();
-        let mut b = 0usize;
-        for j in jobs.iter_mut() {
-            if !mvq_type_ok(j.w.ty) || j.w.cols % 256 != 0 || j.x_slot % 32 != 0 || ![1, 2, 4].contains(&j.rpw) || ![1, 2, 4, 8].contains(&j.wk) {
-                return Err(CudaError::Other(format!("mvq: unsupported job (type {}, cols {})", j.w.ty, j.w.cols)));
-            }
-            j.block0 = b as i32;
-            b += j.blocks();
-            blocks.push(b as u32);
-        }
-        let bytes = std::mem::size_of::<MvJobQ>() * jobs.len().max(1);
-        let buf = gpu.alloc(bytes)?;
-        // SAFETY: MvJobQ is plain repr(C) data.
-        let raw = unsafe { std::slice::from_raw_parts(jobs.as_ptr() as *const u8, std::mem::size_of::<MvJobQ>() * jobs.len()) };
-        if !raw.is_empty() {
-            gpu.htod(buf.ptr, raw)?;
-        }
-        Ok(JobTableQ { buf, blocks, kern })
-    }
-    pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
-        let args = Args::new().a(self.buf.ptr).a(njobs as i32);
-        gpu.launch(self.kern, (self.blocks[njobs - 1], 1, 1), 256, 0, args)
+        Jobs::upload(gpu, jobs, kern)
     }
 }
 
@@ -631,35 +611,80 @@ struct LayerJobs2 {
     g: JobTable2,
 }
 
-pub(crate) struct JobTable {
+/// A decode matvec job that one launch runs together with others: each job owns a run of
+/// blocks and the kernel finds its job from the block index (MvJob / MvJob2 / MvJobQ, each
+/// mirroring its kernel's struct).
+pub(crate) trait GridJob: Copy {
+    /// Blocks the job needs.
+    fn blocks(&self) -> usize;
+    fn set_block0(&mut self, b: i32);
+    /// Dynamic shared memory its blocks need.
+    fn smem(&self) -> u32 {
+        0
+    }
+    /// Reject a job the kernel cannot run.
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Jobs uploaded for launches of kernel `kern`; `run(n)` runs the first `n`.
+pub(crate) struct Jobs<J> {
     buf: DevBuf,
     blocks: Vec<u32>, // cumulative block count after each job
     smem: Vec<u32>,   // max smem up to each job
+    kern: &'static str,
+    _job: std::marker::PhantomData<J>,
 }
 
-impl JobTable {
-    pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJob]) -> Result<JobTable> {
-        let mut blocks = Vec::new();
-        let mut smem = Vec::new();
-        let mut b = 0i32;
-        let mut s = 0u32;
+impl<J: GridJob> Jobs<J> {
+    pub(crate) fn upload(gpu: &Gpu, jobs: &mut [J], kern: &'static str) -> Result<Jobs<J>> {
+        let (mut blocks, mut smem) = (Vec::new(), Vec::new());
+        let (mut b, mut s) = (0usize, 0u32);
         for j in jobs.iter_mut() {
-            j.block0 = b;
-            b += j.nslots * ((j.w.rows as usize + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK) as i32;
-            s = s.max(j.w.cols as u32 * 4);
+            j.check()?;
+            j.set_block0(b as i32);
+            b += j.blocks();
+            s = s.max(j.smem());
             blocks.push(b as u32);
             smem.push(s);
         }
-        let bytes = std::mem::size_of::<MvJob>() * jobs.len();
+        let bytes = std::mem::size_of::<J>() * jobs.len();
         let buf = gpu.alloc(bytes)?;
-        // SAFETY: MvJob is plain repr(C) data.
+        // SAFETY: the job types are plain repr(C) data.
         let raw = unsafe { std::slice::from_raw_parts(jobs.as_ptr() as *const u8, bytes) };
-        gpu.htod(buf.ptr, raw)?;
-        Ok(JobTable { buf, blocks, smem })
+        if !raw.is_empty() {
+            gpu.htod(buf.ptr, raw)?;
+        }
+        Ok(Jobs { buf, blocks, smem, kern, _job: std::marker::PhantomData })
+    }
+    pub(crate) fn len(&self) -> usize {
+        self.blocks.len()
     }
     pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
         let args = Args::new().a(self.buf.ptr).a(njobs as i32);
-        gpu.launch("matvec_grouped", (self.blocks[njobs - 1], 1, 1), 256, self.smem[njobs - 1], args)
+        gpu.launch(self.kern, (self.blocks[njobs - 1], 1, 1), 256, self.smem[njobs - 1], args)
+    }
+}
+
+impl GridJob for MvJob {
+    fn blocks(&self) -> usize {
+        self.nslots as usize * (self.w.rows as usize).div_ceil(MV_ROWS_PER_BLOCK)
+    }
+    fn set_block0(&mut self, b: i32) {
+        self.block0 = b;
+    }
+    fn smem(&self) -> u32 {
+        self.w.cols as u32 * 4
+    }
+}
+
+/// `matvec_grouped` jobs.
+pub(crate) type JobTable = Jobs<MvJob>;
+
+impl JobTable {
+    pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJob]) -> Result<JobTable> {
+        Jobs::upload(gpu, jobs, "matvec_grouped")
     }
 }
 
@@ -1454,9 +1479,9 @@ impl CudaSession {
             // ---- attention ----
             self.hc_finish(0, t, mhc, ly.hc_attn_scale.ptr, ly.hc_attn_base.ptr, ly.attn_norm.ptr, sc.xn.ptr)?;
             if decode && self.mv2 {
-                self.jobs2[l].a.run(gpu, self.jobs2[l].a.blocks.len())?;
+                self.jobs2[l].a.run(gpu, self.jobs2[l].a.len())?;
             } else if decode {
-                self.jobs[l].a.run(gpu, self.jobs[l].a.blocks.len())?;
+                self.jobs[l].a.run(gpu, self.jobs[l].a.len())?;
             } else {
                 self.gemm(ly.q_a.wmat(), sc.xn.ptr, d.d, sc.qa.ptr, d.rq, t, None)?;
                 self.gemm(ly.kv.wmat(), sc.xn.ptr, d.d, sc.kvp.ptr, d.dh, t, None)?;
