@@ -241,6 +241,11 @@ fn q8_bench(gpu: &Gpu) -> Result<()> {
         ("gate   Q4_K 6x4096->2048", GgmlType::Q4K, 4096, 2048, 256, 6, false),
         ("shared Q8_0 4096->2048", GgmlType::Q8_0, 4096, 2048, 1, 1, false),
         ("shared Q8_0 2048->4096", GgmlType::Q8_0, 2048, 4096, 1, 1, false),
+        // attention-side projections (would need int8 copies of xn, qr, heads, low)
+        ("q_a    Q8_0 4096->1024", GgmlType::Q8_0, 4096, 1024, 1, 1, false),
+        ("q_b    Q8_0 1024->32768", GgmlType::Q8_0, 1024, 32768, 1, 1, false),
+        ("out_a  Q8_0 4096->8192", GgmlType::Q8_0, 4096, 8192, 1, 1, false),
+        ("out_b  Q8_0 8192->4096", GgmlType::Q8_0, 8192, 4096, 1, 1, false),
     ];
     let nx = 8 * 16384;
     let x = gpu.alloc(nx * 4)?;

@@ -124,6 +124,55 @@ struct AttnArgs {
     pad: i32,
 }
 
+/// Arguments of the fused decode hyper-connection step (kernels/model.cuh `HcStepArgs`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct HcStepArgs {
+    s: u64,
+    y: u64,
+    post: u64,
+    comb: u64,
+    fn_w: u64,
+    pdot: u64,
+    pss: u64,
+    ticket: u64,
+    scale: u64,
+    base: u64,
+    norm: u64,
+    post_out: u64,
+    comb_out: u64,
+    xn_out: u64,
+    q8s: u64,
+    q8d: u64,
+    m: i32,
+    d: i32,
+    n: i32,
+    ny: i32,
+    iters: i32,
+    eps: f32,
+    hc_eps: f32,
+    pad: i32,
+}
+
+/// The hc_pre that follows an hc_post: its weights, the normalized row it writes, and
+/// optionally the int8 copy of that row (decode FFN input).
+#[derive(Clone, Copy)]
+struct HcFinish {
+    m: usize,
+    scale: DevPtr,
+    base: DevPtr,
+    norm: DevPtr,
+    out: DevPtr,
+    q8: Option<(DevPtr, DevPtr)>,
+}
+
+/// `DS4_HC_STEP=0` keeps decode's separate hc_post_mix / hc_finish / quant_q8 launches
+/// (read once).
+fn hc_step_enabled() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_HC_STEP").map(|v| v != "0").unwrap_or(true))
+}
+
 /// Arguments of the tensor-core prefill attention (kernels/attn.cuh `AttnTcArgs`).
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -402,6 +451,8 @@ const MV_ROWS_PER_BLOCK: usize = 16;
 /// loaded once and reused for these tokens).
 const HC_COLS: usize = 32;
 const HC_TOKENS: usize = 16;
+/// Largest batch that takes the fused hc_step (its ticket buffer's length).
+const HC_STEP_MAX_T: usize = 1;
 
 /// Work split of the split-K decode matvecs (mv2, mvq) for rows of `cols` values in column
 /// groups of `group`, `total_rows` rows over all slots: (warps sharing a row group `wk`, rows
@@ -717,6 +768,8 @@ struct Scratch {
     comb: DevBuf,
     pdot: DevBuf,
     pss: DevBuf,
+    /// hc_step's per-token "last block" tickets (zero between launches)
+    ticket: DevBuf,
     qa: DevBuf,
     qr: DevBuf,
     kvp: DevBuf,
@@ -1026,6 +1079,7 @@ impl CudaSession {
             comb: f4(t * n * n)?,
             pdot: f4(t * hc_split * 24)?,
             pss: gpu.alloc(t * hc_split * 8)?,
+            ticket: gpu.alloc_zeroed(4 * HC_STEP_MAX_T)?,
             qa: f4(t * d.rq)?,
             qr: f4(t * d.rq)?,
             kvp: f4(t * d.dh)?,
@@ -1415,6 +1469,69 @@ impl CudaSession {
         self.gpu().launch("hc_finish", (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, (d.d * 4) as u32, args)
     }
 
+    /// Whether a batch of `t` tokens takes the fused hc_step (decode).
+    fn hc_fused(&self, t: usize) -> bool {
+        t <= HC_STEP_MAX_T && hc_step_enabled() && self.m.dims.d % 32 == 0
+    }
+
+    /// hc_post (with layer output `y`, `ny` rows summed; y == 0: none) and the partial sums
+    /// of the next hc_pre (weights `fn_ptr`), then that hc_pre's finish when `fin` is given:
+    /// one fused launch for decode, else hc_post_mix + hc_finish (+ quant_q8).
+    fn hc_step(&self, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, fin: Option<HcFinish>) -> Result<()> {
+        let d = &self.m.dims;
+        let sc = &self.sc;
+        match fin {
+            Some(f) if self.hc_fused(t) => {
+                debug_assert_eq!(f.m, m);
+                let (q8s, q8d) = f.q8.unwrap_or((0, 0));
+                let a = HcStepArgs {
+                    s: sc.s.ptr,
+                    y,
+                    post: sc.post.ptr,
+                    comb: sc.comb.ptr,
+                    fn_w: fn_ptr,
+                    pdot: sc.pdot.ptr,
+                    pss: sc.pss.ptr,
+                    ticket: sc.ticket.ptr,
+                    scale: f.scale,
+                    base: f.base,
+                    norm: f.norm,
+                    post_out: sc.post.ptr,
+                    comb_out: sc.comb.ptr,
+                    xn_out: f.out,
+                    q8s,
+                    q8d,
+                    m: m as i32,
+                    d: d.d as i32,
+                    n: d.n_hc as i32,
+                    ny: ny as i32,
+                    iters: d.sinkhorn as i32,
+                    eps: d.rms_eps,
+                    hc_eps: d.hc_eps,
+                    pad: 0,
+                };
+                self.gpu().launch("hc_step", (self.hc_split as u32, t as u32, 1), 256, (d.d * 4) as u32, Args::new().a(a))
+            }
+            _ => {
+                self.hc_post_mix(t, y, ny, fn_ptr, m)?;
+                if let Some(f) = fin {
+                    self.hc_finish(0, t, f.m, f.scale, f.base, f.norm, f.out)?;
+                    if let Some((qs, qd)) = f.q8 {
+                        launch_quant_q8(self.gpu(), f.out, t * d.d, 0, 0, qs, qd)?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The finish of layer `l`'s attention-side hc_pre (-> sc.xn).
+    fn attn_fin(&self, l: usize) -> HcFinish {
+        let ly = &self.m.layers[l];
+        let d = &self.m.dims;
+        HcFinish { m: d.n_hc * (d.n_hc + 2), scale: ly.hc_attn_scale.ptr, base: ly.hc_attn_base.ptr, norm: ly.attn_norm.ptr, out: self.sc.xn.ptr, q8: None }
+    }
+
     fn comp_args(&self, l: usize, t: usize, indexer: bool) -> CompArgs {
         let d = &self.m.dims;
         let ly = &self.m.layers[l];
@@ -1469,15 +1586,14 @@ impl CudaSession {
         let mhc = nhc * (nhc + 2);
         // embedding and the first hc_pre partials
         gpu.launch("embed_rows", (t as u32, 1, 1), 256, 0, Args::new().a(self.m.tok_embd.ptr).a(sc.tok.ptr).a(sc.s.ptr).a(d.d as i32).a(nhc as i32))?;
-        self.hc_post_mix(t, 0, 1, self.m.layers[0].hc_attn_fn.ptr, mhc)?;
+        self.hc_step(t, 0, 1, self.m.layers[0].hc_attn_fn.ptr, mhc, Some(self.attn_fin(0)))?;
         let idx_active = idx_rows > d.topk;
         for l in 0..d.n_layer {
             let ly = &self.m.layers[l];
             let stl = &self.st[l];
             let ratio = ly.ratio;
             let omega = if ratio == 0 { self.m.omega_main.ptr } else { self.m.omega_comp.ptr };
-            // ---- attention ----
-            self.hc_finish(0, t, mhc, ly.hc_attn_scale.ptr, ly.hc_attn_base.ptr, ly.attn_norm.ptr, sc.xn.ptr)?;
+            // ---- attention (its hc_pre was finished by the previous hc_step) ----
             if decode && self.mv2 {
                 self.jobs2[l].a.run(gpu, self.jobs2[l].a.len())?;
             } else if decode {
@@ -1609,13 +1725,13 @@ impl CudaSession {
                 }
                 self.gemm(ly.out_b.wmat(), sc.low.ptr, d.g * d.ro, sc.attn_out.ptr, d.d, t, None)?;
             }
-            self.hc_post_mix(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc)?;
-            // ---- FFN ----
-            self.hc_finish(0, t, mhc, ly.hc_ffn_scale.ptr, ly.hc_ffn_base.ptr, ly.ffn_norm.ptr, sc.xn.ptr)?;
+            // ---- FFN (decode with int8 activations: the step also quantizes xn) ----
+            let q8 = (decode && self.q8).then_some((sc.qx.ptr, sc.qxd.ptr));
+            let ffn_fin = HcFinish { m: mhc, scale: ly.hc_ffn_scale.ptr, base: ly.hc_ffn_base.ptr, norm: ly.ffn_norm.ptr, out: sc.xn.ptr, q8 };
+            self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin))?;
             if decode && self.q8 {
                 // the router stays f32 (it decides the expert choice); job 0 of table e
                 self.jobs2[l].e.run(gpu, 1)?;
-                launch_quant_q8(gpu, sc.xn.ptr, d.d, 0, 0, sc.qx.ptr, sc.qxd.ptr)?;
             } else if decode && self.mv2_ffn {
                 self.jobs2[l].e.run(gpu, 2)?;
             } else if decode {
@@ -1694,24 +1810,35 @@ impl CudaSession {
                 let args = Args::new().a(sc.ypair.ptr).a(sc.pair_of.ptr).a(sc.shared.ptr).a(d.k as i32).a(d.d as i32).a(sc.ffn_out.ptr);
                 gpu.launch("moe_combine", (((d.d + 255) / 256) as u32, t as u32, 1), 256, 0, args)?;
             }
-            let (next_fn, next_m) = if l + 1 < d.n_layer {
-                (self.m.layers[l + 1].hc_attn_fn.ptr, mhc)
+            // the next layer's attention hc_pre, or the output head's (fused only: head_last
+            // finishes it otherwise, for the token it needs)
+            let (next_fn, next_m, fin) = if l + 1 < d.n_layer {
+                (self.m.layers[l + 1].hc_attn_fn.ptr, mhc, Some(self.attn_fin(l + 1)))
             } else {
-                (self.m.out_hc_fn.ptr, nhc)
+                (self.m.out_hc_fn.ptr, nhc, self.hc_fused(t).then(|| self.head_fin()))
             };
             if decode && (self.q8 || self.mv2_ffn) {
-                self.hc_post_mix(t, sc.ypair.ptr, d.k + 1, next_fn, next_m)?;
+                self.hc_step(t, sc.ypair.ptr, d.k + 1, next_fn, next_m, fin)?;
             } else {
-                self.hc_post_mix(t, sc.ffn_out.ptr, 1, next_fn, next_m)?;
+                self.hc_step(t, sc.ffn_out.ptr, 1, next_fn, next_m, fin)?;
             }
         }
         Ok(())
     }
 
-    /// Output head for token `ti` of the batch -> sc.logits.
-    fn head_last(&self, ti: usize) -> Result<()> {
+    /// The output head's hc_pre finish (-> sc.yhead).
+    fn head_fin(&self) -> HcFinish {
+        let m = &self.m;
+        HcFinish { m: m.dims.n_hc, scale: m.out_hc_scale.ptr, base: m.out_hc_base.ptr, norm: m.out_norm.ptr, out: self.sc.yhead.ptr, q8: None }
+    }
+
+    /// Output head for token `ti` of a batch of `batch` tokens -> sc.logits.
+    fn head_last(&self, ti: usize, batch: usize) -> Result<()> {
         let d = &self.m.dims;
-        self.hc_finish(ti, 1, d.n_hc, self.m.out_hc_scale.ptr, self.m.out_hc_base.ptr, self.m.out_norm.ptr, self.sc.yhead.ptr)?;
+        // a fused last hc_step already wrote yhead (decode)
+        if !self.hc_fused(batch) {
+            self.hc_finish(ti, 1, d.n_hc, self.m.out_hc_scale.ptr, self.m.out_hc_base.ptr, self.m.out_norm.ptr, self.sc.yhead.ptr)?;
+        }
         match (&self.head_job2, self.mv2) {
             (Some(h), true) => h.run(self.gpu(), 1),
             _ => self.head_job.run(self.gpu(), 1),
@@ -1765,13 +1892,13 @@ impl CudaSession {
             self.layers(t, false, idx_rows)?;
             if let Some(out) = all.as_deref_mut() {
                 for ti in 0..t {
-                    self.head_last(ti)?;
+                    self.head_last(ti, t)?;
                     let mut row = vec![0f32; v];
                     self.gpu().dtoh(&mut row, self.sc.logits.ptr)?;
                     out.extend_from_slice(&row);
                 }
             } else {
-                self.head_last(t - 1)?;
+                self.head_last(t - 1, t)?;
             }
             self.gpu().sync()?;
             self.tokens.extend_from_slice(chunk);
@@ -1803,7 +1930,7 @@ impl CudaSession {
             if !self.graphs.contains_key(&key) {
                 self.gpu().sync()?;
                 self.gpu().begin_capture()?;
-                let r = self.layers(1, true, idx_rows).and_then(|_| self.head_last(0));
+                let r = self.layers(1, true, idx_rows).and_then(|_| self.head_last(0, 1));
                 let g = self.gpu().end_capture();
                 r?;
                 self.graphs.insert(key, g?);
@@ -1812,7 +1939,7 @@ impl CudaSession {
             self.gpu().launch_graph(&self.graphs[&key])?;
         } else {
             self.layers(1, true, idx_rows)?;
-            self.head_last(0)?;
+            self.head_last(0, 1)?;
         }
         self.tokens.push(tok);
         self.logits_host = None;

@@ -72,6 +72,21 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
+// int8 block b of 32 values, one value per lane (the quantized-activation layout of q8.cuh):
+// q = rint(v / d) in [-127, 127] with d = max|v| / 127 (an all-zero block: d = 0, q = 0);
+// qs[b*32 + lane] = q, xd[b] = {d, d * sum(q)}.
+__device__ __forceinline__ void q8_block(float v, int lane, int b, signed char* qs, float2* xd) {
+    float amax = warp_max(fabsf(v));
+    float d = amax / 127.f;
+    int q = amax > 0.f ? __float2int_rn(v * (127.f / amax)) : 0;
+    q = max(-127, min(127, q));
+    int s = q;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    qs[b * 32 + lane] = (signed char)q;
+    if (lane == 0) xd[b] = make_float2(d, d * (float)s);
+}
+
 // Deterministic block reductions (fixed tree through shared memory; blockDim.x a multiple of 32,
 // at most 1024). Every thread gets the result.
 __device__ double block_sum_d(double v, double* sh) {

@@ -114,33 +114,31 @@ extern "C" __global__ void __launch_bounds__(32) hc_post_mix(float* S, const flo
     }
 }
 
-// Finish hc_pre: mix, pre/post/Sinkhorn (M == N*(N+2)) or head pre only (M == N), collapse
-// the streams and apply the following weighted RMSNorm. grid T, dynamic smem D floats.
-// Latency matters here (decode runs one block): the partials are reduced by one warp per
-// mix (lane-strided, then a butterfly), every thread derives the N pre weights itself, and
-// warp 0 runs the Sinkhorn iterations while the other warps write the normalized row.
-extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
-                                                            const double* __restrict__ pss, int nsplit, int M, int D,
-                                                            int N, const float* __restrict__ scale,
-                                                            const float* __restrict__ base,
-                                                            const float* __restrict__ norm_w, float eps, int iters,
-                                                            float hc_eps, float* post_out, float* comb_out,
-                                                            float* xn_out) {
-    PDL_ENTRY;
-    extern __shared__ float xsh[];
+// Finish hc_pre for token t: mix, pre/post/Sinkhorn (M == N*(N+2)) or head pre only
+// (M == N), collapse the streams and apply the following weighted RMSNorm; optionally also
+// the int8 blocks of the normalized row (q8s/q8d, the layout of quant_q8, D % 32 == 0).
+// Called by a whole block (blockDim a multiple of 32, >= 64), smem xsh of D floats. The
+// partials are reduced by one warp per mix (lane-strided, then a butterfly), every thread
+// derives the N pre weights itself, and warp 0 runs the Sinkhorn iterations while the other
+// warps write the normalized row. Loads bypass L1 (__ldcg): in hc_step the last block reads
+// what the other blocks of the same grid wrote.
+__device__ void hc_finish_tok(int t, const float* S, const float* pdot, const double* pss, int nsplit, int M, int D,
+                              int N, const float* __restrict__ scale, const float* __restrict__ base,
+                              const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,
+                              float* comb_out, float* xn_out, signed char* q8s, float2* q8d, float* xsh) {
     __shared__ double shd[32];
     __shared__ float mix_s[MAXM];
     __shared__ float rs_s;
-    int t = blockIdx.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     for (int m = w; m <= M; m += nw) {
         if (m < M) {
             float a = 0.f;
-            for (int s = lane; s < nsplit; s += 32) a += pdot[((i64)t * nsplit + s) * M + m];
+            for (int s = lane; s < nsplit; s += 32) a += __ldcg(pdot + ((i64)t * nsplit + s) * M + m);
             a = warp_sum(a);
             if (lane == 0) mix_s[m] = a;
         } else {
             double a = 0.0;
-            for (int s = lane; s < nsplit; s += 32) a += pss[(i64)t * nsplit + s];
+            for (int s = lane; s < nsplit; s += 32) a += __ldcg(pss + (i64)t * nsplit + s);
             a = warp_sum_d(a);
             if (lane == 0) rs_s = 1.f / sqrtf((float)(a / (double)(N * D)) + eps);
         }
@@ -156,10 +154,10 @@ extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __rest
     const float* St = S + (i64)t * N * D;
     double ss = 0.0;
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        float x = pre[0] * St[d];
+        float x = pre[0] * __ldcg(St + d);
 #pragma unroll
         for (int s = 1; s < MAXN; s++)
-            if (s < N) x += pre[s] * St[(i64)s * D + d];
+            if (s < N) x += pre[s] * __ldcg(St + (i64)s * D + d);
         xsh[d] = x;
         ss += (double)x * (double)x;
     }
@@ -194,9 +192,142 @@ extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __rest
         if (lane < NN) comb_out[t * NN + lane] = c;
         return;
     }
+    float* xo = xn_out + (i64)t * D;
+    if (q8s) {
+        // one warp per 32-value block (D % 32 == 0): the values quant_q8 would produce
+        int w0 = sink ? w - 1 : w, nwr = sink ? nw - 1 : nw;
+        for (int b = w0; b < (D >> 5); b += nwr) {
+            int d = b * 32 + lane;
+            float v = (xsh[d] * rsn) * norm_w[d];
+            xo[d] = v;
+            q8_block(v, lane, b, q8s + (i64)t * D, q8d + (i64)t * (D >> 5));
+        }
+        return;
+    }
     int first = sink ? (int)threadIdx.x - 32 : (int)threadIdx.x;
     int stride = sink ? (int)blockDim.x - 32 : (int)blockDim.x;
-    for (int d = first; d < D; d += stride) xn_out[(i64)t * D + d] = (xsh[d] * rsn) * norm_w[d];
+    for (int d = first; d < D; d += stride) xo[d] = (xsh[d] * rsn) * norm_w[d];
+}
+
+// grid T, dynamic smem D floats (the prefill path; decode uses hc_step).
+extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
+                                                            const double* __restrict__ pss, int nsplit, int M, int D,
+                                                            int N, const float* __restrict__ scale,
+                                                            const float* __restrict__ base,
+                                                            const float* __restrict__ norm_w, float eps, int iters,
+                                                            float hc_eps, float* post_out, float* comb_out,
+                                                            float* xn_out) {
+    PDL_ENTRY;
+    extern __shared__ float xsh[];
+    hc_finish_tok(blockIdx.x, S, pdot, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, xn_out,
+                  nullptr, nullptr, xsh);
+}
+
+// Decode (small T): hc_post_mix and hc_finish in one launch. grid (D/32, T), 256 threads: a
+// block owns 32 columns (one per lane) and its 8 warps split the M mixes (warp w: mixes w,
+// w+8, w+16), so decode's 786 KB of fn is read by 32K threads instead of 4K (hc_post_mix with
+// T = 1 was latency bound at ~24 us). Every warp recomputes the column's new state (L1 hits);
+// warp 0 stores it after the block's reads. The partials are butterfly sums (fixed order).
+// The last block to finish a token (a per-token ticket after __threadfence: the usual
+// "last block" reduction) runs hc_finish_tok for it and resets the ticket for the next graph
+// replay. Which block is last varies, the arithmetic does not: deterministic.
+struct HcStepArgs {
+    float* S;
+    const float* y;       // nullptr: no hc_post (the first step after the embedding)
+    const float* post;    // [T][N] and [T][N][N] of the previous finish (read before any write)
+    const float* comb;
+    const u16* fn;        // [M][N*D] f16 mixing weights of the next hc_pre
+    float* pdot;          // [T][nsplit][M]
+    double* pss;          // [T][nsplit]
+    int* ticket;          // [T], zero between launches
+    const float* scale;
+    const float* base;
+    const float* norm_w;
+    float* post_out;
+    float* comb_out;
+    float* xn_out;
+    signed char* q8s;     // optional int8 copy of xn_out (nullptr: none)
+    float2* q8d;
+    int M, D, N, ny, iters;
+    float eps, hc_eps;
+};
+
+extern "C" __global__ void __launch_bounds__(256) hc_step(HcStepArgs a) {
+    PDL_ENTRY;
+    extern __shared__ float xsh[];
+    __shared__ int last_s;
+    int sp = blockIdx.x, nsplit = gridDim.x, t = blockIdx.y;
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    int D = a.D, N = a.N, M = a.M;
+    int d = sp * 32 + lane;
+    bool ok = d < D;
+    i64 fstride = (i64)N * D;
+    float* St = a.S + (i64)t * N * D;
+    float nv[MAXN];
+#pragma unroll
+    for (int b = 0; b < MAXN; b++) nv[b] = 0.f;
+    if (ok) {
+        float sv[MAXN];
+#pragma unroll
+        for (int s = 0; s < MAXN; s++) sv[s] = s < N ? St[(i64)s * D + d] : 0.f;
+        if (a.y) {
+            float yd = 0.f;
+            for (int q = 0; q < a.ny; q++) yd += a.y[((i64)t * a.ny + q) * D + d];
+#pragma unroll
+            for (int b = 0; b < MAXN; b++) {
+                if (b < N) {
+                    float acc = a.post[t * N + b] * yd;
+#pragma unroll
+                    for (int s = 0; s < MAXN; s++)
+                        if (s < N) acc += a.comb[t * N * N + s * N + b] * sv[s];
+                    nv[b] = acc;
+                }
+            }
+        } else {
+#pragma unroll
+            for (int b = 0; b < MAXN; b++) nv[b] = sv[b];
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < (MAXM + 7) / 8; j++) {
+        int m = w + 8 * j;
+        if (m < M) {
+            float dot = 0.f;
+            if (ok) {
+#pragma unroll
+                for (int b = 0; b < MAXN; b++)
+                    if (b < N) dot += h2f(a.fn[(i64)m * fstride + (i64)b * D + d]) * nv[b];
+            }
+            dot = warp_sum(dot);
+            if (lane == 0) a.pdot[((i64)t * nsplit + sp) * M + m] = dot;
+        }
+    }
+    __syncthreads();  // every warp has read the old state
+    if (w == 0) {
+        double ss = 0.0;
+        if (ok) {
+#pragma unroll
+            for (int b = 0; b < MAXN; b++)
+                if (b < N) {
+                    if (a.y) St[(i64)b * D + d] = nv[b];
+                    ss += (double)nv[b] * (double)nv[b];
+                }
+        }
+        ss = warp_sum_d(ss);
+        if (lane == 0) a.pss[(i64)t * nsplit + sp] = ss;
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int k = atomicAdd(a.ticket + t, 1);
+        last_s = k == nsplit - 1;
+    }
+    __syncthreads();
+    if (!last_s) return;
+    __threadfence();
+    if (threadIdx.x == 0) a.ticket[t] = 0;
+    hc_finish_tok(t, a.S, a.pdot, a.pss, nsplit, M, D, N, a.scale, a.base, a.norm_w, a.eps, a.iters, a.hc_eps, a.post_out,
+                  a.comb_out, a.xn_out, a.q8s, a.q8d, xsh);
 }
 
 // Rotate interleaved pairs of the last R values of v (shared memory) at position pos.

@@ -23,16 +23,7 @@ extern "C" __global__ void __launch_bounds__(256) quant_q8(const float* __restri
     for (int b = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; b < nblk; b += (gridDim.x * blockDim.x) >> 5) {
         int i = b * 32 + lane;
         float v = i < n0 ? x0[i] : x1[i - n0];
-        float amax = warp_max(fabsf(v));
-        float d = amax / 127.f;
-        // q = rint(v / d) in [-127, 127]; an all-zero block gets d = 0, q = 0
-        int q = amax > 0.f ? __float2int_rn(v * (127.f / amax)) : 0;
-        q = max(-127, min(127, q));
-        int s = q;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        qs[i] = (signed char)q;
-        if (lane == 0) xd[b] = make_float2(d, d * (float)s);
+        q8_block(v, lane, b, qs, xd);
     }
 }
 
