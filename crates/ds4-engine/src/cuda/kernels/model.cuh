@@ -130,14 +130,17 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
     __shared__ float mix_s[MAXM];
     __shared__ float rs_s;
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    // the partials: every load issued before any sum (one memory round trip when nw > M)
     for (int m = w; m <= M; m += nw) {
         if (m < M) {
             float a = 0.f;
+#pragma unroll 4
             for (int s = lane; s < nsplit; s += 32) a += __ldcg(pdot + ((i64)t * nsplit + s) * M + m);
             a = warp_sum(a);
             if (lane == 0) mix_s[m] = a;
         } else {
             double a = 0.0;
+#pragma unroll 4
             for (int s = lane; s < nsplit; s += 32) a += __ldcg(pss + (i64)t * nsplit + s);
             a = warp_sum_d(a);
             if (lane == 0) rs_s = 1.f / sqrtf((float)(a / (double)(N * D)) + eps);
@@ -145,28 +148,11 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
     }
     __syncthreads();
     float rs = rs_s;
-    float pre[MAXN];
-#pragma unroll
-    for (int a = 0; a < MAXN; a++) {
-        float mv = a < N ? mix_s[a] * rs : 0.f;
-        pre[a] = a < N ? sigmoidf_(mv * scale[0] + base[a]) + hc_eps : 0.f;
-    }
-    const float* St = S + (i64)t * N * D;
-    double ss = 0.0;
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        float x = pre[0] * __ldcg(St + d);
-#pragma unroll
-        for (int s = 1; s < MAXN; s++)
-            if (s < N) x += pre[s] * __ldcg(St + (i64)s * D + d);
-        xsh[d] = x;
-        ss += (double)x * (double)x;
-    }
-    double tss = block_sum_d(ss, shd);
-    float rsn = 1.f / sqrtf((float)(tss / (double)D) + eps);
     bool sink = M > N;
     if (sink && w == 0) {
-        // pre/post and the Sinkhorn iterations, lane a*N+b holding C[a][b]; every sum is
-        // gathered lane by lane in index order (same arithmetic as a serial loop)
+        // post and the Sinkhorn iterations (they need only the mixes), overlapped with the
+        // other warps' collapse; lane a*N+b holds C[a][b] and every sum is gathered lane by
+        // lane in index order (same arithmetic as a serial loop)
         if (lane < N) post_out[t * N + lane] = 2.f * sigmoidf_((mix_s[N + lane] * rs) * scale[1] + base[N + lane]);
         int NN = N * N;
         int li = lane < NN ? lane : 0;
@@ -190,13 +176,35 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
             c *= 1.f / (cs2 + hc_eps);
         }
         if (lane < NN) comb_out[t * NN + lane] = c;
-        return;
     }
+    float pre[MAXN];
+#pragma unroll
+    for (int a = 0; a < MAXN; a++) {
+        float mv = a < N ? mix_s[a] * rs : 0.f;
+        pre[a] = a < N ? sigmoidf_(mv * scale[0] + base[a]) + hc_eps : 0.f;
+    }
+    // the collapse by the threads not running the Sinkhorn
+    int first = sink ? (int)threadIdx.x - 32 : (int)threadIdx.x;
+    int stride = sink ? (int)blockDim.x - 32 : (int)blockDim.x;
+    const float* St = S + (i64)t * N * D;
+    double ss = 0.0;
+    if (first >= 0) {
+#pragma unroll 4
+        for (int d = first; d < D; d += stride) {
+            float x = pre[0] * __ldcg(St + d);
+#pragma unroll
+            for (int s = 1; s < MAXN; s++)
+                if (s < N) x += pre[s] * __ldcg(St + (i64)s * D + d);
+            xsh[d] = x;
+            ss += (double)x * (double)x;
+        }
+    }
+    double tss = block_sum_d(ss, shd);  // (its barriers also publish xsh)
+    float rsn = 1.f / sqrtf((float)(tss / (double)D) + eps);
     float* xo = xn_out + (i64)t * D;
     if (q8s) {
         // one warp per 32-value block (D % 32 == 0): the values quant_q8 would produce
-        int w0 = sink ? w - 1 : w, nwr = sink ? nw - 1 : nw;
-        for (int b = w0; b < (D >> 5); b += nwr) {
+        for (int b = w; b < (D >> 5); b += nw) {
             int d = b * 32 + lane;
             float v = (xsh[d] * rsn) * norm_w[d];
             xo[d] = v;
@@ -204,9 +212,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
         }
         return;
     }
-    int first = sink ? (int)threadIdx.x - 32 : (int)threadIdx.x;
-    int stride = sink ? (int)blockDim.x - 32 : (int)blockDim.x;
-    for (int d = first; d < D; d += stride) xo[d] = (xsh[d] * rsn) * norm_w[d];
+    for (int d = threadIdx.x; d < D; d += blockDim.x) xo[d] = (xsh[d] * rsn) * norm_w[d];
 }
 
 // grid T, dynamic smem D floats (the prefill path; decode uses hc_step).
@@ -223,10 +229,11 @@ extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __rest
                   nullptr, nullptr, xsh);
 }
 
-// Decode (small T): hc_post_mix and hc_finish in one launch. grid (D/32, T), 256 threads: a
-// block owns 32 columns (one per lane) and its 8 warps split the M mixes (warp w: mixes w,
-// w+8, w+16), so decode's 786 KB of fn is read by 32K threads instead of 4K (hc_post_mix with
-// T = 1 was latency bound at ~24 us). Every warp recomputes the column's new state (L1 hits);
+// Decode (small T): hc_post_mix and hc_finish in one launch. grid (D/32, T), 1024 threads: a
+// block owns 32 columns (one per lane) and its warps split the M mixes (warp w: mix w), so
+// decode's 786 KB of fn is read by 128K threads instead of 4K (hc_post_mix with T = 1 was
+// latency bound at ~24 us), and the finishing block has a thread per 4 columns: its phases
+// are each about one memory round trip. Every warp recomputes the column's new state (L1 hits);
 // warp 0 stores it after the block's reads. The partials are butterfly sums (fixed order).
 // The last block to finish a token (a per-token ticket after __threadfence: the usual
 // "last block" reduction) runs hc_finish_tok for it and resets the ticket for the next graph
@@ -252,12 +259,12 @@ struct HcStepArgs {
     float eps, hc_eps;
 };
 
-extern "C" __global__ void __launch_bounds__(256) hc_step(HcStepArgs a) {
+extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
     PDL_ENTRY;
     extern __shared__ float xsh[];
     __shared__ int last_s;
     int sp = blockIdx.x, nsplit = gridDim.x, t = blockIdx.y;
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     int D = a.D, N = a.N, M = a.M;
     int d = sp * 32 + lane;
     bool ok = d < D;
@@ -288,19 +295,15 @@ extern "C" __global__ void __launch_bounds__(256) hc_step(HcStepArgs a) {
             for (int b = 0; b < MAXN; b++) nv[b] = sv[b];
         }
     }
+    for (int m = w; m < M; m += nw) {
+        float dot = 0.f;
+        if (ok) {
 #pragma unroll
-    for (int j = 0; j < (MAXM + 7) / 8; j++) {
-        int m = w + 8 * j;
-        if (m < M) {
-            float dot = 0.f;
-            if (ok) {
-#pragma unroll
-                for (int b = 0; b < MAXN; b++)
-                    if (b < N) dot += h2f(a.fn[(i64)m * fstride + (i64)b * D + d]) * nv[b];
-            }
-            dot = warp_sum(dot);
-            if (lane == 0) a.pdot[((i64)t * nsplit + sp) * M + m] = dot;
+            for (int b = 0; b < MAXN; b++)
+                if (b < N) dot += h2f(a.fn[(i64)m * fstride + (i64)b * D + d]) * nv[b];
         }
+        dot = warp_sum(dot);
+        if (lane == 0) a.pdot[((i64)t * nsplit + sp) * M + m] = dot;
     }
     __syncthreads();  // every warp has read the old state
     if (w == 0) {
