@@ -15,10 +15,10 @@
 //! Determinism: cuBLAS with atomics not allowed (its default) gives the same bits run to run
 //! for the same shapes on the same GPU and library.
 
-use super::driver::{derr, Args, CudaError, DevBuf, DevPtr, Gpu, Result};
+use super::driver::{derr, Args, CudaError, DevBuf, DevPtr, Event, Gpu, Result};
 use super::weights::WMat;
 use cudarc::cublas::{result as br, sys as bs};
-use cudarc::driver::CudaContext;
+use cudarc::driver::{CudaContext, CudaStream};
 use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
@@ -51,6 +51,36 @@ pub fn exp_min_t() -> usize {
     *V.get_or_init(|| std::env::var("DS4_GEMM_EXP_MIN_T").ok().and_then(|v| v.parse().ok()).unwrap_or(3072))
 }
 
+/// Streams the routed-expert products are spread over (`DS4_GEMM_EXP_STREAMS`, default 4, 1 =
+/// all on the Gpu's stream; read once). One expert's product fills only part of the GPU (at
+/// 192 tokens per expert a 2048 x 192 output is ~32 tiles of 128 x 128 for 132 SMs), and the
+/// products are independent (disjoint outputs), so a few run concurrently.
+pub fn exp_streams() -> usize {
+    static V: OnceLock<usize> = OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_GEMM_EXP_STREAMS").ok().and_then(|v| v.parse().ok()).unwrap_or(4).clamp(1, 16))
+}
+
+/// Side streams of the expert path, each with its own cuBLAS workspace (concurrent kernels
+/// must not share one), and the events that fork them from / join them to the Gpu's stream.
+struct Side {
+    streams: Vec<Arc<CudaStream>>,
+    ws: Vec<DevBuf>,
+    fork: Event,
+    done: Vec<Event>,
+}
+
+impl Side {
+    fn new(gpu: &Gpu, n: usize) -> Result<Side> {
+        let mut sd = Side { streams: Vec::new(), ws: Vec::new(), fork: gpu.event()?, done: Vec::new() };
+        for _ in 0..n {
+            sd.streams.push(gpu.ctx.new_stream().map_err(derr("stream"))?);
+            sd.ws.push(gpu.alloc(WORKSPACE_BYTES)?);
+            sd.done.push(gpu.event()?);
+        }
+        Ok(sd)
+    }
+}
+
 /// cuBLAS workspace: given explicitly so that calls are also valid inside stream capture
 /// (cuBLAS would otherwise allocate its own).
 const WORKSPACE_BYTES: usize = 32 << 20;
@@ -60,6 +90,8 @@ pub struct Blas {
     handle: bs::cublasHandle_t,
     ctx: Arc<CudaContext>,
     _ws: DevBuf,
+    /// expert-path side streams, made on first use (None: could not be made; all on one stream)
+    side: OnceLock<Option<Side>>,
     /// The library file that was found (for the log line).
     pub lib: String,
 }
@@ -144,16 +176,34 @@ impl Blas {
         gpu.bind()?;
         let ws = gpu.alloc(WORKSPACE_BYTES)?;
         let handle = br::create_handle().map_err(derr("cublasCreate"))?;
-        let b = Blas { handle, ctx: gpu.ctx.clone(), _ws: ws, lib: pre.unwrap_or_else(|| "libcublas (soname)".into()) };
-        // SAFETY: live handle, our stream (the driver's CUstream is the runtime's cudaStream_t),
-        // and a device workspace that lives as long as the handle.
-        unsafe {
-            br::set_stream(b.handle, gpu.cu_stream() as bs::cudaStream_t).map_err(derr("cublasSetStream"))?;
-            bs::cublasSetWorkspace_v2(b.handle, b._ws.ptr as *mut c_void, WORKSPACE_BYTES)
-                .result()
-                .map_err(derr("cublasSetWorkspace"))?;
-        }
+        let b = Blas { handle, ctx: gpu.ctx.clone(), _ws: ws, side: OnceLock::new(), lib: pre.unwrap_or_else(|| "libcublas (soname)".into()) };
+        b.bind(gpu.cu_stream(), b._ws.ptr)?;
         Ok(b)
+    }
+
+    /// Queue the following calls on `stream` with workspace `ws` (WORKSPACE_BYTES). Both are
+    /// set together: cublasSetStream resets the workspace to the library's default pool.
+    fn bind(&self, stream: cudarc::driver::sys::CUstream, ws: DevPtr) -> Result<()> {
+        // SAFETY: live handle, a live stream of our context (the driver's CUstream is the
+        // runtime's cudaStream_t), and a device workspace that outlives the handle's use of it.
+        unsafe {
+            br::set_stream(self.handle, stream as bs::cudaStream_t).map_err(derr("cublasSetStream"))?;
+            bs::cublasSetWorkspace_v2(self.handle, ws as *mut c_void, WORKSPACE_BYTES).result().map_err(derr("cublasSetWorkspace"))
+        }
+    }
+
+    /// The expert path's side streams (`exp_streams()` of them; None when 1 or not creatable,
+    /// with one log line).
+    fn side(&self, gpu: &Gpu) -> Option<&Side> {
+        self.side
+            .get_or_init(|| {
+                let n = exp_streams();
+                if n < 2 {
+                    return None;
+                }
+                Side::new(gpu, n).map_err(|e| eprintln!("ds4: expert GEMMs on one stream: side streams not created ({e})")).ok()
+            })
+            .as_ref()
     }
 }
 
@@ -375,11 +425,32 @@ impl ExpCall {
     /// DenseCall on expert e's f16 matrix and its slice of the prepared inputs. Not
     /// cublasGemmGroupedBatchedEx: with f16 inputs it only writes f16 outputs (cuBLAS 12.5-13
     /// type table), and the grouped kernels' outputs are f32.
-    pub fn gemm(&self, blas: &Blas, s: &Dense16, off: &[i32]) -> Result<()> {
-        for (call, se) in self.expert_calls(s, off)? {
-            call.gemm(blas, &se)?;
+    /// The products go round-robin over the side streams (see `exp_streams`), forked from and
+    /// joined back to the Gpu's stream by events, so the call is ordered like a kernel launch.
+    pub fn gemm(&self, gpu: &Gpu, blas: &Blas, s: &Dense16, off: &[i32]) -> Result<()> {
+        let calls = self.expert_calls(s, off)?;
+        let Some(sd) = blas.side(gpu).filter(|_| calls.len() > 1) else {
+            return self.gemm_serial(blas, s, off);
+        };
+        gpu.record(&sd.fork)?;
+        for st in &sd.streams {
+            sd.fork.wait_on(st.cu_stream())?;
         }
-        Ok(())
+        let n = sd.streams.len();
+        let r = calls.iter().enumerate().try_for_each(|(i, (call, se))| {
+            blas.bind(sd.streams[i % n].cu_stream(), sd.ws[i % n].ptr)?;
+            call.gemm(blas, se)
+        });
+        // join and rebind to the Gpu's stream even after a failed call
+        let mut j = Ok(());
+        for (st, ev) in sd.streams.iter().zip(&sd.done) {
+            j = j.and(ev.record_on(st.cu_stream())).and(ev.wait_on(gpu.cu_stream()));
+        }
+        r.and(j).and(blas.bind(gpu.cu_stream(), blas._ws.ptr))
+    }
+    /// `gemm` with every product on the Gpu's stream, one after the other.
+    pub fn gemm_serial(&self, blas: &Blas, s: &Dense16, off: &[i32]) -> Result<()> {
+        self.expert_calls(s, off)?.iter().try_for_each(|(call, se)| call.gemm(blas, se))
     }
     /// The per-expert dense products of `gemm`: expert e's f16 matrix (scratch slot e, or the
     /// F16 stack in place) times its slots' rows of `s.x16` into its slots' rows of y.
@@ -416,7 +487,7 @@ impl ExpCall {
         if !x_ready {
             self.prep_x(gpu, s, pairs)?;
         }
-        gpu.profiled("cublas_exp", || self.gemm(blas, s, off))
+        gpu.profiled("cublas_exp", || self.gemm(gpu, blas, s, off))
     }
 }
 

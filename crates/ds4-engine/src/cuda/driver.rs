@@ -263,6 +263,18 @@ impl Event {
         unsafe { dr::event::synchronize(self.ev) }.map_err(derr("event sync"))
     }
 }
+impl Event {
+    /// Record the event on `stream` (another stream than the Gpu's: cuBLAS side streams).
+    pub fn record_on(&self, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: a live event owned by self; the caller passes a live stream of our context.
+        unsafe { dr::event::record(self.ev, stream) }.map_err(derr("record"))
+    }
+    /// Make `stream` wait (on the device) for the work last recorded into the event.
+    pub fn wait_on(&self, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { dr::stream::wait_event(stream, self.ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }.map_err(derr("stream wait"))
+    }
+}
 impl Drop for Event {
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();

@@ -5,7 +5,7 @@
 //! scores (SIMT vs tensor cores; `DS4_KBENCH=idx`), and the routed-expert GEMMs of prefill on
 //! the grouped kernel vs cuBLAS (`DS4_KBENCH=exp`).
 
-use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, DenseCall, Dense16, ExpCall};
+use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
     gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
@@ -1006,7 +1006,12 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
             let gmax = hgrp.iter().fold(0f64, |a, &v| a.max((v as f64).abs()));
             let deq = time(reps, &|| call.prep_w(gpu, &s, ob.ptr))?;
             let cvt = time(reps, &|| call.prep_x(gpu, &s, pairs))?;
-            let ms_c = time(reps, &|| call.gemm(blas, &s, &off))?;
+            let ms_c = time(reps, &|| call.gemm(gpu, blas, &s, &off))?;
+            // the products on one stream (DS4_GEMM_EXP_STREAMS=1), and whether they match
+            gpu.htod(yblas.ptr, &nan)?;
+            call.gemm_serial(blas, &s, &off)?;
+            let same_1 = get(&yblas)?.iter().zip(&hb).all(|(p, q)| p.to_bits() == q.to_bits());
+            let ms_1 = time(reps, &|| call.gemm_serial(blas, &s, &off))?;
             let pick = exp_blas_wanted() && t >= exp_min_t();
             println!(
                 "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} deq={deq:.3}ms cvt={cvt:.3}ms speedup={:.2}x{}",
@@ -1023,7 +1028,16 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                 ms_g / ms_b,
                 if pick { " [session pick]" } else { "" }
             );
-            println!("{:<30} {:>5} {:<12} {:>9.3} {:>8.1}", "", "", "cublas_gemm", ms_c, gflop / ms_c);
+            println!("{:<30} {:>5} {:<12} {:>9.3} {:>8.1} (the products alone, {} streams)", "", "", "cublas_gemm", ms_c, gflop / ms_c, exp_streams());
+            println!(
+                "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} (one stream; same bits as cublas: {})",
+                "",
+                "",
+                "cublas_gemm1",
+                ms_1,
+                gflop / ms_1,
+                if same_1 { "yes" } else { "NO" }
+            );
             gpu.sync()?;
         }
     }
