@@ -1,5 +1,5 @@
-//! cuBLAS path for the dense prefill GEMMs of `Precision::Fast` (projections, shared expert,
-//! router; not the grouped routed-expert GEMMs). Per call the weight matrix is dequantized once
+//! cuBLAS path for the prefill GEMMs of `Precision::Fast`: the dense ones (projections, shared
+//! expert, router; `DenseCall`) and the routed experts (`ExpCall`). Per call the weight matrix is dequantized once
 //! into an f16 scratch matrix (`deq_f16`; F16 weights are used in place), the activations are
 //! rounded to f16 (`x_to_f16`), and `cublasGemmEx` multiplies them with f32 accumulation: the
 //! same operand precision as our gemm_q kernels, at cuBLAS's tensor-core throughput.
@@ -8,13 +8,17 @@
 //! without it, and the session falls back to gemm_q (one log line) when it cannot be loaded.
 //! `DS4_GEMM_DENSE=q` keeps gemm_q; `DS4_GEMM_DENSE_MIN_T` (default 128) is the smallest
 //! batch that takes this path (below it the dequantization pass is not paid back).
+//! The routed experts (`ExpCall`) dequantize the stack of every expert that has tokens into one
+//! f16 scratch (4.3 GB at the real shapes, allocated on first use) and run one cublasGemmEx
+//! per expert on its slot range; `DS4_GEMM_EXP=q` (or `h`) keeps the grouped gemm_q (gemm_h)
+//! kernels, `DS4_GEMM_EXP_MIN_T` (default 3072) is the smallest batch that takes this path.
 //! Determinism: cuBLAS with atomics not allowed (its default) gives the same bits run to run
 //! for the same shapes on the same GPU and library.
 
-use super::driver::{derr, Args, CudaError, DevBuf, DevPtr, Gpu, Result};
+use super::driver::{derr, Args, CudaError, DevBuf, DevPtr, Event, Gpu, Result};
 use super::weights::WMat;
 use cudarc::cublas::{result as br, sys as bs};
-use cudarc::driver::CudaContext;
+use cudarc::driver::{CudaContext, CudaStream};
 use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
@@ -30,6 +34,53 @@ pub fn dense_min_t() -> usize {
     *V.get_or_init(|| std::env::var("DS4_GEMM_DENSE_MIN_T").ok().and_then(|v| v.parse().ok()).unwrap_or(128))
 }
 
+/// `DS4_GEMM_EXP=q` (gemm_q) or `h` (gemm_h) keeps the built-in grouped kernels for the routed
+/// experts; anything else, or unset, lets them use cuBLAS (read once).
+pub fn exp_blas_wanted() -> bool {
+    static V: OnceLock<bool> = OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_GEMM_EXP").map(|v| v != "q" && v != "h").unwrap_or(true))
+}
+
+/// Smallest batch whose routed experts run on cuBLAS (`DS4_GEMM_EXP_MIN_T`, read once).
+/// Default 3072: the path writes and re-reads the f16 copy of every chosen expert (2 x 4.3 GB
+/// per matrix at the real shapes, ~2.5 ms on the H200) whatever the batch, while the grouped
+/// kernels (70-117 TFLOP/s) take ~1 ms per 1000 tokens per matrix; below ~3000 tokens the
+/// dequantization is not paid back (kbench `DS4_KBENCH=exp` shows the crossover).
+pub fn exp_min_t() -> usize {
+    static V: OnceLock<usize> = OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_GEMM_EXP_MIN_T").ok().and_then(|v| v.parse().ok()).unwrap_or(3072))
+}
+
+/// Streams the routed-expert products are spread over (`DS4_GEMM_EXP_STREAMS`, default 4, 1 =
+/// all on the Gpu's stream; read once). One expert's product fills only part of the GPU (at
+/// 192 tokens per expert a 2048 x 192 output is ~32 tiles of 128 x 128 for 132 SMs), and the
+/// products are independent (disjoint outputs), so a few run concurrently.
+pub fn exp_streams() -> usize {
+    static V: OnceLock<usize> = OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_GEMM_EXP_STREAMS").ok().and_then(|v| v.parse().ok()).unwrap_or(4).clamp(1, 16))
+}
+
+/// Side streams of the expert path, each with its own cuBLAS workspace (concurrent kernels
+/// must not share one), and the events that fork them from / join them to the Gpu's stream.
+struct Side {
+    streams: Vec<Arc<CudaStream>>,
+    ws: Vec<DevBuf>,
+    fork: Event,
+    done: Vec<Event>,
+}
+
+impl Side {
+    fn new(gpu: &Gpu, n: usize) -> Result<Side> {
+        let mut sd = Side { streams: Vec::new(), ws: Vec::new(), fork: gpu.event()?, done: Vec::new() };
+        for _ in 0..n {
+            sd.streams.push(gpu.ctx.new_stream().map_err(derr("stream"))?);
+            sd.ws.push(gpu.alloc(WORKSPACE_BYTES)?);
+            sd.done.push(gpu.event()?);
+        }
+        Ok(sd)
+    }
+}
+
 /// cuBLAS workspace: given explicitly so that calls are also valid inside stream capture
 /// (cuBLAS would otherwise allocate its own).
 const WORKSPACE_BYTES: usize = 32 << 20;
@@ -39,6 +90,8 @@ pub struct Blas {
     handle: bs::cublasHandle_t,
     ctx: Arc<CudaContext>,
     _ws: DevBuf,
+    /// expert-path side streams, made on first use (None: could not be made; all on one stream)
+    side: OnceLock<Option<Side>>,
     /// The library file that was found (for the log line).
     pub lib: String,
 }
@@ -123,21 +176,41 @@ impl Blas {
         gpu.bind()?;
         let ws = gpu.alloc(WORKSPACE_BYTES)?;
         let handle = br::create_handle().map_err(derr("cublasCreate"))?;
-        let b = Blas { handle, ctx: gpu.ctx.clone(), _ws: ws, lib: pre.unwrap_or_else(|| "libcublas (soname)".into()) };
-        // SAFETY: live handle, our stream (the driver's CUstream is the runtime's cudaStream_t),
-        // and a device workspace that lives as long as the handle.
-        unsafe {
-            br::set_stream(b.handle, gpu.cu_stream() as bs::cudaStream_t).map_err(derr("cublasSetStream"))?;
-            bs::cublasSetWorkspace_v2(b.handle, b._ws.ptr as *mut c_void, WORKSPACE_BYTES)
-                .result()
-                .map_err(derr("cublasSetWorkspace"))?;
-        }
+        let b = Blas { handle, ctx: gpu.ctx.clone(), _ws: ws, side: OnceLock::new(), lib: pre.unwrap_or_else(|| "libcublas (soname)".into()) };
+        b.bind(gpu.cu_stream(), b._ws.ptr)?;
         Ok(b)
+    }
+
+    /// Queue the following calls on `stream` with workspace `ws` (WORKSPACE_BYTES). Both are
+    /// set together: cublasSetStream resets the workspace to the library's default pool.
+    fn bind(&self, stream: cudarc::driver::sys::CUstream, ws: DevPtr) -> Result<()> {
+        // SAFETY: live handle, a live stream of our context (the driver's CUstream is the
+        // runtime's cudaStream_t), and a device workspace that outlives the handle's use of it.
+        unsafe {
+            br::set_stream(self.handle, stream as bs::cudaStream_t).map_err(derr("cublasSetStream"))?;
+            bs::cublasSetWorkspace_v2(self.handle, ws as *mut c_void, WORKSPACE_BYTES).result().map_err(derr("cublasSetWorkspace"))
+        }
+    }
+
+    /// The expert path's side streams (`exp_streams()` of them; None when 1 or not creatable,
+    /// with one log line).
+    fn side(&self, gpu: &Gpu) -> Option<&Side> {
+        self.side
+            .get_or_init(|| {
+                let n = exp_streams();
+                if n < 2 {
+                    return None;
+                }
+                Side::new(gpu, n).map_err(|e| eprintln!("ds4: expert GEMMs on one stream: side streams not created ({e})")).ok()
+            })
+            .as_ref()
     }
 }
 
 /// f16 scratch of the dense path: `w16` holds a dequantized weight matrix, `x16` the
-/// activations of one call (elements, not bytes).
+/// activations of one call (elements, not bytes). The expert path uses one of its own: `w16`
+/// holds the dequantized stack of experts, `x16` the slot-major inputs of all (token, expert)
+/// pairs.
 #[derive(Clone, Copy, Debug)]
 pub struct Dense16 {
     pub w16: DevPtr,
@@ -205,7 +278,7 @@ impl DenseCall {
     pub fn prep_x(&self, gpu: &Gpu, s: &Dense16) -> Result<()> {
         let xc = self.xcols();
         let n = self.t * (xc / 8);
-        let args = Args::new().a(self.x).a(self.ldx as i32).a(xc as i32).a(self.t as i32).a(s.x16);
+        let args = Args::new().a(self.x).a(self.ldx as i32).a(xc as i32).a(self.t as i32).a(0u64).a(s.x16);
         gpu.launch("x_to_f16", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)
     }
     /// The cuBLAS product on the prepared f16 operands. Row-major y[t x r] = x[t x k] . W^T is
@@ -291,6 +364,133 @@ impl DenseCall {
     }
 }
 
+/// The routed-expert product of one MoE matrix on cuBLAS: for every expert e with tokens
+/// (slots off[e] .. off[e+1] of moe_group's slot order), y[slot] = x[gather[slot]] . W_e^T
+/// (x row = slot when `gather` is 0: the down projection reads the slot-major mid). Outputs land
+/// where the grouped gemm_q writes them (y row = slot), so moe_mid / moe_combine are unchanged.
+/// `w` is the expert stack: `w.rows` x `w.cols` per expert, experts `e_pay` / `e_hdr` bytes apart.
+#[derive(Clone, Copy, Debug)]
+pub struct ExpCall {
+    pub w: WMat,
+    pub n_exp: usize,
+    pub x: DevPtr,
+    pub ldx: usize,
+    pub gather: DevPtr,
+    pub y: DevPtr,
+    pub ldy: usize,
+}
+
+impl ExpCall {
+    fn w_in_place(&self) -> bool {
+        self.w.ty == 1 // F16 experts: cuBLAS reads expert e of the uploaded stack
+    }
+    fn mat_elems(&self) -> usize {
+        self.w.rows.max(0) as usize * self.w.cols.max(0) as usize
+    }
+    /// Whether this call fits the kernels' alignment rules and the scratch sizes for `pairs`
+    /// slots (the expert stack of a dequantized type must fit `s.w16` whole: expert e sits at
+    /// e * rows * cols).
+    pub fn ok(&self, s: &Dense16, pairs: usize) -> bool {
+        let (rows, cols) = (self.w.rows.max(0) as usize, self.w.cols.max(0) as usize);
+        rows > 0
+            && cols > 0
+            && self.n_exp > 0
+            && cols % 8 == 0
+            && cols <= self.ldx
+            && self.ldx % 4 == 0
+            && self.x % 16 == 0
+            && self.ldy >= rows
+            && (!self.w_in_place() || (self.w.pay % 16 == 0 && self.w.e_pay % 16 == 0))
+            && (self.w_in_place() || self.n_exp * rows * cols <= s.w_elems)
+            && pairs * cols <= s.x_elems
+            && pairs <= i32::MAX as usize
+    }
+    /// Dequantize every expert that has slots (device `off`) into `s.w16` (nothing for F16).
+    pub fn prep_w(&self, gpu: &Gpu, s: &Dense16, off: DevPtr) -> Result<()> {
+        if self.w_in_place() {
+            return Ok(());
+        }
+        let n = self.mat_elems() / 8;
+        let grid = (n.div_ceil(256) as u32, self.n_exp as u32, 1);
+        gpu.launch("deq_f16_exp", grid, 256, 0, Args::new().a(self.w).a(off).a(s.w16))
+    }
+    /// Gather the inputs of the `pairs` slots and round them to f16 into `s.x16` (pairs x cols).
+    pub fn prep_x(&self, gpu: &Gpu, s: &Dense16, pairs: usize) -> Result<()> {
+        let cols = self.w.cols as usize;
+        let n = pairs * (cols / 8);
+        let args = Args::new().a(self.x).a(self.ldx as i32).a(cols as i32).a(pairs as i32).a(self.gather).a(s.x16);
+        gpu.launch("x_to_f16", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)
+    }
+    /// One cublasGemmEx per expert with slots (`off`: moe_group's offsets, on the host), each a
+    /// DenseCall on expert e's f16 matrix and its slice of the prepared inputs. Not
+    /// cublasGemmGroupedBatchedEx: with f16 inputs it only writes f16 outputs (cuBLAS 12.5-13
+    /// type table), and the grouped kernels' outputs are f32.
+    /// The products go round-robin over the side streams (see `exp_streams`), forked from and
+    /// joined back to the Gpu's stream by events, so the call is ordered like a kernel launch.
+    pub fn gemm(&self, gpu: &Gpu, blas: &Blas, s: &Dense16, off: &[i32]) -> Result<()> {
+        let calls = self.expert_calls(s, off)?;
+        let Some(sd) = blas.side(gpu).filter(|_| calls.len() > 1) else {
+            return self.gemm_serial(blas, s, off);
+        };
+        gpu.record(&sd.fork)?;
+        for st in &sd.streams {
+            sd.fork.wait_on(st.cu_stream())?;
+        }
+        let n = sd.streams.len();
+        let r = calls.iter().enumerate().try_for_each(|(i, (call, se))| {
+            blas.bind(sd.streams[i % n].cu_stream(), sd.ws[i % n].ptr)?;
+            call.gemm(blas, se)
+        });
+        // join and rebind to the Gpu's stream even after a failed call
+        let mut j = Ok(());
+        for (st, ev) in sd.streams.iter().zip(&sd.done) {
+            j = j.and(ev.record_on(st.cu_stream())).and(ev.wait_on(gpu.cu_stream()));
+        }
+        r.and(j).and(blas.bind(gpu.cu_stream(), blas._ws.ptr))
+    }
+    /// `gemm` with every product on the Gpu's stream, one after the other.
+    pub fn gemm_serial(&self, blas: &Blas, s: &Dense16, off: &[i32]) -> Result<()> {
+        self.expert_calls(s, off)?.iter().try_for_each(|(call, se)| call.gemm(blas, se))
+    }
+    /// The per-expert dense products of `gemm`: expert e's f16 matrix (scratch slot e, or the
+    /// F16 stack in place) times its slots' rows of `s.x16` into its slots' rows of y.
+    fn expert_calls(&self, s: &Dense16, off: &[i32]) -> Result<Vec<(DenseCall, Dense16)>> {
+        if off.len() != self.n_exp + 1 {
+            return Err(CudaError::Other(format!("expert GEMM: {} slot offsets for {} experts", off.len(), self.n_exp)));
+        }
+        let (rows, cols) = (self.w.rows, self.w.cols as usize);
+        let mut v = Vec::new();
+        for e in 0..self.n_exp {
+            let (a, b) = (off[e], off[e + 1]);
+            if b < a || a < 0 {
+                return Err(CudaError::Other(format!("expert GEMM: bad slot offsets {a}..{b} for expert {e}")));
+            }
+            if b == a {
+                continue;
+            }
+            let (a, n) = (a as usize, (b - a) as usize);
+            let pay = if self.w_in_place() { self.w.pay + e as u64 * self.w.e_pay as u64 } else { s.w16 + (e * self.mat_elems() * 2) as u64 };
+            // expert e as a plain F16 matrix (read in place by DenseCall::gemm)
+            let w = WMat { pay, ty: 1, rows, cols: cols as i32, ..Default::default() };
+            let call = DenseCall { w, groups: 1, x: 0, ldx: cols, y: self.y + (a * self.ldy * 4) as u64, ldy: self.ldy, t: n };
+            let se = Dense16 { w16: 0, w_elems: 0, x16: s.x16 + (a * cols * 2) as u64, x_elems: n * cols };
+            v.push((call, se));
+        }
+        Ok(v)
+    }
+    /// prep_w + prep_x (skipped when `x_ready`: `s.x16` already holds this call's inputs, as
+    /// for up after gate) + gemm (shown as `cublas_exp` under DS4_PROFILE). `off_dev` / `off`:
+    /// the slot offsets on the device and on the host; the last is the slot count.
+    pub fn run(&self, gpu: &Gpu, blas: &Blas, s: &Dense16, off_dev: DevPtr, off: &[i32], x_ready: bool) -> Result<()> {
+        let pairs = off.last().copied().unwrap_or(0).max(0) as usize;
+        self.prep_w(gpu, s, off_dev)?;
+        if !x_ready {
+            self.prep_x(gpu, s, pairs)?;
+        }
+        gpu.profiled("cublas_exp", || self.gemm(gpu, blas, s, off))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,5 +518,56 @@ mod tests {
         // F16 weights are read in place: no weight scratch needed
         assert!(call(1, 16384, 4096, 1, 4096, 16384, 8).ok(&s));
         assert!(!call(8, 1024, 4096, 1, 4096, 1024, 0).ok(&s));
+    }
+
+    fn exp_call(ty: i32, rows: i32, cols: i32, ldx: usize, gather: DevPtr, ldy: usize) -> ExpCall {
+        let w = WMat { ty, rows, cols, pay: 0x10_0000, e_pay: (rows as i64) * (cols as i64) * 2, ..Default::default() };
+        ExpCall { w, n_exp: 4, x: 0x2000, ldx, gather, y: 0x300_0000, ldy }
+    }
+
+    /// The expert path's guard: the whole dequantized stack must fit the weight scratch (F16
+    /// stacks are read in place), all pairs' inputs the activation scratch.
+    #[test]
+    fn exp_call_guard() {
+        let s = Dense16 { w16: 0x4000, w_elems: 4 * 2048 * 4096, x16: 0x5000, x_elems: 600 * 4096 };
+        assert!(exp_call(16, 2048, 4096, 4096, 0x6000, 2048).ok(&s, 600));
+        assert!(exp_call(10, 4096, 2048, 2048, 0, 4096).ok(&s, 1200), "down: 1200 pairs x 2048 fit");
+        assert!(!exp_call(16, 2048, 4096, 4096, 0x6000, 2048).ok(&s, 601), "x scratch too small");
+        assert!(!exp_call(16, 4096, 4096, 4096, 0x6000, 4096).ok(&s, 8), "stack larger than the w scratch");
+        assert!(exp_call(1, 4096, 4096, 4096, 0x6000, 4096).ok(&s, 8), "F16 stacks need no w scratch");
+        assert!(!exp_call(16, 2048, 4096, 4096, 0x6000, 1024).ok(&s, 8), "y rows narrower than the output");
+        assert!(!exp_call(16, 2048, 4092, 4096, 0x6000, 2048).ok(&s, 8), "cols not a multiple of 8");
+        assert!(!exp_call(16, 2048, 4096, 4094, 0x6000, 2048).ok(&s, 8), "x rows not 16-byte aligned");
+    }
+
+    /// Per-expert products: expert e multiplies scratch matrix e (or stack entry e for F16)
+    /// by the f16 rows of its slots off[e]..off[e+1] into the same rows of y; empty experts
+    /// are skipped, inconsistent offsets are an error.
+    #[test]
+    fn exp_calls_follow_the_slot_offsets() {
+        let s = Dense16 { w16: 0x4000_0000, w_elems: 4 * 64 * 256, x16: 0x5000_0000, x_elems: 100 * 256 };
+        let c = exp_call(12, 64, 256, 512, 0x6000, 80);
+        let off = [0, 3, 3, 10, 12];
+        let v = c.expert_calls(&s, &off).unwrap();
+        assert_eq!(v.len(), 3, "expert 1 has no slots");
+        let want = [(0usize, 0usize, 3usize), (2, 3, 7), (3, 10, 2)];
+        for ((call, se), &(e, a, n)) in v.iter().zip(&want) {
+            assert_eq!(call.w.ty, 1);
+            assert_eq!((call.w.rows, call.w.cols), (64, 256));
+            assert_eq!(call.w.pay, s.w16 + (e * 64 * 256 * 2) as u64, "expert {e}: scratch slot");
+            assert_eq!(call.t, n);
+            assert_eq!(call.groups, 1);
+            assert_eq!((call.ldx, call.ldy), (256, 80), "x16 is packed (ld = cols); y keeps its stride");
+            assert_eq!(call.y, c.y + (a * 80 * 4) as u64);
+            assert_eq!(se.x16, s.x16 + (a * 256 * 2) as u64);
+            assert_eq!(se.x_elems, n * 256);
+            assert!(call.ok(se), "each per-expert product passes the dense guard on its slice");
+        }
+        // F16 stacks: expert e read in place, e_pay bytes apart
+        let c16 = exp_call(1, 64, 256, 256, 0, 64);
+        let v = c16.expert_calls(&s, &off).unwrap();
+        assert_eq!(v[1].0.w.pay, c16.w.pay + 2 * c16.w.e_pay as u64);
+        assert!(c.expert_calls(&s, &[0, 3, 2, 10, 12]).is_err(), "decreasing offsets");
+        assert!(c.expert_calls(&s, &[0, 3, 10, 12]).is_err(), "wrong offset count");
     }
 }

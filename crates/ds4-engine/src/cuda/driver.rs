@@ -51,7 +51,7 @@ pub const KERNELS: &[&str] = &[
     "hc_post_mix", "hc_finish", "hc_step", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "quant_q8", "mvq_b2", "mvq_b3",
-    "deq_f16", "x_to_f16",
+    "deq_f16", "deq_f16_exp", "x_to_f16",
 ];
 
 static NVRTC_PRELOAD: OnceLock<Option<String>> = OnceLock::new();
@@ -261,6 +261,18 @@ impl Event {
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: a live event owned by self.
         unsafe { dr::event::synchronize(self.ev) }.map_err(derr("event sync"))
+    }
+}
+impl Event {
+    /// Record the event on `stream` (another stream than the Gpu's: cuBLAS side streams).
+    pub fn record_on(&self, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: a live event owned by self; the caller passes a live stream of our context.
+        unsafe { dr::event::record(self.ev, stream) }.map_err(derr("record"))
+    }
+    /// Make `stream` wait (on the device) for the work last recorded into the event.
+    pub fn wait_on(&self, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { dr::stream::wait_event(stream, self.ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }.map_err(derr("stream wait"))
     }
 }
 impl Drop for Event {

@@ -2,9 +2,10 @@
 //! achieved bandwidth of every decode matvec type, the fused MoE down projection, prefill GEMM
 //! throughput, the device-copy ceiling they are compared with, and prefill attention (SIMT vs
 //! tensor cores; `DS4_KBENCH=attn` runs only that section) and the prefill lightning-indexer
-//! scores (SIMT vs tensor cores; `DS4_KBENCH=idx`).
+//! scores (SIMT vs tensor cores; `DS4_KBENCH=idx`), and the routed-expert GEMMs of prefill on
+//! the grouped kernel vs cuBLAS (`DS4_KBENCH=exp`).
 
-use super::blas::{dense_blas_wanted, dense_min_t, DenseCall, Dense16};
+use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
     gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
@@ -103,6 +104,9 @@ pub fn run() -> Result<()> {
     }
     if std::env::var("DS4_KBENCH").as_deref() == Ok("q8") {
         return q8_bench(&gpu);
+    }
+    if std::env::var("DS4_KBENCH").as_deref() == Ok("exp") {
+        return exp_bench(&gpu);
     }
     let ceil = copy_ceiling(&gpu)?;
     println!("device: {} ({} SMs), copy ceiling {:.3} TB/s", gpu.name, gpu.sm_count, ceil / 1e12);
@@ -727,11 +731,7 @@ fn gemm_err(a: &[f32], r: &[f32], nrows: usize, cols: usize, ld: usize) -> (f64,
 /// an unwritten element shows as `bad`), and whether a repeated gemm_q run gives the same bits.
 /// `DS4_KBENCH_T` = comma-separated token counts (default 2048,8192).
 fn gemm_bench(gpu: &Gpu) -> Result<()> {
-    let ts: Vec<usize> = std::env::var("DS4_KBENCH_T")
-        .ok()
-        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .filter(|v: &Vec<usize>| !v.is_empty())
-        .unwrap_or_else(|| vec![2048, 8192]);
+    let ts = bench_ts(&[2048, 8192]);
     let q8 = GgmlType::Q8_0;
     let dense = |name, ty, cols, rows| GemmCase { name, ty, cols, rows, ldx: 0, ldy: 0, grouped: false, gather: false, groups: 1 };
     let exp = |name, ty, cols, rows, gather| GemmCase { name, ty, cols, rows, ldx: 0, ldy: 0, grouped: true, gather, groups: 1 };
@@ -891,6 +891,158 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
             if !c.grouped {
                 blas_rows(gpu, c, &m, xb.ptr, ldx, &ytst, ldy, t, &nan, &href, gflop)?;
             }
+            gpu.sync()?;
+        }
+    }
+    Ok(())
+}
+
+/// Token counts of the GEMM benches: `DS4_KBENCH_T` (comma-separated), else `default`.
+fn bench_ts(default: &[usize]) -> Vec<usize> {
+    std::env::var("DS4_KBENCH_T")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).filter(|&t: &usize| t > 0).collect())
+        .filter(|v: &Vec<usize>| !v.is_empty())
+        .unwrap_or_else(|| default.to_vec())
+}
+
+/// Routed-expert prefill GEMMs (`DS4_KBENCH=exp`, `DS4_KBENCH_T`, default 2048,4096,8192) at
+/// the real shapes (256 experts, 6 distinct random ones per token, grouped as moe_group does),
+/// on the same random weights and inputs: `gemm_f32` (reference), the grouped kernel the
+/// session runs without cuBLAS (`grouped`), and the cuBLAS expert path (`cublas` = dequantize
+/// the experts + gather/round x + one cublasGemmEx per expert, what the session runs;
+/// `cublas_gemm` = the cuBLAS calls alone). Per line: ms per call, TFLOP/s (2 * rows * cols *
+/// pairs), error against gemm_f32 (||d||/||ref||), ||cublas - grouped|| / ||grouped|| and
+/// max |cublas - grouped| relative to max |grouped|, unwritten outputs (`bad`, NaN-poisoned
+/// first), and whether a repeated run gives the same bits.
+fn exp_bench(gpu: &Gpu) -> Result<()> {
+    let ts = bench_ts(&[2048, 4096, 8192]);
+    let tmax = ts.iter().copied().max().unwrap_or(1);
+    let Some(blas) = gpu.blas() else {
+        println!("exp bench: libcublas not loaded");
+        return Ok(());
+    };
+    // (name, type, cols, rows, gather: x rows are tokens (gate/up) rather than pairs (down))
+    let cases = [
+        ("exp_gate IQ2_XXS 4096->2048", GgmlType::Iq2Xxs, 4096usize, 2048usize, true),
+        ("exp_down Q2_K 2048->4096", GgmlType::Q2K, 2048, 4096, false),
+        ("exp_gate Q4_K 4096->2048", GgmlType::Q4K, 4096, 2048, true),
+        ("exp_down Q4_K 2048->4096", GgmlType::Q4K, 2048, 4096, false),
+    ];
+    let max_mat = cases.iter().map(|c| c.2 * c.3).max().unwrap_or(0);
+    let max_cols = cases.iter().map(|c| c.2).max().unwrap_or(0);
+    let (wb, xb16) = (gpu.alloc(GEMM_E * max_mat * 2)?, gpu.alloc(tmax * GEMM_K * max_cols * 2)?);
+    let s = Dense16 { w16: wb.ptr, w_elems: GEMM_E * max_mat, x16: xb16.ptr, x_elems: tmax * GEMM_K * max_cols };
+    println!(
+        "{:<30} {:>5} {:<12} {:>9} {:>8} {:>9} {:>9} {:>9} {:>5} {}",
+        "routed experts (prefill)", "T", "path", "ms", "TFLOP/s", "err_f32", "vs_grp", "max_vs_grp", "bad", "note"
+    );
+    let time = |reps: usize, f: &dyn Fn() -> Result<()>| -> Result<f64> {
+        let (e0, e1) = (gpu.event()?, gpu.event()?);
+        gpu.record(&e0)?;
+        for _ in 0..reps {
+            f()?;
+        }
+        gpu.record(&e1)?;
+        Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64)
+    };
+    for (ci, &(name, ty, cols, rows, gather)) in cases.iter().enumerate() {
+        let data = random_blocks(ty, cols * rows * GEMM_E, 901 + ci as u64);
+        let m = upload_raw_mat(gpu, name, ty, vec![cols as u64, rows as u64, GEMM_E as u64], &data)?;
+        drop(data);
+        for &t in &ts {
+            let pairs = t * GEMM_K;
+            let xrows = if gather { t } else { pairs };
+            let mut sd = 0x51f1_5eedu64 ^ (ci * 7919 + t) as u64;
+            let xv: Vec<f32> = (0..xrows * cols).map(|_| (rng(&mut sd) >> 40) as f32 / (1u64 << 23) as f32 - 1.0).collect();
+            let xb = gpu.alloc(xv.len() * 4)?;
+            gpu.htod(xb.ptr, &xv)?;
+            drop(xv);
+            let (off, ptok) = assign_experts(t, 177 + t as u64);
+            let (ob, gb) = (gpu.alloc(off.len() * 4)?, gpu.alloc(ptok.len() * 4)?);
+            gpu.htod(ob.ptr, &off)?;
+            gpu.htod(gb.ptr, &ptok)?;
+            let gath = if gather { gb.ptr } else { 0 };
+            let ny = pairs * rows;
+            let nan = vec![f32::NAN; ny];
+            let (yref, ygrp, yblas) = (gpu.alloc(ny * 4)?, gpu.alloc(ny * 4)?, gpu.alloc(ny * 4)?);
+            let ga = |y: u64, flags: i32| GemmArgs { w: m.wmat(), x: xb.ptr, y, grp_off: ob.ptr, gather: gath, ldx: cols as i32, ldy: rows as i32, t: t as i32, flags };
+            let gflop = 2.0 * pairs as f64 * cols as f64 * rows as f64 / 1e9;
+            let get = |b: &DevBuf| -> Result<Vec<f32>> {
+                let mut v = vec![0f32; ny];
+                gpu.dtoh(&mut v, b.ptr)?;
+                Ok(v)
+            };
+            // reference: gemm_f32, one z-slice per expert, grid.y covering the largest group
+            let grid_f = (rows.div_ceil(64) as u32, t.div_ceil(64) as u32, GEMM_E as u32);
+            gpu.htod(yref.ptr, &nan)?;
+            let ms = time(1, &|| gpu.launch("gemm_f32", grid_f, 256, 0, Args::new().a(ga(yref.ptr, 0))))?;
+            let href = get(&yref)?;
+            println!("{:<30} {:>5} {:<12} {:>9.3} {:>8.1}", name, t, "gemm_f32", ms, gflop / ms);
+            // the grouped kernel as CudaSession::gemm picks it without cuBLAS
+            let avg = pairs as f64 / GEMM_E as f64;
+            let bn = gemm_q_bn(gpu, m.wmat().ty, rows, t, Some(avg));
+            let grp = || launch_gemm_q(gpu, ga(ygrp.ptr, gemm_q_flags()), GEMM_E, bn, gemm_spec());
+            gpu.htod(ygrp.ptr, &nan)?;
+            grp()?;
+            let hgrp = get(&ygrp)?;
+            let reps = 5;
+            let ms_g = time(reps, &grp)?;
+            let same_g = get(&ygrp)?.iter().zip(&hgrp).all(|(p, q)| p.to_bits() == q.to_bits());
+            let (rel, _, bad) = gemm_err(&hgrp, &href, pairs, rows, rows);
+            println!(
+                "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9} {:>9} {:>5} repeat={} (gemm_q bn={bn})",
+                "", "", "grouped", ms_g, gflop / ms_g, rel, "", "", bad, if same_g { "same" } else { "DIFFERENT" }
+            );
+            // the cuBLAS expert path
+            let call = ExpCall { w: m.wmat(), n_exp: GEMM_E, x: xb.ptr, ldx: cols, gather: gath, y: yblas.ptr, ldy: rows };
+            if !call.ok(&s, pairs) {
+                println!("{:<30} {:>5} {:<12} (shape not supported by the cuBLAS expert path)", "", "", "cublas");
+                continue;
+            }
+            let full = || call.run(gpu, blas, &s, ob.ptr, &off, false);
+            gpu.htod(yblas.ptr, &nan)?;
+            full()?;
+            let hb = get(&yblas)?;
+            let ms_b = time(reps, &full)?;
+            let same_b = get(&yblas)?.iter().zip(&hb).all(|(p, q)| p.to_bits() == q.to_bits());
+            let (rel_b, _, bad_b) = gemm_err(&hb, &href, pairs, rows, rows);
+            let (vs, mx, _) = gemm_err(&hb, &hgrp, pairs, rows, rows);
+            let gmax = hgrp.iter().fold(0f64, |a, &v| a.max((v as f64).abs()));
+            let deq = time(reps, &|| call.prep_w(gpu, &s, ob.ptr))?;
+            let cvt = time(reps, &|| call.prep_x(gpu, &s, pairs))?;
+            let ms_c = time(reps, &|| call.gemm(gpu, blas, &s, &off))?;
+            // the products on one stream (DS4_GEMM_EXP_STREAMS=1), and whether they match
+            gpu.htod(yblas.ptr, &nan)?;
+            call.gemm_serial(blas, &s, &off)?;
+            let same_1 = get(&yblas)?.iter().zip(&hb).all(|(p, q)| p.to_bits() == q.to_bits());
+            let ms_1 = time(reps, &|| call.gemm_serial(blas, &s, &off))?;
+            let pick = exp_blas_wanted() && t >= exp_min_t();
+            println!(
+                "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} deq={deq:.3}ms cvt={cvt:.3}ms speedup={:.2}x{}",
+                "",
+                "",
+                "cublas",
+                ms_b,
+                gflop / ms_b,
+                rel_b,
+                vs,
+                mx / gmax.max(1e-30),
+                bad_b,
+                if same_b { "same" } else { "DIFFERENT" },
+                ms_g / ms_b,
+                if pick { " [session pick]" } else { "" }
+            );
+            println!("{:<30} {:>5} {:<12} {:>9.3} {:>8.1} (the products alone, {} streams)", "", "", "cublas_gemm", ms_c, gflop / ms_c, exp_streams());
+            println!(
+                "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} (one stream; same bits as cublas: {})",
+                "",
+                "",
+                "cublas_gemm1",
+                ms_1,
+                gflop / ms_1,
+                if same_1 { "yes" } else { "NO" }
+            );
             gpu.sync()?;
         }
     }

@@ -3,7 +3,7 @@
 //! on the device until asked for; greedy decoding reads back only the argmax.
 
 use super::driver::{Args, CudaError, DevBuf, DevPtr, Gpu, Graph, Result};
-use super::blas::{dense_blas_wanted, dense_min_t, DenseCall, Dense16};
+use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, Blas, DenseCall, Dense16, ExpCall};
 use super::weights::{CudaModel, GMat, WMat};
 use ds4_gguf::GgmlType;
 use std::collections::HashMap;
@@ -825,6 +825,10 @@ struct Scratch {
     /// f16 scratch of the cuBLAS dense path (Fast precision; see cuda/blas.rs): the weight
     /// and activation buffers, and their descriptor.
     dense16: Option<(DevBuf, DevBuf, Dense16)>,
+    /// f16 scratch of the cuBLAS routed-expert path (same form; see `exp16`): allocated on the
+    /// first batch that takes the path (it is 4.3 GB at the real shapes), None inside when it
+    /// did not fit.
+    exp16: std::cell::OnceCell<Option<(DevBuf, DevBuf, Dense16)>>,
     off: DevBuf,
     pair_tok: DevBuf,
     pair_of: DevBuf,
@@ -892,6 +896,13 @@ pub struct CudaSession {
     /// The activations held in the cuBLAS path's f16 scratch (x, ldx, columns, t) and the
     /// Gpu work counter right after they were used (see gemm_blas).
     x16_key: std::cell::Cell<Option<((DevPtr, usize, usize, usize), u64)>>,
+    /// Smallest batch for the cuBLAS dense / routed-expert paths: DS4_GEMM_DENSE_MIN_T /
+    /// DS4_GEMM_EXP_MIN_T unless set by `set_blas_min_t` (the fixture check covers both
+    /// paths on its short sequences that way).
+    dense_min_t: usize,
+    exp_min_t: usize,
+    /// Routed-expert matrices multiplied on cuBLAS so far (for checks that the path ran).
+    exp_blas_calls: std::cell::Cell<usize>,
 }
 
 /// Entries of the device near-tie list; more are counted as an overflow.
@@ -1036,6 +1047,22 @@ fn dense16_sizes(m: &CudaModel, t: usize) -> (usize, usize) {
     (we.max(8), t * xc)
 }
 
+/// Scratch of the cuBLAS routed-expert path for batches of up to `t` tokens, in f16 elements:
+/// the largest expert stack that needs dequantizing (F16 stacks are read in place) and the
+/// inputs of all t * k (token, expert) pairs at the widest input (d for gate/up, f for down).
+pub(crate) fn exp16_sizes(m: &CudaModel, t: usize) -> (usize, usize) {
+    let d = &m.dims;
+    let mut we = 0usize;
+    for ly in &m.layers {
+        for g in [&ly.gate_exps, &ly.up_exps, &ly.down_exps] {
+            if g.ty != GgmlType::F16 {
+                we = we.max(g.n_exp * g.rows * g.cols);
+            }
+        }
+    }
+    (we.max(8), t * d.k * d.d.max(d.f))
+}
+
 fn nsplit_decode(ratio: usize) -> usize {
     if ratio == 0 { 8 } else { 16 }
 }
@@ -1146,6 +1173,7 @@ impl CudaSession {
             } else {
                 None
             },
+            exp16: Default::default(),
             off: f4(d.e + 1)?,
             pair_tok: f4(t * d.k)?,
             pair_of: f4(t * d.k)?,
@@ -1187,6 +1215,9 @@ impl CudaSession {
             graph_captures: 0,
             ties,
             x16_key: Default::default(),
+            dense_min_t: dense_min_t(),
+            exp_min_t: exp_min_t(),
+            exp_blas_calls: Default::default(),
         };
         // index buffers start valid (expert 0, row 0) so that timing ablations that skip the
         // kernels writing them (DS4_SKIP_KERNELS) still read in-range indices
@@ -1217,6 +1248,20 @@ impl CudaSession {
     /// weight of a supported type, DS4_DECODE_Q8 not 0).
     pub fn decode_q8(&self) -> bool {
         self.q8
+    }
+
+    /// Let batches of at least `min_t` tokens use the cuBLAS dense and routed-expert paths
+    /// (Precision::Fast; within what DS4_GEMM_DENSE / DS4_GEMM_EXP allow and the dense scratch
+    /// that `new` allocated). For checks on small inputs: the defaults keep small batches on
+    /// the built-in kernels for speed only.
+    pub fn set_blas_min_t(&mut self, min_t: usize) {
+        self.dense_min_t = min_t;
+        self.exp_min_t = min_t;
+    }
+
+    /// Routed-expert matrices multiplied through cuBLAS since the session was made.
+    pub fn exp_blas_calls(&self) -> usize {
+        self.exp_blas_calls.get()
     }
 
     /// Forget everything: position 0, empty frontiers.
@@ -1393,7 +1438,7 @@ impl CudaSession {
     /// this session has the dense path and the batch and shape qualify; false: not run.
     fn gemm_blas(&self, w: WMat, groups: usize, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize) -> Result<bool> {
         let Some((_, _, s)) = &self.sc.dense16 else { return Ok(false) };
-        if t < dense_min_t() {
+        if t < self.dense_min_t {
             return Ok(false);
         }
         let Some(blas) = self.gpu().blas() else { return Ok(false) };
@@ -1412,6 +1457,71 @@ impl CudaSession {
         let overlap = x < ye && y < xe;
         self.x16_key.set(if overlap { None } else { Some((key, self.gpu().work_seq())) });
         Ok(true)
+    }
+
+    /// The cuBLAS routed-expert path for this batch of `t` tokens, when it applies: the handle,
+    /// the f16 scratch and moe_group's slot offsets copied to the host (one small copy and
+    /// sync per layer; prefill is not graph-captured). Call after moe_group has been queued.
+    fn exp_blas(&self, t: usize) -> Result<Option<(&Blas, Dense16, Vec<i32>)>> {
+        if self.opts.precision != Precision::Fast || !exp_blas_wanted() || t < self.exp_min_t {
+            return Ok(None);
+        }
+        let Some(blas) = self.gpu().blas() else { return Ok(None) };
+        let Some(s) = self.exp16() else { return Ok(None) };
+        let d = &self.m.dims;
+        let mut off = vec![0i32; d.e + 1];
+        self.gpu().dtoh(&mut off, self.sc.off.ptr)?;
+        // every token has k slots, in expert order
+        if off[0] != 0 || off.windows(2).any(|w| w[1] < w[0]) || off[d.e] as usize != t * d.k {
+            return Err(CudaError::Other(format!("moe_group: inconsistent slot offsets (total {}, expected {})", off[d.e], t * d.k)));
+        }
+        Ok(Some((blas, s, off)))
+    }
+
+    /// The expert scratch, allocated on first use for `max_chunk` tokens, or None (one log
+    /// line) when it does not fit in free memory with 1 GiB to spare.
+    fn exp16(&self) -> Option<Dense16> {
+        let cell = self.sc.exp16.get_or_init(|| {
+            let gpu = self.gpu();
+            let (we, xe) = exp16_sizes(&self.m, self.opts.max_chunk);
+            let need = (we + xe) * 2;
+            let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
+            if let Some(free) = gpu.free_mem() {
+                if need + (1 << 30) > free {
+                    eprintln!("ds4: routed experts stay on the built-in kernels: the cuBLAS scratch needs {:.1} GiB, {:.1} GiB free", gib(need), gib(free));
+                    return None;
+                }
+            }
+            match (gpu.alloc(we * 2), gpu.alloc(xe * 2)) {
+                (Ok(wb), Ok(xb)) => {
+                    let desc = Dense16 { w16: wb.ptr, w_elems: we, x16: xb.ptr, x_elems: xe };
+                    Some((wb, xb, desc))
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    eprintln!("ds4: routed experts stay on the built-in kernels: cuBLAS scratch of {:.1} GiB not allocated ({e})", gib(need));
+                    None
+                }
+            }
+        });
+        cell.as_ref().map(|(_, _, s)| *s)
+    }
+
+    /// One routed-expert matrix: on cuBLAS when `eb` holds the path and the call fits its
+    /// scratch, else the grouped kernel. `x_ready`: eb's x16 already holds these inputs.
+    /// Returns whether cuBLAS ran it (its x16 then holds the inputs).
+    #[allow(clippy::too_many_arguments)]
+    fn exp_gemm(&self, eb: &Option<(&Blas, Dense16, Vec<i32>)>, w: WMat, x: DevPtr, ldx: usize, gather: DevPtr, y: DevPtr, ldy: usize, t: usize, x_ready: bool) -> Result<bool> {
+        let d = &self.m.dims;
+        if let Some((blas, s, off)) = eb {
+            let call = ExpCall { w, n_exp: d.e, x, ldx, gather, y, ldy };
+            if call.ok(s, t * d.k) {
+                call.run(self.gpu(), blas, s, self.sc.off.ptr, off, x_ready)?;
+                self.exp_blas_calls.set(self.exp_blas_calls.get() + 1);
+                return Ok(true);
+            }
+        }
+        self.gemm(w, x, ldx, y, ldy, t, Some((self.sc.off.ptr, gather, d.e)))?;
+        Ok(false)
     }
 
     fn gemm(&self, w: WMat, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize, grp: Option<(DevPtr, DevPtr, usize)>) -> Result<()> {
@@ -1808,14 +1918,15 @@ impl CudaSession {
                 } else {
                     gpu.launch("moe_group", (1, 1, 1), (((d.e + 31) / 32 * 32).min(1024)) as u32, (d.e * 4) as u32, args)?;
                 }
-                let grp = Some((sc.off.ptr, sc.pair_tok.ptr, d.e));
-                // GEMM grid.y must cover the largest group: at most t tokens per expert
-                self.gemm(ly.gate_exps.wmat(), sc.xn.ptr, d.d, sc.g.ptr, d.f, t, grp)?;
-                self.gemm(ly.up_exps.wmat(), sc.xn.ptr, d.d, sc.u.ptr, d.f, t, grp)?;
+                // large batches: the routed experts on cuBLAS (reads the slot offsets back)
+                let eb = self.exp_blas(t)?;
+                // gate and up read the same gathered rows: converted once when both use cuBLAS
+                let g16 = self.exp_gemm(&eb, ly.gate_exps.wmat(), sc.xn.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, false)?;
+                self.exp_gemm(&eb, ly.up_exps.wmat(), sc.xn.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, g16)?;
                 let n = tk * d.f;
                 let args = Args::new().a(sc.g.ptr).a(sc.u.ptr).a(sc.pair_w.ptr).a(tk as i32).a(d.f as i32).a(clamp).a(sc.mid.ptr);
                 gpu.launch("moe_mid", (((n + 255) / 256) as u32, 1, 1), 256, 0, args)?;
-                self.gemm(ly.down_exps.wmat(), sc.mid.ptr, d.f, sc.ypair.ptr, d.d, t, Some((sc.off.ptr, 0, d.e)))?;
+                self.exp_gemm(&eb, ly.down_exps.wmat(), sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, false)?;
                 let n = t * d.f;
                 let args = Args::new().a(sc.gs.ptr).a(sc.us.ptr).a(0u64).a(t as i32).a(d.f as i32).a(clamp).a(sc.mids.ptr);
                 gpu.launch("moe_mid", (((n + 255) / 256) as u32, 1, 1), 256, 0, args)?;

@@ -328,6 +328,11 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
         let mut ref_ex = sess(&cm, false, Precision::Reference, 2048)?;
         let mut ref_chunk = sess(&cm, false, Precision::Reference, 37)?;
         let mut fast_ex = sess(&cm, false, Precision::Fast, 2048)?;
+        // Fast precision with every prefill batch on the cuBLAS paths (dense projections and
+        // routed experts): the defaults keep batches this short on the built-in kernels.
+        let mut fast_blas = sess(&cm, false, Precision::Fast, 2048)?;
+        fast_blas.set_blas_min_t(1);
+        let blas_exp = ds4_engine::cuda::blas::exp_blas_wanted() && cm.gpu.blas().is_some();
         let mut ref_off = sess(&cm, true, Precision::Reference, 2048)?;
         let mut cpu = CpuBackend::new(cpu_model.clone(), Options { qat: false });
         for sq in mo["sequences"].as_array().into_iter().flatten() {
@@ -471,6 +476,24 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             let gf = fast_ex.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
             let (mx, kl, top1) = kl_top1(&g1, &gf, vocab);
             println!("INFO {} fast-vs-reference prefill: max_abs_dlogit={mx:.3e} mean_kl={kl:.3e} top1_agree={top1:.4}", tag(""));
+            // the same with the routed experts (and dense GEMMs) on cuBLAS: taken, deterministic,
+            // and as close to the reference as the built-in fast kernels (informational)
+            if blas_exp {
+                let calls0 = fast_blas.exp_blas_calls();
+                fast_blas.reset().map_err(|e| anyhow!("{e}"))?;
+                let b1 = fast_blas.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
+                let ran = fast_blas.exp_blas_calls() > calls0;
+                fast_blas.reset().map_err(|e| anyhow!("{e}"))?;
+                let b2 = fast_blas.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
+                let same = b1.iter().zip(&b2).all(|(a, b)| a.to_bits() == b.to_bits());
+                t.flag(&tag("fast cuBLAS experts"), ran && same, if ran { "expert GEMMs on cuBLAS; two prefills bit-identical" } else { "expert GEMMs did NOT take the cuBLAS path" });
+                let (mx, kl, top1) = kl_top1(&g1, &b1, vocab);
+                println!("INFO {} fast-cublas-vs-reference prefill: max_abs_dlogit={mx:.3e} mean_kl={kl:.3e} top1_agree={top1:.4}", tag(""));
+                let (mx, kl, top1) = kl_top1(&gf, &b1, vocab);
+                println!("INFO {} fast-cublas-vs-fast prefill: max_abs_dlogit={mx:.3e} mean_kl={kl:.3e} top1_agree={top1:.4}", tag(""));
+            } else {
+                println!("SKIP {} fast cuBLAS experts: libcublas not loaded or DS4_GEMM_EXP=q|h", tag(""));
+            }
             // decode rows (prefix prefill + one eval per token) against the reference decode:
             // shows the int8-activation FFN matvecs (q8=on; DS4_DECODE_Q8=0 turns them off)
             let gfd = gpu_decode(&mut fast_ex, &toks, prefix)?;

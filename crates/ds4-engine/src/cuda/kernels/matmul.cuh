@@ -1209,16 +1209,9 @@ __device__ __forceinline__ void deq_f16_one(const WMat& w, u16* __restrict__ out
     *(uint4*)(out + (i64)row * w.cols + c) = pk;
 }
 
-// out: rows x cols f16 (row-major, ld = cols). Requires cols % 8 == 0 (checked by the caller).
-extern "C" __global__ void __launch_bounds__(256) deq_f16(WMat w, u16* __restrict__ out) {
-    PDL_ENTRY;
-    __shared__ u64 gsm[256];
-    // only IQ2_XXS decodes through the grid table: the other types skip the copy
-    if (w.type == T_IQ2_XXS) {
-        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
-        __syncthreads();
-    }
-    i64 gidx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+// One thread per 8 consecutive values of w (gidx = row * cols/8 + column group) -> out, row-major
+// f16 (ld = cols). gsm: the IQ2_XXS grid in shared memory (filled only for that type).
+__device__ __forceinline__ void deq_f16_at(const WMat& w, u16* __restrict__ out, i64 gidx, const u64* gsm) {
     int ng = w.cols >> 3;
     if (gidx >= (i64)w.rows * ng) return;
     int row = (int)(gidx / ng), c = (int)(gidx % ng) * 8;
@@ -1232,16 +1225,49 @@ extern "C" __global__ void __launch_bounds__(256) deq_f16(WMat w, u16* __restric
     }
 }
 
-// x: t rows of `cols` f32 at row stride ldx (ldx % 4 == 0, 16-byte aligned base, cols % 8 == 0:
-// checked by the caller) -> out: t x cols f16, packed (ld = cols).
+// only IQ2_XXS decodes through the grid table: the other types skip the copy
+#define DEQ_GRID_SMEM                                                                      \
+    __shared__ u64 gsm[256];                                                               \
+    if (w.type == T_IQ2_XXS) {                                                             \
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];       \
+        __syncthreads();                                                                   \
+    }
+
+// out: rows x cols f16 (row-major, ld = cols). Requires cols % 8 == 0 (checked by the caller).
+extern "C" __global__ void __launch_bounds__(256) deq_f16(WMat w, u16* __restrict__ out) {
+    PDL_ENTRY;
+    DEQ_GRID_SMEM
+    deq_f16_at(w, out, (i64)blockIdx.x * blockDim.x + threadIdx.x, gsm);
+}
+
+// Routed experts (cuBLAS expert path): expert e = blockIdx.y of the stack `w` (w.rows x w.cols
+// per expert, e_pay / e_hdr bytes apart) -> out + e * rows * cols, row-major f16. Experts that
+// no token chose (off[e + 1] == off[e], moe_group's slot offsets) are skipped: their scratch
+// matrix is never read. The whole block takes the same branch, so the early return is safe
+// before the grid copy's __syncthreads.
+extern "C" __global__ void __launch_bounds__(256) deq_f16_exp(WMat w, const int* __restrict__ off, u16* __restrict__ out) {
+    PDL_ENTRY;
+    int e = blockIdx.y;
+    if (off[e + 1] == off[e]) return;
+    DEQ_GRID_SMEM
+    WMat we = w;
+    we.pay += (i64)e * w.e_pay;
+    we.hdr += (i64)e * w.e_hdr;
+    deq_f16_at(we, out + (i64)e * w.rows * w.cols, (i64)blockIdx.x * blockDim.x + threadIdx.x, gsm);
+}
+
+// x: rows of `cols` f32 at row stride ldx (ldx % 4 == 0, 16-byte aligned base, cols % 8 == 0:
+// checked by the caller) -> out: t x cols f16, packed (ld = cols). Output row r reads x row
+// gather[r] (the routed experts' token of slot r), or row r when gather is null.
 extern "C" __global__ void __launch_bounds__(256) x_to_f16(const float* __restrict__ x, int ldx, int cols, int t,
-                                                           u16* __restrict__ out) {
+                                                           const int* __restrict__ gather, u16* __restrict__ out) {
     PDL_ENTRY;
     i64 gidx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     int ng = cols >> 3;
     if (gidx >= (i64)t * ng) return;
     int r = (int)(gidx / ng), c = (int)(gidx % ng) * 8;
-    const float4* p = (const float4*)(x + (i64)r * ldx + c);
+    int xr = gather ? gather[r] : r;
+    const float4* p = (const float4*)(x + (i64)xr * ldx + c);
     float4 a = p[0], b = p[1];
     uint4 pk;
     pk.x = pack_h2(a.x, a.y); pk.y = pack_h2(a.z, a.w); pk.z = pack_h2(b.x, b.y); pk.w = pack_h2(b.z, b.w);
