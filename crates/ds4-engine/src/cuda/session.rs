@@ -1078,7 +1078,7 @@ fn dense16_sizes(m: &CudaModel, t: usize) -> (usize, usize) {
     (we.max(8), t * xc)
 }
 
-fn nsplit_decode(ratio: usize) -> usize {
+pub(crate) fn nsplit_decode(ratio: usize) -> usize {
     if ratio == 0 { 8 } else { 16 }
 }
 
