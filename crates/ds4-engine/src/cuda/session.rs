@@ -324,7 +324,8 @@ pub(crate) fn launch_topk(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u
     gpu.launch("topk_select", (io.t as u32, 1, 1), 1024, 0, args)
 }
 
-/// SIMT attention (attn_partial + attn_combine): the reference path, and decode.
+/// SIMT attention (attn_partial + attn_combine): the reference path, prefill without tensor
+/// cores, and decode with `DS4_ATTN_DEC=old` (or shapes attn_dec does not take).
 pub(crate) fn launch_attn_simt(gpu: &Gpu, io: &AttnIo) -> Result<()> {
     let aa = AttnArgs {
         q: io.q,

@@ -237,12 +237,17 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
                     float sa = (j ? s10 : s00) * scale;
                     float sb = two ? (j ? s11 : s01) * scale : -INF_F;
                     float mn = fmaxf(m[j], fmaxf(sa, sb));
-                    float fac = (m[j] == -INF_F) ? 0.f : expf(m[j] - mn);
-                    float ea = expf(sa - mn), eb = two ? expf(sb - mn) : 0.f;
-                    l[j] = l[j] * fac + ea + eb;
+                    if (mn > m[j]) {  // warp-uniform (the scores are warp sums); rare once m settles
+                        float fac = (m[j] == -INF_F) ? 0.f : expf(m[j] - mn);
+                        l[j] *= fac;
 #pragma unroll
-                    for (int i = 0; i < 16; i++) o[j][i] = o[j][i] * fac + ea * k0[i] + eb * k1[i];
-                    m[j] = mn;
+                        for (int i = 0; i < 16; i++) o[j][i] *= fac;
+                        m[j] = mn;
+                    }
+                    float ea = expf(sa - mn), eb = two ? expf(sb - mn) : 0.f;
+                    l[j] += ea + eb;
+#pragma unroll
+                    for (int i = 0; i < 16; i++) o[j][i] += ea * k0[i] + eb * k1[i];
                 }
             }
         }
