@@ -33,14 +33,15 @@ pub fn kernel_source() -> String {
     let grid = include_str!("kernels/iq2xxs_grid.inc");
     let matmul = include_str!("kernels/matmul.cuh").replace("#include \"iq2xxs_grid.inc\"", grid);
     format!(
-        "{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
+        "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
         include_str!("kernels/common.cuh"),
         matmul,
         include_str!("kernels/matvec.cuh"),
         include_str!("kernels/q8.cuh"),
         include_str!("kernels/model.cuh"),
         include_str!("kernels/attn.cuh"),
-        include_str!("kernels/idx.cuh")
+        include_str!("kernels/idx.cuh"),
+        include_str!("kernels/decode.cuh")
     )
 }
 
@@ -51,7 +52,7 @@ pub const KERNELS: &[&str] = &[
     "hc_post_mix", "hc_finish", "hc_step", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "quant_q8", "mvq_b2", "mvq_b3",
-    "deq_f16", "deq_f16_exp", "x_to_f16",
+    "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w",
 ];
 
 static NVRTC_PRELOAD: OnceLock<Option<String>> = OnceLock::new();
@@ -390,6 +391,13 @@ impl Gpu {
         for (k, dhp) in [("attn_tc_512", 512usize), ("attn_tc_128", 128)] {
             g.set_max_smem(k, super::session::attn_tc_smem(dhp) as i32)?;
         }
+        // decode attention: a 48-row tile at dh 512 (96 KiB), two blocks per SM
+        g.set_max_smem("attn_dec", super::session::attn_dec_smem(512) as i32)?;
+        // SAFETY: valid function handle; 100 = percent of the maximum shared memory.
+        unsafe {
+            dr::function::set_function_attribute(g.f("attn_dec"), sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
+        }
+        .map_err(derr("carveout attr"))?;
         // tensor-core indexer scores: K tile + two Q tiles + the head weights of up to 128 heads
         g.set_max_smem("idx_score_tc", super::session::idx_tc_smem(128) as i32)?;
         Ok(g)

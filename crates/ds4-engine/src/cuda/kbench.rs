@@ -2,8 +2,9 @@
 //! achieved bandwidth of every decode matvec type, the fused MoE down projection, prefill GEMM
 //! throughput, the device-copy ceiling they are compared with, and prefill attention (SIMT vs
 //! tensor cores; `DS4_KBENCH=attn` runs only that section) and the prefill lightning-indexer
-//! scores (SIMT vs tensor cores; `DS4_KBENCH=idx`), and the routed-expert GEMMs of prefill on
-//! the grouped kernel vs cuBLAS (`DS4_KBENCH=exp`).
+//! scores (SIMT vs tensor cores; `DS4_KBENCH=idx`), the routed-expert GEMMs of prefill on
+//! the grouped kernel vs cuBLAS (`DS4_KBENCH=exp`), and the decode attention / router kernels
+//! against the previous ones (`DS4_KBENCH=dec`).
 
 use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
@@ -107,6 +108,9 @@ pub fn run() -> Result<()> {
     }
     if std::env::var("DS4_KBENCH").as_deref() == Ok("exp") {
         return exp_bench(&gpu);
+    }
+    if std::env::var("DS4_KBENCH").as_deref() == Ok("dec") {
+        return dec_bench(&gpu);
     }
     let ceil = copy_ceiling(&gpu)?;
     println!("device: {} ({} SMs), copy ceiling {:.3} TB/s", gpu.name, gpu.sm_count, ceil / 1e12);
@@ -1245,6 +1249,191 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
             if det { "ok" } else { "NO" },
             bad_s
         );
+    }
+    gpu.sync()
+}
+
+/// Decode (T = 1) kernels against the previous ones on the same random inputs
+/// (`DS4_KBENCH=dec`): attention (attn_dec vs attn_partial + attn_combine at the session's
+/// decode split) and the router (moe_route_w vs moe_route). Per case: us per call of each,
+/// max |new-old| / max |old|, non-finite outputs, and `det`: the new kernel's output after
+/// the timing loop (hundreds of launches: the counters must reset) bit-identical to its first.
+pub fn dec_bench(gpu: &Gpu) -> Result<()> {
+    use super::session::{attn_dec_bufs, launch_attn_dec, launch_attn_simt, launch_route, nsplit_decode, AttnIo};
+    let reps = 200usize;
+    // `reps` calls captured in one CUDA graph (as decode runs them: no host launch gaps),
+    // replayed 3 times after a warm-up replay
+    let time = |f: &dyn Fn() -> Result<()>| -> Result<f64> {
+        gpu.sync()?;
+        gpu.begin_capture()?;
+        for _ in 0..reps {
+            f()?;
+        }
+        let g = gpu.end_capture()?;
+        gpu.launch_graph(&g)?;
+        let (e0, e1) = (gpu.event()?, gpu.event()?);
+        gpu.record(&e0)?;
+        for _ in 0..3 {
+            gpu.launch_graph(&g)?;
+        }
+        gpu.record(&e1)?;
+        Ok(gpu.elapsed_ms(&e0, &e1)? as f64 * 1e3 / (3 * reps) as f64)
+    };
+    let cmp = |y: &[f32], r: &[f32]| -> (f64, usize) {
+        let (mut mx, mut mr, mut bad) = (0f64, 0f64, 0usize);
+        for (a, b) in y.iter().zip(r) {
+            if !a.is_finite() {
+                bad += 1;
+                continue;
+            }
+            mx = mx.max((*a as f64 - *b as f64).abs());
+            mr = mr.max((*b as f64).abs());
+        }
+        (if bad > 0 { f64::NAN } else { mx / mr.max(1e-300) }, bad)
+    };
+    println!("{:<44} {:>8} {:>8} {:>7} {:>10} {:>4} {:>4}", "decode attention (T=1)", "old us", "new us", "speedup", "rel err", "nan", "det");
+    let w = 128usize;
+    // (h, dh, rd, topk, position, ratio): real shapes at ctx 2048 and beyond (indexer
+    // selection active at p >= 2052 for ratio 4), early positions (empty splits), fixture shape
+    let mut cases = Vec::new();
+    for &p in &[5usize, 2047, 4095, 16383] {
+        for ratio in [0usize, 4, 128] {
+            cases.push((64usize, 512usize, 64usize, 512usize, p, ratio));
+        }
+    }
+    for &p in &[0usize, 37, 299] {
+        for ratio in [0usize, 4, 128] {
+            cases.push((4, 80, 16, 8, p, ratio));
+        }
+    }
+    for &(h, dh, rd, topk, p, ratio) in &cases {
+        let cap = (w + 1).div_ceil(256) * 256;
+        let ncv = (p + 1).checked_div(ratio).unwrap_or(0);
+        let mut seed = 0x51f1_5eed_u64 ^ ((p as u64) << 12) ^ (ratio as u64) ^ ((dh as u64) << 40);
+        let qv: Vec<f32> = (0..h * dh).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
+        let rawv: Vec<f32> = (0..cap * dh).map(|_| frand(&mut seed) * 6.0 - 3.0).collect();
+        let compv: Vec<f32> = (0..ncv.max(1) * dh).map(|_| frand(&mut seed) * 6.0 - 3.0).collect();
+        let sinks: Vec<f32> = (0..h).map(|_| frand(&mut seed) * 4.0 - 1.0).collect();
+        let omega: Vec<f32> = (0..rd / 2).map(|k| 1.0 / 10000f32.powf(2.0 * k as f32 / rd as f32)).collect();
+        let mut sel = vec![0i32; topk.max(1)];
+        if ratio == 4 && ncv > topk {
+            let mut perm: Vec<i32> = (0..ncv as i32).collect();
+            for j in 0..topk {
+                let k = j + (rng(&mut seed) as usize) % (ncv - j);
+                perm.swap(j, k);
+            }
+            sel.copy_from_slice(&perm[..topk]);
+        }
+        let f4 = |n: usize| gpu.alloc(n * 4);
+        let (qb, rawb, compb, sinkb, omb, posb, selb) = (f4(qv.len())?, f4(rawv.len())?, f4(compv.len())?, f4(h)?, f4(omega.len().max(1))?, f4(1)?, f4(sel.len())?);
+        gpu.htod(qb.ptr, &qv)?;
+        gpu.htod(rawb.ptr, &rawv)?;
+        gpu.htod(compb.ptr, &compv)?;
+        gpu.htod(sinkb.ptr, &sinks)?;
+        gpu.htod(omb.ptr, &omega)?;
+        gpu.htod(posb.ptr, &[p as i32])?;
+        gpu.htod(selb.ptr, &sel)?;
+        let ns = nsplit_decode(ratio);
+        let (po, pml, out_old, out_new) = (f4(ns * h * dh)?, f4(ns * h * 2)?, f4(h * dh)?, f4(h * dh)?);
+        let (np, nc) = attn_dec_bufs(h, dh);
+        let part = f4(np)?;
+        let cnt = gpu.alloc_zeroed(nc * 4)?;
+        let io = AttnIo {
+            q: qb.ptr,
+            raw: rawb.ptr,
+            comp: if ratio > 0 { compb.ptr } else { 0 },
+            sel: selb.ptr,
+            pos: posb.ptr,
+            omega: omb.ptr,
+            sinks: sinkb.ptr,
+            po: po.ptr,
+            pml: pml.ptr,
+            out: out_old.ptr,
+            kv16: 0,
+            t: 1,
+            cap,
+            comp_rows: ncv,
+            topk,
+            h,
+            dh,
+            rd,
+            w,
+            ratio,
+            nsplit: ns,
+            eps: 1e-6,
+        };
+        let io_new = AttnIo { out: out_new.ptr, ..io };
+        gpu.htod(out_new.ptr, &vec![f32::NAN; h * dh])?;
+        launch_attn_simt(gpu, &io)?;
+        launch_attn_dec(gpu, &io_new, part.ptr, cnt.ptr)?;
+        let (mut r, mut y) = (vec![0f32; h * dh], vec![0f32; h * dh]);
+        gpu.dtoh(&mut r, out_old.ptr)?;
+        gpu.dtoh(&mut y, out_new.ptr)?;
+        let us_old = time(&|| launch_attn_simt(gpu, &io))?;
+        let us_new = time(&|| launch_attn_dec(gpu, &io_new, part.ptr, cnt.ptr))?;
+        let mut y2 = vec![0f32; h * dh];
+        gpu.dtoh(&mut y2, out_new.ptr)?;
+        let mut cz = vec![0i32; nc];
+        gpu.dtoh(&mut cz, cnt.ptr)?;
+        let det = y.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits()) && cz.iter().all(|&c| c == 0);
+        let (rel, bad) = cmp(&y, &r);
+        let name = format!("attn h{h} dh{dh} r{ratio} p={p} rows={} ns={ns}", (p + 1).min(w) + if ratio == 4 { ncv.min(topk) } else { ncv });
+        println!("{:<44} {:>8.2} {:>8.2} {:>6.2}x {:>10.2e} {:>4} {:>4}", name, us_old, us_new, us_old / us_new, rel, bad, if det { "ok" } else { "NO" });
+    }
+
+    println!("{:<44} {:>8} {:>8} {:>7} {:>10} {:>4} {:>4}", "decode router", "old us", "new us", "speedup", "wts rel", "sel!", "det");
+    // (experts, used, tokens, hash, ties): real shape biased and hashed, exact score ties, fixture shape
+    let rcases = [(256usize, 6usize, 1usize, false, false), (256, 6, 1, true, false), (256, 6, 1, false, true), (256, 6, 4, false, false), (8, 2, 1, false, false), (8, 2, 1, true, false), (8, 2, 3, false, true)];
+    for &(e, k, t, hash, ties) in &rcases {
+        let mut seed = 0xa11c_e5ee_d000_u64 ^ ((e * 31 + k) as u64) ^ ((t as u64) << 20) ^ ((hash as u64) << 30) ^ ((ties as u64) << 31);
+        let mut logits: Vec<f32> = (0..t * e).map(|_| frand(&mut seed) * 8.0 - 4.0).collect();
+        let mut bias: Vec<f32> = (0..e).map(|_| frand(&mut seed) * 0.2 - 0.1).collect();
+        if ties {
+            // few distinct logits and no bias: many exactly equal scores
+            for x in logits.iter_mut() {
+                *x = (*x).round();
+            }
+            bias.iter_mut().for_each(|b| *b = 0.0);
+        }
+        let vocab = 64usize;
+        let tok: Vec<i32> = (0..t).map(|i| ((i * 17 + 5) % vocab) as i32).collect();
+        let mut tab = vec![0i32; vocab * k];
+        for v in 0..vocab {
+            for j in 0..k {
+                tab[v * k + j] = ((v * 7 + j * 13) % e) as i32;
+            }
+        }
+        let f4 = |n: usize| gpu.alloc(n * 4);
+        let (lb, bb, tb, tokb) = (f4(logits.len())?, f4(e)?, f4(tab.len())?, f4(t)?);
+        gpu.htod(lb.ptr, &logits)?;
+        gpu.htod(bb.ptr, &bias)?;
+        gpu.htod(tb.ptr, &tab)?;
+        gpu.htod(tokb.ptr, &tok)?;
+        let (s_old, w_old, s_new, w_new) = (f4(t * k)?, f4(t * k)?, f4(t * k)?, f4(t * k)?);
+        let (bias_p, tab_p) = if hash { (0, tb.ptr) } else { (bb.ptr, 0) };
+        let run = |new: bool| {
+            let (s, w) = if new { (s_new.ptr, w_new.ptr) } else { (s_old.ptr, w_old.ptr) };
+            launch_route(gpu, new, t, lb.ptr, bias_p, tab_p, tokb.ptr, e, k, 1.5, true, s, w)
+        };
+        gpu.htod(w_new.ptr, &vec![f32::NAN; t * k])?;
+        run(false)?;
+        run(true)?;
+        let (mut so, mut sn, mut wo, mut wn) = (vec![0i32; t * k], vec![0i32; t * k], vec![0f32; t * k], vec![0f32; t * k]);
+        gpu.dtoh(&mut so, s_old.ptr)?;
+        gpu.dtoh(&mut sn, s_new.ptr)?;
+        gpu.dtoh(&mut wo, w_old.ptr)?;
+        gpu.dtoh(&mut wn, w_new.ptr)?;
+        let us_old = time(&|| run(false))?;
+        let us_new = time(&|| run(true))?;
+        let mut wn2 = vec![0f32; t * k];
+        gpu.dtoh(&mut wn2, w_new.ptr)?;
+        let det = wn.iter().zip(&wn2).all(|(a, b)| a.to_bits() == b.to_bits());
+        let mism = so.iter().zip(&sn).filter(|(a, b)| a != b).count();
+        let (rel, bad) = cmp(&wn, &wo);
+        let bits = wn.iter().zip(&wo).all(|(a, b)| a.to_bits() == b.to_bits());
+        let name = format!("route E{e} K{k} T{t}{}{}", if hash { " hash" } else { " bias" }, if ties { " ties" } else { "" });
+        let rel_s = if bits && bad == 0 { "identical".to_string() } else { format!("{rel:.2e}") };
+        println!("{:<44} {:>8.2} {:>8.2} {:>6.2}x {:>10} {:>4} {:>4}", name, us_old, us_new, us_old / us_new, rel_s, mism, if det { "ok" } else { "NO" });
     }
     gpu.sync()
 }

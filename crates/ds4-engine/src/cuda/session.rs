@@ -373,7 +373,8 @@ pub(crate) fn launch_topk(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u
     gpu.launch("topk_select", (io.t as u32, 1, 1), 1024, 0, args)
 }
 
-/// SIMT attention (attn_partial + attn_combine): the reference path, and decode.
+/// SIMT attention (attn_partial + attn_combine): the reference path, prefill without tensor
+/// cores, and decode with `DS4_ATTN_DEC=old` (or shapes attn_dec does not take).
 pub(crate) fn launch_attn_simt(gpu: &Gpu, io: &AttnIo) -> Result<()> {
     let aa = AttnArgs {
         q: io.q,
@@ -410,6 +411,110 @@ pub(crate) fn launch_attn_simt(gpu: &Gpu, io: &AttnIo) -> Result<()> {
         .a(io.nsplit as i32)
         .a(io.out);
     gpu.launch("attn_combine", (io.h as u32, io.t as u32, 1), 256, (io.dh * 4) as u32, args)
+}
+
+/// Decode attention (T = 1) in one kernel, `attn_dec` (kernels/decode.cuh), unless
+/// `DS4_ATTN_DEC=old` (read once): then attn_partial + attn_combine as in prefill.
+pub(crate) fn attn_dec_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| !matches!(std::env::var("DS4_ATTN_DEC").as_deref(), Ok("old")))
+}
+
+/// Row splits of attn_dec: two clusters of 8 blocks per group of 8 heads (128 blocks at 64 heads).
+pub(crate) const ATTN_DEC_NSPLIT: usize = 16;
+
+/// Shapes attn_dec handles: lane float4 columns 4*lane + 128*j (dh <= 512, dh % 4 == 0), the
+/// cos/sin table of at most 256 RoPE pairs.
+pub(crate) fn attn_dec_shape_ok(h: usize, dh: usize, rd: usize) -> bool {
+    h >= 1 && dh % 4 == 0 && (4..=512).contains(&dh) && rd % 2 == 0 && rd <= dh
+}
+
+/// attn_dec scratch: f32 elements of the cross-cluster partials, i32 counters (zeroed once;
+/// each launch leaves them zero).
+pub(crate) fn attn_dec_bufs(h: usize, dh: usize) -> (usize, usize) {
+    let (g, nc) = (h.div_ceil(8), ATTN_DEC_NSPLIT / 8);
+    (g * nc * 8 * dh + g * nc * 8 * 8 * 2, g * 8)
+}
+
+/// Arguments of attn_dec (kernels/decode.cuh `AttnDecArgs`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct AttnDecArgs {
+    q: u64,
+    raw: u64,
+    comp: u64,
+    sel: u64,
+    pos: u64,
+    omega: u64,
+    sinks: u64,
+    part: u64,
+    cnt: u64,
+    out: u64,
+    cap: i32,
+    topk: i32,
+    h: i32,
+    dh: i32,
+    rd: i32,
+    w: i32,
+    ratio: i32,
+    nsplit: i32,
+    eps: f32,
+    pad: i32,
+}
+
+/// One-kernel decode attention for one token: `part` / `cnt` as sized by attn_dec_bufs (the
+/// counters must be zero, as every launch leaves them). io.po / io.pml are not used.
+pub(crate) fn launch_attn_dec(gpu: &Gpu, io: &AttnIo, part: DevPtr, cnt: DevPtr) -> Result<()> {
+    if io.t != 1 || !attn_dec_shape_ok(io.h, io.dh, io.rd) {
+        return Err(CudaError::Other("decode attention: one token and dh <= 512 (dh % 4 == 0) only".into()));
+    }
+    let aa = AttnDecArgs {
+        q: io.q,
+        raw: io.raw,
+        comp: io.comp,
+        sel: io.sel,
+        pos: io.pos,
+        omega: io.omega,
+        sinks: io.sinks,
+        part,
+        cnt,
+        out: io.out,
+        cap: io.cap as i32,
+        topk: io.topk as i32,
+        h: io.h as i32,
+        dh: io.dh as i32,
+        rd: io.rd as i32,
+        w: io.w as i32,
+        ratio: io.ratio as i32,
+        nsplit: ATTN_DEC_NSPLIT as i32,
+        eps: io.eps,
+        pad: 0,
+    };
+    gpu.launch("attn_dec", (io.h.div_ceil(8) as u32, ATTN_DEC_NSPLIT as u32, 1), 256, attn_dec_smem(io.dh) as u32, Args::new().a(aa))
+}
+
+/// Dynamic shared memory of attn_dec: a tile of 48 rows.
+pub(crate) fn attn_dec_smem(dh: usize) -> usize {
+    48 * dh * 4
+}
+
+/// Decode MoE router `moe_route_w` (one warp per token) unless `DS4_ROUTE=old` (read once).
+pub(crate) fn route_new_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| !matches!(std::env::var("DS4_ROUTE").as_deref(), Ok("old")))
+}
+
+/// Router for `t` tokens: moe_route_w when `new` and the shape fits (E <= 256, K <= 32), else
+/// moe_route. Arguments as moe_route: logits [t][e], bias (0 = none), tid2eid (0 = none), tok,
+/// outputs sel / wts [t][k].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_route(gpu: &Gpu, new: bool, t: usize, logits: u64, bias: u64, tid2eid: u64, tok: u64, e: usize, k: usize, wscale: f32, wnorm: bool, sel: u64, wts: u64) -> Result<()> {
+    let args = Args::new().a(logits).a(bias).a(tid2eid).a(tok).a(e as i32).a(k as i32).a(wscale).a(wnorm as i32).a(sel).a(wts);
+    if new && e <= 256 && k <= 32 {
+        gpu.launch("moe_route_w", (t as u32, 1, 1), 32, 0, args)
+    } else {
+        gpu.launch("moe_route", (t as u32, 1, 1), 256, (2 * e * 4) as u32, args)
+    }
 }
 
 /// Tensor-core prefill attention (kernels/attn.cuh): f16 copy of the rows, then one CTA per
@@ -836,6 +941,10 @@ struct Scratch {
     yhead: DevBuf,
     logits: DevBuf,
     amax: DevBuf,
+    /// attn_dec (decode attention) cross-cluster partials and its counters (zeroed here; every
+    /// launch leaves them zero, so graph replays need no reset).
+    dec_part: DevBuf,
+    dec_cnt: DevBuf,
 }
 
 /// The decode matvecs of one layer's attention side, as (matrix, input, output): launch `a`
@@ -1063,7 +1172,7 @@ pub(crate) fn exp16_sizes(m: &CudaModel, t: usize) -> (usize, usize) {
     (we.max(8), t * d.k * d.d.max(d.f))
 }
 
-fn nsplit_decode(ratio: usize) -> usize {
+pub(crate) fn nsplit_decode(ratio: usize) -> usize {
     if ratio == 0 { 8 } else { 16 }
 }
 
@@ -1181,6 +1290,8 @@ impl CudaSession {
             yhead: f4(d.d)?,
             logits: f4(d.vocab)?,
             amax: f4(1)?,
+            dec_part: f4(attn_dec_bufs(d.h, d.dh).0)?,
+            dec_cnt: gpu.alloc_zeroed(attn_dec_bufs(d.h, d.dh).1 * 4)?,
         };
         let ties = if opts.near_ties {
             let b = gpu.alloc_zeroed((4 + 4 * NEAR_TIE_CAP) * 4)?;
@@ -1828,6 +1939,8 @@ impl CudaSession {
             };
             if !decode && self.opts.precision == Precision::Fast && sc.kv16.is_some() {
                 launch_attn_tc(gpu, &io)?;
+            } else if decode && t == 1 && attn_dec_enabled() && attn_dec_shape_ok(d.h, d.dh, d.r) {
+                launch_attn_dec(gpu, &io, sc.dec_part.ptr, sc.dec_cnt.ptr)?;
             } else {
                 launch_attn_simt(gpu, &io)?;
             }
@@ -1864,18 +1977,10 @@ impl CudaSession {
                 self.gemm(ly.gate_sh.wmat(), sc.xn.ptr, d.d, sc.gs.ptr, d.f, t, None)?;
                 self.gemm(ly.up_sh.wmat(), sc.xn.ptr, d.d, sc.us.ptr, d.f, t, None)?;
             }
-            let args = Args::new()
-                .a(sc.rlog.ptr)
-                .a(ly.probs_b.as_ref().map(|b| b.ptr).unwrap_or(0))
-                .a(ly.tid2eid.as_ref().map(|b| b.ptr).unwrap_or(0))
-                .a(sc.tok.ptr)
-                .a(d.e as i32)
-                .a(d.k as i32)
-                .a(d.w_scale)
-                .a(d.w_norm as i32)
-                .a(sc.esel.ptr)
-                .a(sc.ewts.ptr);
-            gpu.launch("moe_route", (t as u32, 1, 1), 256, (2 * d.e * 4) as u32, args)?;
+            // decode: the one-warp router (same selection and weights); prefill: moe_route
+            let bias = ly.probs_b.as_ref().map(|b| b.ptr).unwrap_or(0);
+            let tid2eid = ly.tid2eid.as_ref().map(|b| b.ptr).unwrap_or(0);
+            launch_route(gpu, decode && route_new_enabled(), t, sc.rlog.ptr, bias, tid2eid, sc.tok.ptr, d.e, d.k, d.w_scale, d.w_norm, sc.esel.ptr, sc.ewts.ptr)?;
             let clamp = d.clamp[l];
             if decode && self.q8 {
                 self.jobsq[l].f.run(gpu, 2)?;
