@@ -370,7 +370,7 @@ impl Gpu {
         }
         let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default() };
         // kernels that may use more than 48 KiB of dynamic shared memory
-        for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "attn_prep", "gemm_q64", "gemm_q128"] {
+        for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_step", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
         }
         // type-specialized gemm_q64: up to three ~64-76 KiB blocks per SM, so ask for the

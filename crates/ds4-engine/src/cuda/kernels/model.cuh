@@ -129,7 +129,11 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
     __shared__ double shd[32];
     __shared__ float mix_s[MAXM];
     __shared__ float rs_s;
+    __shared__ float sb_s[3 + MAXM];  // scale[0..3) then base[0..M)
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    // the small parameters are fetched alongside the partials (published by the barrier below)
+    if ((int)threadIdx.x < 3 + M) sb_s[threadIdx.x] = threadIdx.x < 3 ? scale[threadIdx.x] : base[threadIdx.x - 3];
+    float* nsh = xsh + D;  // norm_w staged by the collapse loop (one round trip instead of two)
     // the partials: every load issued before any sum (one memory round trip when nw > M)
     for (int m = w; m <= M; m += nw) {
         if (m < M) {
@@ -153,11 +157,11 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
         // post and the Sinkhorn iterations (they need only the mixes), overlapped with the
         // other warps' collapse; lane a*N+b holds C[a][b] and every sum is gathered lane by
         // lane in index order (same arithmetic as a serial loop)
-        if (lane < N) post_out[t * N + lane] = 2.f * sigmoidf_((mix_s[N + lane] * rs) * scale[1] + base[N + lane]);
+        if (lane < N) post_out[t * N + lane] = 2.f * sigmoidf_((mix_s[N + lane] * rs) * sb_s[1] + sb_s[3 + N + lane]);
         int NN = N * N;
         int li = lane < NN ? lane : 0;
         int a = li / N, b = li % N;
-        float c = (mix_s[2 * N + li] * rs) * scale[2] + base[2 * N + li];
+        float c = (mix_s[2 * N + li] * rs) * sb_s[2] + sb_s[3 + 2 * N + li];
         float mx = -INF_F;
         for (int q = 0; q < N; q++) mx = fmaxf(mx, __shfl_sync(0xffffffffu, c, a * N + q));
         c = expf(c - mx);
@@ -181,7 +185,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
 #pragma unroll
     for (int a = 0; a < MAXN; a++) {
         float mv = a < N ? mix_s[a] * rs : 0.f;
-        pre[a] = a < N ? sigmoidf_(mv * scale[0] + base[a]) + hc_eps : 0.f;
+        pre[a] = a < N ? sigmoidf_(mv * sb_s[0] + sb_s[3 + a]) + hc_eps : 0.f;
     }
     // the collapse by the threads not running the Sinkhorn
     int first = sink ? (int)threadIdx.x - 32 : (int)threadIdx.x;
@@ -196,6 +200,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
             for (int s = 1; s < MAXN; s++)
                 if (s < N) x += pre[s] * __ldcg(St + (i64)s * D + d);
             xsh[d] = x;
+            nsh[d] = norm_w[d];
             ss += (double)x * (double)x;
         }
     }
@@ -206,16 +211,16 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
         // one warp per 32-value block (D % 32 == 0): the values quant_q8 would produce
         for (int b = w; b < (D >> 5); b += nw) {
             int d = b * 32 + lane;
-            float v = (xsh[d] * rsn) * norm_w[d];
+            float v = (xsh[d] * rsn) * nsh[d];
             xo[d] = v;
             q8_block(v, lane, b, q8s + (i64)t * D, q8d + (i64)t * (D >> 5));
         }
         return;
     }
-    for (int d = threadIdx.x; d < D; d += blockDim.x) xo[d] = (xsh[d] * rsn) * norm_w[d];
+    for (int d = threadIdx.x; d < D; d += blockDim.x) xo[d] = (xsh[d] * rsn) * nsh[d];
 }
 
-// grid T, dynamic smem D floats (the prefill path; decode uses hc_step).
+// grid T, dynamic smem 2*D floats (the prefill path; decode uses hc_step).
 extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
                                                             const double* __restrict__ pss, int nsplit, int M, int D,
                                                             int N, const float* __restrict__ scale,
@@ -319,16 +324,20 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
         ss = warp_sum_d(ss);
         if (lane == 0) a.pss[(i64)t * nsplit + sp] = ss;
     }
-    __threadfence();
+    // the block's writes are ordered before thread 0's fence by the barrier, and the fence is
+    // cumulative: one fence per block instead of one per thread
     __syncthreads();
     if (threadIdx.x == 0) {
+        __threadfence();
         int k = atomicAdd(a.ticket + t, 1);
         last_s = k == nsplit - 1;
+        if (last_s) {
+            __threadfence();
+            a.ticket[t] = 0;
+        }
     }
     __syncthreads();
     if (!last_s) return;
-    __threadfence();
-    if (threadIdx.x == 0) a.ticket[t] = 0;
     hc_finish_tok(t, a.S, a.pdot, a.pss, nsplit, M, D, N, a.scale, a.base, a.norm_w, a.eps, a.iters, a.hc_eps, a.post_out,
                   a.comb_out, a.xn_out, a.q8s, a.q8d, xsh);
 }
@@ -485,7 +494,8 @@ extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restr
                                                             const float* __restrict__ kv_norm, int Rq, int Dh, int R,
                                                             float eps, const int* __restrict__ pos,
                                                             const float* __restrict__ omega, float* qr_out, float* raw,
-                                                            int cap, int qat, int layer, int* ties) {
+                                                            int cap, int qat, int layer, int* ties, signed char* qr_q8,
+                                                            float2* qr_q8d) {
     PDL_ENTRY;
     extern __shared__ float sm[];
     __shared__ double shd[32];
@@ -494,6 +504,10 @@ extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restr
     float* k = sm + Rq;
     rmsnorm_w_to(qa + (i64)t * Rq, qa_norm, q, Rq, eps, shd);
     for (int i = threadIdx.x; i < Rq; i += blockDim.x) qr_out[(i64)t * Rq + i] = q[i];
+    // decode's int8 copy of qr for the q_b matvec (Rq % 32 == 0): one warp per 32 values
+    if (qr_q8)
+        for (int b = threadIdx.x >> 5; b < (Rq >> 5); b += blockDim.x >> 5)
+            q8_block(q[b * 32 + (threadIdx.x & 31)], threadIdx.x & 31, b, qr_q8 + (i64)t * Rq, qr_q8d + (i64)t * (Rq >> 5));
     rmsnorm_w_to(kvp + (i64)t * Dh, kv_norm, k, Dh, eps, shd);
     rope_tail_smem(k, Dh, R, p, omega, 1.f);
     __syncthreads();
@@ -526,6 +540,8 @@ struct CompArgs {
     int indexer;
     int layer;  // for near-tie records
     int* ties;  // near-tie list or 0 (see note_tie)
+    int fuse;   // T == 1, one block: comp_emit also runs the frontier update (comp_state)
+    int pad;
 };
 
 __device__ __forceinline__ void comp_tok(const CompArgs& a, int p0, int q, int col, float& v, float& s) {
@@ -543,14 +559,10 @@ __device__ __forceinline__ void comp_tok(const CompArgs& a, int p0, int q, int c
     }
 }
 
-extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
-    PDL_ENTRY;
-    extern __shared__ float pooled[];
-    __shared__ double shd[32];
+// Compressed row c (its window closes in this batch) -> a.rows. Whole block, smem pooled[d].
+__device__ void comp_emit_row(const CompArgs& a, int c, float* pooled, double* shd) {
     int p0 = a.pos[0];
     int r = a.r, d = a.d;
-    int c = p0 / r + blockIdx.x;
-    if ((c + 1) * r > p0 + a.T) return;  // no window closes for this block
     int i = threadIdx.x;
     if (i < d) {
         float m = -INF_F;
@@ -604,13 +616,10 @@ extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
     if (i < d) a.rows[(i64)c * d + i] = pooled[i];
 }
 
-// Frontier update after the batch (runs after comp_emit, which reads the old state).
-extern "C" __global__ void comp_state(CompArgs a) {
-    PDL_ENTRY;
+// Frontier update after the batch of element idx < nres * w (after every comp_emit_row of
+// the batch: they read the old state).
+__device__ void comp_state_at(const CompArgs& a, i64 idx) {
     int w = (a.r == 4 ? 2 : 1) * a.d;
-    int nres = (a.r == 4) ? 4 : a.r;
-    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (i64)nres * w) return;
     int j = (int)(idx / w), col = (int)(idx % w);
     int p0 = a.pos[0], P1 = p0 + a.T;
     int r = a.r;
@@ -642,6 +651,30 @@ extern "C" __global__ void comp_state(CompArgs a) {
             a.skv[(i64)j * w + col] = v;
             a.ssc[(i64)j * w + col] = s;
         }
+    }
+}
+
+extern "C" __global__ void comp_state(CompArgs a) {
+    PDL_ENTRY;
+    int w = (a.r == 4 ? 2 : 1) * a.d;
+    int nres = (a.r == 4) ? 4 : a.r;
+    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < (i64)nres * w) comp_state_at(a, idx);
+}
+
+// grid: one block per window that may close in the batch (block-uniform early exit).
+extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
+    PDL_ENTRY;
+    extern __shared__ float pooled[];
+    __shared__ double shd[32];
+    int c = a.pos[0] / a.r + blockIdx.x;
+    if ((c + 1) * a.r <= a.pos[0] + a.T) comp_emit_row(a, c, pooled, shd);
+    if (a.fuse) {
+        // decode: the single block updates the frontier after its reads (one launch, not two)
+        __syncthreads();
+        int w = (a.r == 4 ? 2 : 1) * a.d;
+        int nres = (a.r == 4) ? 4 : a.r;
+        for (i64 idx = threadIdx.x; idx < (i64)nres * w; idx += blockDim.x) comp_state_at(a, idx);
     }
 }
 
