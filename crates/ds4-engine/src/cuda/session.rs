@@ -99,8 +99,6 @@ struct CompArgs {
     indexer: i32,
     layer: i32,
     ties: u64,
-    fuse: i32,
-    pad: i32,
 }
 
 #[repr(C)]
@@ -173,18 +171,6 @@ struct HcFinish {
 fn hc_step_enabled() -> bool {
     static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *V.get_or_init(|| std::env::var("DS4_HC_STEP").map(|v| v != "0").unwrap_or(true))
-}
-
-/// `DS4_COMP_FUSE=0` keeps decode's separate comp_emit / comp_state launches (read once).
-fn comp_fuse_enabled() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_COMP_FUSE").map(|v| v != "0").unwrap_or(true))
-}
-
-/// hc_step block size (`DS4_HC_THREADS`: 256, 512 or 1024, default 1024; read once).
-fn hc_step_threads() -> u32 {
-    static V: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_HC_THREADS").ok().and_then(|v| v.parse().ok()).filter(|v| [256, 512, 1024].contains(v)).unwrap_or(1024))
 }
 
 /// Arguments of the tensor-core prefill attention (kernels/attn.cuh `AttnTcArgs`).
@@ -690,15 +676,6 @@ pub(crate) struct MvJobQ {
     pub wk: i32,
     pub clamp: f32,
     pub pad: i32,
-    /// optional int8 copy of y (q8.cuh `q8_block` layout), written by blocks of exactly 32 rows
-    pub yq: u64,
-    pub yqd: u64,
-}
-
-/// Columns of an `mvq` matrix must be a multiple of the type's block (32 for Q8_0, 256 for
-/// the K-quants and IQ2_XXS).
-pub(crate) fn mvq_cols_multiple(ty: i32) -> i32 {
-    if ty == 8 { 32 } else { 256 }
 }
 
 /// Weight types `mvq` handles: Q8_0, Q2_K, Q4_K, IQ2_XXS.
@@ -738,11 +715,8 @@ impl GridJob for MvJobQ {
         self.block0 = b;
     }
     fn check(&self) -> Result<()> {
-        if !mvq_type_ok(self.w.ty) || self.w.cols % mvq_cols_multiple(self.w.ty) != 0 || self.x_slot % 32 != 0 || ![1, 2, 4].contains(&self.rpw) || ![1, 2, 4, 8].contains(&self.wk) {
+        if !mvq_type_ok(self.w.ty) || self.w.cols % 256 != 0 || self.x_slot % 32 != 0 || ![1, 2, 4].contains(&self.rpw) || ![1, 2, 4, 8].contains(&self.wk) {
             return Err(CudaError::Other(format!("mvq: unsupported job (type {}, cols {})", self.w.ty, self.w.cols)));
-        }
-        if self.yq != 0 && (self.rows_per_block() != 32 || self.w.rows % 32 != 0) {
-            return Err(CudaError::Other("mvq: an int8 output needs blocks of 32 rows".into()));
         }
         Ok(())
     }
@@ -778,14 +752,6 @@ struct LayerJobsQ {
     f: JobTableQ,
     /// routed experts down (slot i reads quantized mid i) + shared down (slot K)
     g: JobTableQ,
-    /// q_b (+ the indexer's q_b) from the int8 qr that attn_prep writes (None: f32 matvecs)
-    b: Option<JobTableQ>,
-}
-
-/// `DS4_DECODE_Q8_ATTN=0` keeps the f32 q_b matvec when the FFN uses int8 activations (read once).
-fn q8_attn_wanted() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_DECODE_Q8_ATTN").map(|v| v != "0").unwrap_or(true))
 }
 
 /// Decode launches of one layer with the mv2 matvec (see `build_jobs2`).
@@ -825,7 +791,16 @@ pub(crate) struct Jobs<J> {
     blocks: Vec<u32>, // cumulative block count after each job
     smem: Vec<u32>,   // max smem up to each job
     kern: &'static str,
+    /// Most blocks one launch starts (0: one per logical block); see mvq_persist.
+    cap: u32,
     _job: std::marker::PhantomData<J>,
+}
+
+/// `DS4_MVQ_PERSIST=1`: mvq launches at most the blocks that fit on the GPU at once, each
+/// looping over logical blocks (read once).
+fn mvq_persist() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_MVQ_PERSIST").map(|v| v == "1").unwrap_or(false))
 }
 
 impl<J: GridJob> Jobs<J> {
@@ -847,14 +822,18 @@ impl<J: GridJob> Jobs<J> {
         if !raw.is_empty() {
             gpu.htod(buf.ptr, raw)?;
         }
-        Ok(Jobs { buf, blocks, smem, kern, _job: std::marker::PhantomData })
+        let cap = if kern.starts_with("mvq") && mvq_persist() { (gpu.blocks_per_sm(kern, 256, 0)? * gpu.sm_count as usize) as u32 } else { 0 };
+        Ok(Jobs { buf, blocks, smem, kern, cap, _job: std::marker::PhantomData })
     }
     pub(crate) fn len(&self) -> usize {
         self.blocks.len()
     }
     pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
-        let args = Args::new().a(self.buf.ptr).a(njobs as i32);
-        gpu.launch(self.kern, (self.blocks[njobs - 1], 1, 1), 256, self.smem[njobs - 1], args)
+        // (kernels without the third parameter ignore it)
+        let nblk = self.blocks[njobs - 1];
+        let grid = if self.cap > 0 { nblk.min(self.cap) } else { nblk };
+        let args = Args::new().a(self.buf.ptr).a(njobs as i32).a(nblk as i32);
+        gpu.launch(self.kern, (grid, 1, 1), 256, self.smem[njobs - 1], args)
     }
 }
 
@@ -945,9 +924,6 @@ struct Scratch {
     qxd: DevBuf,
     qmid: DevBuf,
     qmidd: DevBuf,
-    /// decode: int8 qr for q_b (attn_prep writes it)
-    qqr: DevBuf,
-    qqrd: DevBuf,
     /// f16 copy of a layer's KV rows for the tensor-core prefill attention (Fast precision).
     kv16: Option<DevBuf>,
     /// tensor-core indexer: f16 copies of q and the rows, and their scales (see launch_idx_tc)
@@ -1287,8 +1263,6 @@ impl CudaSession {
             qxd: gpu.alloc((d.d / 32).max(1) * 8)?,
             qmid: gpu.alloc(((d.k + 1) * d.f).max(32))?,
             qmidd: gpu.alloc(((d.k + 1) * d.f / 32).max(1) * 8)?,
-            qqr: gpu.alloc(d.rq.max(32))?,
-            qqrd: gpu.alloc((d.rq / 32).max(1) * 8)?,
             kv16: if opts.precision == Precision::Fast && attn_tc_enabled() && attn_tc_shape_ok(d.h, d.dh, d.r) {
                 // raw ring + the most compressed rows any layer can show (ratio 4)
                 Some(gpu.alloc((cap + opts.ctx / 4 + 2) * d.dh * 2)?)
@@ -1386,11 +1360,6 @@ impl CudaSession {
     /// weight of a supported type, DS4_DECODE_Q8 not 0).
     pub fn decode_q8(&self) -> bool {
         self.q8
-    }
-
-    /// Whether decode's q_b matvecs use int8 activations too.
-    pub fn decode_q8_qb(&self) -> bool {
-        self.jobsq.first().is_some_and(|j| j.b.is_some())
     }
 
     /// Let batches of at least `min_t` tokens use the cuBLAS dense and routed-expert paths
@@ -1552,7 +1521,6 @@ impl CudaSession {
         let qx = (sc.qx.ptr, sc.qxd.ptr);
         let qm = (sc.qmid.ptr, sc.qmidd.ptr);
         let qms = (sc.qmid.ptr + (d.k * d.f) as u64, sc.qmidd.ptr + (d.k * d.f / 32 * 8) as u64);
-        let q8_attn = q8_attn_wanted() && d.rq % 32 == 0;
         let mut all = Vec::new();
         for l in 0..d.n_layer {
             let ly = &self.m.layers[l];
@@ -1562,32 +1530,12 @@ impl CudaSession {
             f.sel = sc.esel.ptr;
             f.wts = sc.ewts.ptr;
             let fs = MvJobQ::paired(ly.gate_sh.wmat(), ly.up_sh.wmat(), qx, sc.mids.ptr, clamp);
-            // one warp per 4 rows, no column split: 32 rows per block, so each block also
-            // writes its rows' int8 block for the down matvecs (no quant_q8 launch)
-            let (mut f, mut fs) = (f, fs);
-            for (j, q) in [(&mut f, qm), (&mut fs, qms)] {
-                (j.rpw, j.wk) = (4, 1);
-                (j.yq, j.yqd) = q;
-            }
             let mut gd = MvJobQ::plain(ly.down_exps.wmat(), qm, sc.ypair.ptr);
             gd.nslots = d.k as i32;
             gd.sel = sc.esel.ptr;
             gd.x_slot = d.f as i64;
             let gs = MvJobQ::plain(ly.down_sh.wmat(), qms, sc.ypair.ptr + (d.k * d.d * 4) as u64);
-            // q_b rows are many and short (1024 columns): one warp per 4 rows, no column split
-            // (the kbench q8 sweep's best on the H200: 15.8 us vs 23.2 us for the f32 matvec)
-            let mut qb: Vec<MvJobQ> = [Some(&ly.q_b), ly.idx_q_b.as_ref()]
-                .into_iter()
-                .flatten()
-                .zip([sc.q.ptr, sc.iq.ptr])
-                .map(|(w, y)| MvJobQ { wk: 1, rpw: 4, ..MvJobQ::plain(w.wmat(), (sc.qqr.ptr, sc.qqrd.ptr), y) })
-                .collect();
-            let b = if q8_attn && qb.iter().all(|j| mvq_type_ok(j.w.ty) && j.w.cols % mvq_cols_multiple(j.w.ty) == 0) { Some(JobTableQ::planned(&gpu, &mut qb, MVQ_KERNELS[1])?) } else { None };
-            let ok32 = [&f, &fs].iter().all(|j| j.w.rows % 32 == 0);
-            if !ok32 {
-                return Ok(());
-            }
-            all.push(LayerJobsQ { f: JobTableQ::planned(&gpu, &mut [f, fs], MVQ_KERNELS[1])?, g: JobTableQ::new(&gpu, &mut [gd, gs])?, b });
+            all.push(LayerJobsQ { f: JobTableQ::new(&gpu, &mut [f, fs])?, g: JobTableQ::new(&gpu, &mut [gd, gs])? });
         }
         self.jobsq = all;
         self.q8 = true;
@@ -1797,7 +1745,7 @@ impl CudaSession {
                     hc_eps: d.hc_eps,
                     pad: 0,
                 };
-                self.gpu().launch("hc_step", (self.hc_split as u32, t as u32, 1), hc_step_threads(), (2 * d.d * 4) as u32, Args::new().a(a))
+                self.gpu().launch("hc_step", (self.hc_split as u32, t as u32, 1), 1024, (2 * d.d * 4) as u32, Args::new().a(a))
             }
             _ => {
                 self.hc_post_mix(t, y, ny, fn_ptr, m)?;
@@ -1847,8 +1795,6 @@ impl CudaSession {
             indexer: indexer as i32,
             layer: l as i32,
             ties: self.ties_ptr(),
-            fuse: 0,
-            pad: 0,
         }
     }
 
@@ -1859,10 +1805,6 @@ impl CudaSession {
         let w = if r == 4 { 2 * dim } else { dim };
         let emits = t / r + 1;
         let block = ((dim + 31) / 32 * 32) as u32;
-        if emits == 1 && comp_fuse_enabled() {
-            let a = CompArgs { fuse: 1, ..a };
-            return self.gpu().launch("comp_emit", (1, 1, 1), block, (dim * 4) as u32, Args::new().a(a));
-        }
         self.gpu().launch("comp_emit", (emits as u32, 1, 1), block, (dim * 4) as u32, Args::new().a(a))?;
         let nres = if r == 4 { 4 } else { r };
         let n = nres * w;
@@ -1923,12 +1865,6 @@ impl CudaSession {
                 .a(self.opts.qat as i32)
                 .a(l as i32)
                 .a(self.ties_ptr());
-            // decode with int8 q_b: attn_prep also writes the int8 copy of qr
-            let qb_q8 = if decode { self.jobsq.get(l).and_then(|j| j.b.as_ref()) } else { None };
-            let args = match qb_q8 {
-                Some(_) => args.a(sc.qqr.ptr).a(sc.qqrd.ptr),
-                None => args.a(0u64).a(0u64),
-            };
             gpu.launch("attn_prep", (t as u32, 1, 1), 512, ((d.rq + d.dh) * 4) as u32, args)?;
             if ratio > 0 {
                 self.compressor(l, t, false)?;
@@ -1937,9 +1873,7 @@ impl CudaSession {
                 self.compressor(l, t, true)?;
             }
             let use_idx = ratio == 4 && idx_active;
-            if let Some(jb) = qb_q8 {
-                jb.run(gpu, if use_idx { 2 } else { 1 })?;
-            } else if decode && self.mv2 {
+            if decode && self.mv2 {
                 self.jobs2[l].b.run(gpu, if use_idx { 2 } else { 1 })?;
             } else if decode {
                 self.jobs[l].b.run(gpu, if use_idx { 2 } else { 1 })?;
@@ -2050,8 +1984,8 @@ impl CudaSession {
             launch_route(gpu, decode && route_new_enabled(), t, sc.rlog.ptr, bias, tid2eid, sc.tok.ptr, d.e, d.k, d.w_scale, d.w_norm, sc.esel.ptr, sc.ewts.ptr)?;
             let clamp = d.clamp[l];
             if decode && self.q8 {
-                // gate/up also write the int8 mid the down matvecs read
                 self.jobsq[l].f.run(gpu, 2)?;
+                launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, sc.mids.ptr, d.f, sc.qmid.ptr, sc.qmidd.ptr)?;
                 self.jobsq[l].g.run(gpu, 2)?;
             } else if decode && self.mv2_ffn {
                 self.jobs2[l].f.run(gpu, 1)?;
@@ -2582,9 +2516,9 @@ fn fill_neg_inf(gpu: &Gpu, b: &DevBuf) -> Result<()> {
 const _: () = assert!(std::mem::size_of::<WMat>() == 48);
 const _: () = assert!(std::mem::size_of::<MvJob>() == 96);
 const _: () = assert!(std::mem::size_of::<MvJob2>() == 160);
-const _: () = assert!(std::mem::size_of::<MvJobQ>() == 184);
+const _: () = assert!(std::mem::size_of::<MvJobQ>() == 168);
 const _: () = assert!(std::mem::size_of::<GemmArgs>() == 96);
-const _: () = assert!(std::mem::size_of::<CompArgs>() == 120);
+const _: () = assert!(std::mem::size_of::<CompArgs>() == 112);
 const _: () = assert!(std::mem::size_of::<HcStepArgs>() == 160);
 const _: () = assert!(std::mem::size_of::<AttnArgs>() == 104);
 const _: () = assert!(std::mem::size_of::<AttnTcArgs>() == 88);

@@ -495,13 +495,11 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                 println!("SKIP {} fast cuBLAS experts: DS4_GEMM_EXP=cublas not set (or libcublas not loaded)", tag(""));
             }
             // decode rows (prefix prefill + one eval per token) against the reference decode:
-            // shows the int8-activation FFN matvecs (q8=on; DS4_DECODE_Q8=0 turns them off) and
-            // q_b's (qb8=on; DS4_DECODE_Q8_ATTN=0 turns it off)
+            // shows the int8-activation FFN matvecs (q8=on; DS4_DECODE_Q8=0 turns them off)
             let gfd = gpu_decode(&mut fast_ex, &toks, prefix)?;
             let (mx, kl, top1) = kl_top1(&gd, &gfd, vocab);
-            let onoff = |b: bool| if b { "on" } else { "off" };
-            let (q8, qb8) = (onoff(fast_ex.decode_q8()), onoff(fast_ex.decode_q8_qb()));
-            println!("INFO {} fast-vs-reference decode: rows={nd} max_abs_dlogit={mx:.3e} mean_kl={kl:.3e} top1_agree={top1:.4} q8={q8} qb8={qb8}", tag(""));
+            let q8 = if fast_ex.decode_q8() { "on" } else { "off" };
+            println!("INFO {} fast-vs-reference decode: rows={nd} max_abs_dlogit={mx:.3e} mean_kl={kl:.3e} top1_agree={top1:.4} q8={q8}", tag(""));
         }
     }
     println!("{} passed, {} failed", t.pass, t.fail);

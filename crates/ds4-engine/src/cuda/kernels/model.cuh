@@ -117,7 +117,7 @@ extern "C" __global__ void __launch_bounds__(32) hc_post_mix(float* S, const flo
 // Finish hc_pre for token t: mix, pre/post/Sinkhorn (M == N*(N+2)) or head pre only
 // (M == N), collapse the streams and apply the following weighted RMSNorm; optionally also
 // the int8 blocks of the normalized row (q8s/q8d, the layout of quant_q8, D % 32 == 0).
-// Called by a whole block (blockDim a multiple of 32, >= 64), smem xsh of D floats. The
+// Called by a whole block (blockDim a multiple of 32, >= 64), smem xsh of 2*D floats. The
 // partials are reduced by one warp per mix (lane-strided, then a butterfly), every thread
 // derives the N pre weights itself, and warp 0 runs the Sinkhorn iterations while the other
 // warps write the normalized row. Loads bypass L1 (__ldcg): in hc_step the last block reads
@@ -494,8 +494,7 @@ extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restr
                                                             const float* __restrict__ kv_norm, int Rq, int Dh, int R,
                                                             float eps, const int* __restrict__ pos,
                                                             const float* __restrict__ omega, float* qr_out, float* raw,
-                                                            int cap, int qat, int layer, int* ties, signed char* qr_q8,
-                                                            float2* qr_q8d) {
+                                                            int cap, int qat, int layer, int* ties) {
     PDL_ENTRY;
     extern __shared__ float sm[];
     __shared__ double shd[32];
@@ -504,10 +503,6 @@ extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restr
     float* k = sm + Rq;
     rmsnorm_w_to(qa + (i64)t * Rq, qa_norm, q, Rq, eps, shd);
     for (int i = threadIdx.x; i < Rq; i += blockDim.x) qr_out[(i64)t * Rq + i] = q[i];
-    // decode's int8 copy of qr for the q_b matvec (Rq % 32 == 0): one warp per 32 values
-    if (qr_q8)
-        for (int b = threadIdx.x >> 5; b < (Rq >> 5); b += blockDim.x >> 5)
-            q8_block(q[b * 32 + (threadIdx.x & 31)], threadIdx.x & 31, b, qr_q8 + (i64)t * Rq, qr_q8d + (i64)t * (Rq >> 5));
     rmsnorm_w_to(kvp + (i64)t * Dh, kv_norm, k, Dh, eps, shd);
     rope_tail_smem(k, Dh, R, p, omega, 1.f);
     __syncthreads();
@@ -540,8 +535,6 @@ struct CompArgs {
     int indexer;
     int layer;  // for near-tie records
     int* ties;  // near-tie list or 0 (see note_tie)
-    int fuse;   // T == 1, one block: comp_emit also runs the frontier update (comp_state)
-    int pad;
 };
 
 __device__ __forceinline__ void comp_tok(const CompArgs& a, int p0, int q, int col, float& v, float& s) {
@@ -559,10 +552,14 @@ __device__ __forceinline__ void comp_tok(const CompArgs& a, int p0, int q, int c
     }
 }
 
-// Compressed row c (its window closes in this batch) -> a.rows. Whole block, smem pooled[d].
-__device__ void comp_emit_row(const CompArgs& a, int c, float* pooled, double* shd) {
+extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
+    PDL_ENTRY;
+    extern __shared__ float pooled[];
+    __shared__ double shd[32];
     int p0 = a.pos[0];
     int r = a.r, d = a.d;
+    int c = p0 / r + blockIdx.x;
+    if ((c + 1) * r > p0 + a.T) return;  // no window closes for this block
     int i = threadIdx.x;
     if (i < d) {
         float m = -INF_F;
@@ -616,10 +613,13 @@ __device__ void comp_emit_row(const CompArgs& a, int c, float* pooled, double* s
     if (i < d) a.rows[(i64)c * d + i] = pooled[i];
 }
 
-// Frontier update after the batch of element idx < nres * w (after every comp_emit_row of
-// the batch: they read the old state).
-__device__ void comp_state_at(const CompArgs& a, i64 idx) {
+// Frontier update after the batch (runs after comp_emit, which reads the old state).
+extern "C" __global__ void comp_state(CompArgs a) {
+    PDL_ENTRY;
     int w = (a.r == 4 ? 2 : 1) * a.d;
+    int nres = (a.r == 4) ? 4 : a.r;
+    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (i64)nres * w) return;
     int j = (int)(idx / w), col = (int)(idx % w);
     int p0 = a.pos[0], P1 = p0 + a.T;
     int r = a.r;
@@ -651,30 +651,6 @@ __device__ void comp_state_at(const CompArgs& a, i64 idx) {
             a.skv[(i64)j * w + col] = v;
             a.ssc[(i64)j * w + col] = s;
         }
-    }
-}
-
-extern "C" __global__ void comp_state(CompArgs a) {
-    PDL_ENTRY;
-    int w = (a.r == 4 ? 2 : 1) * a.d;
-    int nres = (a.r == 4) ? 4 : a.r;
-    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx < (i64)nres * w) comp_state_at(a, idx);
-}
-
-// grid: one block per window that may close in the batch (block-uniform early exit).
-extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
-    PDL_ENTRY;
-    extern __shared__ float pooled[];
-    __shared__ double shd[32];
-    int c = a.pos[0] / a.r + blockIdx.x;
-    if ((c + 1) * a.r <= a.pos[0] + a.T) comp_emit_row(a, c, pooled, shd);
-    if (a.fuse) {
-        // decode: the single block updates the frontier after its reads (one launch, not two)
-        __syncthreads();
-        int w = (a.r == 4 ? 2 : 1) * a.d;
-        int nres = (a.r == 4) ? 4 : a.r;
-        for (i64 idx = threadIdx.x; idx < (i64)nres * w; idx += blockDim.x) comp_state_at(a, idx);
     }
 }
 
