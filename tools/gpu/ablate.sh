@@ -5,19 +5,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
-M=/dev/shm/q2.gguf
 CTX=${CTX:-2048}; GEN=${GEN:-64}
-mount -o remount,size=120G /dev/shm 2>/dev/null || true
-( timeout 300 "$GGUF_BIN" synth --preset full --quant q2 --seed 1 --out "$M" >"$OUT/synth.log" 2>&1 ) &
-SYN=$!
+synth_start
 DS4_KBENCH=mv timeout 200 "$BIN" --kernel-bench > "$OUT/kbench_mv.txt" 2>&1; echo "kbench rc=$?"; cat "$OUT/kbench_mv.txt"
 ${EXTRA_BEFORE:-true}
-wait $SYN
-MV="matvec_grouped,moe_down_fused,mv2,mv2_b2,mv2_b3,mv2_b4"
-HC="hc_post_mix,hc_finish"
-ATT="attn_prep,attn_partial,attn_combine"
+synth_wait
+MV="matvec_grouped,moe_down_fused,mv2,mv2_b2,mv2_b3,mv2_b4,mvq_b2,mvq_b3,quant_q8"
+HC="hc_post_mix,hc_finish,hc_step"
+ATT="attn_prep,attn_partial,attn_combine,attn_dec"
 CMP="comp_emit,comp_state,idx_q_prep,idx_score,topk_select"
-MOE="moe_route"
+MOE="moe_route,moe_route_w"
 run() { echo "== $1"; env $2 timeout 120 "$BIN" --cuda -m "$M" --random-prompt $((CTX + GEN + 8)) --ctx-start "$CTX" --ctx-max "$CTX" \
     --gen-tokens "$GEN" 2>&1 | tr '\r' '\n' | grep -E "^ctx|error|panic" | tail -2; }
 run "default" ""

@@ -5,16 +5,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
-M=/dev/shm/q2.gguf
-mount -o remount,size=120G /dev/shm 2>/dev/null || true
-( timeout 300 "$GGUF_BIN" synth --preset full --quant q2 --seed 1 --out "$M" >/tmp/synth.log 2>&1 ) &
-SYN=$!
+synth_start
 timeout 300 "$BIN" --verify-fixtures "${FIX:-.gpu/fix}" > "$OUT/verify.txt" 2>"$OUT/verify.err"; echo "verify rc=$?"
 grep -E "FAIL|passed|fast-vs-reference decode" "$OUT/verify.txt" | head -30
 for k in ${KBENCH:-q8 idx gemm}; do
   DS4_KBENCH=$k DS4_KBENCH_T=${KBENCH_T:-8192} timeout 240 "$BIN" --kernel-bench > "$OUT/kbench_$k.txt" 2>&1; echo "kbench $k rc=$?"
 done
-wait $SYN; tail -1 /tmp/synth.log
+synth_wait
 run() { echo "== $1"; env $2 timeout 150 "$BIN" --cuda -m "$M" --random-prompt $(($3 + 72)) --ctx-start "$3" --ctx-max "$3" \
     --gen-tokens 64 2>&1 | tr '\r' '\n' | grep -E "^ctx|error|panic|Error" | tail -2; }
 IFS=';' read -ra VS <<< "${VARIANTS:-default@2048;DS4_DECODE_Q8=0@2048;default@8192;DS4_GEMM_SPEC=0@8192;DS4_GEMM_DEQ=f32@8192;DS4_IDX=simt@32768;default@32768}"

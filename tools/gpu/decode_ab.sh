@@ -7,18 +7,15 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
-M=/dev/shm/q2.gguf
 CTX=${CTX:-2048}; GEN=${GEN:-64}
 VARIANTS=${VARIANTS:-"DS4_MV=old DS4_PDL=0 DS4_GEMM=old DS4_ATTN=simt;DS4_PDL=0;DS4_MV=old;DS4_GEMM=old;DS4_ATTN=simt;DS4_MV=mv2"}
-mount -o remount,size=120G /dev/shm 2>/dev/null || true
-( t0=$(date +%s); timeout 300 "$GGUF_BIN" synth --preset full --quant q2 --seed 1 --out "$M" >"$OUT/synth.log" 2>&1; echo "synth rc=$? $(( $(date +%s) - t0 )) s" >>"$OUT/synth.log" ) &
-SYN=$!
+synth_start
 if [ "${SKIP_VERIFY:-0}" != 1 ]; then
   DS4_KBENCH_T=${KBENCH_T:-2048} timeout 200 "$BIN" --kernel-bench > "$OUT/kbench.txt" 2>&1; echo "kbench rc=$?"; cat "$OUT/kbench.txt"
   timeout 300 "$BIN" --verify-fixtures "${FIX:-.gpu/fix}" > "$OUT/verify.txt" 2>"$OUT/verify.err"; echo "verify rc=$?"
   grep -E "FAIL|passed" "$OUT/verify.txt"
 fi
-wait $SYN; tail -2 "$OUT/synth.log"
+synth_wait
 IFS=';' read -ra VS <<< "$VARIANTS"
 for v in "${VS[@]}"; do
   echo "== variant: $v"

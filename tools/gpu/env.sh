@@ -11,3 +11,32 @@ GGUF_BIN=${GGUF_BIN:-.gpu/ds4-gguf}
 OUT=${OUT:-/tmp/ds4-out}
 mkdir -p "$OUT"
 echo "libnvrtc: ${nv:-NOT FOUND}"
+
+# The full-size synthetic q2 model (published shapes, random weights) in /dev/shm.
+M=/dev/shm/q2.gguf
+# Start writing it in the background (~55 s on the H200 machine); synth_wait waits for it.
+synth_start() {
+  mount -o remount,size=120G /dev/shm 2>/dev/null || true
+  ( timeout ${SYNTH_TIMEOUT:-300} "$GGUF_BIN" synth --preset full --quant q2 --seed 1 --out "$M" >/tmp/synth.log 2>&1 ) &
+  SYN=$!
+}
+synth_wait() { wait $SYN; tail -1 /tmp/synth.log; }
+# Every fixture check on the GPU (format: tools/gpu/verify.expected) -> $OUT/verify.txt.
+fixtures() {
+  timeout 240 "$BIN" --verify-fixtures "${FIX:-.gpu/fix}" 2>/tmp/verify.err > "$OUT/verify.txt"; echo "verify rc=$?"
+  grep -E "FAIL|passed|failed" "$OUT/verify.txt" | tail -12; tail -3 /tmp/verify.err
+}
+# decode_at "VAR=value ..." CTX [GEN]: prefill CTX tokens of the synthetic model, decode GEN.
+decode_at() {
+  echo "== $1 ctx $2"
+  env $1 timeout 90 "$BIN" --cuda -m "$M" --random-prompt $(($2 + 80)) --ctx-start "$2" --ctx-max "$2" --gen-tokens "${3:-64}" 2>&1 \
+    | tr '\r' '\n' | grep -E "^ctx [0-9]|rror|panic|fall" | tail -2
+}
+# Warm per-kernel durations (Nsight Compute, one pass) of a 2K prefill and 2 decode steps
+# without graphs -> $OUT/ncu.csv.gz (summarize the decode segments per kernel name).
+ncu_decode() {
+  local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  timeout 150 "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --launch-count 4000 --csv \
+    --log-file /tmp/ncu.csv "$BIN" --cuda -m "$M" --random-prompt 2200 --ctx-start 2048 --ctx-max 2048 --gen-tokens 2 --no-graphs > /tmp/ncu_run.txt 2>&1
+  echo "ncu rc=$?"; gzip -c /tmp/ncu.csv > "$OUT/ncu.csv.gz"
+}

@@ -6,13 +6,10 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 export DS4_KERNEL_CACHE=$PWD/.gpu/kcache
-M=/dev/shm/q2.gguf
-mount -o remount,size=120G /dev/shm 2>/dev/null || true
-( timeout 200 "$GGUF_BIN" synth --preset full --quant q2 --seed 1 --out "$M" >/tmp/synth.log 2>&1 ) &
-SYN=$!
+synth_start
 DS4_KBENCH=gemm DS4_KBENCH_T=8192 timeout 60 "$BIN" --kernel-bench > "$OUT/kbench_gemm.txt" 2>&1; echo "kbench rc=$?"
 grep -E "cublas|^[a-z_/0-9]+ +[A-Z]" "$OUT/kbench_gemm.txt" | grep -E "cublas|q_a|q_b|out_b" | head -24
-wait $SYN; tail -1 /tmp/synth.log
+synth_wait
 for v in "DS4_GEMM_DENSE=q" "DS4_GEMM_DENSE=cublas"; do
   echo "== $v prefill 8K"
   env $v timeout 35 "$BIN" --cuda -m "$M" --random-prompt 8300 --ctx-start 8192 --ctx-max 8192 --gen-tokens 32 2>&1 | tr '\r' '\n' | grep -E "^ctx|rror|panic|cuBLAS" | tail -3

@@ -5,12 +5,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
-M=/dev/shm/q2.gguf
-mount -o remount,size=120G /dev/shm 2>/dev/null || true
-( timeout 300 "$GGUF_BIN" synth --preset full --quant q2 --seed 1 --out "$M" >"$OUT/synth.log" 2>&1 ) &
-SYN=$!
+synth_start
 DS4_KBENCH=mv timeout 200 "$BIN" --kernel-bench > "$OUT/kbench_mv.txt" 2>&1; echo "kbench rc=$?"; cat "$OUT/kbench_mv.txt"
-wait $SYN
+synth_wait
 run() { echo "== $1"; env $2 timeout 150 "$BIN" --cuda -m "$M" --random-prompt $(($3 + 72)) --ctx-start "$3" --ctx-max "$3" \
     --gen-tokens 64 2>&1 | tr '\r' '\n' | grep -E "^ctx|error|panic" | tail -2; }
 run "default (DS4_MV=mix)" "" 2048

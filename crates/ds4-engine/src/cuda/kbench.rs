@@ -436,6 +436,17 @@ fn print_sweep(name: &str, res: &[(f64, String)], tbs: impl Fn(f64) -> f64) {
     }
 }
 
+/// Mean milliseconds per call of `reps` back-to-back calls of `f` (CUDA events).
+fn time_ms(gpu: &Gpu, reps: usize, f: &dyn Fn() -> Result<()>) -> Result<f64> {
+    let (e0, e1) = (gpu.event()?, gpu.event()?);
+    gpu.record(&e0)?;
+    for _ in 0..reps {
+        f()?;
+    }
+    gpu.record(&e1)?;
+    Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64)
+}
+
 fn frand(seed: &mut u64) -> f32 {
     (rng(seed) >> 40) as f32 / (1u64 << 24) as f32 // [0, 1)
 }
@@ -455,6 +466,101 @@ struct AttnCase {
 /// tensor-core path on the same random inputs, through the session's own launch functions.
 /// One line per case: ms of each, the tensor-core rate, ||tc-simt||/||simt||, max abs error,
 /// and whether two tensor-core runs gave identical bits.
+/// Shape of a random attention input: heads, head dim, rope dims, indexer top-k, raw ring
+/// capacity, `t` query tokens at positions p0.., compression ratio.
+#[derive(Clone, Copy)]
+struct AttnShape {
+    h: usize,
+    dh: usize,
+    rd: usize,
+    topk: usize,
+    cap: usize,
+    p0: usize,
+    t: usize,
+    ratio: usize,
+}
+
+/// Random attention inputs on the device (shared by the prefill and decode attention benches).
+struct AttnInputs {
+    s: AttnShape,
+    comp_rows: usize,
+    q: DevBuf,
+    raw: DevBuf,
+    comp: DevBuf,
+    sinks: DevBuf,
+    omega: DevBuf,
+    pos: DevBuf,
+    sel: DevBuf,
+}
+
+impl AttnInputs {
+    fn new(gpu: &Gpu, s: AttnShape, mut seed: u64) -> Result<AttnInputs> {
+        let AttnShape { h, dh, rd, topk, cap, p0, t, ratio } = s;
+        let comp_rows = (p0 + t).checked_div(ratio).unwrap_or(0);
+        // q: any scale (normalized per head); rows in [-3, 3): logits of std ~1.7 over 512 dims
+        let qv: Vec<f32> = (0..t * h * dh).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
+        let rawv: Vec<f32> = (0..cap * dh).map(|_| frand(&mut seed) * 6.0 - 3.0).collect();
+        let compv: Vec<f32> = (0..comp_rows.max(1) * dh).map(|_| frand(&mut seed) * 6.0 - 3.0).collect();
+        let sinks: Vec<f32> = (0..h).map(|_| frand(&mut seed) * 4.0 - 1.0).collect();
+        let omega: Vec<f32> = (0..rd / 2).map(|k| 1.0 / 10000f32.powf(2.0 * k as f32 / rd as f32)).collect();
+        let pos: Vec<i32> = (0..t).map(|i| (p0 + i) as i32).collect();
+        // indexer selection: distinct random visible rows per token (only read when > topk visible)
+        let mut sel = vec![0i32; (t * topk).max(1)];
+        let mut perm: Vec<i32> = Vec::new();
+        for i in 0..t {
+            let ncv = (p0 + i + 1) / 4;
+            if ratio != 4 || ncv <= topk {
+                continue;
+            }
+            perm.clear();
+            perm.extend(0..ncv as i32);
+            for j in 0..topk {
+                let k = j + (rng(&mut seed) as usize) % (ncv - j);
+                perm.swap(j, k);
+            }
+            sel[i * topk..(i + 1) * topk].copy_from_slice(&perm[..topk]);
+        }
+        let up = |v: &[f32]| -> Result<DevBuf> {
+            let b = gpu.alloc(v.len().max(1) * 4)?;
+            gpu.htod(b.ptr, v)?;
+            Ok(b)
+        };
+        let (posb, selb) = (gpu.alloc(t * 4)?, gpu.alloc(sel.len() * 4)?);
+        gpu.htod(posb.ptr, &pos)?;
+        gpu.htod(selb.ptr, &sel)?;
+        Ok(AttnInputs { s, comp_rows, q: up(&qv)?, raw: up(&rawv)?, comp: up(&compv)?, sinks: up(&sinks)?, omega: up(&omega)?, pos: posb, sel: selb })
+    }
+
+    /// The launch description over these inputs (window `w`, `nsplit` row splits).
+    fn io(&self, w: usize, po: u64, pml: u64, out: u64, nsplit: usize) -> super::session::AttnIo {
+        let s = self.s;
+        super::session::AttnIo {
+            q: self.q.ptr,
+            raw: self.raw.ptr,
+            comp: if s.ratio > 0 { self.comp.ptr } else { 0 },
+            sel: self.sel.ptr,
+            pos: self.pos.ptr,
+            omega: self.omega.ptr,
+            sinks: self.sinks.ptr,
+            po,
+            pml,
+            out,
+            kv16: 0,
+            t: s.t,
+            cap: s.cap,
+            comp_rows: self.comp_rows,
+            topk: s.topk,
+            h: s.h,
+            dh: s.dh,
+            rd: s.rd,
+            w,
+            ratio: s.ratio,
+            nsplit,
+            eps: 1e-6,
+        }
+    }
+}
+
 pub fn attn_bench(gpu: &Gpu) -> Result<()> {
     use super::session::{attn_tc_shape_ok, launch_attn_simt, launch_attn_tc, AttnIo};
     let w = 128usize;
@@ -481,66 +587,12 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
         }
         let cap = (w + t).div_ceil(256) * 256;
         let comp_rows = (p0 + t).checked_div(ratio).unwrap_or(0);
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ ((p0 as u64) << 8) ^ (ratio as u64) ^ ((dh as u64) << 32);
-        // q: any scale (normalized per head); rows in [-3, 3): logits of std ~1.7 over 512 dims
-        let qv: Vec<f32> = (0..t * h * dh).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
-        let rawv: Vec<f32> = (0..cap * dh).map(|_| frand(&mut seed) * 6.0 - 3.0).collect();
-        let compv: Vec<f32> = (0..comp_rows.max(1) * dh).map(|_| frand(&mut seed) * 6.0 - 3.0).collect();
-        let sinks: Vec<f32> = (0..h).map(|_| frand(&mut seed) * 4.0 - 1.0).collect();
-        let omega: Vec<f32> = (0..rd / 2).map(|k| 1.0 / 10000f32.powf(2.0 * k as f32 / rd as f32)).collect();
-        let pos: Vec<i32> = (0..t).map(|i| (p0 + i) as i32).collect();
-        // indexer selection: distinct random visible rows per token (only read when > topk visible)
-        let mut sel = vec![0i32; t * topk];
-        let mut perm: Vec<i32> = Vec::new();
-        for i in 0..t {
-            let ncv = (p0 + i + 1) / 4;
-            if ratio != 4 || ncv <= topk {
-                continue;
-            }
-            perm.clear();
-            perm.extend(0..ncv as i32);
-            for j in 0..topk {
-                let k = j + (rng(&mut seed) as usize) % (ncv - j);
-                perm.swap(j, k);
-            }
-            sel[i * topk..(i + 1) * topk].copy_from_slice(&perm[..topk]);
-        }
+        let seed = 0x9e37_79b9_7f4a_7c15u64 ^ ((p0 as u64) << 8) ^ (ratio as u64) ^ ((dh as u64) << 32);
+        let inp = AttnInputs::new(gpu, AttnShape { h, dh, rd, topk, cap, p0, t, ratio }, seed)?;
         let f4 = |n: usize| gpu.alloc(n * 4);
-        let (qb, rawb, compb, sinkb, omb, posb, selb) =
-            (f4(qv.len())?, f4(rawv.len())?, f4(compv.len())?, f4(h)?, f4(omega.len().max(1))?, f4(t)?, f4(sel.len().max(1))?);
-        gpu.htod(qb.ptr, &qv)?;
-        gpu.htod(rawb.ptr, &rawv)?;
-        gpu.htod(compb.ptr, &compv)?;
-        gpu.htod(sinkb.ptr, &sinks)?;
-        gpu.htod(omb.ptr, &omega)?;
-        gpu.htod(posb.ptr, &pos)?;
-        gpu.htod(selb.ptr, &sel)?;
         let (po, pml, out_ref, out_tc) = (f4(t * h * dh)?, f4(t * h * 2)?, f4(t * h * dh)?, f4(t * h * dh)?);
         let kv16 = gpu.alloc((cap + comp_rows) * dh * 2)?;
-        let io = AttnIo {
-            q: qb.ptr,
-            raw: rawb.ptr,
-            comp: if ratio > 0 { compb.ptr } else { 0 },
-            sel: selb.ptr,
-            pos: posb.ptr,
-            omega: omb.ptr,
-            sinks: sinkb.ptr,
-            po: po.ptr,
-            pml: pml.ptr,
-            out: out_ref.ptr,
-            kv16: kv16.ptr,
-            t,
-            cap,
-            comp_rows,
-            topk,
-            h,
-            dh,
-            rd,
-            w,
-            ratio,
-            nsplit: 1,
-            eps: 1e-6,
-        };
+        let io = AttnIo { kv16: kv16.ptr, ..inp.io(w, po.ptr, pml.ptr, out_ref.ptr, 1) };
         let io_tc = AttnIo { out: out_tc.ptr, ..io };
         // poison the tensor-core output: unwritten elements show up as NaN
         let nan = vec![f32::NAN; t * h * dh];
@@ -552,15 +604,8 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
         let mut y = vec![0f32; t * h * dh];
         gpu.dtoh(&mut r, out_ref.ptr)?;
         gpu.dtoh(&mut y, out_tc.ptr)?;
-        let time = |f: &dyn Fn() -> Result<()>| -> Result<f64> {
-            let (e0, e1) = (gpu.event()?, gpu.event()?);
-            gpu.record(&e0)?;
-            for _ in 0..c.reps {
-                f()?;
-            }
-            gpu.record(&e1)?;
-            Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / c.reps as f64)
-        };
+        let time = |f: &dyn Fn() -> Result<()>| time_ms(gpu, c.reps, f);
+
         let ms_simt = time(&|| launch_attn_simt(gpu, &io))?;
         let ms_tc = time(&|| launch_attn_tc(gpu, &io_tc))?;
         let mut y2 = vec![0f32; t * h * dh];
@@ -761,15 +806,8 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
         "{:<30} {:>5} {:<10} {:>9} {:>8} {:>9} {:>9} {:>5} {}",
         "GEMM (prefill)", "T", "kernel", "ms", "TFLOP/s", "rel_err", "max_abs", "bad", "note"
     );
-    let time = |gpu: &Gpu, reps: usize, f: &dyn Fn() -> Result<()>| -> Result<f64> {
-        let (e0, e1) = (gpu.event()?, gpu.event()?);
-        gpu.record(&e0)?;
-        for _ in 0..reps {
-            f()?;
-        }
-        gpu.record(&e1)?;
-        Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64)
-    };
+    let time = |gpu: &Gpu, reps: usize, f: &dyn Fn() -> Result<()>| time_ms(gpu, reps, f);
+
     for &t in &ts {
         moe_group_bench(gpu, t)?;
     }
@@ -941,15 +979,8 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
         "{:<30} {:>5} {:<12} {:>9} {:>8} {:>9} {:>9} {:>9} {:>5} {}",
         "routed experts (prefill)", "T", "path", "ms", "TFLOP/s", "err_f32", "vs_grp", "max_vs_grp", "bad", "note"
     );
-    let time = |reps: usize, f: &dyn Fn() -> Result<()>| -> Result<f64> {
-        let (e0, e1) = (gpu.event()?, gpu.event()?);
-        gpu.record(&e0)?;
-        for _ in 0..reps {
-            f()?;
-        }
-        gpu.record(&e1)?;
-        Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64)
-    };
+    let time = |reps: usize, f: &dyn Fn() -> Result<()>| time_ms(gpu, reps, f);
+
     for (ci, &(name, ty, cols, rows, gather)) in cases.iter().enumerate() {
         let data = random_blocks(ty, cols * rows * GEMM_E, 901 + ci as u64);
         let m = upload_raw_mat(gpu, name, ty, vec![cols as u64, rows as u64, GEMM_E as u64], &data)?;
@@ -1072,15 +1103,8 @@ fn blas_rows(gpu: &Gpu, c: &GemmCase, m: &GMat, x: u64, ldx: usize, ytst: &DevBu
         println!("{:<30} {:>5} {:<10} (shape not supported by the cuBLAS path)", "", "", "cublas");
         return Ok(());
     }
-    let time = |reps: usize, f: &dyn Fn() -> Result<()>| -> Result<f64> {
-        let (e0, e1) = (gpu.event()?, gpu.event()?);
-        gpu.record(&e0)?;
-        for _ in 0..reps {
-            f()?;
-        }
-        gpu.record(&e1)?;
-        Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64)
-    };
+    let time = |reps: usize, f: &dyn Fn() -> Result<()>| time_ms(gpu, reps, f);
+
     let ny = nan.len();
     let yrows = t;
     for (label, full) in [("cublas", true), ("cublas_gemm", false)] {
@@ -1195,16 +1219,12 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
         let mut sy = vec![0i32; t * topk];
         gpu.dtoh(&mut sr, sel_ref.ptr)?;
         gpu.dtoh(&mut sy, sel_tc.ptr)?;
+        // one warm-up call first
         let time = |reps: usize, f: &dyn Fn() -> Result<()>| -> Result<f64> {
             f()?;
-            let (e0, e1) = (gpu.event()?, gpu.event()?);
-            gpu.record(&e0)?;
-            for _ in 0..reps {
-                f()?;
-            }
-            gpu.record(&e1)?;
-            Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64)
+            time_ms(gpu, reps, f)
         };
+
         let ms_simt = time(2, &|| launch_idx_simt(gpu, &io))?;
         let ms_tc = time(5, &|| launch_idx_tc(gpu, &io_tc))?;
         let mut y2 = vec![0f32; t * ldsc];
@@ -1309,59 +1329,15 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
     for &(h, dh, rd, topk, p, ratio) in &cases {
         let cap = (w + 1).div_ceil(256) * 256;
         let ncv = (p + 1).checked_div(ratio).unwrap_or(0);
-        let mut seed = 0x51f1_5eed_u64 ^ ((p as u64) << 12) ^ (ratio as u64) ^ ((dh as u64) << 40);
-        let qv: Vec<f32> = (0..h * dh).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
-        let rawv: Vec<f32> = (0..cap * dh).map(|_| frand(&mut seed) * 6.0 - 3.0).collect();
-        let compv: Vec<f32> = (0..ncv.max(1) * dh).map(|_| frand(&mut seed) * 6.0 - 3.0).collect();
-        let sinks: Vec<f32> = (0..h).map(|_| frand(&mut seed) * 4.0 - 1.0).collect();
-        let omega: Vec<f32> = (0..rd / 2).map(|k| 1.0 / 10000f32.powf(2.0 * k as f32 / rd as f32)).collect();
-        let mut sel = vec![0i32; topk.max(1)];
-        if ratio == 4 && ncv > topk {
-            let mut perm: Vec<i32> = (0..ncv as i32).collect();
-            for j in 0..topk {
-                let k = j + (rng(&mut seed) as usize) % (ncv - j);
-                perm.swap(j, k);
-            }
-            sel.copy_from_slice(&perm[..topk]);
-        }
+        let seed = 0x51f1_5eed_u64 ^ ((p as u64) << 12) ^ (ratio as u64) ^ ((dh as u64) << 40);
+        let inp = AttnInputs::new(gpu, AttnShape { h, dh, rd, topk, cap, p0: p, t: 1, ratio }, seed)?;
         let f4 = |n: usize| gpu.alloc(n * 4);
-        let (qb, rawb, compb, sinkb, omb, posb, selb) = (f4(qv.len())?, f4(rawv.len())?, f4(compv.len())?, f4(h)?, f4(omega.len().max(1))?, f4(1)?, f4(sel.len())?);
-        gpu.htod(qb.ptr, &qv)?;
-        gpu.htod(rawb.ptr, &rawv)?;
-        gpu.htod(compb.ptr, &compv)?;
-        gpu.htod(sinkb.ptr, &sinks)?;
-        gpu.htod(omb.ptr, &omega)?;
-        gpu.htod(posb.ptr, &[p as i32])?;
-        gpu.htod(selb.ptr, &sel)?;
         let ns = nsplit_decode(ratio);
         let (po, pml, out_old, out_new) = (f4(ns * h * dh)?, f4(ns * h * 2)?, f4(h * dh)?, f4(h * dh)?);
         let (np, nc) = attn_dec_bufs(h, dh);
         let part = f4(np)?;
         let cnt = gpu.alloc_zeroed(nc * 4)?;
-        let io = AttnIo {
-            q: qb.ptr,
-            raw: rawb.ptr,
-            comp: if ratio > 0 { compb.ptr } else { 0 },
-            sel: selb.ptr,
-            pos: posb.ptr,
-            omega: omb.ptr,
-            sinks: sinkb.ptr,
-            po: po.ptr,
-            pml: pml.ptr,
-            out: out_old.ptr,
-            kv16: 0,
-            t: 1,
-            cap,
-            comp_rows: ncv,
-            topk,
-            h,
-            dh,
-            rd,
-            w,
-            ratio,
-            nsplit: ns,
-            eps: 1e-6,
-        };
+        let io = inp.io(w, po.ptr, pml.ptr, out_old.ptr, ns);
         let io_new = AttnIo { out: out_new.ptr, ..io };
         gpu.htod(out_new.ptr, &vec![f32::NAN; h * dh])?;
         launch_attn_simt(gpu, &io)?;

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# ONE device call: fixtures, optional kernel benches (KB="q8 dec exp ..." -> DS4_KBENCH modes),
+# decode at 2K for each switch setting in AB (space-separated VAR=value; the first run is the
+# default), optional 2K..64K sweep (SWEEP=1 -> $OUT/h200_q2.csv + .svg + .summary.txt) and
+# warm per-kernel decode timing (NCU=1). Carry .gpu/{ds4-bench,ds4-gguf,fix,kcache}; the
+# kernel cache is prebuilt here (cuda::tests::prebuild_kernel_cache). Session 3 ran it as e.g.
+#   AB="DS4_HC_STEP=0 DS4_ATTN_DEC=old DS4_ROUTE=old" SWEEP=1 bash tools/gpu/ab.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+export DS4_KERNEL_CACHE=$PWD/.gpu/kcache
+synth_start
+echo "== fixtures"; fixtures
+for k in ${KB:-}; do DS4_KBENCH=$k DS4_KBENCH_T=${KBENCH_T:-2048,8192} timeout 150 "$BIN" --kernel-bench > "$OUT/kbench_$k.txt" 2>&1; echo "kbench $k rc=$?"; done
+synth_wait
+decode_at "DS4_DEFAULT=1" 2048
+for v in ${AB:-}; do decode_at "$v" 2048; done
+if [ -n "${SWEEP:-}" ]; then
+  echo "== sweep"
+  timeout 150 "$BIN" --cuda -m "$M" --random-prompt 65700 --ctx-start 2048 --ctx-max 65536 --step-incr 8192 --gen-tokens 64 \
+    --csv "$OUT/h200_q2.csv" 2>&1 | tr '\r' '\n' | grep -E "^ctx [0-9]|rror|panic" | tail -9
+fi
+[ -n "${NCU:-}" ] && ncu_decode
+ls -la "$OUT"
