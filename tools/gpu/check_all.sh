@@ -14,7 +14,7 @@ done
 synth_wait
 run() { echo "== $1"; env $2 timeout 150 "$BIN" --cuda -m "$M" --random-prompt $(($3 + 72)) --ctx-start "$3" --ctx-max "$3" \
     --gen-tokens 64 2>&1 | tr '\r' '\n' | grep -E "^ctx|error|panic|Error" | tail -2; }
-IFS=';' read -ra VS <<< "${VARIANTS:-default@2048;DS4_DECODE_Q8=0@2048;default@8192;DS4_GEMM_SPEC=0@8192;DS4_GEMM_DEQ=f32@8192;DS4_IDX=simt@32768;default@32768}"
+IFS=';' read -ra VS <<< "${VARIANTS:-default@2048;DS4_DECODE_Q8=0@2048;default@8192;DS4_GEMM_DEQ=f32@8192;DS4_IDX=simt@32768;default@32768}"
 for v in "${VS[@]}"; do e=${v%@*}; c=${v#*@}; [ "$e" = default ] && e=""; run "${v}" "$e" "$c"; done
 if [ "${SKIP_FULL:-0}" != 1 ]; then
   echo "== full sweep 2K..64K"

@@ -48,7 +48,7 @@ pub fn kernel_source() -> String {
 /// Names of every `extern "C"` kernel in the source (checked by the NVRTC test).
 pub const KERNELS: &[&str] = &[
     "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128",
-    "gemm_q64s_iq2xxs", "gemm_q64s_q2k", "gemm_q64s_q4k", "gemm_q64s_q8", "repack_blocks", "dequant_rows", "embed_rows",
+    "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_finish", "hc_step", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "quant_q8", "mvq_b2", "mvq_b3",
@@ -372,20 +372,6 @@ impl Gpu {
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_step", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
-        }
-        // type-specialized gemm_q64: up to three ~64-76 KiB blocks per SM, so ask for the
-        // largest shared-memory carveout (the default may leave room for only two)
-        for k in ["gemm_q64s_iq2xxs", "gemm_q64s_q2k", "gemm_q64s_q4k", "gemm_q64s_q8"] {
-            g.set_max_smem(k, 200 * 1024)?;
-            // SAFETY: valid function handle; 100 = percent of the maximum shared memory.
-            unsafe {
-                dr::function::set_function_attribute(
-                    g.f(k),
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                    100,
-                )
-            }
-            .map_err(derr("carveout attr"))?;
         }
         // tensor-core prefill attention: Q + two K/V tiles + the S exchange (224 KiB at dh 512)
         for (k, dhp) in [("attn_tc_512", 512usize), ("attn_tc_128", 128)] {

@@ -9,7 +9,7 @@
 use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
-    gemm_q_bn, gemm_q_flags, gemm_spec, launch_gemm_q, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
+    gemm_q_bn, gemm_q_flags, launch_gemm_q, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
 use super::weights::{upload_raw_mat, GMat};
@@ -873,15 +873,11 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
             gpu.dtoh(&mut href, yref.ptr)?;
             println!("{:<30} {:>5} {:<10} {:>9.3} {:>8.1}", c.name, t, "gemm_f32", ms, gflop / ms);
             let avg = c.grouped.then(|| (t * GEMM_K) as f64 / GEMM_E as f64);
-            let pick = gemm_q_bn(gpu, m.wmat().ty, rg, t, avg);
+            let pick = gemm_q_bn(gpu, rg, t, avg);
             // gemm_qNN: f32 dequantization; gemm_qNNh: f16x2 dequantization (GQ_FLAG_HDEQ)
-            // gemm_q64s: the type-specialized 3-blocks-per-SM kernel (f16x2 decode; F16 has none)
-            let has_spec = matches!(c.ty, GgmlType::Q8_0 | GgmlType::Iq2Xxs | GgmlType::Q2K | GgmlType::Q4K);
             let knames: &[&str] = if c.groups > 1 {
                 // what the session runs without cuBLAS: one gemm_q call per group
                 &["gemm_q_xg"]
-            } else if has_spec {
-                &["gemm_h", "gemm_q64", "gemm_q128", "gemm_q64h", "gemm_q128h", "gemm_q64s"]
             } else {
                 &["gemm_h", "gemm_q64", "gemm_q128", "gemm_q64h", "gemm_q128h"]
             };
@@ -889,17 +885,16 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
             let blas_pick = dense_blas_wanted() && t >= dense_min_t() && gpu.blas().is_some();
             for &kname in knames {
                 let mut at = a(ytst.ptr);
-                if kname.ends_with('h') && kname != "gemm_h" || kname == "gemm_q64s" {
+                if kname.ends_with('h') && kname != "gemm_h" {
                     at.flags = 1;
                 }
                 let qflags = gemm_q_flags();
                 let run = || -> Result<()> {
                     match kname {
                         "gemm_h" => gpu.launch("gemm_h", (c.rows.div_ceil(128) as u32, t.div_ceil(64) as u32, ne as u32), 256, 0, Args::new().a(at)),
-                        "gemm_q64" | "gemm_q64h" => launch_gemm_q(gpu, at, ne, 64, false),
-                        "gemm_q64s" => launch_gemm_q(gpu, at, ne, 64, true),
-                        "gemm_q_xg" => (0..c.groups).try_for_each(|g| launch_gemm_q(gpu, ag(ytst.ptr, g, qflags), 1, pick, gemm_spec())),
-                        _ => launch_gemm_q(gpu, at, ne, 128, false),
+                        "gemm_q64" | "gemm_q64h" => launch_gemm_q(gpu, at, ne, 64),
+                        "gemm_q_xg" => (0..c.groups).try_for_each(|g| launch_gemm_q(gpu, ag(ytst.ptr, g, qflags), 1, pick)),
+                        _ => launch_gemm_q(gpu, at, ne, 128),
                     }
                 };
                 gpu.htod(ytst.ptr, &nan)?;
@@ -916,12 +911,7 @@ fn gemm_bench(gpu: &Gpu) -> Result<()> {
                     let same = again.iter().zip(&htst).all(|(p, q)| p.to_bits() == q.to_bits());
                     note = format!("repeat={}", if same { "same" } else { "DIFFERENT" });
                     // what CudaSession::gemm runs (with the default DS4_GEMM/DS4_GEMM_EXP)
-                    let spec_on = gemm_spec() && gemm_q_flags() == 1 && has_spec && pick == 64;
-                    let is_pick = if spec_on {
-                        kname == "gemm_q64s"
-                    } else {
-                        kname != "gemm_q64s" && kname.starts_with("gemm_q64") == (pick == 64) && kname.ends_with('h') == (gemm_q_flags() == 1)
-                    };
+                    let is_pick = kname.starts_with("gemm_q64") == (pick == 64) && kname.ends_with('h') == (gemm_q_flags() == 1);
                     if kname == "gemm_q_xg" {
                         note.push_str(" [session without cuBLAS]");
                     } else if is_pick && !(blas_pick && !c.grouped) {
@@ -1016,8 +1006,8 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
             println!("{:<30} {:>5} {:<12} {:>9.3} {:>8.1}", name, t, "gemm_f32", ms, gflop / ms);
             // the grouped kernel as CudaSession::gemm picks it without cuBLAS
             let avg = pairs as f64 / GEMM_E as f64;
-            let bn = gemm_q_bn(gpu, m.wmat().ty, rows, t, Some(avg));
-            let grp = || launch_gemm_q(gpu, ga(ygrp.ptr, gemm_q_flags()), GEMM_E, bn, gemm_spec());
+            let bn = gemm_q_bn(gpu, rows, t, Some(avg));
+            let grp = || launch_gemm_q(gpu, ga(ygrp.ptr, gemm_q_flags()), GEMM_E, bn);
             gpu.htod(ygrp.ptr, &nan)?;
             grp()?;
             let hgrp = get(&ygrp)?;

@@ -1067,15 +1067,12 @@ fn gq_raw_bytes(ty: i32) -> usize {
 /// Token tile of gemm_q: 128 unless that leaves the GPU short of tiles (dense) or wastes most
 /// of each tile (grouped, `avg` = mean tokens per group): the 64-token tile halves the wasted
 /// math on small groups but dequantizes each weight tile twice as often per token.
-/// Grouped calls with a type-specialized gemm_q64s kernel (see launch_gemm_q) use 64: it runs
-/// three blocks per SM and wastes no math on partly filled 128-token tiles.
-pub(crate) fn gemm_q_bn(gpu: &Gpu, ty: i32, rows: usize, t: usize, avg: Option<f64>) -> usize {
+pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> usize {
     // DS4_GEMM_EXP_BN=64|128 forces the token tile of the grouped (expert) calls
     static EXP_BN: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     let force = *EXP_BN.get_or_init(|| std::env::var("DS4_GEMM_EXP_BN").ok().and_then(|v| v.parse().ok()).filter(|&b| b == 64 || b == 128));
     match avg {
         Some(_) if force.is_some() => force.unwrap_or(64),
-        Some(_) if gemm_spec() && gemm_q_flags() == 1 && matches!(ty, 8 | 10 | 12 | 16) => 64,
         Some(a) => {
             if a >= 96.0 {
                 128
@@ -1099,39 +1096,16 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, ty: i32, rows: usize, t: usize, avg: Option<f
 /// Launch gemm_q64/gemm_q128 (`bn` 64 or 128) on `a`; `ngroups` = groups in grp_off (ignored
 /// when a.grp_off == 0). Persistent grid: two blocks per SM (what the shared memory allows),
 /// fewer when there are fewer tiles.
-/// `spec`: use the type-specialized `gemm_q64s_*` kernel where one exists (bn 64, f16x2
-/// decode). Read once from `DS4_GEMM_SPEC` (0 = off; default on) by the session.
-pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, spec: bool) -> Result<()> {
+pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize) -> Result<()> {
     if a.t <= 0 {
         return Ok(());
     }
     let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
     let smem = ((ng + 1) * 4).div_ceil(16) * 16 + 3 * bn * 40 * 4 + 3 * 128 * gq_raw_bytes(a.w.ty) + 2 * 128 * 40 * 2;
     let upper = (a.w.rows as usize).div_ceil(128) * (a.t as usize).div_ceil(bn) * ng;
-    let sname = match a.w.ty {
-        16 => Some("gemm_q64s_iq2xxs"),
-        10 => Some("gemm_q64s_q2k"),
-        12 => Some("gemm_q64s_q4k"),
-        8 => Some("gemm_q64s_q8"),
-        _ => None,
-    };
-    if let (true, 64, 1, Some(name)) = (spec, bn, a.flags & 1, sname) {
-        let per_sm = gpu.blocks_per_sm(name, 256, smem)?.clamp(1, 3);
-        let grid = upper.min(per_sm * gpu.sm_count.max(1) as usize).max(1);
-        return gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, Args::new().a(a).a(ng as i32));
-    }
     let grid = upper.min(2 * gpu.sm_count.max(1) as usize).max(1);
     let name = if bn == 128 { "gemm_q128" } else { "gemm_q64" };
     gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, Args::new().a(a).a(ng as i32))
-}
-
-/// `DS4_GEMM_SPEC=1` turns the type-specialized gemm_q64s_* kernels on (see launch_gemm_q).
-/// Off by default: on the H200 at T=8192 they ran 84-118 TFLOP/s where gemm_q128h ran
-/// 101-149 (bench/h200_kernels_r5_gemm.txt), and prefill at 8K was 3453 tok/s with them vs
-/// 3829 without.
-pub(crate) fn gemm_spec() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_GEMM_SPEC").map(|v| v == "1").unwrap_or(false))
 }
 
 /// Scratch of the cuBLAS dense path for batches of up to `t` tokens, in f16 elements: the
@@ -1648,8 +1622,8 @@ impl CudaSession {
             Precision::Fast => {
                 // grouped calls: every token picks k of the nz experts
                 let avg = grp.map(|_| (t * self.m.dims.k) as f64 / nz as f64);
-                let bn = gemm_q_bn(self.gpu(), w.ty, w.rows as usize, t, avg);
-                return launch_gemm_q(self.gpu(), a, nz, bn, gemm_spec());
+                let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, avg);
+                return launch_gemm_q(self.gpu(), a, nz, bn);
             }
         };
         let grid = (((w.rows as usize + bm - 1) / bm) as u32, ((t + 63) / 64) as u32, nz as u32);

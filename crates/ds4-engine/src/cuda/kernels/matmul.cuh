@@ -1128,36 +1128,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ng
     gemm_q_dispatch<64>(a, ngroups, gq_smem);
 }
 
-// gemm_q64s_*: gemm_q64 with the f16x2 decode, one kernel per weight type (CudaSession::gemm
-// when DS4_GEMM_SPEC is not 0). With a single type the register need drops from 128 (the max
-// over all types of the generic kernel) to <= 80 without spills, so three blocks fit on an SM
-// where the shared memory allows (IQ2_XXS, Q4_K, Q8_0; Q2_K stages 64 bytes per row and stays
-// at two): 24 warps instead of 16 to hide the decode and barrier latency that bounds the
-// grouped expert GEMMs. Grid = resident blocks (occupancy query), same tile walk.
-extern "C" __global__ void __launch_bounds__(256, 3) gemm_q64s_iq2xxs(GemmArgs a, int ngroups) {
-    PDL_ENTRY;
-    extern __shared__ __align__(16) u8 gq_smem[];
-    __shared__ uint4 g16[256];
-    gq_build_g16(g16);
-    __syncthreads();
-    gemm_q_body<T_IQ2_XXS, 64, true>(a, ngroups, gq_smem, nullptr, g16);
-}
-extern "C" __global__ void __launch_bounds__(256, 3) gemm_q64s_q2k(GemmArgs a, int ngroups) {
-    PDL_ENTRY;
-    extern __shared__ __align__(16) u8 gq_smem[];
-    gemm_q_body<T_Q2_K, 64, true>(a, ngroups, gq_smem, nullptr, nullptr);
-}
-extern "C" __global__ void __launch_bounds__(256, 3) gemm_q64s_q4k(GemmArgs a, int ngroups) {
-    PDL_ENTRY;
-    extern __shared__ __align__(16) u8 gq_smem[];
-    gemm_q_body<T_Q4_K, 64, true>(a, ngroups, gq_smem, nullptr, nullptr);
-}
-extern "C" __global__ void __launch_bounds__(256, 3) gemm_q64s_q8(GemmArgs a, int ngroups) {
-    PDL_ENTRY;
-    extern __shared__ __align__(16) u8 gq_smem[];
-    gemm_q_body<T_Q8_0, 64, true>(a, ngroups, gq_smem, nullptr, nullptr);
-}
-
 // Repack GGUF blocks into (payload, header) arrays. Each block's header is a contiguous byte
 // range [hoff, hoff+hlen) of the block; the payload is the remaining contiguous range.
 extern "C" __global__ void repack_blocks(const u8* __restrict__ src, u8* __restrict__ pay, u8* __restrict__ hdr,
