@@ -3,8 +3,9 @@
 //! throughput, the device-copy ceiling they are compared with, and prefill attention (SIMT vs
 //! tensor cores; `DS4_KBENCH=attn` runs only that section) and the prefill lightning-indexer
 //! scores (SIMT vs tensor cores; `DS4_KBENCH=idx`), the routed-expert GEMMs of prefill on
-//! the grouped kernel vs cuBLAS (`DS4_KBENCH=exp`), and the decode attention / router kernels
-//! against the previous ones (`DS4_KBENCH=dec`).
+//! the grouped kernel vs cuBLAS (`DS4_KBENCH=exp`), the decode attention / router kernels
+//! against the previous ones (`DS4_KBENCH=dec`), and the fused hyper-connection step against
+//! the kernels it replaces (`DS4_KBENCH=hc`).
 
 use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
@@ -111,6 +112,9 @@ pub fn run() -> Result<()> {
     }
     if std::env::var("DS4_KBENCH").as_deref() == Ok("dec") {
         return dec_bench(&gpu);
+    }
+    if std::env::var("DS4_KBENCH").as_deref() == Ok("hc") {
+        return hc_bench(&gpu);
     }
     let ceil = copy_ceiling(&gpu)?;
     println!("device: {} ({} SMs), copy ceiling {:.3} TB/s", gpu.name, gpu.sm_count, ceil / 1e12);
@@ -445,6 +449,25 @@ fn time_ms(gpu: &Gpu, reps: usize, f: &dyn Fn() -> Result<()>) -> Result<f64> {
     }
     gpu.record(&e1)?;
     Ok(gpu.elapsed_ms(&e0, &e1)? as f64 / reps as f64)
+}
+
+/// Mean microseconds per call of `reps` calls captured in one CUDA graph (as decode runs
+/// them: no host launch gaps), replayed 3 times after a warm-up replay.
+fn graph_us(gpu: &Gpu, reps: usize, f: &dyn Fn() -> Result<()>) -> Result<f64> {
+    gpu.sync()?;
+    gpu.begin_capture()?;
+    for _ in 0..reps {
+        f()?;
+    }
+    let g = gpu.end_capture()?;
+    gpu.launch_graph(&g)?;
+    let (e0, e1) = (gpu.event()?, gpu.event()?);
+    gpu.record(&e0)?;
+    for _ in 0..3 {
+        gpu.launch_graph(&g)?;
+    }
+    gpu.record(&e1)?;
+    Ok(gpu.elapsed_ms(&e0, &e1)? as f64 * 1e3 / (3 * reps) as f64)
 }
 
 fn frand(seed: &mut u64) -> f32 {
@@ -1271,24 +1294,7 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
 pub fn dec_bench(gpu: &Gpu) -> Result<()> {
     use super::session::{attn_dec_bufs, launch_attn_dec, launch_attn_simt, launch_route, nsplit_decode, AttnIo};
     let reps = 200usize;
-    // `reps` calls captured in one CUDA graph (as decode runs them: no host launch gaps),
-    // replayed 3 times after a warm-up replay
-    let time = |f: &dyn Fn() -> Result<()>| -> Result<f64> {
-        gpu.sync()?;
-        gpu.begin_capture()?;
-        for _ in 0..reps {
-            f()?;
-        }
-        let g = gpu.end_capture()?;
-        gpu.launch_graph(&g)?;
-        let (e0, e1) = (gpu.event()?, gpu.event()?);
-        gpu.record(&e0)?;
-        for _ in 0..3 {
-            gpu.launch_graph(&g)?;
-        }
-        gpu.record(&e1)?;
-        Ok(gpu.elapsed_ms(&e0, &e1)? as f64 * 1e3 / (3 * reps) as f64)
-    };
+    let time = |f: &dyn Fn() -> Result<()>| graph_us(gpu, reps, f);
     let cmp = |y: &[f32], r: &[f32]| -> (f64, usize) {
         let (mut mx, mut mr, mut bad) = (0f64, 0f64, 0usize);
         for (a, b) in y.iter().zip(r) {
@@ -1402,4 +1408,115 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
         println!("{:<44} {:>8.2} {:>8.2} {:>6.2}x {:>10} {:>4} {:>4}", name, us_old, us_new, us_old / us_new, rel_s, mism, if det { "ok" } else { "NO" });
     }
     gpu.sync()
+}
+
+/// One decode hyper-connection step (`DS4_KBENCH=hc`): the fused `hc_step` against
+/// hc_post_mix + hc_finish (+ quant_q8) on the same random state, at the real shape (D 4096,
+/// 4 streams, 24 mixes; the FFN step sums 7 rows and writes the int8 copy; the head's pre-mix
+/// has 4 mixes) and a fixture width. Per case: us per step of each (graph-timed), the largest
+/// relative difference of the new state S, post/comb and xn, int8 values that differ by more
+/// than one step, non-finite outputs, and whether the fused kernel repeats its bits after the
+/// timing loop (its tickets must reset). The process is small, so Nsight Compute's kernel
+/// replay can profile hc_step here (on the full model it did not finish).
+pub fn hc_bench(gpu: &Gpu) -> Result<()> {
+    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_step, HcBufs, HcFinish};
+    println!(
+        "{:<34} {:>8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>5} {:>4} {:>4}",
+        "hyper-connection step (T=1)", "old us", "new us", "speedup", "S rel", "post/comb", "xn rel", "q8!", "nan", "det"
+    );
+    // (D, streams, mixes, rows summed into y, int8 copy)
+    let cases = [(4096usize, 4usize, 24usize, 1usize, false), (4096, 4, 24, 7, true), (4096, 4, 4, 7, false), (256, 4, 24, 3, true)];
+    for (ci, &(d, n, m, ny, q8)) in cases.iter().enumerate() {
+        let split = d.div_ceil(32);
+        let mut seed = 0x4c5e_u64 ^ ((ci as u64) << 20);
+        let mut uni = |lo: f32, hi: f32, k: usize| -> Vec<f32> { (0..k).map(|_| lo + (hi - lo) * frand(&mut seed)).collect() };
+        let s0 = uni(-1.0, 1.0, n * d);
+        let post0 = uni(0.0, 2.0, n);
+        let comb0 = uni(0.0, 0.5, n * n);
+        let yv = uni(-1.0, 1.0, ny * d);
+        let fnv: Vec<u16> = uni(-0.05, 0.05, m * n * d).iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
+        let (scale, base, norm) = (uni(0.5, 1.5, 3), uni(-1.0, 1.0, m), uni(0.5, 1.5, d));
+        let up = |v: &[f32]| -> Result<DevBuf> {
+            let b = gpu.alloc(v.len().max(1) * 4)?;
+            gpu.htod(b.ptr, v)?;
+            Ok(b)
+        };
+        let (yb, scb, bab, nob) = (up(&yv)?, up(&scale)?, up(&base)?, up(&norm)?);
+        let fnb = gpu.alloc(fnv.len() * 2)?;
+        gpu.htod(fnb.ptr, &fnv)?;
+        // one state per path: S, post, comb, partial sums, ticket, xn, int8 copy
+        let state = || -> Result<(HcBufs, Vec<DevBuf>)> {
+            let bufs = vec![up(&s0)?, up(&post0)?, up(&comb0)?, gpu.alloc(split * m * 4)?, gpu.alloc(split * 8)?, gpu.alloc_zeroed(4)?, gpu.alloc(d * 4)?, gpu.alloc(d)?, gpu.alloc(d / 32 * 8)?];
+            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, split, chunk: 32, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
+            Ok((b, bufs))
+        };
+        let (bo, so) = state()?;
+        let (bn, sn) = state()?;
+        let fin = |st: &[DevBuf]| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out: st[6].ptr, q8: q8.then_some((st[7].ptr, st[8].ptr)) };
+        let (fo, fnw) = (fin(&so), fin(&sn));
+        let old = || -> Result<()> {
+            launch_hc_post_mix(gpu, &bo, 1, yb.ptr, ny, fnb.ptr, m)?;
+            launch_hc_finish(gpu, &bo, 0, 1, &fo)?;
+            match fo.q8 {
+                Some((qs, qd)) => launch_quant_q8(gpu, fo.out, d, 0, 0, qs, qd),
+                None => Ok(()),
+            }
+        };
+        let new = || launch_hc_step(gpu, &bn, 1, yb.ptr, ny, fnb.ptr, &fnw);
+        old()?;
+        new()?;
+        gpu.sync()?;
+        let read = |b: &DevBuf, k: usize| -> Result<Vec<f32>> {
+            let mut v = vec![0f32; k];
+            gpu.dtoh(&mut v, b.ptr)?;
+            Ok(v)
+        };
+        let rel = |a: &[f32], b: &[f32]| -> (f64, usize) {
+            let mr = b.iter().fold(0f64, |x, v| x.max((*v as f64).abs())).max(1e-30);
+            let bad = a.iter().filter(|v| !v.is_finite()).count();
+            (a.iter().zip(b).fold(0f64, |x, (p, q)| x.max((*p as f64 - *q as f64).abs())) / mr, bad)
+        };
+        let (s_rel, nan0) = rel(&read(&sn[0], n * d)?, &read(&so[0], n * d)?);
+        // the head's pre-mix (m == n) has no post/comb
+        let (pc_rel, nan1) = if m > n {
+            let (a, b) = (rel(&read(&sn[1], n)?, &read(&so[1], n)?), rel(&read(&sn[2], n * n)?, &read(&so[2], n * n)?));
+            (a.0.max(b.0), a.1 + b.1)
+        } else {
+            (0.0, 0)
+        };
+        let xn_new = read(&sn[6], d)?;
+        let (xn_rel, nan2) = rel(&xn_new, &read(&so[6], d)?);
+        let q8_off = if q8 {
+            let (mut qa, mut qb) = (vec![0i8; d], vec![0i8; d]);
+            gpu.dtoh(&mut qa, sn[7].ptr)?;
+            gpu.dtoh(&mut qb, so[7].ptr)?;
+            qa.iter().zip(&qb).filter(|(a, b)| (**a as i32 - **b as i32).abs() > 1).count()
+        } else {
+            0
+        };
+        // timing keeps stepping the same state (post-mix and finish feed each other as in
+        // decode); the repeat check re-runs one step from the original inputs
+        let us_old = graph_us(gpu, 200, &old)?;
+        let us_new = graph_us(gpu, 200, &new)?;
+        gpu.htod(bn.s, &s0)?;
+        gpu.htod(bn.post, &post0)?;
+        gpu.htod(bn.comb, &comb0)?;
+        new()?;
+        gpu.sync()?;
+        let det = read(&sn[6], d)?.iter().zip(&xn_new).all(|(a, b)| a.to_bits() == b.to_bits());
+        println!(
+            "{:<34} {:>8.2} {:>8.2} {:>6.2}x {:>9.2e} {:>9.2e} {:>9.2e} {:>5} {:>4} {:>4}",
+            format!("hc D{d} N{n} M{m} ny{ny}{}", if q8 { " +int8" } else { "" }),
+            us_old,
+            us_new,
+            us_old / us_new.max(1e-9),
+            s_rel,
+            pc_rel,
+            xn_rel,
+            q8_off,
+            nan0 + nan1 + nan2,
+            if det { "ok" } else { "DIFF" }
+        );
+    }
+    Ok(())
 }

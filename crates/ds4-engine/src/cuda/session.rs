@@ -157,13 +157,112 @@ struct HcStepArgs {
 /// The hc_pre that follows an hc_post: its weights, the normalized row it writes, and
 /// optionally the int8 copy of that row (decode FFN input).
 #[derive(Clone, Copy)]
-struct HcFinish {
-    m: usize,
-    scale: DevPtr,
-    base: DevPtr,
-    norm: DevPtr,
-    out: DevPtr,
-    q8: Option<(DevPtr, DevPtr)>,
+pub(crate) struct HcFinish {
+    pub m: usize,
+    pub scale: DevPtr,
+    pub base: DevPtr,
+    pub norm: DevPtr,
+    pub out: DevPtr,
+    pub q8: Option<(DevPtr, DevPtr)>,
+}
+
+/// Buffers and constants of the hyper-connection kernels: S [T][N][D], post [T][N], comb
+/// [T][N][N], the partial sums pdot [T][split][M] / pss [T][split], hc_step's tickets [T].
+#[derive(Clone, Copy)]
+pub(crate) struct HcBufs {
+    pub s: DevPtr,
+    pub post: DevPtr,
+    pub comb: DevPtr,
+    pub pdot: DevPtr,
+    pub pss: DevPtr,
+    pub ticket: DevPtr,
+    /// 32-column slices (D / 32 rounded up)
+    pub split: usize,
+    pub chunk: usize,
+    pub d: usize,
+    pub n: usize,
+    pub eps: f32,
+    pub iters: usize,
+    pub hc_eps: f32,
+}
+
+/// hc_post with the layer output `y` (`ny` > 1: the sum of `ny` consecutive D-rows, MoE slot
+/// outputs added in slot order; y == 0: none) and the partial sums of the next hc_pre with
+/// mixing weights `fn_ptr` (`m` mixes), for `t` tokens.
+pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize) -> Result<()> {
+    let args = Args::new()
+        .a(b.s)
+        .a(y)
+        .a(b.post)
+        .a(b.comb)
+        .a(fn_ptr)
+        .a(m as i32)
+        .a(b.d as i32)
+        .a(b.n as i32)
+        .a(b.chunk as i32)
+        .a(b.pdot)
+        .a(b.pss)
+        .a(ny as i32)
+        .a(t as i32)
+        .a(HC_TOKENS as i32);
+    gpu.launch("hc_post_mix", (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), HC_COLS as u32, 0, args)
+}
+
+/// The finish of hc_pre `f` for tokens [t0, t0+t) (its partial sums from launch_hc_post_mix),
+/// xn rows written from `f.out` on (`f.q8` is not written here: see launch_quant_q8).
+pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &HcFinish) -> Result<()> {
+    let (ns, n, d, m) = (b.split, b.n, b.d, f.m);
+    let args = Args::new()
+        .a(b.s + (t0 * n * d * 4) as u64)
+        .a(b.pdot + (t0 * ns * m * 4) as u64)
+        .a(b.pss + (t0 * ns * 8) as u64)
+        .a(ns as i32)
+        .a(m as i32)
+        .a(d as i32)
+        .a(n as i32)
+        .a(f.scale)
+        .a(f.base)
+        .a(f.norm)
+        .a(b.eps)
+        .a(b.iters as i32)
+        .a(b.hc_eps)
+        .a(b.post + (t0 * n * 4) as u64)
+        .a(b.comb + (t0 * n * n * 4) as u64)
+        .a(f.out);
+    gpu.launch("hc_finish", (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, (2 * d * 4) as u32, args)
+}
+
+/// hc_post_mix + hc_finish (+ the int8 copy of xn when `f.q8`) in one launch (model.cuh
+/// `hc_step`) for `t` <= the ticket buffer's length tokens; D % 32 == 0.
+pub(crate) fn launch_hc_step(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish) -> Result<()> {
+    let (q8s, q8d) = f.q8.unwrap_or((0, 0));
+    let a = HcStepArgs {
+        s: b.s,
+        y,
+        post: b.post,
+        comb: b.comb,
+        fn_w: fn_ptr,
+        pdot: b.pdot,
+        pss: b.pss,
+        ticket: b.ticket,
+        scale: f.scale,
+        base: f.base,
+        norm: f.norm,
+        post_out: b.post,
+        comb_out: b.comb,
+        xn_out: f.out,
+        q8s,
+        q8d,
+        m: f.m as i32,
+        d: b.d as i32,
+        n: b.n as i32,
+        ny: ny as i32,
+        iters: b.iters as i32,
+        eps: b.eps,
+        hc_eps: b.hc_eps,
+        pad: 0,
+    };
+    gpu.launch("hc_step", (b.split as u32, t as u32, 1), 1024, (2 * b.d * 4) as u32, Args::new().a(a))
 }
 
 /// `DS4_HC_STEP=0` keeps decode's separate hc_post_mix / hc_finish / quant_q8 launches
@@ -1630,52 +1729,29 @@ impl CudaSession {
         self.gpu().launch(name, grid, 256, 0, Args::new().a(a))
     }
 
-    /// `ny` > 1 (decode, t == 1): y is the sum of `ny` consecutive D-rows (MoE slot outputs),
-    /// added in slot order.
-    fn hc_post_mix(&self, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize) -> Result<()> {
-        let d = &self.m.dims;
-        let sc = &self.sc;
-        let args = Args::new()
-            .a(sc.s.ptr)
-            .a(y)
-            .a(sc.post.ptr)
-            .a(sc.comb.ptr)
-            .a(fn_ptr)
-            .a(m as i32)
-            .a(d.d as i32)
-            .a(d.n_hc as i32)
-            .a(self.hc_chunk as i32)
-            .a(sc.pdot.ptr)
-            .a(sc.pss.ptr)
-            .a(ny as i32)
-            .a(t as i32)
-            .a(HC_TOKENS as i32);
-        self.gpu().launch("hc_post_mix", (self.hc_split as u32, t.div_ceil(HC_TOKENS) as u32, 1), HC_COLS as u32, 0, args)
+    /// The hyper-connection state and partial-sum buffers of this session.
+    fn hc_bufs(&self) -> HcBufs {
+        let (d, sc) = (&self.m.dims, &self.sc);
+        HcBufs {
+            s: sc.s.ptr,
+            post: sc.post.ptr,
+            comb: sc.comb.ptr,
+            pdot: sc.pdot.ptr,
+            pss: sc.pss.ptr,
+            ticket: sc.ticket.ptr,
+            split: self.hc_split,
+            chunk: self.hc_chunk,
+            d: d.d,
+            n: d.n_hc,
+            eps: d.rms_eps,
+            iters: d.sinkhorn,
+            hc_eps: d.hc_eps,
+        }
     }
 
     /// hc_finish for tokens [t0, t0+t) writing xn rows starting at `out`.
     fn hc_finish(&self, t0: usize, t: usize, m: usize, scale: DevPtr, base: DevPtr, norm: DevPtr, out: DevPtr) -> Result<()> {
-        let d = &self.m.dims;
-        let sc = &self.sc;
-        let ns = self.hc_split;
-        let args = Args::new()
-            .a(sc.s.ptr + (t0 * d.n_hc * d.d * 4) as u64)
-            .a(sc.pdot.ptr + (t0 * ns * m * 4) as u64)
-            .a(sc.pss.ptr + (t0 * ns * 8) as u64)
-            .a(ns as i32)
-            .a(m as i32)
-            .a(d.d as i32)
-            .a(d.n_hc as i32)
-            .a(scale)
-            .a(base)
-            .a(norm)
-            .a(d.rms_eps)
-            .a(d.sinkhorn as i32)
-            .a(d.hc_eps)
-            .a(sc.post.ptr + (t0 * d.n_hc * 4) as u64)
-            .a(sc.comb.ptr + (t0 * d.n_hc * d.n_hc * 4) as u64)
-            .a(out);
-        self.gpu().launch("hc_finish", (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, (2 * d.d * 4) as u32, args)
+        launch_hc_finish(self.gpu(), &self.hc_bufs(), t0, t, &HcFinish { m, scale, base, norm, out, q8: None })
     }
 
     /// Whether a batch of `t` tokens takes the fused hc_step (decode).
@@ -1687,46 +1763,18 @@ impl CudaSession {
     /// of the next hc_pre (weights `fn_ptr`), then that hc_pre's finish when `fin` is given:
     /// one fused launch for decode, else hc_post_mix + hc_finish (+ quant_q8).
     fn hc_step(&self, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, fin: Option<HcFinish>) -> Result<()> {
-        let d = &self.m.dims;
-        let sc = &self.sc;
+        let (gpu, b) = (self.gpu(), self.hc_bufs());
         match fin {
             Some(f) if self.hc_fused(t) => {
                 debug_assert_eq!(f.m, m);
-                let (q8s, q8d) = f.q8.unwrap_or((0, 0));
-                let a = HcStepArgs {
-                    s: sc.s.ptr,
-                    y,
-                    post: sc.post.ptr,
-                    comb: sc.comb.ptr,
-                    fn_w: fn_ptr,
-                    pdot: sc.pdot.ptr,
-                    pss: sc.pss.ptr,
-                    ticket: sc.ticket.ptr,
-                    scale: f.scale,
-                    base: f.base,
-                    norm: f.norm,
-                    post_out: sc.post.ptr,
-                    comb_out: sc.comb.ptr,
-                    xn_out: f.out,
-                    q8s,
-                    q8d,
-                    m: m as i32,
-                    d: d.d as i32,
-                    n: d.n_hc as i32,
-                    ny: ny as i32,
-                    iters: d.sinkhorn as i32,
-                    eps: d.rms_eps,
-                    hc_eps: d.hc_eps,
-                    pad: 0,
-                };
-                self.gpu().launch("hc_step", (self.hc_split as u32, t as u32, 1), 1024, (2 * d.d * 4) as u32, Args::new().a(a))
+                launch_hc_step(gpu, &b, t, y, ny, fn_ptr, &f)
             }
             _ => {
-                self.hc_post_mix(t, y, ny, fn_ptr, m)?;
+                launch_hc_post_mix(gpu, &b, t, y, ny, fn_ptr, m)?;
                 if let Some(f) = fin {
-                    self.hc_finish(0, t, f.m, f.scale, f.base, f.norm, f.out)?;
+                    launch_hc_finish(gpu, &b, 0, t, &f)?;
                     if let Some((qs, qd)) = f.q8 {
-                        launch_quant_q8(self.gpu(), f.out, t * d.d, 0, 0, qs, qd)?;
+                        launch_quant_q8(gpu, f.out, t * b.d, 0, 0, qs, qd)?;
                     }
                 }
                 Ok(())
