@@ -2,8 +2,10 @@
 # ONE device call: fixtures, optional kernel benches (KB="q8 dec exp ..." -> DS4_KBENCH modes),
 # decode at 2K for each switch setting in AB (space-separated VAR=value; the first run is the
 # default), optional 2K..64K sweep (SWEEP=1 -> $OUT/h200_q2.csv + .svg + .summary.txt) and
-# warm per-kernel decode timing (NCU=1). Carry .gpu/{ds4-bench,ds4-gguf,fix,kcache}; the
-# kernel cache is prebuilt here (cuda::tests::prebuild_kernel_cache). Session 3 ran it as e.g.
+# warm per-kernel decode timing (NCU=1), and Nsight Compute stall-reason sections of kernels
+# inside their kernel benches (NCU_KB="hc:hc_step q8:mvq_b3 mv:matvec_grouped" ->
+# $OUT/ncu_<mode>.txt). Carry .gpu/{ds4-bench,ds4-gguf,fix,kcache}; the kernel cache is
+# prebuilt here (cuda::tests::prebuild_kernel_cache). Session 3 ran it as e.g.
 #   AB="DS4_HC_STEP=0 DS4_ATTN_DEC=old DS4_ROUTE=old" SWEEP=1 bash tools/gpu/ab.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,4 +23,5 @@ if [ -n "${SWEEP:-}" ]; then
     --csv "$OUT/h200_q2.csv" 2>&1 | tr '\r' '\n' | grep -E "^ctx [0-9]|rror|panic" | tail -9
 fi
 [ -n "${NCU:-}" ] && ncu_decode
+for mk in ${NCU_KB:-}; do ncu_kbench "${mk%%:*}" "${mk#*:}"; done
 ls -la "$OUT"

@@ -40,3 +40,14 @@ ncu_decode() {
     --log-file /tmp/ncu.csv "$BIN" --cuda -m "$M" --random-prompt 2200 --ctx-start 2048 --ctx-max 2048 --gen-tokens 2 --no-graphs > /tmp/ncu_run.txt 2>&1
   echo "ncu rc=$?"; gzip -c /tmp/ncu.csv > "$OUT/ncu.csv.gz"
 }
+# ncu_kbench MODE REGEX: Nsight Compute sections (speed of light, memory, warp stall reasons,
+# occupancy) for the first launches of the kernels matching REGEX inside the kernel bench
+# DS4_KBENCH=MODE (a small process: kernel replay works there, unlike on the 80 GB model)
+# -> $OUT/ncu_MODE.txt
+ncu_kbench() {
+  local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  DS4_KBENCH=$1 timeout ${NCU_TIMEOUT:-150} "$ncu" --clock-control none -k "regex:$2" --launch-count ${NCU_COUNT:-3} \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
+    "$BIN" --kernel-bench > "$OUT/ncu_$1.txt" 2>&1
+  echo "ncu $1 rc=$?"
+}
