@@ -18,12 +18,10 @@ MOE="moe_route,moe_route_w"
 run() { echo "== $1"; env $2 timeout 120 "$BIN" --cuda -m "$M" --random-prompt $((CTX + GEN + 8)) --ctx-start "$CTX" --ctx-max "$CTX" \
     --gen-tokens "$GEN" 2>&1 | tr '\r' '\n' | grep -E "^ctx|error|panic" | tail -2; }
 run "default" ""
-run "mv2" "DS4_MV=mv2"
 run "pdl" "DS4_PDL=1"
 run "no matvecs" "DS4_SKIP_KERNELS=$MV"
 run "no hc" "DS4_SKIP_KERNELS=$HC"
 run "no attention" "DS4_SKIP_KERNELS=$ATT"
 run "no compressor/indexer" "DS4_SKIP_KERNELS=$CMP"
 run "matvecs only" "DS4_SKIP_KERNELS=$HC,$ATT,$CMP,$MOE,embed_rows"
-run "matvecs only, mv2" "DS4_MV=mv2 DS4_SKIP_KERNELS=$HC,$ATT,$CMP,$MOE,embed_rows"
 run "nothing (launch floor)" "DS4_SKIP_KERNELS=$MV,$HC,$ATT,$CMP,$MOE,embed_rows,argmax_excl"

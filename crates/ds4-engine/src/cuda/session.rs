@@ -692,10 +692,6 @@ impl MvJob2 {
     pub(crate) fn plain(w: WMat, x: u64, y: u64) -> MvJob2 {
         MvJob2 { w, x, y, x_grp_rows: w.rows, nslots: 1, rpw: 1, wk: 1, ..Default::default() }
     }
-    /// Gate and up of a SwiGLU FFN: y = silu(min(g, c)) * clamp(u, -c, c) (* wts[slot]).
-    pub(crate) fn paired(gate: WMat, up: WMat, x: u64, y: u64, clamp: f32) -> MvJob2 {
-        MvJob2 { w2: up, clamp, ..MvJob2::plain(gate, x, y) }
-    }
     pub(crate) fn rows_per_block(&self) -> usize {
         self.rpw as usize * (8 / self.wk as usize)
     }
@@ -853,19 +849,6 @@ struct LayerJobsQ {
     g: JobTableQ,
 }
 
-/// Decode launches of one layer with the mv2 matvec (see `build_jobs2`).
-struct LayerJobs2 {
-    a: JobTable2,
-    b: JobTable2,
-    c: JobTable2,
-    d: JobTable2,
-    /// router logits + shared expert gate/up (paired -> shared mid)
-    e: JobTable2,
-    /// routed experts gate/up (paired, per-slot routing weight -> mids)
-    f: JobTable2,
-    /// routed experts down (one output row block per slot) + shared down (slot K)
-    g: JobTable2,
-}
 
 /// A decode matvec job that one launch runs together with others: each job owns a run of
 /// blocks and the kernel finds its job from the block index (MvJob / MvJob2 / MvJobQ, each
@@ -1087,13 +1070,11 @@ pub struct CudaSession {
     sc: Scratch,
     jobs: Vec<LayerJobs>,
     head_job: JobTable,
-    /// Decode matvecs of the attention side and the head through `mv2` (DS4_MV=mix or mv2);
-    /// `mv2_ffn`: the FFN too (DS4_MV=mv2). Default: matvec_grouped everywhere, measured
-    /// fastest inside the decode graph (66.3 t/s vs 62.4 mix, 60.7 mv2; bench/NOTES.md).
-    mv2: bool,
-    mv2_ffn: bool,
-    jobs2: Vec<LayerJobs2>,
-    head_job2: Option<JobTable2>,
+    /// The router matvec of each layer through `mv2` (decode with int8 FFN activations: the
+    /// router itself stays f32, it decides the expert choice). The other decode matvecs use
+    /// matvec_grouped: mv2 for them measured slower inside the decode graph (66.3 t/s vs
+    /// 62.4 with the attention side, 60.7 with everything on mv2; bench/NOTES.md session 2).
+    routers: Vec<JobTable2>,
     /// Decode FFN matvecs (shared and routed experts, not the router) with int8 activations
     /// (`mvq`): Precision::Fast only, DS4_DECODE_Q8=0 turns it off.
     q8: bool,
@@ -1390,10 +1371,7 @@ impl CudaSession {
             sc,
             jobs: Vec::new(),
             head_job: JobTable::new(&gpu, &mut [])?,
-            mv2: std::env::var("DS4_MV").map(|v| v == "mix" || v == "mv2").unwrap_or(false),
-            mv2_ffn: std::env::var("DS4_MV").map(|v| v == "mv2").unwrap_or(false),
-            jobs2: Vec::new(),
-            head_job2: None,
+            routers: Vec::new(),
             q8: false,
             jobsq: Vec::new(),
             graphs: HashMap::new(),
@@ -1410,7 +1388,7 @@ impl CudaSession {
             gpu.memset0(b.ptr, b.bytes)?;
         }
         sess.build_jobs()?;
-        sess.build_jobs2()?;
+        sess.build_routers()?;
         sess.build_jobsq()?;
         sess.reset()?;
         Ok(sess)
@@ -1542,36 +1520,10 @@ impl CudaSession {
         Ok(())
     }
 
-    fn build_jobs2(&mut self) -> Result<()> {
-        let d = self.m.dims.clone();
+    fn build_routers(&mut self) -> Result<()> {
         let gpu = self.m.gpu.clone();
         let sc = &self.sc;
-        let job = MvJob2::plain;
-        let mut all = Vec::new();
-        for l in 0..d.n_layer {
-            let ly = &self.m.layers[l];
-            let xn = sc.xn.ptr;
-            let (a, b) = attn_side_mats(ly, sc);
-            let a: Vec<_> = a.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
-            let b: Vec<_> = b.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
-            let mut oa = job(ly.out_a.wmat(), sc.heads.ptr, sc.low.ptr);
-            oa.x_grp_rows = d.ro as i32;
-            let clamp = d.clamp[l];
-            let e = vec![job(ly.gate_inp.wmat(), xn, sc.rlog.ptr), MvJob2::paired(ly.gate_sh.wmat(), ly.up_sh.wmat(), xn, sc.mids.ptr, clamp)];
-            let mut f = MvJob2::paired(ly.gate_exps.wmat(), ly.up_exps.wmat(), xn, sc.mid.ptr, clamp);
-            f.nslots = d.k as i32;
-            f.sel = sc.esel.ptr;
-            f.wts = sc.ewts.ptr;
-            let mut gd = job(ly.down_exps.wmat(), sc.mid.ptr, sc.ypair.ptr);
-            gd.nslots = d.k as i32;
-            gd.sel = sc.esel.ptr;
-            gd.x_slot = d.f as i64;
-            let gs = job(ly.down_sh.wmat(), sc.mids.ptr, sc.ypair.ptr + (d.k * d.d * 4) as u64);
-            let mk = |mut v: Vec<MvJob2>| JobTable2::new(&gpu, &mut v);
-            all.push(LayerJobs2 { a: mk(a)?, b: mk(b)?, c: mk(vec![oa])?, d: mk(vec![job(ly.out_b.wmat(), sc.low.ptr, sc.attn_out.ptr)])?, e: mk(e)?, f: mk(vec![f])?, g: mk(vec![gd, gs])? });
-        }
-        self.jobs2 = all;
-        self.head_job2 = Some(JobTable2::new(&gpu, &mut [job(self.m.output.wmat(), sc.yhead.ptr, sc.logits.ptr)])?);
+        self.routers = self.m.layers.iter().map(|ly| JobTable2::new(&gpu, &mut [MvJob2::plain(ly.gate_inp.wmat(), sc.xn.ptr, sc.rlog.ptr)])).collect::<Result<_>>()?;
         Ok(())
     }
 
@@ -1851,9 +1803,7 @@ impl CudaSession {
             let ratio = ly.ratio;
             let omega = if ratio == 0 { self.m.omega_main.ptr } else { self.m.omega_comp.ptr };
             // ---- attention (its hc_pre was finished by the previous hc_step) ----
-            if decode && self.mv2 {
-                self.jobs2[l].a.run(gpu, self.jobs2[l].a.len())?;
-            } else if decode {
+            if decode {
                 self.jobs[l].a.run(gpu, self.jobs[l].a.len())?;
             } else {
                 self.gemm(ly.q_a.wmat(), sc.xn.ptr, d.d, sc.qa.ptr, d.rq, t, None)?;
@@ -1895,9 +1845,7 @@ impl CudaSession {
                 self.compressor(l, t, true)?;
             }
             let use_idx = ratio == 4 && idx_active;
-            if decode && self.mv2 {
-                self.jobs2[l].b.run(gpu, if use_idx { 2 } else { 1 })?;
-            } else if decode {
+            if decode {
                 self.jobs[l].b.run(gpu, if use_idx { 2 } else { 1 })?;
             } else {
                 self.gemm(ly.q_b.wmat(), sc.qr.ptr, d.rq, sc.q.ptr, d.h * d.dh, t, None)?;
@@ -1967,10 +1915,7 @@ impl CudaSession {
             } else {
                 launch_attn_simt(gpu, &io)?;
             }
-            if decode && self.mv2 {
-                self.jobs2[l].c.run(gpu, 1)?;
-                self.jobs2[l].d.run(gpu, 1)?;
-            } else if decode {
+            if decode {
                 self.jobs[l].c.run(gpu, 1)?;
                 self.jobs[l].d.run(gpu, 1)?;
             } else {
@@ -1989,10 +1934,8 @@ impl CudaSession {
             let ffn_fin = HcFinish { m: mhc, scale: ly.hc_ffn_scale.ptr, base: ly.hc_ffn_base.ptr, norm: ly.ffn_norm.ptr, out: sc.xn.ptr, q8 };
             self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin))?;
             if decode && self.q8 {
-                // the router stays f32 (it decides the expert choice); job 0 of table e
-                self.jobs2[l].e.run(gpu, 1)?;
-            } else if decode && self.mv2_ffn {
-                self.jobs2[l].e.run(gpu, 2)?;
+                // the router stays f32 (it decides the expert choice)
+                self.routers[l].run(gpu, 1)?;
             } else if decode {
                 self.jobs[l].e.run(gpu, 3)?;
             } else {
@@ -2009,9 +1952,6 @@ impl CudaSession {
                 self.jobsq[l].f.run(gpu, 2)?;
                 launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, sc.mids.ptr, d.f, sc.qmid.ptr, sc.qmidd.ptr)?;
                 self.jobsq[l].g.run(gpu, 2)?;
-            } else if decode && self.mv2_ffn {
-                self.jobs2[l].f.run(gpu, 1)?;
-                self.jobs2[l].g.run(gpu, 2)?;
             } else if decode {
                 self.jobs[l].f.run(gpu, 2)?;
                 let args = Args::new()
@@ -2069,7 +2009,7 @@ impl CudaSession {
             } else {
                 (self.m.out_hc_fn.ptr, nhc, self.hc_fused(t).then(|| self.head_fin()))
             };
-            if decode && (self.q8 || self.mv2_ffn) {
+            if decode && self.q8 {
                 self.hc_step(t, sc.ypair.ptr, d.k + 1, next_fn, next_m, fin)?;
             } else {
                 self.hc_step(t, sc.ffn_out.ptr, 1, next_fn, next_m, fin)?;
@@ -2091,10 +2031,7 @@ impl CudaSession {
         if !self.hc_fused(batch) {
             self.hc_finish(ti, 1, d.n_hc, self.m.out_hc_scale.ptr, self.m.out_hc_base.ptr, self.m.out_norm.ptr, self.sc.yhead.ptr)?;
         }
-        match (&self.head_job2, self.mv2) {
-            (Some(h), true) => h.run(self.gpu(), 1),
-            _ => self.head_job.run(self.gpu(), 1),
-        }
+        self.head_job.run(self.gpu(), 1)
     }
 
     fn upload_batch(&self, toks: &[u32], p0: usize) -> Result<()> {
