@@ -316,8 +316,19 @@ fn bench(a: &Args) -> Result<()> {
     for &f in &fr {
         let r = (|| -> Result<()> {
             let t0 = Instant::now();
+            let exp0 = ds4_engine::cuda::blas::exp_host_time();
             bk.sync(&toks[..f])?;
             let pt = t0.elapsed().as_secs_f64();
+            let exp1 = ds4_engine::cuda::blas::exp_host_time();
+            if exp1.1 > exp0.1 {
+                eprintln!(
+                    "ctx {f}: cuBLAS routed experts: {:.0} ms of host time issuing {} expert matrices ({:.0}% of the prefill's {:.0} ms)",
+                    (exp1.0 - exp0.0) * 1e3,
+                    exp1.1 - exp0.1,
+                    100.0 * (exp1.0 - exp0.0) / pt,
+                    pt * 1e3
+                );
+            }
             print_profile(&bk, f, "prefill");
             let (snap, kvb) = bk.snapshot()?;
             let t1 = Instant::now();

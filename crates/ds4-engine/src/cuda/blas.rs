@@ -20,6 +20,7 @@ use super::weights::WMat;
 use cudarc::cublas::{result as br, sys as bs};
 use cudarc::driver::{CudaContext, CudaStream};
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// `DS4_GEMM_DENSE=q` keeps the built-in kernels for the dense prefill GEMMs (read once).
@@ -41,6 +42,17 @@ pub fn exp_blas_wanted() -> bool {
     static V: OnceLock<bool> = OnceLock::new();
     *V.get_or_init(|| std::env::var("DS4_GEMM_EXP").map(|v| v == "cublas").unwrap_or(false))
 }
+
+/// Host time spent issuing the routed-expert products (`ExpCall::gemm`, seconds) and how many
+/// expert matrices were issued, since the process started. With hundreds of small products per
+/// matrix whose shapes change with the routing, issuing them (cuBLAS chooses an algorithm per
+/// new shape) may take longer than the GPU needs to run them; ds4-bench prints this after a
+/// prefill that used the path.
+pub fn exp_host_time() -> (f64, u64) {
+    (EXP_HOST_NS.load(Ordering::Relaxed) as f64 * 1e-9, EXP_MATS.load(Ordering::Relaxed))
+}
+static EXP_HOST_NS: AtomicU64 = AtomicU64::new(0);
+static EXP_MATS: AtomicU64 = AtomicU64::new(0);
 
 /// Smallest batch whose routed experts run on cuBLAS (`DS4_GEMM_EXP_MIN_T`, read once).
 /// Default 3072: the path writes and re-reads the f16 copy of every chosen expert (2 x 4.3 GB
@@ -429,6 +441,13 @@ impl ExpCall {
     /// The products go round-robin over the side streams (see `exp_streams`), forked from and
     /// joined back to the Gpu's stream by events, so the call is ordered like a kernel launch.
     pub fn gemm(&self, gpu: &Gpu, blas: &Blas, s: &Dense16, off: &[i32]) -> Result<()> {
+        let t0 = std::time::Instant::now();
+        let r = self.gemm_issue(gpu, blas, s, off);
+        EXP_HOST_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        EXP_MATS.fetch_add(1, Ordering::Relaxed);
+        r
+    }
+    fn gemm_issue(&self, gpu: &Gpu, blas: &Blas, s: &Dense16, off: &[i32]) -> Result<()> {
         let calls = self.expert_calls(s, off)?;
         let Some(sd) = blas.side(gpu).filter(|_| calls.len() > 1) else {
             return self.gemm_serial(blas, s, off);
