@@ -7,7 +7,7 @@
 //! against the previous ones (`DS4_KBENCH=dec`), and the fused hyper-connection step against
 //! the kernels it replaces (`DS4_KBENCH=hc`).
 
-use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
+use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
     gemm_q_bn, gemm_q_flags, launch_gemm_q, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
@@ -1090,6 +1090,34 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                 ms_1,
                 gflop / ms_1,
                 if same_1 { "yes" } else { "NO" }
+            );
+            // a new routing for every call, as the layers of a prefill see it: cuBLAS meets
+            // per-expert shapes it has not planned for (the loop above repeats one routing)
+            let routings = (0..reps)
+                .map(|r| -> Result<(DevBuf, DevBuf, Vec<i32>)> {
+                    let (o, p) = assign_experts(t, 5000 + (r * 977 + t) as u64);
+                    let (ob2, gb2) = (gpu.alloc(o.len() * 4)?, gpu.alloc(p.len() * 4)?);
+                    gpu.htod(ob2.ptr, &o)?;
+                    gpu.htod(gb2.ptr, &p)?;
+                    Ok((ob2, gb2, o))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let next = std::cell::Cell::new(0usize);
+            let h0 = exp_host_time();
+            let ms_v = time(reps, &|| {
+                let (o, g, oh) = &routings[next.get() % reps];
+                next.set(next.get() + 1);
+                ExpCall { gather: if gather { g.ptr } else { 0 }, ..call }.run(gpu, blas, &s, o.ptr, oh, false)
+            })?;
+            let h1 = exp_host_time();
+            println!(
+                "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} (a new routing per call; {:.3} ms of host time per call to issue the products)",
+                "",
+                "",
+                "cublas_vary",
+                ms_v,
+                gflop / ms_v,
+                (h1.0 - h0.0) * 1e3 / (h1.1 - h0.1).max(1) as f64
             );
             gpu.sync()?;
         }
