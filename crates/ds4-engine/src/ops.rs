@@ -236,17 +236,21 @@ pub fn fp8_roundtrip_flipped(v: &mut [f32], n_nope: usize) -> Option<f32> {
         Decision::Scale { block } => {
             let (lo, hi) = (block * 64, (block * 64 + 64).min(n_nope));
             let amax = orig[lo..hi].iter().fold(0f32, |m, &x| m.max(x.abs())).max(1e-4);
-            let k = ceil_log2(amax / 448.0);
-            // the scale on the other side of the nearest power of two
-            let near = (((amax / 448.0) as f64).log2().round()) as i32;
-            let k2 = if k == near { near + 1 } else { near };
-            let scale = exp2i(k2);
+            let scale = other_pow2_scale(amax / 448.0);
             for i in lo..hi {
                 v[i] = e4m3_round((orig[i] / scale).clamp(-448.0, 448.0)) * scale;
             }
         }
     }
     Some(m)
+}
+
+/// The block scale a round trip would pick for `r` = amax / format max (2^ceil(log2 r)) taken
+/// the other way: the power of two on the other side of the one nearest to r.
+fn other_pow2_scale(r: f32) -> f32 {
+    let k = ceil_log2(r);
+    let near = ((r as f64).log2().round()) as i32;
+    exp2i(if k == near { near + 1 } else { near })
 }
 
 /// [`fp4_roundtrip`] with its nearest decision taken the other way (input already rotated).
@@ -274,10 +278,7 @@ pub fn fp4_roundtrip_flipped(v: &mut [f32]) -> Option<f32> {
         Decision::Scale { block } => {
             let (lo, hi) = (block * 32, (block * 32 + 32).min(orig.len()));
             let amax = orig[lo..hi].iter().fold(0f32, |m, &x| m.max(x.abs())).max(FLOOR);
-            let k = ceil_log2(amax / 6.0);
-            let near = (((amax / 6.0) as f64).log2().round()) as i32;
-            let k2 = if k == near { near + 1 } else { near };
-            let scale = exp2i(k2);
+            let scale = other_pow2_scale(amax / 6.0);
             for i in lo..hi {
                 v[i] = e2m1_round((orig[i] / scale).clamp(-6.0, 6.0)) * scale;
             }

@@ -94,27 +94,20 @@ struct Case {
 }
 
 /// Print a table of matvec bandwidths and GEMM rates; return nothing (stdout report).
-/// `DS4_KBENCH=attn` runs only the prefill attention section, `gemm` only the GEMMs, `mv` only
-/// the decode matvecs.
+/// `DS4_KBENCH` picks one section: `attn`, `idx`, `q8`, `exp`, `dec`, `hc` (see the module
+/// docs), `gemm` only the GEMMs, `mv` only the decode matvecs; unset: matvecs, GEMMs,
+/// attention and indexer.
 pub fn run() -> Result<()> {
     let gpu = Gpu::new(0)?;
-    if std::env::var("DS4_KBENCH").as_deref() == Ok("attn") {
-        return attn_bench(&gpu);
-    }
-    if std::env::var("DS4_KBENCH").as_deref() == Ok("idx") {
-        return idx_bench(&gpu);
-    }
-    if std::env::var("DS4_KBENCH").as_deref() == Ok("q8") {
-        return q8_bench(&gpu);
-    }
-    if std::env::var("DS4_KBENCH").as_deref() == Ok("exp") {
-        return exp_bench(&gpu);
-    }
-    if std::env::var("DS4_KBENCH").as_deref() == Ok("dec") {
-        return dec_bench(&gpu);
-    }
-    if std::env::var("DS4_KBENCH").as_deref() == Ok("hc") {
-        return hc_bench(&gpu);
+    let mode = std::env::var("DS4_KBENCH").unwrap_or_default();
+    match mode.as_str() {
+        "attn" => return attn_bench(&gpu),
+        "idx" => return idx_bench(&gpu),
+        "q8" => return q8_bench(&gpu),
+        "exp" => return exp_bench(&gpu),
+        "dec" => return dec_bench(&gpu),
+        "hc" => return hc_bench(&gpu),
+        _ => {}
     }
     let ceil = copy_ceiling(&gpu)?;
     println!("device: {} ({} SMs), copy ceiling {:.3} TB/s", gpu.name, gpu.sm_count, ceil / 1e12);
@@ -134,7 +127,7 @@ pub fn run() -> Result<()> {
     gpu.htod(x.ptr, &xs)?;
     let y = gpu.alloc(8 * 131072 * 4)?;
     let sel = gpu.alloc(64)?;
-    let only_gemm = std::env::var("DS4_KBENCH").map(|v| v == "gemm").unwrap_or(false);
+    let only_gemm = mode == "gemm";
     if !only_gemm {
         println!("{:<28} {:>10} {:>10} {:>8}   {:>8} {:>8}  {}", "matvec (decode)", "MB/call", "us", "TB/s", "mv2 us", "TB/s", "mv2 vs old: max|d| rel");
     }
@@ -230,7 +223,7 @@ pub fn run() -> Result<()> {
         let res = sweep_splits(&gpu, &specs, &MV2_KERNELS, y.ptr, &y_old)?;
         print_sweep(c.name, &res, |us| tbs(us / 1e3));
     }
-    if std::env::var("DS4_KBENCH").as_deref() == Ok("mv") {
+    if mode == "mv" {
         return gpu.sync();
     }
     gemm_bench(&gpu)?;
