@@ -178,7 +178,6 @@ pub(crate) struct HcBufs {
     pub ticket: DevPtr,
     /// 32-column slices (D / 32 rounded up)
     pub split: usize,
-    pub chunk: usize,
     pub d: usize,
     pub n: usize,
     pub eps: f32,
@@ -199,7 +198,7 @@ pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny:
         .a(m as i32)
         .a(b.d as i32)
         .a(b.n as i32)
-        .a(b.chunk as i32)
+        .a(HC_COLS as i32) // the kernel ignores it: a block has one warp of 32 columns
         .a(b.pdot)
         .a(b.pss)
         .a(ny as i32)
@@ -1062,7 +1061,6 @@ pub struct CudaSession {
     comp_cap: usize,
     idx_ld: usize,
     hc_split: usize,
-    hc_chunk: usize,
     tokens: Vec<u32>,
     logits_host: Option<Vec<f32>>,
     has_logits: bool,
@@ -1246,7 +1244,6 @@ impl CudaSession {
         // partials for hc_finish
         // hc_post_mix: one warp per 32 columns (decode spreads over the whole GPU)
         let hc_split = d.d.div_ceil(HC_COLS).max(1);
-        let hc_chunk = HC_COLS;
         let f4 = |n: usize| gpu.alloc(n * 4);
         let mut st = Vec::new();
         for l in 0..d.n_layer {
@@ -1363,7 +1360,6 @@ impl CudaSession {
             comp_cap,
             idx_ld,
             hc_split,
-            hc_chunk,
             tokens: Vec::new(),
             logits_host: None,
             has_logits: false,
@@ -1692,7 +1688,6 @@ impl CudaSession {
             pss: sc.pss.ptr,
             ticket: sc.ticket.ptr,
             split: self.hc_split,
-            chunk: self.hc_chunk,
             d: d.d,
             n: d.n_hc,
             eps: d.rms_eps,
