@@ -23,6 +23,7 @@ pub mod backend;
 pub mod blas;
 pub mod dims;
 pub mod kbench;
+pub mod prefetch;
 pub mod driver;
 pub mod session;
 pub mod weights;

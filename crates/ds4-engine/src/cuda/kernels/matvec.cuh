@@ -259,3 +259,48 @@ extern "C" __global__ void __launch_bounds__(256, 4) mv2_b4(const MvJob2* __rest
     PDL_ENTRY;
     mv2_main(jobs, njobs);
 }
+
+// ------------------------------------------------------------------------------------------
+// L2 prefetch of decode weights (DS4_PREFETCH). Decode alternates latency-bound kernels
+// (hyper-connections, attention, routing) that leave HBM idle with short matvecs that are too
+// brief to reach full bandwidth from HBM. A side stream of the decode graph streams the next
+// matvec's weights into L2 while the kernels before it run, so the matvec reads L2. A hint:
+// nothing reads what it fetches, so it cannot change any result.
+// Ranges: `bytes` from `base` (plain), or from base + sel[s] * e_stride for each of the nsel
+// selected experts. Each thread takes every nth chunk of the concatenated ranges; mode 0 issues
+// one bulk (TMA) L2 prefetch per chunk, mode 1 one prefetch instruction per 128-byte line.
+// ------------------------------------------------------------------------------------------
+struct PfJob {
+    const u8* base;
+    i64 bytes;     // per matrix (per expert)
+    i64 e_stride;  // bytes between experts
+    const int* sel;
+    int nsel;
+    int pad;
+};
+
+extern "C" __global__ void __launch_bounds__(128) l2_prefetch(const PfJob* __restrict__ jobs, int njobs, int chunk, int mode) {
+    PDL_ENTRY;
+    i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x, nth = (i64)gridDim.x * blockDim.x;
+    i64 gc = 0;  // chunks of the ranges before the current one
+    for (int j = 0; j < njobs; j++) {
+        PfJob pj = jobs[j];
+        int nr = pj.sel ? pj.nsel : 1;
+        i64 nch = (pj.bytes + chunk - 1) / chunk;
+        for (int s = 0; s < nr; s++) {
+            const u8* b = pj.base + (pj.sel ? (i64)pj.sel[s] * pj.e_stride : 0);
+            for (i64 c = ((tid - gc) % nth + nth) % nth; c < nch; c += nth) {
+                u64 a = (u64)(b + c * chunk);
+                i64 n = min((i64)chunk, pj.bytes - c * chunk);
+                if (mode == 0) {
+                    u64 a16 = (a + 15) & ~(u64)15;  // the bulk form needs 16-byte alignment and size
+                    i64 n16 = (n - (i64)(a16 - a)) & ~(i64)15;
+                    if (n16 > 0) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a16), "r"((unsigned)n16) : "memory");
+                } else {
+                    for (i64 o = 0; o < n; o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(a + o));
+                }
+            }
+            gc += nch;
+        }
+    }
+}

@@ -119,8 +119,9 @@ extern "C" __global__ void __launch_bounds__(32) hc_post_mix(float* S, const flo
 // the int8 blocks of the normalized row (q8s/q8d, the layout of quant_q8, D % 32 == 0).
 // Called by a whole block (blockDim a multiple of 32, >= 64), smem xsh of 2*D floats. The
 // partials are reduced by one warp per mix (lane-strided, then a butterfly), every thread
-// derives the N pre weights itself, and warp 0 runs the Sinkhorn iterations while the other
-// warps write the normalized row. Loads bypass L1 (__ldcg): in hc_step the last block reads
+// derives the N pre weights itself, and warp 0 runs the Sinkhorn iterations (in registers)
+// while the other warps write the normalized row, synchronizing among themselves only (the
+// Sinkhorn is off their critical path; no block-wide barrier after the first). Loads bypass L1 (__ldcg): in hc_step the last block reads
 // what the other blocks of the same grid wrote.
 __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const double* pss, int nsplit, int M, int D,
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
@@ -155,31 +156,73 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
     bool sink = M > N;
     if (sink && w == 0) {
         // post and the Sinkhorn iterations (they need only the mixes), overlapped with the
-        // other warps' collapse; lane a*N+b holds C[a][b] and every sum is gathered lane by
-        // lane in index order (same arithmetic as a serial loop)
+        // other warps' collapse. Every lane holds the whole N x N matrix in registers (no
+        // shuffles: the row and column sums of an iteration are independent chains) and sums
+        // in index order (same arithmetic as the CPU's serial loops).
         if (lane < N) post_out[t * N + lane] = 2.f * sigmoidf_((mix_s[N + lane] * rs) * sb_s[1] + sb_s[3 + N + lane]);
-        int NN = N * N;
-        int li = lane < NN ? lane : 0;
-        int a = li / N, b = li % N;
-        float c = (mix_s[2 * N + li] * rs) * sb_s[2] + sb_s[3 + 2 * N + li];
-        float mx = -INF_F;
-        for (int q = 0; q < N; q++) mx = fmaxf(mx, __shfl_sync(0xffffffffu, c, a * N + q));
-        c = expf(c - mx);
-        float sum = 0.f;
-        for (int q = 0; q < N; q++) sum += __shfl_sync(0xffffffffu, c, a * N + q);
-        c = c * (1.f / sum) + hc_eps;
-        float cs = 0.f;
-        for (int q = 0; q < N; q++) cs += __shfl_sync(0xffffffffu, c, q * N + b);
-        c *= 1.f / (cs + hc_eps);
-        for (int it = 1; it < iters; it++) {
-            float rsum = 0.f;
-            for (int q = 0; q < N; q++) rsum += __shfl_sync(0xffffffffu, c, a * N + q);
-            c *= 1.f / (rsum + hc_eps);
-            float cs2 = 0.f;
-            for (int q = 0; q < N; q++) cs2 += __shfl_sync(0xffffffffu, c, q * N + b);
-            c *= 1.f / (cs2 + hc_eps);
+        float c[MAXN][MAXN];
+#pragma unroll
+        for (int a = 0; a < MAXN; a++) {
+            if (a < N) {
+                float mx = -INF_F;
+#pragma unroll
+                for (int b = 0; b < MAXN; b++)
+                    if (b < N) {
+                        c[a][b] = (mix_s[2 * N + a * N + b] * rs) * sb_s[2] + sb_s[3 + 2 * N + a * N + b];
+                        mx = fmaxf(mx, c[a][b]);
+                    }
+                float sum = 0.f;
+#pragma unroll
+                for (int b = 0; b < MAXN; b++)
+                    if (b < N) {
+                        c[a][b] = expf(c[a][b] - mx);
+                        sum += c[a][b];
+                    }
+                float inv = 1.f / sum;
+#pragma unroll
+                for (int b = 0; b < MAXN; b++)
+                    if (b < N) c[a][b] = c[a][b] * inv + hc_eps;
+            }
         }
-        if (lane < NN) comb_out[t * NN + lane] = c;
+        for (int it = 0; it < iters; it++) {
+            if (it > 0) {
+#pragma unroll
+                for (int a = 0; a < MAXN; a++) {
+                    if (a < N) {
+                        float rsum = 0.f;
+#pragma unroll
+                        for (int b = 0; b < MAXN; b++)
+                            if (b < N) rsum += c[a][b];
+                        float inv = 1.f / (rsum + hc_eps);
+#pragma unroll
+                        for (int b = 0; b < MAXN; b++)
+                            if (b < N) c[a][b] *= inv;
+                    }
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < MAXN; b++) {
+                if (b < N) {
+                    float cs = 0.f;
+#pragma unroll
+                    for (int a = 0; a < MAXN; a++)
+                        if (a < N) cs += c[a][b];
+                    float inv = 1.f / (cs + hc_eps);
+#pragma unroll
+                    for (int a = 0; a < MAXN; a++)
+                        if (a < N) c[a][b] *= inv;
+                }
+            }
+        }
+        // lane a*N+b stores C[a][b] (selected by unrolled compares: no local-memory indexing)
+        float mine = 0.f;
+#pragma unroll
+        for (int a = 0; a < MAXN; a++)
+#pragma unroll
+            for (int b = 0; b < MAXN; b++)
+                if (a < N && b < N && lane == a * N + b) mine = c[a][b];
+        if (lane < N * N) comb_out[t * N * N + lane] = mine;
+        return;  // the other warps synchronize among themselves (named barrier 1) from here on
     }
     float pre[MAXN];
 #pragma unroll
@@ -187,29 +230,35 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
         float mv = a < N ? mix_s[a] * rs : 0.f;
         pre[a] = a < N ? sigmoidf_(mv * sb_s[0] + sb_s[3 + a]) + hc_eps : 0.f;
     }
-    // the collapse by the threads not running the Sinkhorn
-    int first = sink ? (int)threadIdx.x - 32 : (int)threadIdx.x;
-    int stride = sink ? (int)blockDim.x - 32 : (int)blockDim.x;
+    // the collapse by the warps not running the Sinkhorn (all of them without one)
+    int w0 = sink ? 1 : 0;
+    int first = (int)threadIdx.x - 32 * w0;
+    int stride = (int)blockDim.x - 32 * w0;
+    int gw = w - w0, ngw = nw - w0;
     const float* St = S + (i64)t * N * D;
     double ss = 0.0;
-    if (first >= 0) {
 #pragma unroll 4
-        for (int d = first; d < D; d += stride) {
-            float x = pre[0] * __ldcg(St + d);
+    for (int d = first; d < D; d += stride) {
+        float x = pre[0] * __ldcg(St + d);
 #pragma unroll
-            for (int s = 1; s < MAXN; s++)
-                if (s < N) x += pre[s] * __ldcg(St + (i64)s * D + d);
-            xsh[d] = x;
-            nsh[d] = norm_w[d];
-            ss += (double)x * (double)x;
-        }
+        for (int s = 1; s < MAXN; s++)
+            if (s < N) x += pre[s] * __ldcg(St + (i64)s * D + d);
+        xsh[d] = x;
+        nsh[d] = norm_w[d];
+        ss += (double)x * (double)x;
     }
-    double tss = block_sum_d(ss, shd);  // (its barriers also publish xsh)
+    // sum over the collapsing warps in warp order (a named barrier: warp 0 may still be in the
+    // Sinkhorn); the barrier also publishes xsh and nsh to the group
+    ss = warp_sum_d(ss);
+    if (lane == 0) shd[gw] = ss;
+    asm volatile("bar.sync 1, %0;" ::"r"(ngw * 32) : "memory");
+    double tss = 0.0;
+    for (int i = 0; i < ngw; i++) tss += shd[i];
     float rsn = 1.f / sqrtf((float)(tss / (double)D) + eps);
     float* xo = xn_out + (i64)t * D;
     if (q8s) {
         // one warp per 32-value block (D % 32 == 0): the values quant_q8 would produce
-        for (int b = w; b < (D >> 5); b += nw) {
+        for (int b = gw; b < (D >> 5); b += ngw) {
             int d = b * 32 + lane;
             float v = (xsh[d] * rsn) * nsh[d];
             xo[d] = v;
@@ -217,7 +266,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
         }
         return;
     }
-    for (int d = threadIdx.x; d < D; d += blockDim.x) xo[d] = (xsh[d] * rsn) * nsh[d];
+    for (int d = first; d < D; d += stride) xo[d] = (xsh[d] * rsn) * nsh[d];
 }
 
 // grid T, dynamic smem 2*D floats (the prefill path; decode uses hc_step).
