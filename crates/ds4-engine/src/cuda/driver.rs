@@ -52,7 +52,7 @@ pub const KERNELS: &[&str] = &[
     "hc_post_mix", "hc_finish", "hc_step", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "quant_q8", "mvq_b2", "mvq_b3",
-    "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "l2_prefetch",
+    "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w",
 ];
 
 static NVRTC_PRELOAD: OnceLock<Option<String>> = OnceLock::new();
@@ -557,18 +557,6 @@ impl Gpu {
             }
             Ok(())
         })
-    }
-
-    /// Launch `name` on another stream of our context (a side stream forked from ours by an
-    /// event; no PDL, not profiled).
-    pub fn launch_on(&self, stream: sys::CUstream, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, mut args: Args) -> Result<()> {
-        self.bump();
-        let args = args.ptrs();
-        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || (!self.skip.is_empty() && self.skip.iter().any(|k| k == name)) {
-            return Ok(());
-        }
-        // SAFETY: args match the kernel's parameter list; `stream` is a live stream of our context.
-        unsafe { dr::launch_kernel(self.f(name), grid, (block, 1, 1), smem, stream, args) }.map_err(derr(name))
     }
 
     /// Run `f` (work queued on our stream by a library, e.g. cuBLAS) and, when `DS4_PROFILE`

@@ -23,7 +23,6 @@ pub mod backend;
 pub mod blas;
 pub mod dims;
 pub mod kbench;
-pub mod prefetch;
 pub mod driver;
 pub mod session;
 pub mod weights;

@@ -4,7 +4,6 @@
 
 use super::driver::{Args, CudaError, DevBuf, DevPtr, Gpu, Graph, Result};
 use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, Blas, DenseCall, Dense16, ExpCall};
-use super::prefetch::{LayerPf, Prefetch, Table as PfTable};
 use super::weights::{CudaModel, GMat, WMat};
 use ds4_gguf::GgmlType;
 use std::collections::HashMap;
@@ -1074,8 +1073,6 @@ pub struct CudaSession {
     /// matvec_grouped: mv2 for them measured slower inside the decode graph (66.3 t/s vs
     /// 62.4 with the attention side, 60.7 with everything on mv2; bench/NOTES.md session 2).
     routers: Vec<JobTable2>,
-    /// Decode L2 prefetch on a side stream (`DS4_PREFETCH`; see prefetch.rs).
-    pf: Option<Prefetch>,
     /// Decode FFN matvecs (shared and routed experts, not the router) with int8 activations
     /// (`mvq`): Precision::Fast only, DS4_DECODE_Q8=0 turns it off.
     q8: bool,
@@ -1371,7 +1368,6 @@ impl CudaSession {
             jobs: Vec::new(),
             head_job: JobTable::new(&gpu, &mut [])?,
             routers: Vec::new(),
-            pf: None,
             q8: false,
             jobsq: Vec::new(),
             graphs: HashMap::new(),
@@ -1390,7 +1386,6 @@ impl CudaSession {
         sess.build_jobs()?;
         sess.build_routers()?;
         sess.build_jobsq()?;
-        sess.pf = Prefetch::from_env(&gpu, &sess.m.layers, sess.sc.esel.ptr, d.k)?;
         sess.reset()?;
         Ok(sess)
     }
@@ -1797,17 +1792,6 @@ impl CudaSession {
         gpu.launch("embed_rows", (t as u32, 1, 1), 256, 0, Args::new().a(self.m.tok_embd.ptr).a(sc.tok.ptr).a(sc.s.ptr).a(d.d as i32).a(nhc as i32))?;
         self.hc_step(t, 0, 1, self.m.layers[0].hc_attn_fn.ptr, mhc, Some(self.attn_fin(0)))?;
         let idx_active = idx_rows > d.topk;
-        // decode L2 prefetch: `pfx(i, early, table)` forks a prefetch at point i (prefetch.rs)
-        let pf = self.pf.as_ref().filter(|_| decode);
-        let pfx = |i: usize, early: bool, t: fn(&LayerPf) -> &PfTable, l: usize| -> Result<()> {
-            match pf {
-                Some(p) if p.at(i, early) && l < d.n_layer => p.issue(gpu, t(&p.layers[l])),
-                _ => Ok(()),
-            }
-        };
-        if let Some(p) = pf.filter(|p| p.points.on[0]) {
-            p.issue(gpu, &p.layers[0].attn_in)?;
-        }
         for l in 0..d.n_layer {
             let ly = &self.m.layers[l];
             let stl = &self.st[l];
@@ -1815,9 +1799,7 @@ impl CudaSession {
             let omega = if ratio == 0 { self.m.omega_main.ptr } else { self.m.omega_comp.ptr };
             // ---- attention (its hc_pre was finished by the previous hc_step) ----
             if decode {
-                pfx(1, true, |p| &p.q_b, l)?;
                 self.jobs[l].a.run(gpu, self.jobs[l].a.len())?;
-                pfx(1, false, |p| &p.q_b, l)?;
             } else {
                 self.gemm(ly.q_a.wmat(), sc.xn.ptr, d.d, sc.qa.ptr, d.rq, t, None)?;
                 self.gemm(ly.kv.wmat(), sc.xn.ptr, d.d, sc.kvp.ptr, d.dh, t, None)?;
@@ -1859,9 +1841,7 @@ impl CudaSession {
             }
             let use_idx = ratio == 4 && idx_active;
             if decode {
-                pfx(2, true, |p| &p.out_a, l)?;
                 self.jobs[l].b.run(gpu, if use_idx { 2 } else { 1 })?;
-                pfx(2, false, |p| &p.out_a, l)?;
             } else {
                 self.gemm(ly.q_b.wmat(), sc.qr.ptr, d.rq, sc.q.ptr, d.h * d.dh, t, None)?;
                 if use_idx {
@@ -1931,12 +1911,8 @@ impl CudaSession {
                 launch_attn_simt(gpu, &io)?;
             }
             if decode {
-                pfx(3, true, |p| &p.out_b, l)?;
                 self.jobs[l].c.run(gpu, 1)?;
-                pfx(3, false, |p| &p.out_b, l)?;
-                pfx(4, true, |p| &p.ffn_sh, l)?;
                 self.jobs[l].d.run(gpu, 1)?;
-                pfx(4, false, |p| &p.ffn_sh, l)?;
             } else {
                 let hg = d.h / d.g * d.dh;
                 // the 8 block-diagonal groups in one strided-batched cuBLAS call where it applies
@@ -1966,18 +1942,11 @@ impl CudaSession {
             let bias = ly.probs_b.as_ref().map(|b| b.ptr).unwrap_or(0);
             let tid2eid = ly.tid2eid.as_ref().map(|b| b.ptr).unwrap_or(0);
             launch_route(gpu, decode && route_new_enabled(), t, sc.rlog.ptr, bias, tid2eid, sc.tok.ptr, d.e, d.k, d.w_scale, d.w_norm, sc.esel.ptr, sc.ewts.ptr)?;
-            // (f and g have one fork point each: either case of the letter)
-            for e in [false, true] {
-                pfx(5, e, |p| &p.gate_up, l)?;
-                pfx(6, e, |p| &p.down, l)?;
-            }
             let clamp = d.clamp[l];
             if decode && self.q8 {
                 self.jobsq[l].f.run(gpu, 2)?;
                 launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, sc.mids.ptr, d.f, sc.qmid.ptr, sc.qmidd.ptr)?;
-                pfx(0, true, |p| &p.attn_in, l + 1)?;
                 self.jobsq[l].g.run(gpu, 2)?;
-                pfx(0, false, |p| &p.attn_in, l + 1)?;
             } else if decode {
                 self.jobs[l].f.run(gpu, 2)?;
                 let args = Args::new()
@@ -1994,9 +1963,7 @@ impl CudaSession {
                     .a(clamp)
                     .a(clamp);
                 let grid = ((d.d + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK) as u32;
-                pfx(0, true, |p| &p.attn_in, l + 1)?;
                 gpu.launch("moe_down_fused", (grid, t as u32, 1), 256, ((d.k + 1) * d.f * 4) as u32, args)?;
-                pfx(0, false, |p| &p.attn_in, l + 1)?;
             } else {
                 let tk = t * d.k;
                 let args = Args::new()
@@ -2042,9 +2009,6 @@ impl CudaSession {
             } else {
                 self.hc_step(t, sc.ffn_out.ptr, 1, next_fn, next_m, fin)?;
             }
-        }
-        if let Some(p) = pf {
-            p.join(gpu)?;
         }
         Ok(())
     }
