@@ -44,6 +44,31 @@ mod tests {
     use super::driver;
     use std::path::PathBuf;
 
+    /// mvq's IQ2_XXS sign trick (q8.cuh `iq2_signs_init` / `iq2_signed`, mirrored here): for
+    /// every grid entry and every stored 7-bit sign pattern, the packed bytes must equal the
+    /// format's definition, magnitude times -1 where sign bit i (of the 7 bits plus the parity
+    /// bit that makes the count even) is set.
+    #[test]
+    fn iq2_sign_bytes_match_the_definition() {
+        let inc = include_str!("kernels/iq2xxs_grid.inc");
+        let grid: Vec<u64> = inc.split(|c: char| c == ',' || c.is_whitespace()).filter_map(|t| t.strip_prefix("0x")).map(|t| u64::from_str_radix(t.trim_end_matches("ull"), 16).unwrap()).collect();
+        assert_eq!(grid.len(), 256);
+        let mask4 = |s: u32| (s.wrapping_mul(0x0020_4081) & 0x0101_0101).wrapping_mul(0xFF);
+        let signed = |g: u32, m: u32| (g ^ m).wrapping_add(m & 0x0101_0101);
+        for s in 0u32..128 {
+            let sg = s | ((s.count_ones() & 1) << 7);
+            let (m0, m1) = (mask4(sg & 15), mask4(sg >> 4));
+            for &e in &grid {
+                let got = (signed(e as u32, m0) as u64) | ((signed((e >> 32) as u32, m1) as u64) << 32);
+                for i in 0..8 {
+                    let mag = ((e >> (8 * i)) & 0xFF) as i32;
+                    let want = if (sg >> i) & 1 == 1 { -mag } else { mag };
+                    assert_eq!(((got >> (8 * i)) & 0xFF) as u8 as i8 as i32, want, "grid {e:#x} signs {s} byte {i}");
+                }
+            }
+        }
+    }
+
     /// Where CI's virtualenv puts the PyPI libnvrtc (`nvidia-cuda-nvrtc==13.0.*`).
     fn venv_candidates() -> Vec<PathBuf> {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");

@@ -48,11 +48,24 @@ struct MvJobQ {
 // 0, 8, 16, 24 by one multiply (the shifted copies do not overlap, so no carries).
 __device__ __forceinline__ u32 sign_mask4(u32 s) { return ((s * 0x00204081u) & 0x01010101u) * 0xFFu; }
 
+// IQ2_XXS sign table for the block prologue: entry s (the 7 stored sign bits; the 8th makes
+// the count even) holds the byte masks of the 8 weights' signs, low and high word.
+__device__ __forceinline__ void iq2_signs_init(uint2* ssm) {
+    for (int i = threadIdx.x; i < 128; i += blockDim.x) {
+        u32 sg = (u32)i | ((u32)(__popc(i) & 1) << 7);
+        ssm[i] = make_uint2(sign_mask4(sg & 15), sign_mask4(sg >> 4));
+    }
+}
+
+// Four grid magnitudes (bytes, all in 1..127) with the bytes under mask m negated:
+// (g ^ 0xFF) + 1 = 256 - g per byte, and no byte carries into the next (256 - g <= 255).
+__device__ __forceinline__ int iq2_signed(u32 g, u32 m) { return (int)((g ^ m) + (m & 0x01010101u)); }
+
 // Dot of 32-value column group g of `row` with the quantized x group (xq: 8 words, dx scale,
 // sx = dx * sum(q)).
 template <int TY>
 __device__ __forceinline__ float mvq_gdot(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols, int row,
-                                          int g, const int* xq, float dx, float sx, const u64* gsm) {
+                                          int g, const int* xq, float dx, float sx, const u64* gsm, const uint2* ssm) {
     if (TY == T_Q8_0) {
         int nb = cols >> 5;
         i64 blk = (i64)row * nb + g;
@@ -74,14 +87,9 @@ __device__ __forceinline__ float mvq_gdot(const u8* __restrict__ pay, const u8* 
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             u64 gr = gsm[(A >> (8 * k)) & 255];
-            u32 sg = (B >> (7 * k)) & 127;
-            sg |= (u32)(__popc(sg) & 1) << 7;  // the 8th sign makes the count even
-            u32 m0 = sign_mask4(sg & 15), m1 = sign_mask4(sg >> 4);
-            // grid magnitudes are < 128: (g ^ m) - m per byte negates the bytes where m = 0xFF
-            int lo = (int)__vsub4((u32)gr ^ m0, m0);
-            int hi = (int)__vsub4((u32)(gr >> 32) ^ m1, m1);
-            s = __dp4a(lo, xq[2 * k], s);
-            s = __dp4a(hi, xq[2 * k + 1], s);
+            uint2 m = ssm[(B >> (7 * k)) & 127];
+            s = __dp4a(iq2_signed((u32)gr, m.x), xq[2 * k], s);
+            s = __dp4a(iq2_signed((u32)(gr >> 32), m.y), xq[2 * k + 1], s);
         }
         return d * (0.5f + (float)(B >> 28)) * 0.25f * dx * (float)s;
     } else if (TY == T_Q2_K) {
@@ -129,7 +137,7 @@ __device__ __forceinline__ float mvq_gdot(const u8* __restrict__ pay, const u8* 
 template <int TY, int R>
 __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed char* __restrict__ xq,
                                          const float2* __restrict__ xd, const u8* pay, const u8* hdr, const u8* pay2,
-                                         const u8* hdr2, int ks, float (*red)[8], const u64* gsm) {
+                                         const u8* hdr2, int ks, float (*red)[8], const u64* gsm, const uint2* ssm) {
     int cols = j.w.cols, rows = j.w.rows;
     int ng = cols >> 5;
     int g0 = (int)((i64)ng * ks / j.wk), g1 = (int)((i64)ng * (ks + 1) / j.wk);
@@ -149,8 +157,8 @@ __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed
         int xv[8] = {(int)v0.x, (int)v0.y, (int)v0.z, (int)v0.w, (int)v1.x, (int)v1.y, (int)v1.z, (int)v1.w};
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            acc[r] += mvq_gdot<TY>(pay, hdr, cols, rr[r], g, xv, ds.x, ds.y, gsm);
-            if (paired) acc2[r] += mvq_gdot<TY>(pay2, hdr2, cols, rr[r], g, xv, ds.x, ds.y, gsm);
+            acc[r] += mvq_gdot<TY>(pay, hdr, cols, rr[r], g, xv, ds.x, ds.y, gsm, ssm);
+            if (paired) acc2[r] += mvq_gdot<TY>(pay2, hdr2, cols, rr[r], g, xv, ds.x, ds.y, gsm, ssm);
         }
     }
 #pragma unroll
@@ -166,6 +174,7 @@ __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed
 // once instead of per 16-32 rows.
 __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int njobs, int nblk) {
     __shared__ u64 gsm[256];
+    __shared__ uint2 ssm[128];
     __shared__ float red[8][8];
     int ji = 0;
     bool persist = (int)gridDim.x < nblk;
@@ -174,6 +183,7 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
         while (ji + 1 < njobs && jobs[ji + 1].block0 <= b) ji++;
         if (persist || jobs[ji].w.type == T_IQ2_XXS) {  // block-uniform branch
             for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
+            iq2_signs_init(ssm);
             __syncthreads();
         }
     }
@@ -202,9 +212,9 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
         const signed char* xq = j.xq + (i64)slot * j.x_slot;
         const float2* xd = j.xd + (i64)slot * (j.x_slot >> 5);
 #define MVQ_R(TY)                                                                              \
-        if (j.rpw == 4) mvq_body<TY, 4>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);      \
-        else if (j.rpw == 2) mvq_body<TY, 2>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm); \
-        else mvq_body<TY, 1>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);
+        if (j.rpw == 4) mvq_body<TY, 4>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm, ssm);      \
+        else if (j.rpw == 2) mvq_body<TY, 2>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm, ssm); \
+        else mvq_body<TY, 1>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm, ssm);
         switch (j.w.type) {
             case T_Q8_0: MVQ_R(T_Q8_0) break;
             case T_IQ2_XXS: MVQ_R(T_IQ2_XXS) break;
