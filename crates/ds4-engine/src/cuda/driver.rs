@@ -313,7 +313,8 @@ pub struct Gpu {
     /// Programmatic dependent launch (Hopper+): each kernel may be scheduled while its
     /// predecessor drains; kernels order their dependent memory accesses with
     /// `griddepcontrol.wait` (the PDL_* macros in common.cuh). On with `DS4_PDL=1`: measured
-    /// slower on the H200 in CUDA graphs (decode 64.7 -> 59.2 t/s), so off by default.
+    /// slower on the H200 in CUDA graphs (decode 64.7 -> 59.2 t/s in session 2; session 4:
+    /// 90.5 t/s with the successor released before the wait, 93.5 after it, 96.2 off), so off by default.
     pub pdl: bool,
     /// Timing ablation only: kernels named in `DS4_SKIP_KERNELS` (comma list) are not launched,
     /// so a run shows what the rest costs. The results of such a run are meaningless.

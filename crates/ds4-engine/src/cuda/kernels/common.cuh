@@ -19,9 +19,12 @@ typedef long long i64;
 #define PDL_TRIGGER
 #define PDL_WAIT
 #endif
+// PDL_ENTRY waits first, then releases the successor: at most two kernels in flight (the
+// other order let a third kernel's blocks take slots its predecessor still needed; measured
+// 90.5 vs 93.5 t/s decode on the H200, both below PDL off).
 #define PDL_ENTRY \
-    PDL_TRIGGER;  \
-    PDL_WAIT
+    PDL_WAIT;     \
+    PDL_TRIGGER
 
 #define NEG_INF_F (-1.0e30f)
 #define INF_F (__int_as_float(0x7f800000))
