@@ -1440,7 +1440,7 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
 /// timing loop (its tickets must reset). The process is small, so Nsight Compute's kernel
 /// replay can profile hc_step here (on the full model it did not finish).
 pub fn hc_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_step, HcBufs, HcFinish};
+    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcBufs, HcFinish};
     println!(
         "{:<34} {:>8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>5} {:>4} {:>4}",
         "hyper-connection step (T=1)", "old us", "new us", "speedup", "S rel", "post/comb", "xn rel", "q8!", "nan", "det"
@@ -1525,6 +1525,27 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
         new()?;
         gpu.sync()?;
         let det = read(&sn[6], d)?.iter().zip(&xn_new).all(|(a, b)| a.to_bits() == b.to_bits());
+        // phase trace of a warm launch (launch_hc_step_traced): times from the first block's entry
+        let tr = gpu.alloc_zeroed((3 * split + 8) * 8)?;
+        for _ in 0..3 {
+            launch_hc_step_traced(gpu, &bn, 1, yb.ptr, ny, fnb.ptr, &fnw, tr.ptr)?;
+        }
+        gpu.sync()?;
+        let mut tv = vec![0u64; 3 * split + 8];
+        gpu.dtoh(&mut tv, tr.ptr)?;
+        let t0 = (0..split).map(|b| tv[3 * b]).min().unwrap_or(0);
+        let us = |v: u64| if v == 0 { f64::NAN } else { v.saturating_sub(t0) as f64 / 1e3 };
+        let col = |k: usize| -> (f64, f64) {
+            let mut v: Vec<f64> = (0..split).map(|b| us(tv[3 * b + k])).collect();
+            v.sort_by(f64::total_cmp);
+            (v[v.len() / 2], v[v.len() - 1])
+        };
+        let (e, mx, tk) = (col(0), col(1), col(2));
+        let f = &tv[3 * split..];
+        let trace_line = format!(
+            "  trace us: block entry med {:.2} max {:.2} | mixes done med {:.2} max {:.2} | ticket med {:.2} max {:.2} | last block: partials {:.2} collapse {:.2} barrier {:.2} sinkhorn {:.2} int8 {:.2}",
+            e.0, e.1, mx.0, mx.1, tk.0, tk.1, us(f[0]), us(f[2]), us(f[3]), us(f[1]), us(f[4])
+        );
         println!(
             "{:<34} {:>8.2} {:>8.2} {:>6.2}x {:>9.2e} {:>9.2e} {:>9.2e} {:>5} {:>4} {:>4}",
             format!("hc D{d} N{n} M{m} ny{ny}{}", if q8 { " +int8" } else { "" }),
@@ -1538,6 +1559,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
             nan0 + nan1 + nan2,
             if det { "ok" } else { "DIFF" }
         );
+        println!("{trace_line}");
     }
     Ok(())
 }

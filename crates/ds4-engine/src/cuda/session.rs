@@ -152,6 +152,7 @@ struct HcStepArgs {
     eps: f32,
     hc_eps: f32,
     pad: i32,
+    trace: u64,
 }
 
 /// The hc_pre that follows an hc_post: its weights, the normalized row it writes, and
@@ -234,6 +235,13 @@ pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &H
 /// hc_post_mix + hc_finish (+ the int8 copy of xn when `f.q8`) in one launch (model.cuh
 /// `hc_step`) for `t` <= the ticket buffer's length tokens; D % 32 == 0.
 pub(crate) fn launch_hc_step(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish) -> Result<()> {
+    launch_hc_step_traced(gpu, b, t, y, ny, fn_ptr, f, 0)
+}
+
+/// `launch_hc_step` recording phase times (globaltimer, ns) into `trace` (0: off): per block
+/// {entry, mixes done, ticket taken}, then the finishing block's {partials reduced, Sinkhorn
+/// done, collapse done, group barrier passed, int8 rows written} (the kernel bench reads them).
+pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish, trace: DevPtr) -> Result<()> {
     let (q8s, q8d) = f.q8.unwrap_or((0, 0));
     let a = HcStepArgs {
         s: b.s,
@@ -260,6 +268,7 @@ pub(crate) fn launch_hc_step(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usi
         eps: b.eps,
         hc_eps: b.hc_eps,
         pad: 0,
+        trace,
     };
     gpu.launch("hc_step", (b.split as u32, t as u32, 1), 1024, (2 * b.d * 4) as u32, Args::new().a(a))
 }
@@ -2473,7 +2482,7 @@ const _: () = assert!(std::mem::size_of::<MvJob2>() == 160);
 const _: () = assert!(std::mem::size_of::<MvJobQ>() == 168);
 const _: () = assert!(std::mem::size_of::<GemmArgs>() == 96);
 const _: () = assert!(std::mem::size_of::<CompArgs>() == 112);
-const _: () = assert!(std::mem::size_of::<HcStepArgs>() == 160);
+const _: () = assert!(std::mem::size_of::<HcStepArgs>() == 168);
 const _: () = assert!(std::mem::size_of::<AttnArgs>() == 104);
 const _: () = assert!(std::mem::size_of::<AttnTcArgs>() == 88);
 

@@ -29,6 +29,13 @@ typedef long long i64;
 #define NEG_INF_F (-1.0e30f)
 #define INF_F (__int_as_float(0x7f800000))
 
+// Global nanosecond timer (kernel-bench phase traces only).
+__device__ __forceinline__ u64 gtimer() {
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
 __device__ __forceinline__ float h2f(u16 h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
@@ -88,6 +95,34 @@ __device__ __forceinline__ void q8_block(float v, int lane, int b, signed char* 
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     qs[b * 32 + lane] = (signed char)q;
     if (lane == 0) xd[b] = make_float2(d, d * (float)s);
+}
+
+// q8_block for two blocks at once (b1 < 0: only b0), the same values: the two chains of
+// shuffles and divisions interleave instead of running back to back.
+__device__ __forceinline__ void q8_block2(float v0, float v1, int lane, int b0, int b1, signed char* qs, float2* xd) {
+    float a0 = fabsf(v0), a1 = fabsf(v1);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        a0 = fmaxf(a0, __shfl_xor_sync(0xffffffffu, a0, o));
+        a1 = fmaxf(a1, __shfl_xor_sync(0xffffffffu, a1, o));
+    }
+    float d0 = a0 / 127.f, d1 = a1 / 127.f;
+    int q0 = a0 > 0.f ? __float2int_rn(v0 * (127.f / a0)) : 0;
+    int q1 = a1 > 0.f ? __float2int_rn(v1 * (127.f / a1)) : 0;
+    q0 = max(-127, min(127, q0));
+    q1 = max(-127, min(127, q1));
+    int s0 = q0, s1 = q1;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+        s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+    }
+    qs[b0 * 32 + lane] = (signed char)q0;
+    if (lane == 0) xd[b0] = make_float2(d0, d0 * (float)s0);
+    if (b1 >= 0) {
+        qs[b1 * 32 + lane] = (signed char)q1;
+        if (lane == 0) xd[b1] = make_float2(d1, d1 * (float)s1);
+    }
 }
 
 // Deterministic block reductions (fixed tree through shared memory; blockDim.x a multiple of 32,

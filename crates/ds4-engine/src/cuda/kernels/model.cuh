@@ -123,6 +123,58 @@ __device__ __forceinline__ float rcp_nr(float x) {
     return fmaf(r, fmaf(-x, r, 1.f), r);
 }
 
+// The Sinkhorn combine matrix (MODEL.md §2.4.2) in registers, from the logits in c: row
+// softmax plus eps, then alternating column and row normalizations, every sum in index order
+// (the CPU's arithmetic). NT = N at compile time: no per-row branches, so the NT independent
+// row (column) chains of an iteration interleave; with N at run time the branches serialized
+// them and the 20 iterations took ~8 us on the finishing block's critical path.
+template <int NT>
+__device__ __forceinline__ void sinkhorn_nt(float (&c)[MAXN][MAXN], int iters, float hc_eps) {
+#pragma unroll
+    for (int a = 0; a < NT; a++) {
+        float mx = -INF_F;
+#pragma unroll
+        for (int b = 0; b < NT; b++) mx = fmaxf(mx, c[a][b]);
+        float sum = 0.f;
+#pragma unroll
+        for (int b = 0; b < NT; b++) {
+            c[a][b] = expf(c[a][b] - mx);
+            sum += c[a][b];
+        }
+        float inv = 1.f / sum;
+#pragma unroll
+        for (int b = 0; b < NT; b++) c[a][b] = c[a][b] * inv + hc_eps;
+    }
+    for (int it = 0; it < iters; it++) {
+        if (it > 0) {
+            float inv[NT];
+#pragma unroll
+            for (int a = 0; a < NT; a++) {
+                float rsum = 0.f;
+#pragma unroll
+                for (int b = 0; b < NT; b++) rsum += c[a][b];
+                inv[a] = rcp_nr(rsum + hc_eps);
+            }
+#pragma unroll
+            for (int a = 0; a < NT; a++)
+#pragma unroll
+                for (int b = 0; b < NT; b++) c[a][b] *= inv[a];
+        }
+        float inv[NT];
+#pragma unroll
+        for (int b = 0; b < NT; b++) {
+            float cs = 0.f;
+#pragma unroll
+            for (int a = 0; a < NT; a++) cs += c[a][b];
+            inv[b] = rcp_nr(cs + hc_eps);
+        }
+#pragma unroll
+        for (int a = 0; a < NT; a++)
+#pragma unroll
+            for (int b = 0; b < NT; b++) c[a][b] *= inv[b];
+    }
+}
+
 // Finish hc_pre for token t: mix, pre/post/Sinkhorn (M == N*(N+2)) or head pre only
 // (M == N), collapse the streams and apply the following weighted RMSNorm; optionally also
 // the int8 blocks of the normalized row (q8s/q8d, the layout of quant_q8, D % 32 == 0).
@@ -135,7 +187,8 @@ __device__ __forceinline__ float rcp_nr(float x) {
 __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const double* pss, int nsplit, int M, int D,
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
                               const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,
-                              float* comb_out, float* xn_out, signed char* q8s, float2* q8d, float* xsh) {
+                              float* comb_out, float* xn_out, signed char* q8s, float2* q8d, float* xsh,
+                              u64* tr = nullptr) {
     __shared__ double shd[32];
     __shared__ float mix_s[MAXM];
     __shared__ float rs_s;
@@ -161,6 +214,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
         }
     }
     __syncthreads();
+    if (tr && threadIdx.x == 0) tr[0] = gtimer();
     float rs = rs_s;
     bool sink = M > N;
     if (sink && w == 0) {
@@ -171,57 +225,15 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
         if (lane < N) post_out[t * N + lane] = 2.f * sigmoidf_((mix_s[N + lane] * rs) * sb_s[1] + sb_s[3 + N + lane]);
         float c[MAXN][MAXN];
 #pragma unroll
-        for (int a = 0; a < MAXN; a++) {
-            if (a < N) {
-                float mx = -INF_F;
+        for (int a = 0; a < MAXN; a++)
 #pragma unroll
-                for (int b = 0; b < MAXN; b++)
-                    if (b < N) {
-                        c[a][b] = (mix_s[2 * N + a * N + b] * rs) * sb_s[2] + sb_s[3 + 2 * N + a * N + b];
-                        mx = fmaxf(mx, c[a][b]);
-                    }
-                float sum = 0.f;
-#pragma unroll
-                for (int b = 0; b < MAXN; b++)
-                    if (b < N) {
-                        c[a][b] = expf(c[a][b] - mx);
-                        sum += c[a][b];
-                    }
-                float inv = 1.f / sum;
-#pragma unroll
-                for (int b = 0; b < MAXN; b++)
-                    if (b < N) c[a][b] = c[a][b] * inv + hc_eps;
-            }
-        }
-        for (int it = 0; it < iters; it++) {
-            if (it > 0) {
-#pragma unroll
-                for (int a = 0; a < MAXN; a++) {
-                    if (a < N) {
-                        float rsum = 0.f;
-#pragma unroll
-                        for (int b = 0; b < MAXN; b++)
-                            if (b < N) rsum += c[a][b];
-                        float inv = rcp_nr(rsum + hc_eps);
-#pragma unroll
-                        for (int b = 0; b < MAXN; b++)
-                            if (b < N) c[a][b] *= inv;
-                    }
-                }
-            }
-#pragma unroll
-            for (int b = 0; b < MAXN; b++) {
-                if (b < N) {
-                    float cs = 0.f;
-#pragma unroll
-                    for (int a = 0; a < MAXN; a++)
-                        if (a < N) cs += c[a][b];
-                    float inv = rcp_nr(cs + hc_eps);
-#pragma unroll
-                    for (int a = 0; a < MAXN; a++)
-                        if (a < N) c[a][b] *= inv;
-                }
-            }
+            for (int b = 0; b < MAXN; b++)
+                c[a][b] = (a < N && b < N) ? (mix_s[2 * N + a * N + b] * rs) * sb_s[2] + sb_s[3 + 2 * N + a * N + b] : 0.f;
+        switch (N) {
+            case 1: sinkhorn_nt<1>(c, iters, hc_eps); break;
+            case 2: sinkhorn_nt<2>(c, iters, hc_eps); break;
+            case 3: sinkhorn_nt<3>(c, iters, hc_eps); break;
+            default: sinkhorn_nt<4>(c, iters, hc_eps); break;  // N <= MAXN (checked by the host)
         }
         // lane a*N+b stores C[a][b] (selected by unrolled compares: no local-memory indexing)
         float mine = 0.f;
@@ -231,6 +243,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
             for (int b = 0; b < MAXN; b++)
                 if (a < N && b < N && lane == a * N + b) mine = c[a][b];
         if (lane < N * N) comb_out[t * N * N + lane] = mine;
+        if (tr && lane == 0) tr[1] = gtimer();
         return;  // the other warps synchronize among themselves (named barrier 1) from here on
     }
     float pre[MAXN];
@@ -260,19 +273,26 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
     // Sinkhorn); the barrier also publishes xsh and nsh to the group
     ss = warp_sum_d(ss);
     if (lane == 0) shd[gw] = ss;
+    if (tr && gw == 0 && lane == 0) tr[2] = gtimer();
     asm volatile("bar.sync 1, %0;" ::"r"(ngw * 32) : "memory");
+    if (tr && gw == 0 && lane == 0) tr[3] = gtimer();
     double tss = 0.0;
     for (int i = 0; i < ngw; i++) tss += shd[i];
     float rsn = 1.f / sqrtf((float)(tss / (double)D) + eps);
     float* xo = xn_out + (i64)t * D;
     if (q8s) {
         // one warp per 32-value block (D % 32 == 0): the values quant_q8 would produce
-        for (int b = gw; b < (D >> 5); b += ngw) {
-            int d = b * 32 + lane;
-            float v = (xsh[d] * rsn) * nsh[d];
-            xo[d] = v;
-            q8_block(v, lane, b, q8s + (i64)t * D, q8d + (i64)t * (D >> 5));
+        // (two blocks per warp and step, see q8_block2)
+        int nb = D >> 5;
+        for (int b = gw; b < nb; b += 2 * ngw) {
+            int b1 = b + ngw < nb ? b + ngw : -1;
+            int d0 = b * 32 + lane, d1 = (b1 < 0 ? b : b1) * 32 + lane;
+            float v0 = (xsh[d0] * rsn) * nsh[d0], v1 = (xsh[d1] * rsn) * nsh[d1];
+            xo[d0] = v0;
+            if (b1 >= 0) xo[d1] = v1;
+            q8_block2(v0, v1, lane, b, b1, q8s + (i64)t * D, q8d + (i64)t * (D >> 5));
         }
+        if (tr && gw == 0 && lane == 0) tr[4] = gtimer();
         return;
     }
     for (int d = first; d < D; d += stride) xo[d] = (xsh[d] * rsn) * nsh[d];
@@ -320,6 +340,7 @@ struct HcStepArgs {
     float2* q8d;
     int M, D, N, ny, iters;
     float eps, hc_eps;
+    u64* trace;           // kernel bench only (nullptr: off): phase times, see hc_bench
 };
 
 extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
@@ -331,8 +352,13 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
     int D = a.D, N = a.N, M = a.M;
     int d = sp * 32 + lane;
     bool ok = d < D;
+    if (a.trace && threadIdx.x == 0) a.trace[3 * sp] = gtimer();
     i64 fstride = (i64)N * D;
     float* St = a.S + (i64)t * N * D;
+    // this warp's (first) mix weights: independent of the state, so loaded first
+    float fv[MAXN];
+#pragma unroll
+    for (int b = 0; b < MAXN; b++) fv[b] = (ok && w < M && b < N) ? h2f(a.fn[(i64)w * fstride + (i64)b * D + d]) : 0.f;
     float nv[MAXN];
 #pragma unroll
     for (int b = 0; b < MAXN; b++) nv[b] = 0.f;
@@ -342,6 +368,7 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
         for (int s = 0; s < MAXN; s++) sv[s] = s < N ? St[(i64)s * D + d] : 0.f;
         if (a.y) {
             float yd = 0.f;
+#pragma unroll 8
             for (int q = 0; q < a.ny; q++) yd += a.y[((i64)t * a.ny + q) * D + d];
 #pragma unroll
             for (int b = 0; b < MAXN; b++) {
@@ -363,12 +390,13 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
         if (ok) {
 #pragma unroll
             for (int b = 0; b < MAXN; b++)
-                if (b < N) dot += h2f(a.fn[(i64)m * fstride + (i64)b * D + d]) * nv[b];
+                if (b < N) dot += (m == w ? fv[b] : h2f(a.fn[(i64)m * fstride + (i64)b * D + d])) * nv[b];
         }
         dot = warp_sum(dot);
         if (lane == 0) a.pdot[((i64)t * nsplit + sp) * M + m] = dot;
     }
     __syncthreads();  // every warp has read the old state
+    if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 1] = gtimer();
     if (w == 0) {
         double ss = 0.0;
         if (ok) {
@@ -395,9 +423,10 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
         }
     }
     __syncthreads();
+    if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 2] = gtimer();
     if (!last_s) return;
     hc_finish_tok(t, a.S, a.pdot, a.pss, nsplit, M, D, N, a.scale, a.base, a.norm_w, a.eps, a.iters, a.hc_eps, a.post_out,
-                  a.comb_out, a.xn_out, a.q8s, a.q8d, xsh);
+                  a.comb_out, a.xn_out, a.q8s, a.q8d, xsh, a.trace ? a.trace + 3 * nsplit : nullptr);
 }
 
 // Rotate interleaved pairs of the last R values of v (shared memory) at position pos.
