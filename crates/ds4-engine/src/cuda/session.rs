@@ -881,16 +881,7 @@ pub(crate) struct Jobs<J> {
     blocks: Vec<u32>, // cumulative block count after each job
     smem: Vec<u32>,   // max smem up to each job
     kern: &'static str,
-    /// Most blocks one launch starts (0: one per logical block); see mvq_persist.
-    cap: u32,
     _job: std::marker::PhantomData<J>,
-}
-
-/// `DS4_MVQ_PERSIST=1`: mvq launches at most the blocks that fit on the GPU at once, each
-/// looping over logical blocks (read once).
-fn mvq_persist() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_MVQ_PERSIST").map(|v| v == "1").unwrap_or(false))
 }
 
 impl<J: GridJob> Jobs<J> {
@@ -912,18 +903,14 @@ impl<J: GridJob> Jobs<J> {
         if !raw.is_empty() {
             gpu.htod(buf.ptr, raw)?;
         }
-        let cap = if kern.starts_with("mvq") && mvq_persist() { (gpu.blocks_per_sm(kern, 256, 0)? * gpu.sm_count as usize) as u32 } else { 0 };
-        Ok(Jobs { buf, blocks, smem, kern, cap, _job: std::marker::PhantomData })
+        Ok(Jobs { buf, blocks, smem, kern, _job: std::marker::PhantomData })
     }
     pub(crate) fn len(&self) -> usize {
         self.blocks.len()
     }
     pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
-        // (kernels without the third parameter ignore it)
-        let nblk = self.blocks[njobs - 1];
-        let grid = if self.cap > 0 { nblk.min(self.cap) } else { nblk };
-        let args = Args::new().a(self.buf.ptr).a(njobs as i32).a(nblk as i32);
-        gpu.launch(self.kern, (grid, 1, 1), 256, self.smem[njobs - 1], args)
+        let args = Args::new().a(self.buf.ptr).a(njobs as i32);
+        gpu.launch(self.kern, (self.blocks[njobs - 1], 1, 1), 256, self.smem[njobs - 1], args)
     }
 }
 
