@@ -4,13 +4,16 @@
 # default), optional 2K..64K sweep (SWEEP=1 -> $OUT/h200_q2.csv + .svg + .summary.txt) and
 # warm per-kernel decode timing (NCU=1), and Nsight Compute stall-reason sections of kernels
 # inside their kernel benches (NCU_KB="hc:hc_step q8:mvq_b3 mv:matvec_grouped" ->
-# $OUT/ncu_<mode>.txt). Carry .gpu/{ds4-bench,ds4-gguf,fix,kcache}; the kernel cache is
+# $OUT/ncu_<mode>.txt), and per-instruction stall samples (NCU_SRC="hc:hc_step" ->
+# $OUT/ncu_src_<mode>.csv.gz; tools/gpu/ncu_source.py summarizes). Carry .gpu/{ds4-bench,ds4-gguf,fix,kcache}
+# (or .gpu/kz: gzipped cubins, unpacked into .gpu/kcache here; the carry limit is 64 MiB); the kernel cache is
 # prebuilt here (cuda::tests::prebuild_kernel_cache). Session 3 ran it as e.g.
 #   AB="DS4_HC_STEP=0 DS4_ATTN_DEC=old DS4_ROUTE=old" SWEEP=1 bash tools/gpu/ab.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 export DS4_KERNEL_CACHE=$PWD/.gpu/kcache
+unpack_kz
 synth_start
 echo "== fixtures"; fixtures
 for k in ${KB:-}; do DS4_KBENCH=$k DS4_KBENCH_T=${KBENCH_T:-2048,8192} timeout 150 "$BIN" --kernel-bench > "$OUT/kbench_$k.txt" 2>&1; echo "kbench $k rc=$?"; done
@@ -24,4 +27,5 @@ if [ -n "${SWEEP:-}" ]; then
 fi
 [ -n "${NCU:-}" ] && ncu_decode
 for mk in ${NCU_KB:-}; do ncu_kbench "${mk%%:*}" "${mk#*:}"; done
+for mk in ${NCU_SRC:-}; do ncu_source "${mk%%:*}" "${mk#*:}"; done
 ls -la "$OUT"

@@ -51,3 +51,20 @@ ncu_kbench() {
     "$BIN" --kernel-bench > "$OUT/ncu_$1.txt" 2>&1
   echo "ncu $1 rc=$?"
 }
+# The kernel cache carried gzipped (.gpu/kz/*.cubin.gz, to stay under the 64 MiB carry limit)
+# -> .gpu/kcache.
+unpack_kz() {
+  [ -d .gpu/kz ] || return 0
+  mkdir -p .gpu/kcache
+  for f in .gpu/kz/*.gz; do [ -e "$f" ] && gunzip -c "$f" > ".gpu/kcache/$(basename "$f" .gz)"; done
+}
+# ncu_source MODE REGEX: per-SASS-instruction warp stall samples (densest sampling) of the first
+# launch of REGEX inside the kernel bench DS4_KBENCH=MODE -> $OUT/ncu_src_MODE.csv.gz
+# (tools/gpu/ncu_source.py ranks the instructions and totals the stall reasons).
+ncu_source() {
+  local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  DS4_KBENCH=$1 timeout ${NCU_TIMEOUT:-150} "$ncu" --clock-control none -k "regex:$2" --launch-count 1 --sampling-interval 0 \
+    --section SourceCounters --section WarpStateStats -o /tmp/ncu_src_$1 -f "$BIN" --kernel-bench > /tmp/ncu_src_$1.log 2>&1
+  echo "ncu source $1 rc=$?"
+  "$ncu" --import /tmp/ncu_src_$1.ncu-rep --page source --csv --print-source sass 2>/dev/null | gzip > "$OUT/ncu_src_$1.csv.gz"
+}
