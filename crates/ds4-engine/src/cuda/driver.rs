@@ -32,8 +32,12 @@ pub(crate) fn derr<E: std::fmt::Debug>(ctx: &str) -> impl FnOnce(E) -> CudaError
 pub fn kernel_source() -> String {
     let grid = include_str!("kernels/iq2xxs_grid.inc");
     let matmul = include_str!("kernels/matmul.cuh").replace("#include \"iq2xxs_grid.inc\"", grid);
+    let layouts: String = super::session::kernel_arg_layouts()
+        .iter()
+        .map(|(name, size, align)| format!("static_assert(sizeof({name}) == {size} && alignof({name}) == {align}, \"{name}: layout differs from its Rust mirror\");\n"))
+        .collect();
     format!(
-        "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
+        "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
         include_str!("kernels/common.cuh"),
         matmul,
         include_str!("kernels/matvec.cuh"),
@@ -41,7 +45,8 @@ pub fn kernel_source() -> String {
         include_str!("kernels/model.cuh"),
         include_str!("kernels/attn.cuh"),
         include_str!("kernels/idx.cuh"),
-        include_str!("kernels/decode.cuh")
+        include_str!("kernels/decode.cuh"),
+        layouts
     )
 }
 

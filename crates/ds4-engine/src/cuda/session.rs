@@ -2462,16 +2462,18 @@ fn fill_neg_inf(gpu: &Gpu, b: &DevBuf) -> Result<()> {
     gpu.htod(b.ptr, &v)
 }
 
-// Compile-time check that the argument structs keep the C layout sizes.
-const _: () = assert!(std::mem::size_of::<WMat>() == 48);
-const _: () = assert!(std::mem::size_of::<MvJob>() == 96);
-const _: () = assert!(std::mem::size_of::<MvJob2>() == 160);
-const _: () = assert!(std::mem::size_of::<MvJobQ>() == 168);
-const _: () = assert!(std::mem::size_of::<GemmArgs>() == 96);
-const _: () = assert!(std::mem::size_of::<CompArgs>() == 112);
-const _: () = assert!(std::mem::size_of::<HcStepArgs>() == 168);
-const _: () = assert!(std::mem::size_of::<AttnArgs>() == 104);
-const _: () = assert!(std::mem::size_of::<AttnTcArgs>() == 88);
+/// The kernel argument structs mirrored here: (C struct name, size, alignment of the Rust
+/// mirror). `driver::kernel_source` appends a static_assert for each, so a layout that drifts
+/// between the two languages fails the NVRTC compile (which CI runs for every kernel).
+pub(crate) fn kernel_arg_layouts() -> Vec<(&'static str, usize, usize)> {
+    use std::mem::{align_of, size_of};
+    macro_rules! l {
+        ($t:ty) => {
+            (stringify!($t), size_of::<$t>(), align_of::<$t>())
+        };
+    }
+    vec![l!(WMat), l!(MvJob), l!(MvJob2), l!(MvJobQ), l!(GemmArgs), l!(CompArgs), l!(HcStepArgs), l!(AttnArgs), l!(AttnTcArgs), l!(AttnDecArgs), l!(IdxTcArgs)]
+}
 
 #[cfg(test)]
 mod tests {
