@@ -32,10 +32,12 @@ decode_at() {
   env $1 timeout 90 "$BIN" --cuda -m "$M" --random-prompt $(($2 + 80)) --ctx-start "$2" --ctx-max "$2" --gen-tokens "${3:-64}" 2>&1 \
     | tr '\r' '\n' | grep -E "^ctx [0-9]|rror|panic|fall" | tail -2
 }
+# The Nsight Compute command line tool.
+ncu_bin() { command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1; }
 # Warm per-kernel durations (Nsight Compute, one pass) of a 2K prefill and 2 decode steps
 # without graphs -> $OUT/ncu.csv.gz (summarize the decode segments per kernel name).
 ncu_decode() {
-  local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  local ncu; ncu=$(ncu_bin)
   timeout 150 "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --launch-count 4000 --csv \
     --log-file /tmp/ncu.csv "$BIN" --cuda -m "$M" --random-prompt 2200 --ctx-start 2048 --ctx-max 2048 --gen-tokens 2 --no-graphs > /tmp/ncu_run.txt 2>&1
   echo "ncu rc=$?"; gzip -c /tmp/ncu.csv > "$OUT/ncu.csv.gz"
@@ -45,7 +47,7 @@ ncu_decode() {
 # DS4_KBENCH=MODE (a small process: kernel replay works there, unlike on the 80 GB model)
 # -> $OUT/ncu_MODE.txt
 ncu_kbench() {
-  local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  local ncu; ncu=$(ncu_bin)
   DS4_KBENCH=$1 timeout ${NCU_TIMEOUT:-150} "$ncu" --clock-control none -k "regex:$2" --launch-count ${NCU_COUNT:-3} \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
     "$BIN" --kernel-bench > "$OUT/ncu_$1.txt" 2>&1
@@ -62,7 +64,7 @@ unpack_kz() {
 # launch of REGEX inside the kernel bench DS4_KBENCH=MODE -> $OUT/ncu_src_MODE.csv.gz
 # (tools/gpu/ncu_source.py ranks the instructions and totals the stall reasons).
 ncu_source() {
-  local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  local ncu; ncu=$(ncu_bin)
   DS4_KBENCH=$1 timeout ${NCU_TIMEOUT:-150} "$ncu" --clock-control none -k "regex:$2" --launch-count 1 --sampling-interval 0 \
     --section SourceCounters --section WarpStateStats -o /tmp/ncu_src_$1 -f "$BIN" --kernel-bench > /tmp/ncu_src_$1.log 2>&1
   echo "ncu source $1 rc=$?"

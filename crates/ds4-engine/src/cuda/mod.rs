@@ -44,6 +44,23 @@ mod tests {
     use super::driver;
     use std::path::PathBuf;
 
+    /// Every struct the kernel source defines is a kernel argument struct with a Rust mirror,
+    /// so each must be in the layout list that kernel_source turns into static_asserts (a
+    /// struct added on one side only would otherwise go unchecked).
+    #[test]
+    fn every_kernel_struct_has_its_layout_checked() {
+        let src = driver::kernel_source();
+        let listed: Vec<&str> = super::session::kernel_arg_layouts().iter().map(|l| l.0).collect();
+        let mut n = 0;
+        for line in src.lines() {
+            if let Some(name) = line.strip_prefix("struct ").and_then(|r| r.strip_suffix(" {")) {
+                assert!(listed.contains(&name), "kernel struct {name} has no Rust mirror in kernel_arg_layouts");
+                n += 1;
+            }
+        }
+        assert_eq!(n, listed.len(), "kernel_arg_layouts lists a struct the kernel source does not define");
+    }
+
     /// mvq's IQ2_XXS sign trick (q8.cuh `iq2_signs_init` / `iq2_signed`, mirrored here): for
     /// every grid entry and every stored 7-bit sign pattern, the packed bytes must equal the
     /// format's definition, magnitude times -1 where sign bit i (of the 7 bits plus the parity

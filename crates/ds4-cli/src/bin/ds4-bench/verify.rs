@@ -529,6 +529,15 @@ mod tests {
         v[r * V + 1] += d;
     }
 
+    /// A copy of `w` with rows `rows` bumped by `d`.
+    fn bumped(w: &[f32], rows: std::ops::Range<usize>, d: f32) -> Vec<f32> {
+        let mut g = w.to_vec();
+        for r in rows {
+            bump(&mut g, r, d);
+        }
+        g
+    }
+
     /// Make row `r`'s argmax differ.
     fn flip(v: &mut [f32], r: usize) {
         v[r * V + (r + 1) % V] += 10.0;
@@ -548,20 +557,14 @@ mod tests {
     #[test]
     fn small_noise_within_tolerance_passes() {
         let w = logits(8);
-        let mut g = w.clone();
-        for r in 0..8 {
-            bump(&mut g, r, 1e-4);
-        }
+        let g = bumped(&w, 0..8, 1e-4);
         assert!(rule(&g, &w, 8, 0, &[]).ok);
     }
 
     #[test]
     fn deviation_at_a_tie_position_ends_the_strict_part() {
         let w = logits(10);
-        let mut g = w.clone();
-        for r in 3..10 {
-            bump(&mut g, r, 0.05);
-        }
+        let g = bumped(&w, 3..10, 0.05);
         let ties = [tie("gpu", 1, 0, 3e-6), tie("cpu", 3, 2, 4e-6), tie("gpu", 3, 5, 2e-7)];
         let v = rule(&g, &w, 8, 0, &ties);
         assert!(v.ok, "{v:?}");
@@ -575,10 +578,7 @@ mod tests {
     #[test]
     fn deviation_without_a_tie_at_that_position_fails() {
         let w = logits(10);
-        let mut g = w.clone();
-        for r in 3..10 {
-            bump(&mut g, r, 0.05);
-        }
+        let g = bumped(&w, 3..10, 0.05);
         // ties elsewhere (before, after) do not count
         let v = rule(&g, &w, 8, 0, &[tie("gpu", 2, 0, 1e-7), tie("cpu", 4, 0, 1e-7)]);
         assert!(!v.ok && v.first_bad == Some(3) && v.cut.is_none(), "{v:?}");
@@ -590,10 +590,7 @@ mod tests {
     #[test]
     fn one_flip_provenance_cuts_like_a_tie() {
         let w = logits(10);
-        let mut g = w.clone();
-        for r in 3..10 {
-            bump(&mut g, r, 0.05);
-        }
+        let g = bumped(&w, 3..10, 0.05);
         let rows = rows_full(&g, &w, V, usize::MAX);
         let asked = std::cell::Cell::new(None);
         let found = |p: usize| {
@@ -616,10 +613,7 @@ mod tests {
     #[test]
     fn argmax_agreement_beyond_the_cut_is_required() {
         let w = logits(20);
-        let mut g = w.clone();
-        for r in 5..20 {
-            bump(&mut g, r, 0.5);
-        }
+        let mut g = bumped(&w, 5..20, 0.5);
         let ties = [tie("gpu", 5, 1, 0.0)];
         // 2 of 20 argmax differ: 0.9 agreement, passes
         flip(&mut g, 12);
@@ -650,10 +644,7 @@ mod tests {
     #[test]
     fn deviations_beyond_the_horizon_need_no_tie() {
         let w = logits(10);
-        let mut g = w.clone();
-        for r in 6..10 {
-            bump(&mut g, r, 0.3);
-        }
+        let g = bumped(&w, 6..10, 0.3);
         let v = rule(&g, &w, 6, 0, &[]);
         assert!(v.ok && v.limit == 6 && v.first_bad.is_none() && v.agree == Some((10, 10)), "{v:?}");
         // but not before it
@@ -675,18 +666,12 @@ mod tests {
     fn decode_rows_map_prefix_ties_to_the_first_row() {
         // decode rows start at position 4 (prefix 5): a tie in the prefix shows first in row 0
         let w = logits(6);
-        let mut g = w.clone();
-        for r in 0..6 {
-            bump(&mut g, r, 0.05);
-        }
+        let g = bumped(&w, 0..6, 0.05);
         assert!(rule(&g, &w, 6, 4, &[tie("gpu", 2, 0, 1e-6)]).ok);
         assert!(rule(&g, &w, 6, 4, &[tie("gpu", 4, 0, 1e-6)]).ok);
         assert!(!rule(&g, &w, 6, 4, &[tie("gpu", 5, 0, 1e-6)]).ok);
         // a deviation from row 1 on (position 5) needs a tie at position 5
-        let mut g = w.clone();
-        for r in 1..6 {
-            bump(&mut g, r, 0.05);
-        }
+        let g = bumped(&w, 1..6, 0.05);
         assert!(!rule(&g, &w, 6, 4, &[tie("gpu", 2, 0, 1e-6)]).ok);
         let v = rule(&g, &w, 6, 4, &[tie("cpu", 5, 0, 1e-6)]);
         assert!(v.ok && v.limit == 1, "{v:?}");

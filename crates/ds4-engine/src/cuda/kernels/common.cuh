@@ -84,17 +84,26 @@ __device__ __forceinline__ float warp_max(float v) {
 
 // int8 block b of 32 values, one value per lane (the quantized-activation layout of q8.cuh):
 // q = rint(v / d) in [-127, 127] with d = max|v| / 127 (an all-zero block: d = 0, q = 0);
-// qs[b*32 + lane] = q, xd[b] = {d, d * sum(q)}.
+// qs[b*32 + lane] = q, xd[b] = {d, d * sum(q)}. q8_code / q8_store hold the formula for both
+// q8_block and q8_block2 (s: the warp's sum of the codes), so the two quantize exactly alike.
+__device__ __forceinline__ int q8_code(float v, float amax) {
+    int q = amax > 0.f ? __float2int_rn(v * (127.f / amax)) : 0;
+    return max(-127, min(127, q));
+}
+__device__ __forceinline__ void q8_store(int q, int s, float amax, int lane, int b, signed char* qs, float2* xd) {
+    qs[b * 32 + lane] = (signed char)q;
+    if (lane == 0) {
+        float d = amax / 127.f;
+        xd[b] = make_float2(d, d * (float)s);
+    }
+}
 __device__ __forceinline__ void q8_block(float v, int lane, int b, signed char* qs, float2* xd) {
     float amax = warp_max(fabsf(v));
-    float d = amax / 127.f;
-    int q = amax > 0.f ? __float2int_rn(v * (127.f / amax)) : 0;
-    q = max(-127, min(127, q));
+    int q = q8_code(v, amax);
     int s = q;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    qs[b * 32 + lane] = (signed char)q;
-    if (lane == 0) xd[b] = make_float2(d, d * (float)s);
+    q8_store(q, s, amax, lane, b, qs, xd);
 }
 
 // q8_block for two blocks at once (b1 < 0: only b0), the same values: the two chains of
@@ -106,23 +115,15 @@ __device__ __forceinline__ void q8_block2(float v0, float v1, int lane, int b0, 
         a0 = fmaxf(a0, __shfl_xor_sync(0xffffffffu, a0, o));
         a1 = fmaxf(a1, __shfl_xor_sync(0xffffffffu, a1, o));
     }
-    float d0 = a0 / 127.f, d1 = a1 / 127.f;
-    int q0 = a0 > 0.f ? __float2int_rn(v0 * (127.f / a0)) : 0;
-    int q1 = a1 > 0.f ? __float2int_rn(v1 * (127.f / a1)) : 0;
-    q0 = max(-127, min(127, q0));
-    q1 = max(-127, min(127, q1));
+    int q0 = q8_code(v0, a0), q1 = q8_code(v1, a1);
     int s0 = q0, s1 = q1;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         s0 += __shfl_xor_sync(0xffffffffu, s0, o);
         s1 += __shfl_xor_sync(0xffffffffu, s1, o);
     }
-    qs[b0 * 32 + lane] = (signed char)q0;
-    if (lane == 0) xd[b0] = make_float2(d0, d0 * (float)s0);
-    if (b1 >= 0) {
-        qs[b1 * 32 + lane] = (signed char)q1;
-        if (lane == 0) xd[b1] = make_float2(d1, d1 * (float)s1);
-    }
+    q8_store(q0, s0, a0, lane, b0, qs, xd);
+    if (b1 >= 0) q8_store(q1, s1, a1, lane, b1, qs, xd);
 }
 
 // Deterministic block reductions (fixed tree through shared memory; blockDim.x a multiple of 32,
