@@ -1313,7 +1313,7 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
 /// max |new-old| / max |old|, non-finite outputs, and `det`: the new kernel's output after
 /// the timing loop (hundreds of launches: the counters must reset) bit-identical to its first.
 pub fn dec_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{attn_dec_bufs, launch_attn_dec, launch_attn_simt, launch_route, nsplit_decode, AttnIo};
+    use super::session::{attn_dec_bufs, launch_attn_dec, launch_attn_dec_traced, launch_attn_simt, launch_route, nsplit_decode, AttnIo, ATTN_DEC_NSPLIT};
     let reps = 200usize;
     let time = |f: &dyn Fn() -> Result<()>| graph_us(gpu, reps, f);
     let cmp = |y: &[f32], r: &[f32]| -> (f64, usize) {
@@ -1372,6 +1372,27 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
         let (rel, bad) = cmp(&y, &r);
         let name = format!("attn h{h} dh{dh} r{ratio} p={p} rows={} ns={ns}", (p + 1).min(w) + if ratio == 4 { ncv.min(topk) } else { ncv });
         println!("{:<44} {:>8.2} {:>8.2} {:>6.2}x {:>10.2e} {:>4} {:>4}", name, us_old, us_new, us_old / us_new, rel, bad, if det { "ok" } else { "NO" });
+        // phase trace of a warm launch (launch_attn_dec_traced), us from the first block's entry
+        let nb = h.div_ceil(8) * ATTN_DEC_NSPLIT;
+        let tr = gpu.alloc_zeroed(nb * 8 * 8)?;
+        for _ in 0..3 {
+            launch_attn_dec_traced(gpu, &io_new, part.ptr, cnt.ptr, tr.ptr)?;
+        }
+        gpu.sync()?;
+        let mut tv = vec![0u64; nb * 8];
+        gpu.dtoh(&mut tv, tr.ptr)?;
+        let t0 = (0..nb).map(|b| tv[8 * b]).filter(|&v| v > 0).min().unwrap_or(0);
+        let phase = |k: usize| -> String {
+            let mut v: Vec<f64> = (0..nb).filter(|&b| tv[8 * b + k] > 0).map(|b| tv[8 * b + k].saturating_sub(t0) as f64 / 1e3).collect();
+            if v.is_empty() {
+                return "-".into();
+            }
+            v.sort_by(f64::total_cmp);
+            format!("{:.2}/{:.2}", v[v.len() / 2], v[v.len() - 1])
+        };
+        let names = ["entry", "q", "rows", "cl.bar", "merge", "counter", "out"];
+        let line: Vec<String> = names.iter().enumerate().map(|(k, n)| format!("{n} {}", phase(k))).collect();
+        println!("  trace us (median/max over blocks): {}", line.join(" | "));
     }
 
     println!("{:<44} {:>8} {:>8} {:>7} {:>10} {:>4} {:>4}", "decode router", "old us", "new us", "speedup", "wts rel", "sel!", "det");

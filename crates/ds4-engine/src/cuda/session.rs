@@ -567,11 +567,18 @@ struct AttnDecArgs {
     nsplit: i32,
     eps: f32,
     pad: i32,
+    trace: u64,
 }
 
 /// One-kernel decode attention for one token: `part` / `cnt` as sized by attn_dec_bufs (the
 /// counters must be zero, as every launch leaves them). io.po / io.pml are not used.
 pub(crate) fn launch_attn_dec(gpu: &Gpu, io: &AttnIo, part: DevPtr, cnt: DevPtr) -> Result<()> {
+    launch_attn_dec_traced(gpu, io, part, cnt, 0)
+}
+
+/// `launch_attn_dec` recording phase times into `trace` (0: off; 8 u64 per block, block
+/// (g, split) at 8 * (g * splits + split); decode.cuh ADC_TRACE lists the phases).
+pub(crate) fn launch_attn_dec_traced(gpu: &Gpu, io: &AttnIo, part: DevPtr, cnt: DevPtr, trace: DevPtr) -> Result<()> {
     if io.t != 1 || !attn_dec_shape_ok(io.h, io.dh, io.rd) {
         return Err(CudaError::Other("decode attention: one token and dh <= 512 (dh % 4 == 0) only".into()));
     }
@@ -596,6 +603,7 @@ pub(crate) fn launch_attn_dec(gpu: &Gpu, io: &AttnIo, part: DevPtr, cnt: DevPtr)
         nsplit: ATTN_DEC_NSPLIT as i32,
         eps: io.eps,
         pad: 0,
+        trace,
     };
     gpu.launch("attn_dec", (io.h.div_ceil(8) as u32, ATTN_DEC_NSPLIT as u32, 1), 256, attn_dec_smem(io.dh) as u32, Args::new().a(aa))
 }

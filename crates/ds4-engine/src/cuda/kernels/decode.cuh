@@ -73,7 +73,14 @@ struct AttnDecArgs {
     int nsplit;
     float eps;
     int pad;
+    u64* trace;  // kernel bench only (nullptr: off): ADC_TRACE phase times per block
 };
+
+// Phase k of this block's trace (%globaltimer, thread 0): 0 entry, 1 q prologue done, 2 rows
+// done, 3 first cluster barrier passed, 4 cluster merge done, 5 cross-cluster counter taken,
+// 6 output written.
+#define ADC_TRACE(k)                                     \
+    if (a.trace && tid == 0) a.trace[8 * ((i64)blockIdx.x * gridDim.y + blockIdx.y) + (k)] = gtimer();
 
 extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256, 2) attn_dec(AttnDecArgs a) {
     PDL_ENTRY;
@@ -86,6 +93,7 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
     __shared__ int last;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = blockIdx.x, sp = blockIdx.y;
+    ADC_TRACE(0);
     const int Dh = a.Dh, dq = Dh >> 2;
     const int p = a.pos[0];
     const int nraw = min(p + 1, a.W);
@@ -176,6 +184,7 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
                 }
             }
 
+    ADC_TRACE(1);
     const float scale = 1.f / sqrtf((float)Dh);
     float m[2] = {-INF_F, -INF_F}, l[2] = {0.f, 0.f};
     float o[2][16];
@@ -252,6 +261,7 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
             }
         }
     }
+    ADC_TRACE(2);
     // partials of this block into shared memory (over the row tile)
     __syncthreads();
 #pragma unroll
@@ -270,6 +280,7 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
     }
     __syncthreads();
     cluster_sync_all();
+    ADC_TRACE(3);
 
     // cluster merge: weights of the 16 partials of each head (fixed order: rank, subset)
     const u32 rank = cluster_rank();
@@ -314,6 +325,7 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
         }
     }
     cluster_sync_all();  // no block leaves while another still reads its shared memory
+    ADC_TRACE(4);
 
     const int h = g * ADC_HPB + hl;
     const bool hv = have && h < a.H;
@@ -335,6 +347,7 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
             if (last) atomicExch(&a.cnt[g * ADC_CL + rank], 0);
         }
         __syncthreads();
+        ADC_TRACE(5);
         if (!last) return;
         __threadfence();
         if (!hv) return;
@@ -395,6 +408,7 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
         }
     }
     *(float4*)(a.out + (i64)h * Dh + 4 * c4) = make_float4(y[0], y[1], y[2], y[3]);
+    ADC_TRACE(6);
 }
 
 // ------------------------------------------------------------------------------------------
