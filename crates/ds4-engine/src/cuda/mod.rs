@@ -86,6 +86,30 @@ mod tests {
         }
     }
 
+    /// The 2-bit code form of the IQ2_XXS grid (q8.cuh iq2_codes_init / iq2_mags4): every grid
+    /// byte is one of the three magnitudes, and the code arithmetic rebuilds every entry.
+    #[test]
+    fn iq2_codes_rebuild_the_grid() {
+        let inc = include_str!("kernels/iq2xxs_grid.inc");
+        let grid: Vec<u64> = inc.split(|c: char| c == ',' || c.is_whitespace()).filter_map(|t| t.strip_prefix("0x")).map(|t| u64::from_str_radix(t.trim_end_matches("ull"), 16).unwrap()).collect();
+        assert_eq!(grid.len(), 256);
+        let mags4 = |x: u32| {
+            let t = x | (x << 6);
+            let t = (t | (t << 12)) & 0x0303_0303;
+            0x0808_0808u32.wrapping_add(t.wrapping_mul(17)).wrapping_add((t >> 1) & 0x0101_0101)
+        };
+        for &e in &grid {
+            let mut c = 0u32;
+            for k in 0..8 {
+                let b = (e >> (8 * k)) & 0xFF;
+                assert!([8, 25, 43].contains(&b), "grid {e:#x} byte {k} = {b}");
+                c |= (if b == 8 { 0 } else if b == 25 { 1 } else { 2 }) << (2 * k);
+            }
+            let got = (mags4(c & 255) as u64) | ((mags4(c >> 8) as u64) << 32);
+            assert_eq!(got, e, "codes {c:#x}");
+        }
+    }
+
     /// Where CI's virtualenv puts the PyPI libnvrtc (`nvidia-cuda-nvrtc==13.0.*`).
     fn venv_candidates() -> Vec<PathBuf> {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");

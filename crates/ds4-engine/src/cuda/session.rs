@@ -815,8 +815,9 @@ impl MvJobQ {
     }
 }
 
-/// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
-pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
+/// mvq entry points by register cap (minimum resident blocks per SM): 2, 3; then 3 with the
+/// IQ2_XXS decode variants 1 and 2 (q8.cuh mvq_gdot).
+pub(crate) const MVQ_KERNELS: [&str; 4] = ["mvq_b2", "mvq_b3", "mvq_b3_v1", "mvq_b3_v2"];
 
 impl GridJob for MvJobQ {
     fn blocks(&self) -> usize {
@@ -841,7 +842,10 @@ impl JobTableQ {
         for j in jobs.iter_mut() {
             j.plan();
         }
-        Self::planned(gpu, jobs, MVQ_KERNELS[1])
+        // DS4_MVQ_K: another entry point of MVQ_KERNELS (decode A/B of the variants)
+        static K: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let k = *K.get_or_init(|| std::env::var("DS4_MVQ_K").ok().and_then(|v| v.parse().ok()).unwrap_or(1).min(MVQ_KERNELS.len() - 1));
+        Self::planned(gpu, jobs, MVQ_KERNELS[k])
     }
     /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
     pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJobQ], kern: &'static str) -> Result<JobTableQ> {

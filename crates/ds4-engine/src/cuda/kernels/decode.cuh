@@ -41,7 +41,7 @@ __device__ __forceinline__ float4 ld_dsmem4(u32 a) {
 //      table) so that the loads overlap it;
 //   2. online softmax per (warp, head) over rows taken two at a time;
 //   3. each block leaves its 2 x 8 partials (m, l, o) in its shared memory; after a cluster
-//      barrier, rank r merges float4 columns c4 = r (mod 8) of all 16 partials of the cluster
+//      barrier, rank r merges its run of dq/8 float4 columns of all 16 partials of the cluster
 //      (fixed order) through distributed shared memory;
 //   4. with one cluster per head group that is the final merge (sink, normalization, inverse
 //      RoPE); with NC = nsplit / 8 > 1 every rank writes its merged slice to `part`, and the
@@ -305,18 +305,21 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
         cl[tid] = L;
     }
     __syncthreads();
-    // this rank's float4 columns c4 = rank + 8 i (i < nq) of the 8 heads: one per thread
-    const int nq = (int)rank < dq ? (dq - (int)rank + ADC_CL - 1) / ADC_CL : 0;
-    const bool have = tid < ADC_HPB * nq;
+    // this rank's float4 columns c4 = rank * nq + i (i < nq, a contiguous run: consecutive
+    // threads read consecutive 16 bytes of the remote partials; the strided c4 = rank + 8 i
+    // put a warp's remote loads in the same banks) of the 8 heads: one per thread
+    const int nq = (dq + ADC_CL - 1) / ADC_CL;
+    const int c4 = (int)rank * nq + tid % nq;
+    const bool have = tid < ADC_HPB * nq && c4 < dq;
     const int hl = have ? tid / nq : 0;
-    const int c4 = have ? (int)rank + ADC_CL * (tid % nq) : 0;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     if (have) {
-        // all 16 remote loads first, then the sums: a load behind each weight test made 16
-        // serial distributed-shared-memory round trips (~8 us of the kernel in the trace)
+        // the remote loads of the non-empty partials first, then the sums (a load behind each
+        // sum serialized the distributed-shared-memory round trips)
         float4 v[2 * ADC_CL];
 #pragma unroll
-        for (int e = 0; e < 2 * ADC_CL; e++) v[e] = ld_dsmem4(dsmem_addr(ks + (i64)((e & 1) * ADC_HPB + hl) * Dh + 4 * c4, e >> 1));
+        for (int e = 0; e < 2 * ADC_CL; e++)
+            v[e] = wm[hl][e] > 0.f ? ld_dsmem4(dsmem_addr(ks + (i64)((e & 1) * ADC_HPB + hl) * Dh + 4 * c4, e >> 1)) : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
         for (int e = 0; e < 2 * ADC_CL; e++) {
             float w = wm[hl][e];

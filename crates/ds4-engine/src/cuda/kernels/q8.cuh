@@ -61,6 +61,32 @@ __device__ __forceinline__ void iq2_signs_init(uint2* ssm) {
 // (g ^ 0xFF) + 1 = 256 - g per byte, and no byte carries into the next (256 - g <= 255).
 __device__ __forceinline__ int iq2_signed(u32 g, u32 m) { return (int)((g ^ m) + (m & 0x01010101u)); }
 
+// IQ2_XXS grid entries as 16-bit codes (2 bits per weight: magnitudes 8, 25, 43 -> 0, 1, 2),
+// a 512-byte table whose lookups touch fewer shared-memory banks than the 8-byte entries.
+__device__ __forceinline__ void iq2_codes_init(u16* csm) {
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
+        u64 e = IQ2XXS_GRID[i];
+        u32 c = 0;
+        for (int k = 0; k < 8; k++) {
+            u32 b = (u32)(e >> (8 * k)) & 255u;
+            c |= (b == 8u ? 0u : b == 25u ? 1u : 2u) << (2 * k);
+        }
+        csm[i] = (u16)c;
+    }
+}
+// Four 2-bit codes (8 bits) -> four magnitude bytes: spread code k to byte k, then
+// 8 + 17 c + (c >> 1) maps 0, 1, 2 to 8, 25, 43 (no byte carries: every byte stays <= 43).
+__device__ __forceinline__ u32 iq2_mags4(u32 x) {
+    u32 t = x | (x << 6);
+    t = (t | (t << 12)) & 0x03030303u;
+    return 0x08080808u + t * 17u + ((t >> 1) & 0x01010101u);
+}
+// The 8 sign bits of an IQ2_XXS group (7 stored, the 8th makes the count even) as byte masks.
+__device__ __forceinline__ uint2 iq2_signs_alu(u32 s7) {
+    u32 sg = s7 | ((u32)(__popc(s7) & 1) << 7);
+    return make_uint2(sign_mask4(sg & 15u), sign_mask4(sg >> 4));
+}
+
 // A weight load: through the read-only data path from global memory, or a plain load from a
 // shared-memory tile (mvs).
 template <bool SM, typename T>
@@ -71,7 +97,9 @@ __device__ __forceinline__ T ldw(const T* p) {
 
 // Dot of 32-value column group g of `row` with the quantized x group (xq: 8 words, dx scale,
 // sx = dx * sum(q)). SM: the weights are a shared-memory tile (rows relative to it).
-template <int TY, bool SM = false>
+// IQV (IQ2_XXS only): 0 grid and sign tables in shared memory; 1 grid table, signs computed;
+// 2 16-bit code table (gsm reinterpreted), magnitudes and signs computed.
+template <int TY, bool SM = false, int IQV = 0>
 __device__ __forceinline__ float mvq_gdot(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols, int row,
                                           int g, const int* xq, float dx, float sx, const u64* gsm, const uint2* ssm) {
     if (TY == T_Q8_0) {
@@ -94,10 +122,19 @@ __device__ __forceinline__ float mvq_gdot(const u8* __restrict__ pay, const u8* 
         int s = 0;
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            u64 gr = gsm[(A >> (8 * k)) & 255];
-            uint2 m = ssm[(B >> (7 * k)) & 127];
-            s = __dp4a(iq2_signed((u32)gr, m.x), xq[2 * k], s);
-            s = __dp4a(iq2_signed((u32)(gr >> 32), m.y), xq[2 * k + 1], s);
+            u32 g0, g1;
+            if (IQV == 2) {
+                u32 c = ((const u16*)gsm)[(A >> (8 * k)) & 255];
+                g0 = iq2_mags4(c & 255u);
+                g1 = iq2_mags4(c >> 8);
+            } else {
+                u64 gr = gsm[(A >> (8 * k)) & 255];
+                g0 = (u32)gr;
+                g1 = (u32)(gr >> 32);
+            }
+            uint2 m = IQV == 0 ? ssm[(B >> (7 * k)) & 127] : iq2_signs_alu((B >> (7 * k)) & 127);
+            s = __dp4a(iq2_signed(g0, m.x), xq[2 * k], s);
+            s = __dp4a(iq2_signed(g1, m.y), xq[2 * k + 1], s);
         }
         return d * (0.5f + (float)(B >> 28)) * 0.25f * dx * (float)s;
     } else if (TY == T_Q2_K) {
@@ -142,7 +179,7 @@ __device__ __forceinline__ float mvq_gdot(const u8* __restrict__ pay, const u8* 
     }
 }
 
-template <int TY, int R>
+template <int TY, int R, int IQV>
 __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed char* __restrict__ xq,
                                          const float2* __restrict__ xd, const u8* pay, const u8* hdr, const u8* pay2,
                                          const u8* hdr2, int ks, float (*red)[8], const u64* gsm, const uint2* ssm) {
@@ -165,8 +202,8 @@ __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed
         int xv[8] = {(int)v0.x, (int)v0.y, (int)v0.z, (int)v0.w, (int)v1.x, (int)v1.y, (int)v1.z, (int)v1.w};
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            acc[r] += mvq_gdot<TY>(pay, hdr, cols, rr[r], g, xv, ds.x, ds.y, gsm, ssm);
-            if (paired) acc2[r] += mvq_gdot<TY>(pay2, hdr2, cols, rr[r], g, xv, ds.x, ds.y, gsm, ssm);
+            acc[r] += mvq_gdot<TY, false, IQV>(pay, hdr, cols, rr[r], g, xv, ds.x, ds.y, gsm, ssm);
+            if (paired) acc2[r] += mvq_gdot<TY, false, IQV>(pay2, hdr2, cols, rr[r], g, xv, ds.x, ds.y, gsm, ssm);
         }
     }
 #pragma unroll
@@ -179,6 +216,7 @@ __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed
 
 // One block per 16-32 rows (a persistent variant that looped over logical blocks measured no
 // faster in the decode graph: 92.6 vs 92.4 t/s, session 3).
+template <int IQV>
 __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int njobs) {
     __shared__ u64 gsm[256];
     __shared__ uint2 ssm[128];
@@ -187,8 +225,9 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
     int b = blockIdx.x;
     while (ji + 1 < njobs && jobs[ji + 1].block0 <= b) ji++;
     if (jobs[ji].w.type == T_IQ2_XXS) {  // block-uniform branch
-        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
-        iq2_signs_init(ssm);
+        if (IQV == 2) iq2_codes_init((u16*)gsm);
+        else for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
+        if (IQV == 0) iq2_signs_init(ssm);
         __syncthreads();
     }
     {
@@ -215,9 +254,9 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
         const signed char* xq = j.xq + (i64)slot * j.x_slot;
         const float2* xd = j.xd + (i64)slot * (j.x_slot >> 5);
 #define MVQ_R(TY)                                                                              \
-        if (j.rpw == 4) mvq_body<TY, 4>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm, ssm);      \
-        else if (j.rpw == 2) mvq_body<TY, 2>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm, ssm); \
-        else mvq_body<TY, 1>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm, ssm);
+        if (j.rpw == 4) mvq_body<TY, 4, IQV>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm, ssm);      \
+        else if (j.rpw == 2) mvq_body<TY, 2, IQV>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm, ssm); \
+        else mvq_body<TY, 1, IQV>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm, ssm);
         switch (j.w.type) {
             case T_Q8_0: MVQ_R(T_Q8_0) break;
             case T_IQ2_XXS: MVQ_R(T_IQ2_XXS) break;
@@ -250,14 +289,23 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
     }
 }
 
-// Same kernel under two register caps (minimum resident blocks per SM).
+// Same kernel under two register caps (minimum resident blocks per SM), and with the IQ2_XXS
+// decode variants (IQV 1, 2; see mvq_gdot).
 extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2(const MvJobQ* __restrict__ jobs, int njobs) {
     PDL_ENTRY;
-    mvq_main(jobs, njobs);
+    mvq_main<0>(jobs, njobs);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const MvJobQ* __restrict__ jobs, int njobs) {
     PDL_ENTRY;
-    mvq_main(jobs, njobs);
+    mvq_main<0>(jobs, njobs);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3_v1(const MvJobQ* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    mvq_main<1>(jobs, njobs);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3_v2(const MvJobQ* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    mvq_main<2>(jobs, njobs);
 }
 
 // ---- mvs: the int8-activation decode matvec, weights streamed through shared memory ----
