@@ -56,8 +56,8 @@ pub const KERNELS: &[&str] = &[
     "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_finish", "hc_step", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
-    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "quant_q8", "mvq_b2", "mvq_b3", "mvq_b3_v1", "mvq_b3_v2",
-    "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "mvs_b1", "mvs_b2", "mvs_b3", "mvs_b4",
+    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "quant_q8", "mvq_b2", "mvq_b3",
+    "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w",
 ];
 
 static NVRTC_PRELOAD: OnceLock<Option<String>> = OnceLock::new();
@@ -324,8 +324,6 @@ pub struct Gpu {
     /// Timing ablation only: kernels named in `DS4_SKIP_KERNELS` (comma list) are not launched,
     /// so a run shows what the rest costs. The results of such a run are meaningless.
     skip: Vec<String>,
-    /// While non-null: the side stream `cu_stream` returns (see `on_stream`).
-    side: std::sync::atomic::AtomicPtr<std::ffi::c_void>,
 }
 // SAFETY: the context is bound per call (bind_to_thread) and all work goes to one stream.
 unsafe impl Send for Gpu {}
@@ -376,9 +374,9 @@ impl Gpu {
         if !skip.is_empty() {
             eprintln!("ds4: DS4_SKIP_KERNELS set (timing ablation, outputs are meaningless): {skip:?}");
         }
-        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default(), side: Default::default() };
+        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default() };
         // kernels that may use more than 48 KiB of dynamic shared memory
-        for k in ["mvs_b1", "mvs_b2", "mvs_b3", "mvs_b4", "matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_step", "attn_prep", "gemm_q64", "gemm_q128"] {
+        for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_step", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
         }
         // tensor-core prefill attention: Q + two K/V tiles + the S exchange (224 KiB at dh 512)
@@ -449,30 +447,8 @@ impl Gpu {
         dr::mem_get_info().ok().map(|(free, _)| free)
     }
 
-    /// The stream work goes to: the Gpu's own, or a side stream while `on_stream` runs.
     pub fn cu_stream(&self) -> sys::CUstream {
-        let o = self.side.load(std::sync::atomic::Ordering::Relaxed);
-        if o.is_null() {
-            self.stream.cu_stream()
-        } else {
-            o as sys::CUstream
-        }
-    }
-
-    /// Run `f` with every launch, copy and event record of this Gpu going to `side` (a stream
-    /// of our context): concurrent branches, which a graph capture records as such when the
-    /// side stream was forked from the capturing stream by an event.
-    pub fn on_stream<R>(&self, side: sys::CUstream, f: impl FnOnce() -> R) -> R {
-        use std::sync::atomic::Ordering::Relaxed;
-        let prev = self.side.swap(side as *mut std::ffi::c_void, Relaxed);
-        let r = f();
-        self.side.store(prev, Relaxed);
-        r
-    }
-
-    /// A new stream of our context.
-    pub fn new_stream(&self) -> Result<Arc<CudaStream>> {
-        self.ctx.new_stream().map_err(derr("stream"))
+        self.stream.cu_stream()
     }
 
     pub fn alloc(&self, bytes: usize) -> Result<DevBuf> {

@@ -11,7 +11,7 @@ use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
     gemm_q_bn, gemm_q_flags, launch_gemm_q, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
-    MvJobQ, MvJobS, MvsConfig, JobTableS, MV2_KERNELS, MVQ_KERNELS, MVS_KERNELS,
+    MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
 use super::weights::{upload_raw_mat, GMat};
 use ds4_gguf::GgmlType;
@@ -367,51 +367,6 @@ fn q8_bench(gpu: &Gpu) -> Result<()> {
         // work split sweep (rows per warp, warps per row group, register cap)
         let res = sweep_splits(gpu, &specs, &MVQ_KERNELS, y.ptr, &yq)?;
         print_sweep(name, &res, tbs);
-        // mvs: the same jobs with weight tiles streamed into shared memory (default plan, then
-        // a sweep of tile bytes x stages x register cap); results against mvq's
-        let mvs_tables = |cfg: MvsConfig| -> Result<Vec<JobTableS>> {
-            specs.iter().map(|q| JobTableS::new(gpu, &mut [MvJobS::from_q(q)], cfg)).collect()
-        };
-        let mvs_dev = |t: &JobTableS| -> Result<f64> {
-            gpu.memset0(y.ptr, n_out * 4)?;
-            t.run(gpu, 1)?;
-            let mut ys = vec![0f32; n_out];
-            gpu.dtoh(&mut ys, y.ptr)?;
-            let mx = yq.iter().fold(0f64, |m, &a| m.max((a as f64).abs())).max(1e-30);
-            Ok(ys.iter().zip(&yq).map(|(a, b)| (*a as f64 - *b as f64).abs() / mx).fold(0f64, |m, d| if d.is_nan() { f64::INFINITY } else { m.max(d) }))
-        };
-        let cfg0 = MvsConfig::from_env();
-        let ts = mvs_tables(cfg0)?;
-        let dev0 = mvs_dev(&ts[0])?;
-        let uss = time(&|i| ts[i % ts.len()].run(gpu, 1))?;
-        let mut plan = MvJobS::from_q(&specs[0]);
-        plan.plan(cfg0.tile_bytes);
-        println!(
-            "  mvs {name}: {uss:.1}us {:.2}TB/s (mvq {usq:.1}us, {:.2}x) max|d|/mx vs mvq {dev0:.1e} | plan R{} wk{} trows {} ({} KB tiles x {}, {})",
-            tbs(uss),
-            usq / uss,
-            plan.rpw,
-            plan.wk,
-            plan.trows,
-            plan.tile_bytes() / 1024,
-            cfg0.stages,
-            MVS_KERNELS[cfg0.kern]
-        );
-        let mut res = Vec::new();
-        for tile in [8usize, 12, 16, 24, 36, 48] {
-            for stages in [2usize, 3, 4] {
-                for kern in [1usize, 2, 3] {
-                    let cfg = MvsConfig { tile_bytes: tile * 1024, stages, kern };
-                    let Ok(ts) = mvs_tables(cfg) else { continue };
-                    let dev = mvs_dev(&ts[0])?;
-                    let us = time(&|i| ts[i % ts.len()].run(gpu, 1))?;
-                    let tag = if dev < 1e-5 { "" } else { " WRONG" };
-                    res.push((us, format!("t{tile}K s{stages} {}{tag}", MVS_KERNELS[kern])));
-                }
-            }
-        }
-        res.sort_by(|a, b| a.0.total_cmp(&b.0));
-        print_sweep(&format!("mvs {name}"), &res, tbs);
     }
     gpu.sync()
 }

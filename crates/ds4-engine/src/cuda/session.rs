@@ -815,9 +815,8 @@ impl MvJobQ {
     }
 }
 
-/// mvq entry points by register cap (minimum resident blocks per SM): 2, 3; then 3 with the
-/// IQ2_XXS decode variants 1 and 2 (q8.cuh mvq_gdot).
-pub(crate) const MVQ_KERNELS: [&str; 4] = ["mvq_b2", "mvq_b3", "mvq_b3_v1", "mvq_b3_v2"];
+/// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
+pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
 
 impl GridJob for MvJobQ {
     fn blocks(&self) -> usize {
@@ -842,224 +841,11 @@ impl JobTableQ {
         for j in jobs.iter_mut() {
             j.plan();
         }
-        // DS4_MVQ_K: another entry point of MVQ_KERNELS (decode A/B of the variants)
-        static K: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        let k = *K.get_or_init(|| std::env::var("DS4_MVQ_K").ok().and_then(|v| v.parse().ok()).unwrap_or(1).min(MVQ_KERNELS.len() - 1));
-        Self::planned(gpu, jobs, MVQ_KERNELS[k])
+        Self::planned(gpu, jobs, MVQ_KERNELS[1])
     }
     /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
     pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJobQ], kern: &'static str) -> Result<JobTableQ> {
         Jobs::upload(gpu, jobs, kern)
-    }
-}
-
-/// Mirror of `struct MvJobS` in q8.cuh (`mvs`: the int8-activation decode matvec that streams
-/// weight tiles into shared memory with the bulk-copy engine).
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub(crate) struct MvJobS {
-    pub w: WMat,
-    pub w2: WMat,
-    pub xq: u64,
-    pub xd: u64,
-    pub y: u64,
-    pub sel: u64,
-    pub wts: u64,
-    pub x_slot: i64,
-    pub nslots: i32,
-    pub tile0: i32,
-    pub trows: i32,
-    pub rpw: i32,
-    pub wk: i32,
-    pub x_grp_rows: i32,
-    pub clamp: f32,
-    pub pad: i32,
-}
-
-/// mvs limits (q8.cuh): units per tile, stages, jobs per launch.
-const MVS_UNITS: usize = 64;
-const MVS_MAX_ST: usize = 4;
-const MVS_MAX_JOBS: usize = 4;
-/// mvs entry points by register cap (minimum resident blocks per SM): 1, 2, 3, 4.
-pub(crate) const MVS_KERNELS: [&str; 4] = ["mvs_b1", "mvs_b2", "mvs_b3", "mvs_b4"];
-/// Shared memory an SM offers blocks (H100/H200: 228 KiB, 1 KiB of it reserved per block), and
-/// the static shared memory of one mvs block (tables, partial sums, barriers, jobs).
-const SM_SMEM: usize = 228 * 1024;
-const MVS_STATIC_SMEM: usize = 256 * 8 + 128 * 8 + 2 * MVS_UNITS * 8 * 4 + MVS_MAX_ST * 8 + MVS_MAX_JOBS * std::mem::size_of::<MvJobS>();
-
-/// Tile geometry and pipeline depth of an mvs launch: bytes per tile (the target; a tile
-/// holds at least the rows one pass of the 8 warps needs), stages in flight per block.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct MvsConfig {
-    pub tile_bytes: usize,
-    pub stages: usize,
-    /// index into MVS_KERNELS
-    pub kern: usize,
-}
-
-impl MvsConfig {
-    /// Defaults, overridable for the kernel-bench sweeps (DS4_MVS_TILE bytes, DS4_MVS_ST, DS4_MVS_K).
-    pub(crate) fn from_env() -> MvsConfig {
-        let g = |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
-        MvsConfig { tile_bytes: g("DS4_MVS_TILE", 36 * 1024), stages: g("DS4_MVS_ST", 3).clamp(1, MVS_MAX_ST), kern: g("DS4_MVS_K", 1).min(MVS_KERNELS.len() - 1) }
-    }
-}
-
-/// (payload, header) bytes of one row of `cols` values (the repacked layout, weights.rs).
-fn row_bytes(ty: i32, cols: usize) -> (usize, usize) {
-    let t = GgmlType::from_id(ty as u32);
-    match t {
-        Some(t) => {
-            let (pb, hb) = super::weights::split_sizes(t);
-            let n = cols / t.block_len().max(1);
-            (n * pb, n * hb)
-        }
-        None => (0, 0),
-    }
-}
-
-impl MvJobS {
-    pub(crate) fn plain(w: WMat, q: (u64, u64), y: u64) -> MvJobS {
-        MvJobS { w, xq: q.0, xd: q.1, y, nslots: 1, rpw: 1, wk: 1, trows: 8, x_grp_rows: w.rows, ..Default::default() }
-    }
-    /// The same job as an `mvq` one.
-    pub(crate) fn from_q(j: &MvJobQ) -> MvJobS {
-        MvJobS {
-            w2: j.w2,
-            sel: j.sel,
-            wts: j.wts,
-            x_slot: j.x_slot,
-            nslots: j.nslots,
-            clamp: j.clamp,
-            ..MvJobS::plain(j.w, (j.xq, j.xd), j.y)
-        }
-    }
-    fn paired(&self) -> bool {
-        self.w2.pay != 0
-    }
-    /// Bytes of one row in a tile (both matrices of a paired job).
-    fn row_bytes(&self) -> usize {
-        let (p, h) = row_bytes(self.w.ty, self.w.cols as usize);
-        (p + h) * if self.paired() { 2 } else { 1 }
-    }
-    fn tiles(&self) -> usize {
-        self.nslots as usize * (self.w.rows as usize).div_ceil(self.trows as usize)
-    }
-    pub(crate) fn tile_bytes(&self) -> usize {
-        self.trows as usize * self.row_bytes()
-    }
-    /// Unit shape and tile rows for a tile of about `target` bytes: the most rows per unit
-    /// (R: x loads shared by more rows), then the fewest column splits, whose 8-unit pass fits;
-    /// then as many such passes as fit. A split keeps >= 32 column groups per unit (every lane
-    /// busy), and tiles never straddle two input groups of a block-diagonal matrix.
-    pub(crate) fn plan(&mut self, target: usize) {
-        let ng = (self.w.cols as usize / 32).max(1);
-        let rb = self.row_bytes().max(1);
-        let grp = self.x_grp_rows.max(1) as usize;
-        // nothing fits: the smallest one-pass tile (one row per unit, the widest column split)
-        let wmax = [8usize, 4, 2, 1].into_iter().find(|&w| w == 1 || ng >= 32 * w).unwrap_or(1);
-        let mut best = (1usize, wmax, (8 / wmax).max(1));
-        'outer: for r in [4usize, 2, 1] {
-            for wk in [1usize, 2, 4, 8] {
-                if wk > 1 && ng < 32 * wk {
-                    break;
-                }
-                let min_rows = (8 * r / wk).max(r);
-                if min_rows * rb <= target && grp % min_rows == 0 {
-                    best = (r, wk, min_rows);
-                    break 'outer;
-                }
-            }
-        }
-        let (r, wk, min_rows) = best;
-        let mut trows = min_rows;
-        while (trows + min_rows) * rb <= target
-            && (trows + min_rows) / r * wk <= MVS_UNITS
-            && grp % (trows + min_rows) == 0
-            && trows + min_rows <= self.w.rows as usize
-        {
-            trows += min_rows;
-        }
-        (self.rpw, self.wk, self.trows) = (r as i32, wk as i32, trows as i32);
-    }
-    /// Whether mvs can run this job: types, 16-byte aligned tile pieces and sources.
-    pub(crate) fn supported(&self) -> bool {
-        let p = row_bytes(self.w.ty, self.w.cols as usize).0;
-        let al = |v: u64| v % 16 == 0;
-        mvq_type_ok(self.w.ty)
-            && self.w.cols % 256 == 0
-            && self.x_slot % 32 == 0
-            && p % 16 == 0
-            && [&self.w, &self.w2].iter().all(|m| m.pay == 0 || (al(m.pay) && al(m.hdr) && al(m.e_pay as u64) && al(m.e_hdr as u64)))
-            && (!self.paired() || (self.w2.ty == self.w.ty && self.w2.rows == self.w.rows && self.w2.cols == self.w.cols))
-    }
-}
-
-impl GridJob for MvJobS {
-    fn blocks(&self) -> usize {
-        self.tiles()
-    }
-    fn set_block0(&mut self, b: i32) {
-        self.tile0 = b;
-    }
-    fn smem(&self) -> u32 {
-        self.tile_bytes() as u32
-    }
-    fn check(&self) -> Result<()> {
-        let units = self.trows as usize / self.rpw.max(1) as usize * self.wk as usize;
-        // header pieces of full and tail tiles stay 16-byte multiples (payload rows are)
-        let h = row_bytes(self.w.ty, self.w.cols as usize).1;
-        let tail = self.w.rows as usize % self.trows.max(1) as usize;
-        if !self.supported()
-            || (self.trows as usize * h) % 16 != 0
-            || (tail * h) % 16 != 0
-            || ![1, 2, 4].contains(&self.rpw)
-            || ![1, 2, 4, 8].contains(&self.wk)
-            || self.trows % self.rpw != 0
-            || units > MVS_UNITS
-            || self.x_grp_rows % self.trows != 0
-        {
-            return Err(CudaError::Other(format!("mvs: unsupported job (type {}, {}x{}, trows {})", self.w.ty, self.w.rows, self.w.cols, self.trows)));
-        }
-        Ok(())
-    }
-}
-
-/// `mvs` jobs with their launch geometry.
-pub(crate) struct JobTableS {
-    jobs: Jobs<MvJobS>,
-    cfg: MvsConfig,
-    grid: u32,
-    stage: u32,
-}
-
-impl JobTableS {
-    pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJobS], cfg: MvsConfig) -> Result<JobTableS> {
-        for j in jobs.iter_mut() {
-            j.plan(cfg.tile_bytes);
-        }
-        Self::planned(gpu, jobs, cfg)
-    }
-    /// Jobs whose tile shape is already set (benchmark sweeps).
-    pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJobS], cfg: MvsConfig) -> Result<JobTableS> {
-        if jobs.is_empty() || jobs.len() > MVS_MAX_JOBS {
-            return Err(CudaError::Other(format!("mvs: {} jobs per launch (1..={MVS_MAX_JOBS})", jobs.len())));
-        }
-        let t = Jobs::upload(gpu, jobs, MVS_KERNELS[cfg.kern])?;
-        let stage = (t.smem[t.len() - 1] as usize).next_multiple_of(128);
-        let smem = cfg.stages * stage;
-        if smem + MVS_STATIC_SMEM + 1024 > SM_SMEM {
-            return Err(CudaError::Other(format!("mvs: {} stages of {stage} bytes exceed shared memory", cfg.stages)));
-        }
-        let resident = gpu.blocks_per_sm(MVS_KERNELS[cfg.kern], 256, smem)?.max(1);
-        let tiles = t.blocks[t.len() - 1] as usize;
-        let grid = tiles.min(resident * gpu.sm_count.max(1) as usize) as u32;
-        Ok(JobTableS { jobs: t, cfg, grid, stage: stage as u32 })
-    }
-    pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
-        let tiles = self.jobs.blocks[njobs - 1];
-        let args = Args::new().a(self.jobs.buf.ptr).a(njobs as i32).a(tiles as i32).a(self.stage as i32).a(self.cfg.stages as i32);
-        gpu.launch(self.jobs.kern, (self.grid.min(tiles), 1, 1), 256, self.cfg.stages as u32 * self.stage, args)
     }
 }
 
@@ -1071,75 +857,12 @@ pub(crate) fn launch_quant_q8(gpu: &Gpu, x0: u64, n0: usize, x1: u64, n1: usize,
     gpu.launch("quant_q8", (grid, 1, 1), 256, 0, Args::new().a(x0).a(n0 as i32).a(x1).a(n1 as i32).a(qs).a(xd))
 }
 
-/// An int8-activation decode matvec launch: mvq (weights through registers) or mvs (weight
-/// tiles streamed into shared memory; DS4_MVS=1).
-enum QTable {
-    Q(JobTableQ),
-    S(JobTableS),
-}
-
-impl QTable {
-    /// `jobs` on mvs when DS4_MVS=1 and it supports them all, else on mvq.
-    fn new(gpu: &Gpu, jobs: &mut [MvJobQ]) -> Result<QTable> {
-        static MVS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let on = *MVS.get_or_init(|| std::env::var("DS4_MVS").map(|v| v == "1").unwrap_or(false));
-        let cfg = MvsConfig::from_env();
-        let mut js: Vec<MvJobS> = jobs.iter().map(MvJobS::from_q).collect();
-        if on && js.iter_mut().all(|j| j.supported() && { j.plan(cfg.tile_bytes); j.check().is_ok() }) {
-            return Ok(QTable::S(JobTableS::planned(gpu, &mut js, cfg)?));
-        }
-        Ok(QTable::Q(JobTableQ::new(gpu, jobs)?))
-    }
-    fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
-        match self {
-            QTable::Q(t) => t.run(gpu, njobs),
-            QTable::S(t) => t.run(gpu, njobs),
-        }
-    }
-}
-
 /// Decode FFN launches of one layer with int8 activations (see `build_jobsq`).
 struct LayerJobsQ {
     /// routed experts gate/up (paired, per-slot routing weight -> mid) + shared gate/up (-> mids)
-    f: QTable,
+    f: JobTableQ,
     /// routed experts down (slot i reads quantized mid i) + shared down (slot K)
-    g: QTable,
-    /// the shared expert's gate/up and down alone (its branch when the FFN forks)
-    fs: QTable,
-    gs: QTable,
-}
-
-/// A side stream forked from the session's stream by an event and joined back by another:
-/// decode runs the shared expert there, beside the router and the routed experts (whose first
-/// kernels are latency bound and leave memory bandwidth unused). Inside a graph capture the
-/// two streams become parallel branches. DS4_FORK=0 keeps everything on one stream.
-struct Fork {
-    stream: Arc<cudarc::driver::CudaStream>,
-    fork: super::driver::Event,
-    join: super::driver::Event,
-}
-
-impl Fork {
-    fn new(gpu: &Gpu) -> Result<Fork> {
-        Ok(Fork { stream: gpu.new_stream()?, fork: gpu.event()?, join: gpu.event()? })
-    }
-    /// Queue `f`'s work on the side stream after everything queued so far on the main one.
-    fn branch(&self, gpu: &Gpu, f: impl FnOnce() -> Result<()>) -> Result<()> {
-        let side = self.stream.cu_stream();
-        gpu.record(&self.fork)?;
-        self.fork.wait_on(side)?;
-        gpu.on_stream(side, f)?;
-        self.join.record_on(side)
-    }
-    /// The main stream waits for the branch.
-    fn join(&self, gpu: &Gpu) -> Result<()> {
-        self.join.wait_on(gpu.cu_stream())
-    }
-}
-
-fn fork_enabled() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_FORK").map(|v| v != "0").unwrap_or(true))
+    g: JobTableQ,
 }
 
 
@@ -1359,8 +1082,6 @@ pub struct CudaSession {
     q8: bool,
     jobsq: Vec<LayerJobsQ>,
     graphs: HashMap<usize, Graph>,
-    /// The decode FFN's side stream (None: DS4_FORK=0, no int8 FFN, or not creatable).
-    fork: Option<Fork>,
     pub graph_captures: usize,
     /// Near-tie list (model.cuh `note_tie`) when `opts.near_ties`.
     ties: Option<DevBuf>,
@@ -1653,7 +1374,6 @@ impl CudaSession {
             routers: Vec::new(),
             q8: false,
             jobsq: Vec::new(),
-            fork: None,
             graphs: HashMap::new(),
             graph_captures: 0,
             ties,
@@ -1691,17 +1411,6 @@ impl CudaSession {
     /// weight of a supported type, DS4_DECODE_Q8 not 0).
     pub fn decode_q8(&self) -> bool {
         self.q8
-    }
-
-    /// Run the decode FFN's shared expert on a side stream (the default unless DS4_FORK=0) or
-    /// everything on one stream; the results are the same bit for bit (the verifier checks).
-    pub fn set_decode_fork(&mut self, on: bool) -> Result<()> {
-        self.graphs.clear();
-        self.fork = if on && self.q8 { Some(Fork::new(&self.m.gpu)?) } else { None };
-        Ok(())
-    }
-    pub fn decode_fork(&self) -> bool {
-        self.fork.is_some()
     }
 
     /// Let batches of at least `min_t` tokens use the cuBLAS dense and routed-expert paths
@@ -1851,18 +1560,10 @@ impl CudaSession {
             gd.sel = sc.esel.ptr;
             gd.x_slot = d.f as i64;
             let gs = MvJobQ::plain(ly.down_sh.wmat(), qms, sc.ypair.ptr + (d.k * d.d * 4) as u64);
-            all.push(LayerJobsQ {
-                f: QTable::new(&gpu, &mut [f, fs])?,
-                g: QTable::new(&gpu, &mut [gd, gs])?,
-                fs: QTable::new(&gpu, &mut [fs])?,
-                gs: QTable::new(&gpu, &mut [gs])?,
-            });
+            all.push(LayerJobsQ { f: JobTableQ::new(&gpu, &mut [f, fs])?, g: JobTableQ::new(&gpu, &mut [gd, gs])? });
         }
         self.jobsq = all;
         self.q8 = true;
-        if fork_enabled() {
-            self.fork = Fork::new(&gpu).map_err(|e| eprintln!("ds4: decode FFN on one stream: side stream not created ({e})")).ok();
-        }
         Ok(())
     }
 
@@ -2135,24 +1836,12 @@ impl CudaSession {
                 .a(self.opts.qat as i32)
                 .a(l as i32)
                 .a(self.ties_ptr());
-            // the compressors read only the projections above: on the side stream in decode,
-            // beside attn_prep, q_b and the indexer query (joined before the indexer scores)
-            let comp = || -> Result<()> {
-                if ratio > 0 {
-                    self.compressor(l, t, false)?;
-                }
-                if ratio == 4 {
-                    self.compressor(l, t, true)?;
-                }
-                Ok(())
-            };
-            let afork = if decode && ratio > 0 { self.fork.as_ref() } else { None };
-            if let Some(fk) = afork {
-                fk.branch(gpu, comp)?;
-            }
             gpu.launch("attn_prep", (t as u32, 1, 1), 512, ((d.rq + d.dh) * 4) as u32, args)?;
-            if afork.is_none() {
-                comp()?;
+            if ratio > 0 {
+                self.compressor(l, t, false)?;
+            }
+            if ratio == 4 {
+                self.compressor(l, t, true)?;
             }
             let use_idx = ratio == 4 && idx_active;
             if decode {
@@ -2167,11 +1856,6 @@ impl CudaSession {
                 let args = Args::new().a(sc.iq.ptr).a(sc.pos.ptr).a(self.m.omega_comp.ptr).a(d.hi as i32).a(d.di as i32).a(d.r as i32).a(self.opts.qat as i32);
                 let args = args.a(l as i32).a(d.topk as i32).a(self.ties_ptr());
                 gpu.launch("idx_q_prep", (d.hi as u32, t as u32, 1), ((d.di + 31) / 32 * 32) as u32, (d.di * 4) as u32, args)?;
-            }
-            if let Some(fk) = afork {
-                fk.join(gpu)?;
-            }
-            if use_idx {
                 let wscale = 1.0f32 / ((d.di * d.hi) as f32).sqrt();
                 let io = IdxIo {
                     q: sc.iq.ptr,
@@ -2248,16 +1932,6 @@ impl CudaSession {
             let q8 = (decode && self.q8).then_some((sc.qx.ptr, sc.qxd.ptr));
             let ffn_fin = HcFinish { m: mhc, scale: ly.hc_ffn_scale.ptr, base: ly.hc_ffn_base.ptr, norm: ly.ffn_norm.ptr, out: sc.xn.ptr, q8 };
             self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin))?;
-            // the shared expert on the side stream (int8 decode): gate/up, its int8 mid, down
-            let fork = if decode && self.q8 { self.fork.as_ref() } else { None };
-            if let Some(fk) = fork {
-                let (qs, qd) = (sc.qmid.ptr + (d.k * d.f) as u64, sc.qmidd.ptr + (d.k * d.f / 32 * 8) as u64);
-                fk.branch(gpu, || {
-                    self.jobsq[l].fs.run(gpu, 1)?;
-                    launch_quant_q8(gpu, sc.mids.ptr, d.f, 0, 0, qs, qd)?;
-                    self.jobsq[l].gs.run(gpu, 1)
-                })?;
-            }
             if decode && self.q8 {
                 // the router stays f32 (it decides the expert choice)
                 self.routers[l].run(gpu, 1)?;
@@ -2273,13 +1947,7 @@ impl CudaSession {
             let tid2eid = ly.tid2eid.as_ref().map(|b| b.ptr).unwrap_or(0);
             launch_route(gpu, decode && route_new_enabled(), t, sc.rlog.ptr, bias, tid2eid, sc.tok.ptr, d.e, d.k, d.w_scale, d.w_norm, sc.esel.ptr, sc.ewts.ptr)?;
             let clamp = d.clamp[l];
-            if decode && self.q8 && fork.is_some() {
-                // the routed experts; the hc_step below reads the shared expert's output too
-                self.jobsq[l].f.run(gpu, 1)?;
-                launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, 0, 0, sc.qmid.ptr, sc.qmidd.ptr)?;
-                self.jobsq[l].g.run(gpu, 1)?;
-                fork.unwrap().join(gpu)?;
-            } else if decode && self.q8 {
+            if decode && self.q8 {
                 self.jobsq[l].f.run(gpu, 2)?;
                 launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, sc.mids.ptr, d.f, sc.qmid.ptr, sc.qmidd.ptr)?;
                 self.jobsq[l].g.run(gpu, 2)?;
@@ -2812,7 +2480,7 @@ pub(crate) fn kernel_arg_layouts() -> Vec<(&'static str, usize, usize)> {
             (stringify!($t), size_of::<$t>(), align_of::<$t>())
         };
     }
-    vec![l!(WMat), l!(MvJob), l!(MvJob2), l!(MvJobQ), l!(MvJobS), l!(GemmArgs), l!(CompArgs), l!(HcStepArgs), l!(AttnArgs), l!(AttnTcArgs), l!(AttnDecArgs), l!(IdxTcArgs)]
+    vec![l!(WMat), l!(MvJob), l!(MvJob2), l!(MvJobQ), l!(GemmArgs), l!(CompArgs), l!(HcStepArgs), l!(AttnArgs), l!(AttnTcArgs), l!(AttnDecArgs), l!(IdxTcArgs)]
 }
 
 #[cfg(test)]
@@ -2851,51 +2519,6 @@ mod tests {
             assert!([1, 2, 4].contains(&j.rpw), "{ty} {rows}x{cols}: rpw {}", j.rpw);
             assert_eq!(grp as usize % j.rows_per_block(), 0, "{ty} {rows}x{cols}: block straddles input groups");
             assert!(j.blocks() * j.rows_per_block() >= (rows * slots) as usize, "rows not covered");
-        }
-    }
-
-    /// mvs tile plans are valid for every int8 decode matvec of the real model and the
-    /// fixtures, at every tile size the kernel bench sweeps: whole 8-unit passes, at most
-    /// MVS_UNITS units, tiles within the target unless one pass needs more, no tile straddling
-    /// two input groups, 16-byte aligned tile pieces.
-    #[test]
-    fn mvs_plans_are_valid() {
-        // (type, rows, cols, slots, paired, rows sharing one input slice)
-        let shapes = [
-            (16, 2048, 4096, 6, true, 2048),
-            (10, 4096, 2048, 6, false, 4096),
-            (12, 2048, 4096, 6, true, 2048),
-            (12, 4096, 2048, 6, false, 4096),
-            (8, 2048, 4096, 1, true, 2048),
-            (8, 4096, 2048, 1, false, 4096),
-            (8, 1024, 4096, 1, false, 1024),
-            (8, 512, 4096, 1, false, 512),
-            (8, 32768, 1024, 1, false, 32768),
-            (8, 8192, 4096, 1, false, 1024),
-            (8, 4096, 8192, 1, false, 4096),
-            (16, 256, 256, 2, true, 256), // fixture-sized
-            (10, 256, 256, 2, false, 256),
-            (8, 256, 256, 1, false, 256),
-        ];
-        for target in [16usize, 24, 36, 48, 64].map(|k| k * 1024) {
-            for (ty, rows, cols, slots, paired, grp) in shapes {
-                let w = WMat { pay: 256, hdr: 1 << 20, ..wmat(ty, rows, cols) };
-                let mut j = MvJobS { nslots: slots, x_grp_rows: grp, ..MvJobS::plain(w, (0, 0), 0) };
-                if paired {
-                    j.w2 = w;
-                }
-                assert!(j.supported(), "{ty} {rows}x{cols}");
-                j.plan(target);
-                let units = j.trows as usize / j.rpw as usize * j.wk as usize;
-                let what = format!("{ty} {rows}x{cols} target {target}: R{} wk{} trows {}", j.rpw, j.wk, j.trows);
-                j.check().unwrap_or_else(|e| panic!("{what}: {e}"));
-                assert!(units % 8 == 0 || j.trows >= rows, "{what}: {units} units");
-                assert!(units <= MVS_UNITS, "{what}");
-                let one_pass = (8 * j.rpw / j.wk).max(j.rpw) as usize;
-                assert!(j.tile_bytes() <= target || j.trows as usize == one_pass, "{what}: {} bytes", j.tile_bytes());
-                assert!((cols as usize / 32) / j.wk as usize >= 32 || j.wk == 1, "{what}: idle lanes");
-                assert!(j.tiles() * j.trows as usize >= (rows * slots) as usize, "{what}: rows not covered");
-            }
         }
     }
 
