@@ -1313,7 +1313,7 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
 /// max |new-old| / max |old|, non-finite outputs, and `det`: the new kernel's output after
 /// the timing loop (hundreds of launches: the counters must reset) bit-identical to its first.
 pub fn dec_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{attn_dec_bufs, launch_attn_dec, launch_attn_dec_traced, launch_attn_simt, launch_route, nsplit_decode, AttnIo, ATTN_DEC_NSPLIT};
+    use super::session::{attn_dec_bufs, launch_attn_dec, launch_attn_dec_traced, launch_attn_simt, launch_route, nsplit_decode, attn_dec_nsplit, AttnIo};
     let reps = 200usize;
     let time = |f: &dyn Fn() -> Result<()>| graph_us(gpu, reps, f);
     let cmp = |y: &[f32], r: &[f32]| -> (f64, usize) {
@@ -1370,10 +1370,11 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
         gpu.dtoh(&mut cz, cnt.ptr)?;
         let det = y.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits()) && cz.iter().all(|&c| c == 0);
         let (rel, bad) = cmp(&y, &r);
-        let name = format!("attn h{h} dh{dh} r{ratio} p={p} rows={} ns={ns}", (p + 1).min(w) + if ratio == 4 { ncv.min(topk) } else { ncv });
-        println!("{:<44} {:>8.2} {:>8.2} {:>6.2}x {:>10.2e} {:>4} {:>4}", name, us_old, us_new, us_old / us_new, rel, bad, if det { "ok" } else { "NO" });
+        let rows = (p + 1).min(w) + if ratio == 4 { ncv.min(topk) } else { ncv };
+        let name = format!("attn h{h} dh{dh} r{ratio} p={p} rows={rows} ns={ns}/{}", attn_dec_nsplit(ratio));
+        println!("{:<48} {:>8.2} {:>8.2} {:>6.2}x {:>10.2e} {:>4} {:>4}", name, us_old, us_new, us_old / us_new, rel, bad, if det { "ok" } else { "NO" });
         // phase trace of a warm launch (launch_attn_dec_traced), us from the first block's entry
-        let nb = h.div_ceil(8) * ATTN_DEC_NSPLIT;
+        let nb = h.div_ceil(8) * attn_dec_nsplit(ratio);
         let tr = gpu.alloc_zeroed(nb * 8 * 8)?;
         for _ in 0..3 {
             launch_attn_dec_traced(gpu, &io_new, part.ptr, cnt.ptr, tr.ptr)?;

@@ -168,7 +168,7 @@ pub(crate) struct HcFinish {
 }
 
 /// Buffers and constants of the hyper-connection kernels: S [T][N][D], post [T][N], comb
-/// [T][N][N], the partial sums pdot [T][split][M] / pss [T][split], hc_step's tickets [T].
+/// [T][N][N], the partial sums pdot [T][M][split] / pss [T][split], hc_step's tickets [T].
 #[derive(Clone, Copy)]
 pub(crate) struct HcBufs {
     pub s: DevPtr,
@@ -527,8 +527,36 @@ pub(crate) fn attn_dec_enabled() -> bool {
     *ON.get_or_init(|| !matches!(std::env::var("DS4_ATTN_DEC").as_deref(), Ok("old")))
 }
 
-/// Row splits of attn_dec: two clusters of 8 blocks per group of 8 heads (128 blocks at 64 heads).
-pub(crate) const ATTN_DEC_NSPLIT: usize = 16;
+/// Most row splits of attn_dec (clusters of 8 blocks per group of 8 heads; sizes its scratch).
+pub(crate) const ATTN_DEC_NSPLIT_MAX: usize = 32;
+
+/// Row splits of attn_dec for a layer of compression `ratio`: 8 (one cluster, no cross-cluster
+/// merge) where the rows are few at usual contexts (the 128-row window; ratio 128: 144 rows at
+/// 2K, 640 at 64K), 16 for ratio 4 (up to 640 rows). H200 kernel bench at 2K: ratio 0 13.9 ->
+/// 11.8 us, ratio 128 14.9 -> 12.9 us with 8; 32 splits for ratio 4 took 33.6 us instead of
+/// 23.2 (256 blocks in clusters of 8 no longer fit one wave). DS4_ADEC_NS="a,b,c" sets them for
+/// ratios 0, 4, 128 (multiples of 8, at most ATTN_DEC_NSPLIT_MAX; read once).
+pub(crate) fn attn_dec_nsplit(ratio: usize) -> usize {
+    static V: std::sync::OnceLock<[usize; 3]> = std::sync::OnceLock::new();
+    let v = V.get_or_init(|| {
+        let mut v = [8, 16, 8];
+        if let Ok(s) = std::env::var("DS4_ADEC_NS") {
+            for (i, t) in s.split(',').take(3).enumerate() {
+                if let Ok(n) = t.trim().parse::<usize>() {
+                    if n >= 8 && n % 8 == 0 && n <= ATTN_DEC_NSPLIT_MAX {
+                        v[i] = n;
+                    }
+                }
+            }
+        }
+        v
+    });
+    match ratio {
+        0 => v[0],
+        4 => v[1],
+        _ => v[2],
+    }
+}
 
 /// Shapes attn_dec handles: lane float4 columns 4*lane + 128*j (dh <= 512, dh % 4 == 0), the
 /// cos/sin table of at most 256 RoPE pairs.
@@ -539,7 +567,7 @@ pub(crate) fn attn_dec_shape_ok(h: usize, dh: usize, rd: usize) -> bool {
 /// attn_dec scratch: f32 elements of the cross-cluster partials, i32 counters (zeroed once;
 /// each launch leaves them zero).
 pub(crate) fn attn_dec_bufs(h: usize, dh: usize) -> (usize, usize) {
-    let (g, nc) = (h.div_ceil(8), ATTN_DEC_NSPLIT / 8);
+    let (g, nc) = (h.div_ceil(8), ATTN_DEC_NSPLIT_MAX / 8);
     (g * nc * 8 * dh + g * nc * 8 * 8 * 2, g * 8)
 }
 
@@ -600,12 +628,12 @@ pub(crate) fn launch_attn_dec_traced(gpu: &Gpu, io: &AttnIo, part: DevPtr, cnt: 
         rd: io.rd as i32,
         w: io.w as i32,
         ratio: io.ratio as i32,
-        nsplit: ATTN_DEC_NSPLIT as i32,
+        nsplit: attn_dec_nsplit(io.ratio) as i32,
         eps: io.eps,
         pad: 0,
         trace,
     };
-    gpu.launch("attn_dec", (io.h.div_ceil(8) as u32, ATTN_DEC_NSPLIT as u32, 1), 256, attn_dec_smem(io.dh) as u32, Args::new().a(aa))
+    gpu.launch("attn_dec", (io.h.div_ceil(8) as u32, aa.nsplit as u32, 1), 256, attn_dec_smem(io.dh) as u32, Args::new().a(aa))
 }
 
 /// Dynamic shared memory of attn_dec: a tile of 48 rows.

@@ -104,7 +104,7 @@ extern "C" __global__ void __launch_bounds__(32) hc_post_mix(float* S, const flo
         if (lane < M) {
             float a = 0.f;
             for (int i = 0; i < 32; i++) a += red[lane][i];
-            pdot[((i64)t * nsplit + sp) * M + lane] = a;
+            pdot[((i64)t * M + lane) * nsplit + sp] = a;
         } else if (lane == M) {
             double a = 0.0;
             for (int i = 0; i < 32; i++) a += redd[i];
@@ -184,6 +184,10 @@ __device__ __forceinline__ void sinkhorn_nt(float (&c)[MAXN][MAXN], int iters, f
 // while the other warps write the normalized row, synchronizing among themselves only (the
 // Sinkhorn is off their critical path; no block-wide barrier after the first). Loads bypass L1 (__ldcg): in hc_step the last block reads
 // what the other blocks of the same grid wrote.
+// Columns per thread whose streams hc_finish_tok loads before the partial sums (covers
+// D = 4096 at 1024 threads with the Sinkhorn warp aside).
+#define HC_PRE 5
+
 __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const double* pss, int nsplit, int M, int D,
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
                               const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,
@@ -197,12 +201,27 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
     // the small parameters are fetched alongside the partials (published by the barrier below)
     if ((int)threadIdx.x < 3 + M) sb_s[threadIdx.x] = threadIdx.x < 3 ? scale[threadIdx.x] : base[threadIdx.x - 3];
     float* nsh = xsh + D;  // norm_w staged by the collapse loop (one round trip instead of two)
+    // The streams (final: the ticket's fence ordered every block's writes) and norm weights this
+    // thread collapses, loaded together with the partials below: one round trip for both.
+    const bool sink = M > N;
+    const int w0 = sink ? 1 : 0;
+    const int first = (int)threadIdx.x - 32 * w0, stride = (int)blockDim.x - 32 * w0;
+    const float* St = S + (i64)t * N * D;
+    float sv[HC_PRE][MAXN], nwv[HC_PRE];
+#pragma unroll
+    for (int k = 0; k < HC_PRE; k++) {
+        int d = first + k * stride;
+        bool in = w >= w0 && d < D;
+#pragma unroll
+        for (int s = 0; s < MAXN; s++) sv[k][s] = in && s < N ? __ldcg(St + (i64)s * D + d) : 0.f;
+        nwv[k] = in ? norm_w[d] : 0.f;
+    }
     // the partials: every load issued before any sum (one memory round trip when nw > M)
     for (int m = w; m <= M; m += nw) {
         if (m < M) {
             float a = 0.f;
 #pragma unroll 4
-            for (int s = lane; s < nsplit; s += 32) a += __ldcg(pdot + ((i64)t * nsplit + s) * M + m);
+            for (int s = lane; s < nsplit; s += 32) a += __ldcg(pdot + ((i64)t * M + m) * nsplit + s);  // coalesced: [t][m][split]
             a = warp_sum(a);
             if (lane == 0) mix_s[m] = a;
         } else {
@@ -216,7 +235,6 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
     __syncthreads();
     if (tr && threadIdx.x == 0) tr[0] = gtimer();
     float rs = rs_s;
-    bool sink = M > N;
     if (sink && w == 0) {
         // post and the Sinkhorn iterations (they need only the mixes), overlapped with the
         // other warps' collapse. Every lane holds the whole N x N matrix in registers (no
@@ -252,15 +270,25 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
         float mv = a < N ? mix_s[a] * rs : 0.f;
         pre[a] = a < N ? sigmoidf_(mv * sb_s[0] + sb_s[3 + a]) + hc_eps : 0.f;
     }
-    // the collapse by the warps not running the Sinkhorn (all of them without one)
-    int w0 = sink ? 1 : 0;
-    int first = (int)threadIdx.x - 32 * w0;
-    int stride = (int)blockDim.x - 32 * w0;
+    // the collapse by the warps not running the Sinkhorn (all of them without one): the
+    // prefetched columns, then any beyond HC_PRE per thread
     int gw = w - w0, ngw = nw - w0;
-    const float* St = S + (i64)t * N * D;
     double ss = 0.0;
+#pragma unroll
+    for (int k = 0; k < HC_PRE; k++) {
+        int d = first + k * stride;
+        if (d < D) {
+            float x = pre[0] * sv[k][0];
+#pragma unroll
+            for (int s = 1; s < MAXN; s++)
+                if (s < N) x += pre[s] * sv[k][s];
+            xsh[d] = x;
+            nsh[d] = nwv[k];
+            ss += (double)x * (double)x;
+        }
+    }
 #pragma unroll 4
-    for (int d = first; d < D; d += stride) {
+    for (int d = first + HC_PRE * stride; d < D; d += stride) {
         float x = pre[0] * __ldcg(St + d);
 #pragma unroll
         for (int s = 1; s < MAXN; s++)
@@ -327,7 +355,7 @@ struct HcStepArgs {
     const float* post;    // [T][N] and [T][N][N] of the previous finish (read before any write)
     const float* comb;
     const u16* fn;        // [M][N*D] f16 mixing weights of the next hc_pre
-    float* pdot;          // [T][nsplit][M]
+    float* pdot;          // [T][M][nsplit]
     double* pss;          // [T][nsplit]
     int* ticket;          // [T], zero between launches
     const float* scale;
@@ -393,7 +421,7 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
                 if (b < N) dot += (m == w ? fv[b] : h2f(a.fn[(i64)m * fstride + (i64)b * D + d])) * nv[b];
         }
         dot = warp_sum(dot);
-        if (lane == 0) a.pdot[((i64)t * nsplit + sp) * M + m] = dot;
+        if (lane == 0) a.pdot[((i64)t * M + m) * nsplit + sp] = dot;
     }
     __syncthreads();  // every warp has read the old state
     if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 1] = gtimer();
