@@ -162,7 +162,7 @@ pub fn run() -> Result<()> {
                 }
                 (w, 0)
             };
-            let mut j = [MvJob { w, x: x.ptr, y: y.ptr, sel: selp, x_slot: 0, nslots: c.slots as i32, x_grp_rows: w.rows, block0: 0, rpw: 0 }];
+            let mut j = [MvJob { w, x: x.ptr, y: y.ptr, sel: selp, x_slot: 0, nslots: c.slots as i32, x_grp_rows: w.rows, block0: 0, pad: 0 }];
             tables.push(JobTable::new(&gpu, &mut j)?);
             let mut j2 = [MvJob2 { sel: selp, nslots: c.slots as i32, ..MvJob2::plain(w, x.ptr, y.ptr) }];
             tables2.push(JobTable2::new(&gpu, &mut j2)?);

@@ -60,8 +60,7 @@ pub(crate) struct MvJob {
     pub nslots: i32,
     pub x_grp_rows: i32,
     pub block0: i32,
-    /// rows per warp (1 or 2: `mv_rows_per_warp`)
-    pub rpw: i32,
+    pub pad: i32,
 }
 
 #[repr(C)]
@@ -951,37 +950,15 @@ impl<J: GridJob> Jobs<J> {
     }
 }
 
-/// Rows per warp of a matvec_grouped job of `total_rows` rows (all slots): one where two
-/// would leave the GPU under-filled (fewer than ~4 blocks per SM: q_a + kv is 1536 rows, 96
-/// blocks of 16), else two (each warp's rows run one after the other, so one row per warp
-/// doubles the loads in flight per SM only when blocks are few). DS4_MV_RPW=1|2 forces one.
-pub(crate) fn mv_rows_per_warp(total_rows: usize, sm_count: usize) -> i32 {
-    static V: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
-    let forced = *V.get_or_init(|| std::env::var("DS4_MV_RPW").ok().and_then(|v| v.parse().ok()).filter(|v| [1, 2].contains(v)));
-    forced.unwrap_or(if total_rows < 4 * sm_count * MV_ROWS_PER_BLOCK { 1 } else { 2 })
-}
-
-impl MvJob {
-    fn rows_per_block(&self) -> usize {
-        if self.rpw == 1 { MV_ROWS_PER_BLOCK / 2 } else { MV_ROWS_PER_BLOCK }
-    }
-}
-
 impl GridJob for MvJob {
     fn blocks(&self) -> usize {
-        self.nslots as usize * (self.w.rows as usize).div_ceil(self.rows_per_block())
+        self.nslots as usize * (self.w.rows as usize).div_ceil(MV_ROWS_PER_BLOCK)
     }
     fn set_block0(&mut self, b: i32) {
         self.block0 = b;
     }
     fn smem(&self) -> u32 {
         self.w.cols as u32 * 4
-    }
-    fn check(&self) -> Result<()> {
-        if self.x_grp_rows as usize % self.rows_per_block() != 0 {
-            return Err(CudaError::Other("matvec_grouped: rows per block must divide the input group rows".into()));
-        }
-        Ok(())
     }
 }
 
@@ -990,11 +967,6 @@ pub(crate) type JobTable = Jobs<MvJob>;
 
 impl JobTable {
     pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJob]) -> Result<JobTable> {
-        let total: usize = jobs.iter().map(|j| j.w.rows.max(0) as usize * j.nslots.max(1) as usize).sum();
-        let rpw = mv_rows_per_warp(total, gpu.sm_count.max(1) as usize);
-        for j in jobs.iter_mut() {
-            j.rpw = rpw;
-        }
         Jobs::upload(gpu, jobs, "matvec_grouped")
     }
 }

@@ -274,7 +274,7 @@ struct MvJob {
     int nslots;
     int x_grp_rows;    // rows sharing one x slice (== rows for a plain matvec)
     int block0;        // first block index of this job in the launch
-    int rpw;           // rows per warp: 1 or MV_ROWS_PER_WARP (the host's mv_rows_per_warp)
+    int pad;
 };
 
 #define MV_ROWS_PER_WARP 2
@@ -284,10 +284,9 @@ struct MvJob {
 template <int TY>
 __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
     int rows = j.w.rows, cols = j.w.cols;
-    const int rpw = j.rpw == 1 ? 1 : MV_ROWS_PER_WARP, rpb = rpw * MV_WARPS;
-    int blocks_per_slot = (rows + rpb - 1) / rpb;
+    int blocks_per_slot = (rows + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK;
     int slot = lb / blocks_per_slot;
-    int row0 = (lb % blocks_per_slot) * rpb;
+    int row0 = (lb % blocks_per_slot) * MV_ROWS_PER_BLOCK;
     const u8* pay = j.w.pay;
     const u8* hdr = j.w.hdr;
     if (j.sel) {
@@ -301,8 +300,8 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
     for (int r = 0; r < MV_ROWS_PER_WARP; r++) {
-        int row = row0 + warp * rpw + r;
-        if (r < rpw && row < rows) {
+        int row = row0 + warp * MV_ROWS_PER_WARP + r;
+        if (row < rows) {
             float s = row_dot<TY>(pay, hdr, cols, row, xs, lane, gsm);
             if (lane == 0) j.y[(i64)slot * rows + row] = s;
         }
