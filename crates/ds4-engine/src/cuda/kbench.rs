@@ -1313,7 +1313,7 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
 /// max |new-old| / max |old|, non-finite outputs, and `det`: the new kernel's output after
 /// the timing loop (hundreds of launches: the counters must reset) bit-identical to its first.
 pub fn dec_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{attn_dec_bufs, launch_attn_dec, launch_attn_dec_traced, launch_attn_simt, launch_route, nsplit_decode, attn_dec_nsplit, AttnIo};
+    use super::session::{attn_dec_bufs, attn_dec_nsplit, launch_attn_dec, launch_attn_dec_traced, launch_attn_simt, launch_route, launch_router_dec, nsplit_decode, AttnIo, RouterDecArgs};
     let reps = 200usize;
     let time = |f: &dyn Fn() -> Result<()>| graph_us(gpu, reps, f);
     let cmp = |y: &[f32], r: &[f32]| -> (f64, usize) {
@@ -1449,6 +1449,51 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
         let name = format!("route E{e} K{k} T{t}{}{}", if hash { " hash" } else { " bias" }, if ties { " ties" } else { "" });
         let rel_s = if bits && bad == 0 { "identical".to_string() } else { format!("{rel:.2e}") };
         println!("{:<44} {:>8.2} {:>8.2} {:>6.2}x {:>10} {:>4} {:>4}", name, us_old, us_new, us_old / us_new, rel_s, mism, if det { "ok" } else { "NO" });
+    }
+    // router_dec (matvec + selection in one launch) against matvec_grouped + moe_route_w:
+    // logits, choices and weights must be bit-identical (same row_dot arithmetic)
+    println!("{:<44} {:>8} {:>8} {:>7} {:>10} {:>4} {:>4}", "decode router matvec + route", "old us", "new us", "speedup", "identical", "sel!", "det");
+    for &(e, k, dd, ty) in &[(256usize, 6usize, 4096usize, GgmlType::F16), (256, 6, 4096, GgmlType::Q8_0), (8, 2, 256, GgmlType::F16)] {
+        let name = format!("router {ty:?} E{e} K{k} D{dd}");
+        let data = random_blocks(ty, dd * e, 77 + e as u64);
+        let m: GMat = upload_raw_mat(gpu, &name, ty, vec![dd as u64, e as u64], &data)?;
+        let mut seed = 0x0bad_5eed_u64 ^ dd as u64;
+        let xs: Vec<f32> = (0..dd).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
+        let bias: Vec<f32> = (0..e).map(|_| frand(&mut seed) * 0.2 - 0.1).collect();
+        let f4 = |n: usize| gpu.alloc(n * 4);
+        let (xb, bb, ticket) = (f4(dd)?, f4(e)?, gpu.alloc_zeroed(4)?);
+        gpu.htod(xb.ptr, &xs)?;
+        gpu.htod(bb.ptr, &bias)?;
+        let (lo, so, wo, ln, sn, wn) = (f4(e)?, f4(k)?, f4(k)?, f4(e)?, f4(k)?, f4(k)?);
+        let mut jobs = [MvJob { w: m.wmat(), x: xb.ptr, y: lo.ptr, sel: 0, x_slot: 0, nslots: 1, x_grp_rows: e as i32, block0: 0, pad: 0 }];
+        let table = JobTable::new(gpu, &mut jobs)?;
+        let old = || -> Result<()> {
+            table.run(gpu, 1)?;
+            launch_route(gpu, true, 1, lo.ptr, bb.ptr, 0, 0, e, k, 1.5, true, so.ptr, wo.ptr)
+        };
+        let a = RouterDecArgs { w: m.wmat(), x: xb.ptr, logits: ln.ptr, bias: bb.ptr, sel: sn.ptr, wts: wn.ptr, ticket: ticket.ptr, e: e as i32, k: k as i32, wscale: 1.5, wnorm: 1 };
+        let new = || launch_router_dec(gpu, a);
+        old()?;
+        new()?;
+        let got = |l: u64, s: u64, w: u64| -> Result<(Vec<f32>, Vec<i32>, Vec<f32>)> {
+            let (mut lv, mut sv, mut wv) = (vec![0f32; e], vec![0i32; k], vec![0f32; k]);
+            gpu.dtoh(&mut lv, l)?;
+            gpu.dtoh(&mut sv, s)?;
+            gpu.dtoh(&mut wv, w)?;
+            Ok((lv, sv, wv))
+        };
+        let (l0, s0, w0) = got(lo.ptr, so.ptr, wo.ptr)?;
+        let (l1, s1, w1) = got(ln.ptr, sn.ptr, wn.ptr)?;
+        let us_old = time(&old)?;
+        let us_new = time(&new)?;
+        let (l2, s2, w2) = got(ln.ptr, sn.ptr, wn.ptr)?;
+        let mut tz = [1i32];
+        gpu.dtoh(&mut tz, ticket.ptr)?;
+        let bits = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+        let same = bits(&l0, &l1) && bits(&w0, &w1) && s0 == s1;
+        let det = bits(&l1, &l2) && bits(&w1, &w2) && s1 == s2 && tz[0] == 0;
+        let mism = s0.iter().zip(&s1).filter(|(a, b)| a != b).count();
+        println!("{:<44} {:>8.2} {:>8.2} {:>6.2}x {:>10} {:>4} {:>4}", name, us_old, us_new, us_old / us_new, if same { "yes" } else { "NO" }, mism, if det { "ok" } else { "NO" });
     }
     gpu.sync()
 }

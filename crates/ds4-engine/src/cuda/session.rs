@@ -647,6 +647,38 @@ pub(crate) fn route_new_enabled() -> bool {
     *ON.get_or_init(|| !matches!(std::env::var("DS4_ROUTE").as_deref(), Ok("old")))
 }
 
+/// Mirror of `struct RouterDecArgs` in decode.cuh.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct RouterDecArgs {
+    pub w: WMat,
+    pub x: u64,
+    pub logits: u64,
+    pub bias: u64,
+    pub sel: u64,
+    pub wts: u64,
+    pub ticket: u64,
+    pub e: i32,
+    pub k: i32,
+    pub wscale: f32,
+    pub wnorm: i32,
+}
+
+/// Whether `router_dec` runs this layer's decode router: a selected (not hash-routed) layer,
+/// E <= 256, K <= 32, an F32 / F16 / Q8_0 router over a row of whole 32-value groups, unless
+/// DS4_ROUTER=old (read once) or DS4_ROUTE=old.
+pub(crate) fn router_dec_ok(w: &WMat, hashed: bool, e: usize, k: usize) -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let on = *ON.get_or_init(|| !matches!(std::env::var("DS4_ROUTER").as_deref(), Ok("old")));
+    on && route_new_enabled() && !hashed && e <= 256 && k <= 32 && [0, 1, 8].contains(&w.ty) && w.cols % 32 == 0 && w.rows as usize == e
+}
+
+/// Decode router matvec + selection in one launch (`router_dec`; the caller checks
+/// `router_dec_ok`). `ticket`: one i32, zero between launches (each launch leaves it zero).
+pub(crate) fn launch_router_dec(gpu: &Gpu, a: RouterDecArgs) -> Result<()> {
+    gpu.launch("router_dec", ((a.e as u32).div_ceil(8), 1, 1), 256, a.w.cols as u32 * 4, Args::new().a(a))
+}
+
 /// Router for `t` tokens: moe_route_w when `new` and the shape fits (E <= 256, K <= 32), else
 /// moe_route. Arguments as moe_route: logits [t][e], bias (0 = none), tid2eid (0 = none), tok,
 /// outputs sel / wts [t][k].
@@ -1002,6 +1034,8 @@ struct Scratch {
     pss: DevBuf,
     /// hc_step's per-token "last block" tickets (zero between launches)
     ticket: DevBuf,
+    /// router_dec's ticket
+    rticket: DevBuf,
     qa: DevBuf,
     qr: DevBuf,
     kvp: DevBuf,
@@ -1313,6 +1347,7 @@ impl CudaSession {
             pdot: f4(t * hc_split * 24)?,
             pss: gpu.alloc(t * hc_split * 8)?,
             ticket: gpu.alloc_zeroed(4 * HC_STEP_MAX_T)?,
+            rticket: gpu.alloc_zeroed(4)?,
             qa: f4(t * d.rq)?,
             qr: f4(t * d.rq)?,
             kvp: f4(t * d.dh)?,
@@ -1960,7 +1995,26 @@ impl CudaSession {
             let q8 = (decode && self.q8).then_some((sc.qx.ptr, sc.qxd.ptr));
             let ffn_fin = HcFinish { m: mhc, scale: ly.hc_ffn_scale.ptr, base: ly.hc_ffn_base.ptr, norm: ly.ffn_norm.ptr, out: sc.xn.ptr, q8 };
             self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin))?;
-            if decode && self.q8 {
+            let bias = ly.probs_b.as_ref().map(|b| b.ptr).unwrap_or(0);
+            let tid2eid = ly.tid2eid.as_ref().map(|b| b.ptr).unwrap_or(0);
+            let gw = ly.gate_inp.wmat();
+            let fused_router = decode && self.q8 && t == 1 && router_dec_ok(&gw, tid2eid != 0, d.e, d.k);
+            if fused_router {
+                let a = RouterDecArgs {
+                    w: gw,
+                    x: sc.xn.ptr,
+                    logits: sc.rlog.ptr,
+                    bias,
+                    sel: sc.esel.ptr,
+                    wts: sc.ewts.ptr,
+                    ticket: sc.rticket.ptr,
+                    e: d.e as i32,
+                    k: d.k as i32,
+                    wscale: d.w_scale,
+                    wnorm: d.w_norm as i32,
+                };
+                launch_router_dec(gpu, a)?;
+            } else if decode && self.q8 {
                 // the router stays f32 (it decides the expert choice)
                 self.routers[l].run(gpu, 1)?;
             } else if decode {
@@ -1971,9 +2025,9 @@ impl CudaSession {
                 self.gemm(ly.up_sh.wmat(), sc.xn.ptr, d.d, sc.us.ptr, d.f, t, None)?;
             }
             // decode: the one-warp router (same selection and weights); prefill: moe_route
-            let bias = ly.probs_b.as_ref().map(|b| b.ptr).unwrap_or(0);
-            let tid2eid = ly.tid2eid.as_ref().map(|b| b.ptr).unwrap_or(0);
-            launch_route(gpu, decode && route_new_enabled(), t, sc.rlog.ptr, bias, tid2eid, sc.tok.ptr, d.e, d.k, d.w_scale, d.w_norm, sc.esel.ptr, sc.ewts.ptr)?;
+            if !fused_router {
+                launch_route(gpu, decode && route_new_enabled(), t, sc.rlog.ptr, bias, tid2eid, sc.tok.ptr, d.e, d.k, d.w_scale, d.w_norm, sc.esel.ptr, sc.ewts.ptr)?;
+            }
             let clamp = d.clamp[l];
             if decode && self.q8 {
                 self.jobsq[l].f.run(gpu, 2)?;
@@ -2508,7 +2562,7 @@ pub(crate) fn kernel_arg_layouts() -> Vec<(&'static str, usize, usize)> {
             (stringify!($t), size_of::<$t>(), align_of::<$t>())
         };
     }
-    vec![l!(WMat), l!(MvJob), l!(MvJob2), l!(MvJobQ), l!(GemmArgs), l!(CompArgs), l!(HcStepArgs), l!(AttnArgs), l!(AttnTcArgs), l!(AttnDecArgs), l!(IdxTcArgs)]
+    vec![l!(WMat), l!(MvJob), l!(MvJob2), l!(MvJobQ), l!(GemmArgs), l!(CompArgs), l!(HcStepArgs), l!(AttnArgs), l!(AttnTcArgs), l!(AttnDecArgs), l!(IdxTcArgs), l!(RouterDecArgs)]
 }
 
 #[cfg(test)]

@@ -432,17 +432,17 @@ __device__ __forceinline__ u32 route_key(float f) {
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // > 0 for every non-NaN float
 }
 
-extern "C" __global__ void __launch_bounds__(32) moe_route_w(const float* __restrict__ logits, const float* __restrict__ bias,
-                                                             const int* __restrict__ tid2eid, const int* __restrict__ tok, int E, int K,
-                                                             float wscale, int wnorm, int* sel, float* wts) {
-    PDL_ENTRY;
-    const int t = blockIdx.x, lane = threadIdx.x;
+// The routing of one token by one warp: logits_t = its E router logits (read from L2: in
+// router_dec other blocks wrote them), hs = the hash table row (tid2eid + tok * K) or null.
+__device__ __forceinline__ void route_warp(const float* logits_t, const float* __restrict__ bias, const int* hs_row, int E, int K,
+                                           float wscale, int wnorm, int* sel_t, float* wts_t) {
+    const int lane = threadIdx.x & 31;
     float x[8], pr[8];
     u32 key[8];
 #pragma unroll
     for (int j = 0; j < 8; j++) {
         int e = lane + 32 * j;
-        x[j] = e < E ? logits[(i64)t * E + e] : 0.f;
+        x[j] = e < E ? __ldcg(logits_t + e) : 0.f;
     }
 #pragma unroll
     for (int j = 0; j < 8; j++) {
@@ -454,10 +454,10 @@ extern "C" __global__ void __launch_bounds__(32) moe_route_w(const float* __rest
     int mys = 0x7fffffff;  // lane i: the i-th selected expert
     float myp = 0.f, sum = 0.f;
     // hash layers: lane i loads the i-th table entry (all lookups in parallel)
-    const int hs = (tid2eid && lane < K) ? tid2eid[(i64)tok[t] * K + lane] : 0;
+    const int hs = (hs_row && lane < K) ? hs_row[lane] : 0;
     for (int i = 0; i < K; i++) {
         int s;
-        if (tid2eid) {
+        if (hs_row) {
             s = __shfl_sync(0xffffffffu, hs, i);
         } else {
             u32 best = 0u;
@@ -483,7 +483,68 @@ extern "C" __global__ void __launch_bounds__(32) moe_route_w(const float* __rest
         if (lane == i) { mys = s; myp = ps; }
     }
     if (lane < K) {
-        sel[t * K + lane] = mys;
-        wts[t * K + lane] = wnorm ? myp / sum * wscale : myp * wscale;
+        sel_t[lane] = mys;
+        wts_t[lane] = wnorm ? myp / sum * wscale : myp * wscale;
     }
+}
+
+extern "C" __global__ void __launch_bounds__(32) moe_route_w(const float* __restrict__ logits, const float* __restrict__ bias,
+                                                             const int* __restrict__ tid2eid, const int* __restrict__ tok, int E, int K,
+                                                             float wscale, int wnorm, int* sel, float* wts) {
+    PDL_ENTRY;
+    const int t = blockIdx.x;
+    route_warp(logits + (i64)t * E, bias, tid2eid ? tid2eid + (i64)tok[t] * K : nullptr, E, K, wscale, wnorm, sel + t * K, wts + t * K);
+}
+
+// Decode router in one launch (T = 1): the router matvec, one row per warp with matvec_grouped's
+// arithmetic (row_dot: the logits equal the reference-precision path's), then the last block to
+// take the ticket (fence + atomic, reset for the next launch or graph replay, as hc_step) runs
+// the selection on its warp 0. Saves moe_route_w's launch. Grid ceil(E / 8), smem D floats.
+struct RouterDecArgs {
+    WMat w;
+    const float* x;
+    float* logits;
+    const float* bias;
+    int* sel;
+    float* wts;
+    int* ticket;
+    int E;
+    int K;
+    float wscale;
+    int wnorm;
+};
+
+template <int TY>
+__device__ __forceinline__ void router_rows(const RouterDecArgs& a, float4* xs, const u64* gsm) {
+    load_x_swz<TY>(xs, a.x, a.w.cols);
+    __syncthreads();
+    int row = blockIdx.x * 8 + (threadIdx.x >> 5);
+    if (row < a.E) {
+        float s = row_dot<TY>(a.w.pay, a.w.hdr, a.w.cols, row, xs, threadIdx.x & 31, gsm);
+        if ((threadIdx.x & 31) == 0) a.logits[row] = s;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) router_dec(RouterDecArgs a) {
+    PDL_ENTRY;
+    extern __shared__ float4 xs_dyn[];
+    __shared__ int last_s;
+    switch (a.w.type) {  // the host launches F32 / F16 / Q8_0 routers only (no grid table needed)
+        case T_F32: router_rows<T_F32>(a, xs_dyn, nullptr); break;
+        case T_F16: router_rows<T_F16>(a, xs_dyn, nullptr); break;
+        default: router_rows<T_Q8_0>(a, xs_dyn, nullptr); break;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        int k = atomicAdd(a.ticket, 1);
+        last_s = k == (int)gridDim.x - 1;
+        if (last_s) {
+            __threadfence();
+            *a.ticket = 0;
+        }
+    }
+    __syncthreads();
+    if (!last_s || threadIdx.x >= 32) return;
+    route_warp(a.logits, a.bias, nullptr, a.E, a.K, a.wscale, a.wnorm, a.sel, a.wts);
 }
