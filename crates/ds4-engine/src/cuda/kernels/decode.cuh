@@ -131,6 +131,22 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
             cp_commit();
         }
     };
+    // this warp's two query heads, loaded before the row copies are issued (for ratio 4 those
+    // first wait for the indexer selection: the two round trips overlap)
+    const int hp = warp & 3, rs = warp >> 2;
+    const int hb = g * ADC_HPB + 2 * hp;  // heads hb, hb + 1
+    const bool hv0 = hb < a.H, hv1 = hb + 1 < a.H;
+    float qv[2][16];
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        const float* qh = a.q + (i64)((j ? hv1 : hv0) ? hb + j : 0) * Dh;
+#pragma unroll
+        for (int jj = 0; jj < 4; jj++) {
+            int d = 4 * lane + 128 * jj;
+            float4 v = d < Dh ? *(const float4*)(qh + d) : make_float4(0.f, 0.f, 0.f, 0.f);
+            qv[j][4 * jj] = v.x; qv[j][4 * jj + 1] = v.y; qv[j][4 * jj + 2] = v.z; qv[j][4 * jj + 3] = v.w;
+        }
+    }
     if (r0 < r1) issue(r0, min(ADC_TR, r1 - r0));
 
     // q prologue (overlaps the copies): cos/sin table, per-head RMSNorm (f64 sum of squares as
@@ -140,27 +156,13 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
         cs[0][k] = cosf(th);
         cs[1][k] = sinf(th);
     }
-    const int hp = warp & 3, rs = warp >> 2;
-    const int hb = g * ADC_HPB + 2 * hp;  // heads hb, hb + 1
-    const bool hv0 = hb < a.H, hv1 = hb + 1 < a.H;
-    float qv[2][16];
 #pragma unroll
     for (int j = 0; j < 2; j++) {
-        bool hv = j ? hv1 : hv0;
-        const float* qh = a.q + (i64)(hv ? hb + j : 0) * Dh;
         double ss = 0.0;
 #pragma unroll
-        for (int jj = 0; jj < 4; jj++) {
-            int d = 4 * lane + 128 * jj;
-            if (d < Dh) {
-                float4 v = *(const float4*)(qh + d);
-                qv[j][4 * jj] = v.x; qv[j][4 * jj + 1] = v.y; qv[j][4 * jj + 2] = v.z; qv[j][4 * jj + 3] = v.w;
-            } else {
-                qv[j][4 * jj] = qv[j][4 * jj + 1] = qv[j][4 * jj + 2] = qv[j][4 * jj + 3] = 0.f;
-            }
+        for (int jj = 0; jj < 4; jj++)
 #pragma unroll
             for (int i = 0; i < 4; i++) ss += (double)qv[j][4 * jj + i] * (double)qv[j][4 * jj + i];
-        }
         ss = warp_sum_d(ss);
         float rsn = 1.f / sqrtf((float)(ss / (double)Dh) + a.eps);
 #pragma unroll

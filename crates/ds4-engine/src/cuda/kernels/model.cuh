@@ -588,19 +588,8 @@ __device__ void hadamard_fp4_smem(float* v, int n, int* ties = nullptr, int laye
     __syncthreads();
 }
 
-// Weighted RMSNorm of src[0..n) into smem dst (f64 sum of squares).
-__device__ void rmsnorm_w_to(const float* src, const float* w, float* dst, int n, float eps, double* shd) {
-    double ss = 0.0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        float x = src[i];
-        dst[i] = x;
-        ss += (double)x * (double)x;
-    }
-    double t = block_sum_d(ss, shd);
-    float s = 1.f / sqrtf((float)(t / (double)n) + eps);
-    for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = (dst[i] * s) * w[i];
-    __syncthreads();
-}
+// Values per thread attn_prep loads before summing (Rq 1024 and Dh 512 at 512 threads: 2, 1).
+#define AP_PRE 2
 
 // q LoRA norm and the KV row: qr = rmsnorm_w(qa), k = rope(rmsnorm_w(kv)), FP8 sim on the
 // non-rotary part, stored into the raw ring at pos % cap. grid T, smem (Rq + Dh) floats.
@@ -612,13 +601,46 @@ extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restr
                                                             int cap, int qat, int layer, int* ties) {
     PDL_ENTRY;
     extern __shared__ float sm[];
-    __shared__ double shd[32];
+    __shared__ double shd[2][32];
     int t = blockIdx.x, p = pos[t];
     float* q = sm;
     float* k = sm + Rq;
-    rmsnorm_w_to(qa + (i64)t * Rq, qa_norm, q, Rq, eps, shd);
-    for (int i = threadIdx.x; i < Rq; i += blockDim.x) qr_out[(i64)t * Rq + i] = q[i];
-    rmsnorm_w_to(kvp + (i64)t * Dh, kv_norm, k, Dh, eps, shd);
+    const float* qs = qa + (i64)t * Rq;
+    const float* ks = kvp + (i64)t * Dh;
+    // Both rows' first AP_PRE values per thread loaded before either is used (one memory round
+    // trip instead of two), then both sums of squares in one block reduction (per-thread sums in
+    // index order, then warps in order: the order of the two separate norms it replaced).
+    const int tid = threadIdx.x, bd = blockDim.x, lane = tid & 31, w = tid >> 5, nw = (bd + 31) >> 5;
+    float xq[AP_PRE], xk[AP_PRE];
+#pragma unroll
+    for (int j = 0; j < AP_PRE; j++) {
+        int i = tid + j * bd;
+        xq[j] = i < Rq ? qs[i] : 0.f;
+        xk[j] = i < Dh ? ks[i] : 0.f;
+    }
+    double sq = 0.0, sk = 0.0;
+#pragma unroll
+    for (int j = 0; j < AP_PRE; j++) {
+        int i = tid + j * bd;
+        if (i < Rq) { q[i] = xq[j]; sq += (double)xq[j] * (double)xq[j]; }
+        if (i < Dh) { k[i] = xk[j]; sk += (double)xk[j] * (double)xk[j]; }
+    }
+    for (int i = tid + AP_PRE * bd; i < Rq; i += bd) { float x = qs[i]; q[i] = x; sq += (double)x * (double)x; }
+    for (int i = tid + AP_PRE * bd; i < Dh; i += bd) { float x = ks[i]; k[i] = x; sk += (double)x * (double)x; }
+    sq = warp_sum_d(sq);
+    sk = warp_sum_d(sk);
+    if (lane == 0) { shd[0][w] = sq; shd[1][w] = sk; }
+    __syncthreads();
+    double tq = 0.0, tk = 0.0;
+    for (int i = 0; i < nw; i++) { tq += shd[0][i]; tk += shd[1][i]; }
+    float rq = 1.f / sqrtf((float)(tq / (double)Rq) + eps), rk = 1.f / sqrtf((float)(tk / (double)Dh) + eps);
+    for (int i = tid; i < Rq; i += bd) {
+        float v = (q[i] * rq) * qa_norm[i];
+        q[i] = v;
+        qr_out[(i64)t * Rq + i] = v;
+    }
+    for (int i = tid; i < Dh; i += bd) k[i] = (k[i] * rk) * kv_norm[i];
+    __syncthreads();
     rope_tail_smem(k, Dh, R, p, omega, 1.f);
     __syncthreads();
     if (qat) fp8_sim_smem(k, Dh - R, ties, layer, p, 0);
