@@ -123,6 +123,24 @@ __device__ __forceinline__ float rcp_nr(float x) {
     return fmaf(r, fmaf(-x, r, 1.f), r);
 }
 
+// One Sinkhorn normalization of the NT x NT matrix c: ROWS, every row divided by (its sum +
+// eps), else every column; each sum in index order.
+template <int NT, bool ROWS>
+__device__ __forceinline__ void sk_normalize(float (&c)[MAXN][MAXN], float hc_eps) {
+    float inv[NT];
+#pragma unroll
+    for (int i = 0; i < NT; i++) {
+        float sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < NT; j++) sum += ROWS ? c[i][j] : c[j][i];
+        inv[i] = rcp_nr(sum + hc_eps);
+    }
+#pragma unroll
+    for (int a = 0; a < NT; a++)
+#pragma unroll
+        for (int b = 0; b < NT; b++) c[a][b] *= ROWS ? inv[a] : inv[b];
+}
+
 // The Sinkhorn combine matrix (MODEL.md §2.4.2) in registers, from the logits in c: row
 // softmax plus eps, then alternating column and row normalizations, every sum in index order
 // (the CPU's arithmetic). NT = N at compile time: no per-row branches, so the NT independent
@@ -146,34 +164,14 @@ __device__ __forceinline__ void sinkhorn_nt(float (&c)[MAXN][MAXN], int iters, f
         for (int b = 0; b < NT; b++) c[a][b] = c[a][b] * inv + hc_eps;
     }
     for (int it = 0; it < iters; it++) {
-        if (it > 0) {
-            float inv[NT];
-#pragma unroll
-            for (int a = 0; a < NT; a++) {
-                float rsum = 0.f;
-#pragma unroll
-                for (int b = 0; b < NT; b++) rsum += c[a][b];
-                inv[a] = rcp_nr(rsum + hc_eps);
-            }
-#pragma unroll
-            for (int a = 0; a < NT; a++)
-#pragma unroll
-                for (int b = 0; b < NT; b++) c[a][b] *= inv[a];
-        }
-        float inv[NT];
-#pragma unroll
-        for (int b = 0; b < NT; b++) {
-            float cs = 0.f;
-#pragma unroll
-            for (int a = 0; a < NT; a++) cs += c[a][b];
-            inv[b] = rcp_nr(cs + hc_eps);
-        }
-#pragma unroll
-        for (int a = 0; a < NT; a++)
-#pragma unroll
-            for (int b = 0; b < NT; b++) c[a][b] *= inv[b];
+        if (it > 0) sk_normalize<NT, true>(c, hc_eps);
+        sk_normalize<NT, false>(c, hc_eps);
     }
 }
+
+// Columns per thread whose streams hc_finish_tok loads before the partial sums (covers
+// D = 4096 at 1024 threads with the Sinkhorn warp aside).
+#define HC_PRE 5
 
 // Finish hc_pre for token t: mix, pre/post/Sinkhorn (M == N*(N+2)) or head pre only
 // (M == N), collapse the streams and apply the following weighted RMSNorm; optionally also
@@ -182,12 +180,8 @@ __device__ __forceinline__ void sinkhorn_nt(float (&c)[MAXN][MAXN], int iters, f
 // partials are reduced by one warp per mix (lane-strided, then a butterfly), every thread
 // derives the N pre weights itself, and warp 0 runs the Sinkhorn iterations (in registers)
 // while the other warps write the normalized row, synchronizing among themselves only (the
-// Sinkhorn is off their critical path; no block-wide barrier after the first). Loads bypass L1 (__ldcg): in hc_step the last block reads
-// what the other blocks of the same grid wrote.
-// Columns per thread whose streams hc_finish_tok loads before the partial sums (covers
-// D = 4096 at 1024 threads with the Sinkhorn warp aside).
-#define HC_PRE 5
-
+// Sinkhorn is off their critical path; no block-wide barrier after the first). Loads bypass
+// L1 (__ldcg): in hc_step the last block reads what the other blocks of the same grid wrote.
 __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const double* pss, int nsplit, int M, int D,
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
                               const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,
@@ -274,28 +268,26 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
     // prefetched columns, then any beyond HC_PRE per thread
     int gw = w - w0, ngw = nw - w0;
     double ss = 0.0;
+    auto collapse = [&](int d, const float (&v)[MAXN], float nwd) {
+        float x = pre[0] * v[0];
+#pragma unroll
+        for (int s = 1; s < MAXN; s++)
+            if (s < N) x += pre[s] * v[s];
+        xsh[d] = x;
+        nsh[d] = nwd;
+        ss += (double)x * (double)x;
+    };
 #pragma unroll
     for (int k = 0; k < HC_PRE; k++) {
         int d = first + k * stride;
-        if (d < D) {
-            float x = pre[0] * sv[k][0];
-#pragma unroll
-            for (int s = 1; s < MAXN; s++)
-                if (s < N) x += pre[s] * sv[k][s];
-            xsh[d] = x;
-            nsh[d] = nwv[k];
-            ss += (double)x * (double)x;
-        }
+        if (d < D) collapse(d, sv[k], nwv[k]);
     }
 #pragma unroll 4
     for (int d = first + HC_PRE * stride; d < D; d += stride) {
-        float x = pre[0] * __ldcg(St + d);
+        float v[MAXN];
 #pragma unroll
-        for (int s = 1; s < MAXN; s++)
-            if (s < N) x += pre[s] * __ldcg(St + (i64)s * D + d);
-        xsh[d] = x;
-        nsh[d] = norm_w[d];
-        ss += (double)x * (double)x;
+        for (int s = 0; s < MAXN; s++) v[s] = s < N ? __ldcg(St + (i64)s * D + d) : 0.f;
+        collapse(d, v, norm_w[d]);
     }
     // sum over the collapsing warps in warp order (a named barrier: warp 0 may still be in the
     // Sinkhorn); the barrier also publishes xsh and nsh to the group
