@@ -168,6 +168,55 @@ __device__ __forceinline__ void mv2_body(const MvJob2& j, int slot, int rowA, co
     }
 }
 
+// Where block b of a split-K matvec launch (mv2 / mvq job J) works: its slot and first row,
+// rows per block, this warp's column split ks and first row rowA, and the weight pointers
+// (of the slot's expert when the job selects experts).
+template <class J>
+__device__ __forceinline__ void mv_place(const J& j, int b, int& slot, int& row0, int& rpb, int& ks, int& rowA, const u8*& pay,
+                                         const u8*& hdr, const u8*& pay2, const u8*& hdr2) {
+    int lb = b - j.block0;
+    rpb = j.rpw * (8 / j.wk);  // rows per warp x row groups per block
+    int bps = (j.w.rows + rpb - 1) / rpb;
+    slot = lb / bps;
+    row0 = (lb % bps) * rpb;
+    int warp = threadIdx.x >> 5;
+    ks = warp % j.wk;
+    rowA = row0 + (warp / j.wk) * j.rpw;
+    pay = j.w.pay;
+    hdr = j.w.hdr;
+    pay2 = j.w2.pay;
+    hdr2 = j.w2.hdr;
+    if (j.sel) {
+        i64 e = j.sel[slot];
+        pay += e * j.w.e_pay;
+        hdr += e * j.w.e_hdr;
+        if (pay2) { pay2 += e * j.w2.e_pay; hdr2 += e * j.w2.e_hdr; }
+    }
+}
+
+// The split-K combine of mv2 / mvq after the block barrier: thread (row group g, row r) sums
+// the wk column slices of its row in order (red[unit][2r]: w, [2r + 1]: the paired w2) and
+// writes y, through the clamped SwiGLU (times the slot's routing weight) for paired jobs.
+__device__ __forceinline__ void mv_split_combine(const float (*red)[8], int row0, int rpb, int rpw, int wk, int rows, bool paired,
+                                                 float clamp, const float* wts, int slot, float* y) {
+    int t = threadIdx.x;
+    if (t >= rpb || row0 + t >= rows) return;
+    int g = t / rpw, r = t % rpw;
+    float a = 0.f, c = 0.f;
+    for (int k = 0; k < wk; k++) {
+        a += red[g * wk + k][2 * r];
+        c += red[g * wk + k][2 * r + 1];
+    }
+    float v = a;
+    if (paired) {
+        float gg = fminf(a, clamp);
+        float uu = fminf(fmaxf(c, -clamp), clamp);
+        v = siluf_(gg) * uu;
+        if (wts) v *= wts[slot];
+    }
+    y[(i64)slot * rows + row0 + t] = v;
+}
+
 // Shared body of the mv2 entry points (which differ only in their register cap).
 __device__ __forceinline__ void mv2_main(const MvJob2* __restrict__ jobs, int njobs) {
     __shared__ u64 gsm[256];
@@ -176,30 +225,14 @@ __device__ __forceinline__ void mv2_main(const MvJob2* __restrict__ jobs, int nj
     int ji = 0;
     while (ji + 1 < njobs && jobs[ji + 1].block0 <= b) ji++;
     const MvJob2 j = jobs[ji];
-    int lb = b - j.block0;
-    int wpr = 8 / j.wk;  // row groups per block
-    int rpb = j.rpw * wpr;
-    int bps = (j.w.rows + rpb - 1) / rpb;
-    int slot = lb / bps;
-    int row0 = (lb % bps) * rpb;
-    int warp = threadIdx.x >> 5;
-    int rg = warp / j.wk, ks = warp % j.wk;
-    int rowA = row0 + rg * j.rpw;
+    int slot, row0, rpb, ks, rowA;
+    const u8 *pay, *hdr, *pay2, *hdr2;
+    mv_place(j, b, slot, row0, rpb, ks, rowA, pay, hdr, pay2, hdr2);
     // the IQ2_XXS grid is only needed (and only copied) by IQ2_XXS jobs; block-uniform branch
     bool iq2 = j.w.type == T_IQ2_XXS;
     if (iq2) {
         for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
         __syncthreads();
-    }
-    const u8* pay = j.w.pay;
-    const u8* hdr = j.w.hdr;
-    const u8* pay2 = j.w2.pay;
-    const u8* hdr2 = j.w2.hdr;
-    if (j.sel) {
-        i64 e = j.sel[slot];
-        pay += e * j.w.e_pay;
-        hdr += e * j.w.e_hdr;
-        if (pay2) { pay2 += e * j.w2.e_pay; hdr2 += e * j.w2.e_hdr; }
     }
     int cols = j.w.cols;
     const float* x = j.x + (i64)slot * j.x_slot + (i64)(row0 / j.x_grp_rows) * cols;
@@ -217,28 +250,7 @@ __device__ __forceinline__ void mv2_main(const MvJob2* __restrict__ jobs, int nj
     }
 #undef MV2_R
     __syncthreads();
-    // combine: thread (rg, r) sums the wk column slices in order
-    int t = threadIdx.x;
-    if (t < rpb) {
-        int g = t / j.rpw, r = t % j.rpw;
-        int row = row0 + t;
-        if (row < j.w.rows) {
-            float a = 0.f, c = 0.f;
-            for (int k = 0; k < j.wk; k++) {
-                a += red[g * j.wk + k][2 * r];
-                c += red[g * j.wk + k][2 * r + 1];
-            }
-            float v = a;
-            if (j.w2.pay) {
-                float cl = j.clamp;
-                float gg = fminf(a, cl);
-                float uu = fminf(fmaxf(c, -cl), cl);
-                v = siluf_(gg) * uu;
-                if (j.wts) v *= j.wts[slot];
-            }
-            j.y[(i64)slot * j.w.rows + row] = v;
-        }
-    }
+    mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, j.w2.pay != nullptr, j.clamp, j.wts, slot, j.y);
 }
 
 // Entry points: the same kernel under different register caps (minimum resident blocks per

@@ -182,25 +182,9 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
         __syncthreads();
     }
     const MvJobQ j = jobs[ji];
-    int lb = b - j.block0;
-    int wpr = 8 / j.wk;  // row groups per block
-    int rpb = j.rpw * wpr;
-    int bps = (j.w.rows + rpb - 1) / rpb;
-    int slot = lb / bps;
-    int row0 = (lb % bps) * rpb;
-    int warp = threadIdx.x >> 5;
-    int rg = warp / j.wk, ks = warp % j.wk;
-    int rowA = row0 + rg * j.rpw;
-    const u8* pay = j.w.pay;
-    const u8* hdr = j.w.hdr;
-    const u8* pay2 = j.w2.pay;
-    const u8* hdr2 = j.w2.hdr;
-    if (j.sel) {
-        i64 e = j.sel[slot];
-        pay += e * j.w.e_pay;
-        hdr += e * j.w.e_hdr;
-        if (pay2) { pay2 += e * j.w2.e_pay; hdr2 += e * j.w2.e_hdr; }
-    }
+    int slot, row0, rpb, ks, rowA;
+    const u8 *pay, *hdr, *pay2, *hdr2;
+    mv_place(j, b, slot, row0, rpb, ks, rowA, pay, hdr, pay2, hdr2);
     const signed char* xq = j.xq + (i64)slot * j.x_slot;
     const float2* xd = j.xd + (i64)slot * (j.x_slot >> 5);
 #define MVQ_R(TY)                                                                              \
@@ -215,27 +199,7 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
     }
 #undef MVQ_R
     __syncthreads();
-    int t = threadIdx.x;
-    if (t < rpb) {
-        int g = t / j.rpw, r = t % j.rpw;
-        int row = row0 + t;
-        if (row < j.w.rows) {
-            float a = 0.f, c = 0.f;
-            for (int k = 0; k < j.wk; k++) {
-                a += red[g * j.wk + k][2 * r];
-                c += red[g * j.wk + k][2 * r + 1];
-            }
-            float v = a;
-            if (j.w2.pay) {
-                float cl = j.clamp;
-                float gg = fminf(a, cl);
-                float uu = fminf(fmaxf(c, -cl), cl);
-                v = siluf_(gg) * uu;
-                if (j.wts) v *= j.wts[slot];
-            }
-            j.y[(i64)slot * j.w.rows + row] = v;
-        }
-    }
+    mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, j.w2.pay != nullptr, j.clamp, j.wts, slot, j.y);
 }
 
 // Same kernel under two register caps (minimum resident blocks per SM).
