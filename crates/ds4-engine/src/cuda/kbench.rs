@@ -10,7 +10,7 @@
 use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
-    gemm_q_bn, gemm_q_flags, launch_gemm_q, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
+    gemm_q_bn, gemm_q_flags, gq_xh_ok, launch_x_to_f16, GQ_FLAG_XH, launch_gemm_q, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
 use super::weights::{upload_raw_mat, GMat};
@@ -107,6 +107,7 @@ pub fn run() -> Result<()> {
         "exp" => return exp_bench(&gpu),
         "dec" => return dec_bench(&gpu),
         "hc" => return hc_bench(&gpu),
+        "hcp" => return hc_prefill_bench(&gpu),
         _ => {}
     }
     let ceil = copy_ceiling(&gpu)?;
@@ -1035,6 +1036,26 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                 "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9} {:>9} {:>5} repeat={} (gemm_q bn={bn})",
                 "", "", "grouped", ms_g, gflop / ms_g, rel, "", "", bad, if same_g { "same" } else { "DIFFERENT" }
             );
+            // f16 activations (GQ_FLAG_XH): the rows converted once (timed apart), same results
+            if gq_xh_ok(&m.wmat()) {
+                let x16 = gpu.alloc(xrows * cols * 2)?;
+                let cvt = time(reps, &|| launch_x_to_f16(gpu, xb.ptr, cols, cols, xrows, 0, x16.ptr))?;
+                let gx = || {
+                    let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
+                    a.x = x16.ptr;
+                    launch_gemm_q(gpu, a, GEMM_E, bn)
+                };
+                gpu.htod(yblas.ptr, &nan)?;
+                gx()?;
+                let hx = get(&yblas)?;
+                let ms_x = time(reps, &gx)?;
+                let same = hx.iter().zip(&hgrp).all(|(p, q)| p.to_bits() == q.to_bits());
+                let (vs, mx, _) = gemm_err(&hx, &hgrp, pairs, rows, rows);
+                println!(
+                    "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9} {:>9.2e} {:>9.2e} {:>5} bits {} grouped, cvt={cvt:.3}ms, speedup={:.2}x",
+                    "", "", "grouped_xh", ms_x, gflop / ms_x, "", vs, mx, "", if same { "==" } else { "!=" }, ms_g / ms_x
+                );
+            }
             // the cuBLAS expert path
             let call = ExpCall { w: m.wmat(), n_exp: GEMM_E, x: xb.ptr, ldx: cols, gather: gath, y: yblas.ptr, ldy: rows };
             if !call.ok(&s, pairs) {
@@ -1496,6 +1517,51 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
         println!("{:<44} {:>8.2} {:>8.2} {:>6.2}x {:>10} {:>4} {:>4}", name, us_old, us_new, us_old / us_new, if same { "yes" } else { "NO" }, mism, if det { "ok" } else { "NO" });
     }
     gpu.sync()
+}
+
+/// hc_post_mix at prefill shape (D 4096, 4 streams, 24 mixes, one y row; T from
+/// DS4_KBENCH_T): time and effective bandwidth over its compulsory traffic (S read and
+/// written, y read, the partial sums written), and whether it repeats its bits.
+pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
+    use super::session::{launch_hc_post_mix, HcBufs};
+    let (d, n, m, ny) = (4096usize, 4usize, 24usize, 1usize);
+    let split = d.div_ceil(32);
+    for t in bench_ts(&[8192]) {
+        let mut seed = 0x4c5f_u64 ^ t as u64;
+        let mut uni = |lo: f32, hi: f32, k: usize| -> Vec<f32> { (0..k).map(|_| lo + (hi - lo) * frand(&mut seed)).collect() };
+        let up = |v: &[f32]| -> Result<DevBuf> {
+            let b = gpu.alloc(v.len().max(1) * 4)?;
+            gpu.htod(b.ptr, v)?;
+            Ok(b)
+        };
+        let s0 = up(&uni(-1.0, 1.0, t * n * d))?;
+        let (post, comb, y) = (up(&uni(0.0, 1.0, t * n))?, up(&uni(0.0, 0.5, t * n * n))?, up(&uni(-1.0, 1.0, t * ny * d))?);
+        let fnv: Vec<u16> = uni(-0.05, 0.05, m * n * d).iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
+        let fnb = gpu.alloc(fnv.len() * 2)?;
+        gpu.htod(fnb.ptr, &fnv)?;
+        let (pdot, pss) = (gpu.alloc(t * split * m * 4)?, gpu.alloc(t * split * 8)?);
+        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
+        // y = 0 keeps S unchanged, so every repetition sees the same input
+        let run = || launch_hc_post_mix(gpu, &b, t, 0, ny, fnb.ptr, m);
+        run()?;
+        let mut p0 = vec![0f32; t * split * m];
+        gpu.dtoh(&mut p0, pdot.ptr)?;
+        let ms0 = time_ms(gpu, 5, &run)?;
+        let mut p1 = vec![0f32; t * split * m];
+        gpu.dtoh(&mut p1, pdot.ptr)?;
+        let same = p0.iter().zip(&p1).all(|(a, b)| a.to_bits() == b.to_bits());
+        let run_y = || launch_hc_post_mix(gpu, &b, t, y.ptr, ny, fnb.ptr, m);
+        let ms1 = time_ms(gpu, 5, &run_y)?;
+        let bytes0 = (t * n * d * 4 + t * split * (m * 4 + 8)) as f64;
+        let bytes1 = bytes0 + (t * n * d * 4 + t * ny * d * 4) as f64;
+        println!(
+            "hc_post_mix T={t}: no y {ms0:.3} ms ({:.2} TB/s), with y {ms1:.3} ms ({:.2} TB/s); repeat {}",
+            bytes0 / ms0 / 1e9,
+            bytes1 / ms1 / 1e9,
+            if same { "same" } else { "DIFFERENT" }
+        );
+    }
+    Ok(())
 }
 
 /// One decode hyper-connection step (`DS4_KBENCH=hc`): the fused `hc_step` against

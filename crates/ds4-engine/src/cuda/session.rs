@@ -199,13 +199,13 @@ pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny:
         .a(m as i32)
         .a(b.d as i32)
         .a(b.n as i32)
-        .a(HC_COLS as i32) // the kernel ignores it: a block has one warp of 32 columns
+        .a(HC_COLS as i32) // the kernel ignores it: a block covers 32 columns
         .a(b.pdot)
         .a(b.pss)
         .a(ny as i32)
         .a(t as i32)
         .a(HC_TOKENS as i32);
-    gpu.launch("hc_post_mix", (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), HC_COLS as u32, 0, args)
+    gpu.launch("hc_post_mix", (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, 0, args)
 }
 
 /// The finish of hc_pre `f` for tokens [t0, t0+t) (its partial sums from launch_hc_post_mix),
@@ -728,10 +728,10 @@ pub(crate) fn launch_attn_tc(gpu: &Gpu, io: &AttnIo) -> Result<()> {
 }
 
 const MV_ROWS_PER_BLOCK: usize = 16;
-/// hc_post_mix: columns per block (one warp) and tokens per block (the block's fn slice is
-/// loaded once and reused for these tokens).
+/// hc_post_mix: columns per block (a lane each) and tokens per block (the block's fn slice is
+/// staged once and reused for these tokens; 8 warps, 8 tokens each).
 const HC_COLS: usize = 32;
-const HC_TOKENS: usize = 16;
+const HC_TOKENS: usize = 64;
 /// Largest batch that takes the fused hc_step (its ticket buffer's length).
 const HC_STEP_MAX_T: usize = 1;
 
@@ -1198,6 +1198,29 @@ pub(crate) fn moe_group2_ok(e: usize) -> bool {
     on && moe_group2_smem(e) <= 48 * 1024
 }
 
+/// gemm_q flag (matmul.cuh GQ_FLAG_XH): the activations are f16 rows, ldx in halfs.
+pub(crate) const GQ_FLAG_XH: i32 = 2;
+
+/// Whether the routed experts' grouped GEMMs take f16 activations (GQ_FLAG_XH; `DS4_GEMM_XH=0`
+/// keeps the f32 rows): built for the f16x2-dequantized quant types (Q8_0, IQ2_XXS, Q2_K,
+/// Q4_K) with that dequantization on, and rows of a multiple of 8 halfs (16-byte copies).
+/// Why: the f32 activation tile was the largest shared-memory traffic of gemm_q (Nsight
+/// Compute: L1 74% busy at 37% issue use); f16 halves it and ldmatrix builds the fragments.
+/// The f16 rows hold the same rounding the f32 path applies inside the kernel: same results.
+pub(crate) fn gq_xh_ok(w: &WMat) -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let on = *V.get_or_init(|| std::env::var("DS4_GEMM_XH").map(|v| v != "0").unwrap_or(true));
+    on && gemm_q_flags() & 1 != 0 && matches!(w.ty, 8 | 16 | 10 | 12) && w.cols % 32 == 0
+}
+
+/// x: `t` rows of `cols` f32 at stride `ldx` (row `gather[r]` when gather != 0) -> out: packed
+/// f16 rows (round to nearest even, as the GEMMs round).
+pub(crate) fn launch_x_to_f16(gpu: &Gpu, x: DevPtr, ldx: usize, cols: usize, t: usize, gather: DevPtr, out: DevPtr) -> Result<()> {
+    let n = t * (cols / 8);
+    let args = Args::new().a(x).a(ldx as i32).a(cols as i32).a(t as i32).a(gather).a(out);
+    gpu.launch("x_to_f16", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)
+}
+
 /// Raw weight bytes gemm_q stages per row per K step (`GQR<TY>::RB` in matmul.cuh).
 fn gq_raw_bytes(ty: i32) -> usize {
     match ty {
@@ -1245,7 +1268,8 @@ pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize) -
         return Ok(());
     }
     let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
-    let smem = ((ng + 1) * 4).div_ceil(16) * 16 + 3 * bn * 40 * 4 + 3 * 128 * gq_raw_bytes(a.w.ty) + 2 * 128 * 40 * 2;
+    let xbytes = if a.flags & GQ_FLAG_XH != 0 { 2 } else { 4 };
+    let smem = ((ng + 1) * 4).div_ceil(16) * 16 + 3 * bn * 40 * xbytes + 3 * 128 * gq_raw_bytes(a.w.ty) + 2 * 128 * 40 * 2;
     let upper = (a.w.rows as usize).div_ceil(128) * (a.t as usize).div_ceil(bn) * ng;
     let grid = upper.min(2 * gpu.sm_count.max(1) as usize).max(1);
     let name = if bn == 128 { "gemm_q128" } else { "gemm_q64" };
@@ -1306,9 +1330,8 @@ impl CudaSession {
         let cap = ((d.window + tmax + 255) / 256) * 256;
         let comp_cap = opts.ctx / 4 + 2;
         let idx_ld = (opts.ctx / 4 + 2).max(1);
-        // 128 columns per block (one per thread): enough blocks for a single decode token, few
-        // partials for hc_finish
-        // hc_post_mix: one warp per 32 columns (decode spreads over the whole GPU)
+        // 32 columns per block (hc_step and hc_post_mix): enough blocks for a single decode
+        // token, 128 partials per mix for the finish at D = 4096
         let hc_split = d.d.div_ceil(HC_COLS).max(1);
         let f4 = |n: usize| gpu.alloc(n * 4);
         let mut st = Vec::new();
@@ -1724,6 +1747,17 @@ impl CudaSession {
         Ok(false)
     }
 
+    /// A routed-expert matrix on the grouped gemm_q with f16 activations `x16` (packed rows
+    /// of `ldx` halfs, read through `gather` when it is not 0; see gq_xh_ok).
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_exp_xh(&self, w: WMat, x16: DevPtr, ldx: usize, gather: DevPtr, y: DevPtr, ldy: usize, t: usize) -> Result<()> {
+        let d = &self.m.dims;
+        let flags = gemm_q_flags() | GQ_FLAG_XH;
+        let a = GemmArgs { w, x: x16, y, grp_off: self.sc.off.ptr, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags };
+        let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, Some((t * d.k) as f64 / d.e as f64));
+        launch_gemm_q(self.gpu(), a, d.e, bn)
+    }
+
     fn gemm(&self, w: WMat, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize, grp: Option<(DevPtr, DevPtr, usize)>) -> Result<()> {
         if grp.is_none() && self.gemm_blas(w, 1, x, ldx, y, ldy, t)? {
             return Ok(());
@@ -2069,15 +2103,28 @@ impl CudaSession {
                 }
                 // large batches: the routed experts on cuBLAS (reads the slot offsets back)
                 let eb = self.exp_blas(t)?;
-                // gate and up read the same gathered rows: converted once when both use cuBLAS
-                let g16 = self.exp_gemm(&eb, ly.gate_exps.wmat(), sc.xn.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, false)?;
-                self.exp_gemm(&eb, ly.up_exps.wmat(), sc.xn.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, g16)?;
+                let (gw, uw, dw) = (ly.gate_exps.wmat(), ly.up_exps.wmat(), ly.down_exps.wmat());
                 let n = tk * d.f;
-                let args = Args::new().a(sc.g.ptr).a(sc.u.ptr).a(sc.pair_w.ptr).a(tk as i32).a(d.f as i32).a(clamp).a(sc.mid.ptr);
-                gpu.launch("moe_mid", (((n + 255) / 256) as u32, 1, 1), 256, 0, args)?;
-                self.exp_gemm(&eb, ly.down_exps.wmat(), sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, false)?;
+                if eb.is_none() && self.opts.precision == Precision::Fast && [gw, uw, dw].iter().all(gq_xh_ok) && d.d % 8 == 0 && d.f % 8 == 0 {
+                    // f16 activations (gq_xh_ok): xn converted once for gate and up (into
+                    // ypair, free until the down projection writes it), mid written f16 by
+                    // moe_mid (into mid's buffer)
+                    launch_x_to_f16(gpu, sc.xn.ptr, d.d, d.d, t, 0, sc.ypair.ptr)?;
+                    self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t)?;
+                    self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t)?;
+                    let args = Args::new().a(sc.g.ptr).a(sc.u.ptr).a(sc.pair_w.ptr).a(tk as i32).a(d.f as i32).a(clamp).a(0u64).a(sc.mid.ptr);
+                    gpu.launch("moe_mid", (((n + 255) / 256) as u32, 1, 1), 256, 0, args)?;
+                    self.gemm_exp_xh(dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t)?;
+                } else {
+                    // gate and up read the same gathered rows: converted once when both use cuBLAS
+                    let g16 = self.exp_gemm(&eb, gw, sc.xn.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, false)?;
+                    self.exp_gemm(&eb, uw, sc.xn.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, g16)?;
+                    let args = Args::new().a(sc.g.ptr).a(sc.u.ptr).a(sc.pair_w.ptr).a(tk as i32).a(d.f as i32).a(clamp).a(sc.mid.ptr).a(0u64);
+                    gpu.launch("moe_mid", (((n + 255) / 256) as u32, 1, 1), 256, 0, args)?;
+                    self.exp_gemm(&eb, dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, false)?;
+                }
                 let n = t * d.f;
-                let args = Args::new().a(sc.gs.ptr).a(sc.us.ptr).a(0u64).a(t as i32).a(d.f as i32).a(clamp).a(sc.mids.ptr);
+                let args = Args::new().a(sc.gs.ptr).a(sc.us.ptr).a(0u64).a(t as i32).a(d.f as i32).a(clamp).a(sc.mids.ptr).a(0u64);
                 gpu.launch("moe_mid", (((n + 255) / 256) as u32, 1, 1), 256, 0, args)?;
                 self.gemm(ly.down_sh.wmat(), sc.mids.ptr, d.f, sc.shared.ptr, d.d, t, None)?;
                 let args = Args::new().a(sc.ypair.ptr).a(sc.pair_of.ptr).a(sc.shared.ptr).a(d.k as i32).a(d.d as i32).a(sc.ffn_out.ptr);

@@ -718,17 +718,27 @@ __device__ __forceinline__ void ldsm_x4(u32* r, u32 addr) {
 __device__ __forceinline__ const u8* al4(const u8* p) { return (const u8*)((u64)p & ~(u64)3); }
 
 // Issue the copies of one K step (columns k0 .. k0+31) into a stage: weight rows rb..rb+127
-// (raw bytes, RB per row) and BN activation rows (f32, row stride GQ_XLD).
-template <int TY, int BN>
-__device__ __forceinline__ void gq_load(u8* wst, float* xst, const u8* pay, const u8* hdr, int rows, int cols, int rb,
-                                        int k0, const float* const (&xrow)[BN / 32], const float* xdef) {
+// (raw bytes, RB per row) and BN activation rows (row stride GQ_XLD elements: f32, or f16 when
+// XH). xrow: this thread's activation rows (bytes; null past the group's end), see gq_xrow.
+template <int TY, int BN, bool XH>
+__device__ __forceinline__ void gq_load(u8* wst, u8* xst, const u8* pay, const u8* hdr, int rows, int cols, int rb,
+                                        int k0, const u8* const (&xrow)[BN / 32], const void* xdef) {
     const int tid = threadIdx.x;
     const int RB = GQR<TY>::RB, NP = GQR<TY>::NP;
+    if (XH) {
 #pragma unroll
-    for (int i = 0; i < BN / 32; i++) {
-        int tl = (tid >> 3) + 32 * i, part = tid & 7;
-        const float* s = xrow[i] ? xrow[i] + k0 + part * 4 : xdef;
-        cp_async16(smem_u32(xst + tl * GQ_XLD + part * 4), s, xrow[i] ? 16 : 0);
+        for (int i = 0; i < BN / 64; i++) {
+            int tl = (tid >> 2) + 64 * i, part = tid & 3;
+            const void* s = xrow[i] ? (const void*)(xrow[i] + (k0 + part * 8) * 2) : xdef;
+            cp_async16(smem_u32(xst + (tl * GQ_XLD + part * 8) * 2), s, xrow[i] ? 16 : 0);
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < BN / 32; i++) {
+            int tl = (tid >> 3) + 32 * i, part = tid & 7;
+            const void* s = xrow[i] ? (const void*)(xrow[i] + (k0 + part * 4) * 4) : xdef;
+            cp_async16(smem_u32(xst + (tl * GQ_XLD + part * 4) * 4), s, xrow[i] ? 16 : 0);
+        }
     }
 #pragma unroll
     for (int i = 0; i < (GQ_BM * NP + 255) / 256; i++) {
@@ -861,6 +871,7 @@ __device__ __forceinline__ u32 h2_bytes23(u32 w) { return __byte_perm(w, 0x64646
 #define H2_1024 0x64006400u
 #define H2_1152 0x64806480u
 #define GQ_FLAG_HDEQ 1
+#define GQ_FLAG_XH 2  // x holds f16 rows (ldx in halfs): see gq_mma
 
 // The IQ2_XXS grid as f16: g16[i] = the 8 magnitudes of grid entry i (built per block).
 __device__ __forceinline__ void gq_build_g16(uint4* g16) {
@@ -954,20 +965,37 @@ __device__ __forceinline__ void gq_deq_stage(const u8* wst, u16* wh, const u8* h
     }
 }
 
-// mma over one staged K step: A = f16 weight tile (ldmatrix), B = f32 activations rounded to f16.
-template <int BN>
-__device__ __forceinline__ void gq_mma(const u16* wh, const float* xs, int wm, int wn, int lane,
+// mma over one staged K step: A = f16 weight tile (ldmatrix), B = the activations: f32 rounded
+// to f16 here, or (XH) already f16, loaded by ldmatrix (one x4 = two 8-token fragments: same
+// values, so the same sums, as rounding the f32 rows here).
+template <int BN, bool XH>
+__device__ __forceinline__ void gq_mma(const u16* wh, const u8* xsb, int wm, int wn, int lane,
                                        float (&acc)[4][BN / 32][4]) {
     const int NT = BN / 32;
 #pragma unroll
     for (int kk = 0; kk < GQ_BK; kk += 16) {
         u32 bf[NT][2];
+        if (XH) {
+            const u16* xs = (const u16*)xsb;
 #pragma unroll
-        for (int n = 0; n < NT; n++) {
-            const float* xp = xs + (wn * (BN / 4) + n * 8 + (lane >> 2)) * GQ_XLD + kk + 2 * (lane & 3);
-            float2 p0 = *(const float2*)xp, p1 = *(const float2*)(xp + 8);
-            bf[n][0] = pack_h2(p0.x, p0.y);
-            bf[n][1] = pack_h2(p1.x, p1.y);
+            for (int n2 = 0; n2 < NT / 2; n2++) {
+                u32 r[4];
+                int tok = wn * (BN / 4) + n2 * 16 + (lane & 7) + ((lane >> 4) << 3);
+                ldsm_x4(r, smem_u32(xs + tok * GQ_XLD + kk + ((lane >> 3) & 1) * 8));
+                bf[2 * n2][0] = r[0];
+                bf[2 * n2][1] = r[1];
+                bf[2 * n2 + 1][0] = r[2];
+                bf[2 * n2 + 1][1] = r[3];
+            }
+        } else {
+            const float* xs = (const float*)xsb;
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                const float* xp = xs + (wn * (BN / 4) + n * 8 + (lane >> 2)) * GQ_XLD + kk + 2 * (lane & 3);
+                float2 p0 = *(const float2*)xp, p1 = *(const float2*)(xp + 8);
+                bf[n][0] = pack_h2(p0.x, p0.y);
+                bf[n][1] = pack_h2(p1.x, p1.y);
+            }
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -979,17 +1007,18 @@ __device__ __forceinline__ void gq_mma(const u16* wh, const float* xs, int wm, i
     }
 }
 
-template <int TY, int BN, bool HD>
+template <int TY, int BN, bool HD, bool XH>
 __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64* gsm, const uint4* g16) {
     const int NT = BN / 32;
+    const int XS = BN * GQ_XLD * (XH ? 2 : 4);  // bytes of one activation stage
     const int RB = GQR<TY>::RB;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp & 1, wn = warp >> 1;
     const int ng = a.grp_off ? ngroups : 1;
     int* tst = (int*)smem;  // tst[e] = first token tile of group e; tst[ng] = total
     const int tsb = ((ng + 1) * 4 + 15) & ~15;
-    float* xst = (float*)(smem + tsb);
-    u8* wst = smem + tsb + GQ_ST * BN * GQ_XLD * 4;
+    u8* xst = smem + tsb;
+    u8* wst = smem + tsb + GQ_ST * XS;
     u16* wh = (u16*)(wst + GQ_ST * GQ_BM * RB);
     if (warp == 0) {
         int per = (ng + 31) >> 5;
@@ -1034,12 +1063,14 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         }
         const int tb = j0 + (tt - tst[e]) * BN;
         const int rb = rt * GQ_BM;
-        const float* xrow[NT];
+        // this thread's activation rows: 8 threads per f32 row (4 per f16 row) copy 16 bytes each
+        const u8* xrow[NT];
 #pragma unroll
         for (int i = 0; i < NT; i++) {
-            int tok = tb + (tid >> 3) + 32 * i;
+            int tok = XH ? tb + (tid >> 2) + 64 * i : tb + (tid >> 3) + 32 * i;
             xrow[i] = nullptr;
-            if (tok < j1) xrow[i] = a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx;
+            if ((!XH || i < BN / 64) && tok < j1)
+                xrow[i] = (const u8*)a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx * (XH ? 2 : 4);
         }
         float acc[4][NT][4];
 #pragma unroll
@@ -1051,7 +1082,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         // prologue: stages 0 .. ST-2 in flight, step 0 dequantized
 #pragma unroll
         for (int s = 0; s < GQ_ST - 1; s++) {
-            if (s < nk) gq_load<TY, BN>(wst + s * GQ_BM * RB, xst + s * BN * GQ_XLD, pay, hdr, rows, cols, rb, s * GQ_BK, xrow, a.x);
+            if (s < nk) gq_load<TY, BN, XH>(wst + s * GQ_BM * RB, xst + s * XS, pay, hdr, rows, cols, rb, s * GQ_BK, xrow, a.x);
             cp_commit();
         }
         cp_wait<GQ_ST - 2>();
@@ -1065,13 +1096,13 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
             int kn = kt + GQ_ST - 1;
             if (kn < nk) {
                 int sl = kn % GQ_ST;
-                gq_load<TY, BN>(wst + sl * GQ_BM * RB, xst + sl * BN * GQ_XLD, pay, hdr, rows, cols, rb, kn * GQ_BK, xrow, a.x);
+                gq_load<TY, BN, XH>(wst + sl * GQ_BM * RB, xst + sl * XS, pay, hdr, rows, cols, rb, kn * GQ_BK, xrow, a.x);
             }
             cp_commit();
             if (kt + 1 < nk)
                 gq_deq_stage<TY, HD>(wst + ((kt + 1) % GQ_ST) * GQ_BM * RB, wh + ((kt + 1) & 1) * GQ_BM * GQ_WLD, hdr, rb,
                                      cols, (kt + 1) * GQ_BK, gsm, g16);
-            gq_mma<BN>(wh + (kt & 1) * GQ_BM * GQ_WLD, xst + (kt % GQ_ST) * BN * GQ_XLD, wm, wn, lane, acc);
+            gq_mma<BN, XH>(wh + (kt & 1) * GQ_BM * GQ_WLD, xst + (kt % GQ_ST) * XS, wm, wn, lane, acc);
         }
 #pragma unroll
         for (int i = 0; i < 4; i++)
@@ -1093,30 +1124,26 @@ __device__ __forceinline__ void gemm_q_dispatch(const GemmArgs& a, int ngroups, 
     const bool hd = (a.flags & GQ_FLAG_HDEQ) != 0;
     if (hd && a.w.type == T_IQ2_XXS) gq_build_g16(g16);  // published by GRID_SMEM's barrier
     GRID_SMEM
+    // f16 activations (GQ_FLAG_XH) are built for the f16x2-dequantized quant types only: the
+    // host sets the flag for those (gq_xh_type in session.rs)
+    const bool xh = hd && (a.flags & GQ_FLAG_XH) != 0;
+#define GQ_BODY(TY)                                                       \
+    if (xh) gemm_q_body<TY, BN, true, true>(a, ngroups, smem, gsm, g16);  \
+    else if (hd) gemm_q_body<TY, BN, true, false>(a, ngroups, smem, gsm, g16); \
+    else gemm_q_body<TY, BN, false, false>(a, ngroups, smem, gsm, g16);
     switch (a.w.type) {
-        case T_F32: gemm_q_body<T_F32, BN, false>(a, ngroups, smem, gsm, g16); break;
-        case T_F16: gemm_q_body<T_F16, BN, false>(a, ngroups, smem, gsm, g16); break;
-        case T_Q8_0:
-            if (hd) gemm_q_body<T_Q8_0, BN, true>(a, ngroups, smem, gsm, g16);
-            else gemm_q_body<T_Q8_0, BN, false>(a, ngroups, smem, gsm, g16);
-            break;
-        case T_IQ2_XXS:
-            if (hd) gemm_q_body<T_IQ2_XXS, BN, true>(a, ngroups, smem, gsm, g16);
-            else gemm_q_body<T_IQ2_XXS, BN, false>(a, ngroups, smem, gsm, g16);
-            break;
-        case T_Q2_K:
-            if (hd) gemm_q_body<T_Q2_K, BN, true>(a, ngroups, smem, gsm, g16);
-            else gemm_q_body<T_Q2_K, BN, false>(a, ngroups, smem, gsm, g16);
-            break;
-        default:
-            if (hd) gemm_q_body<T_Q4_K, BN, true>(a, ngroups, smem, gsm, g16);
-            else gemm_q_body<T_Q4_K, BN, false>(a, ngroups, smem, gsm, g16);
-            break;
+        case T_F32: gemm_q_body<T_F32, BN, false, false>(a, ngroups, smem, gsm, g16); break;
+        case T_F16: gemm_q_body<T_F16, BN, false, false>(a, ngroups, smem, gsm, g16); break;
+        case T_Q8_0: GQ_BODY(T_Q8_0) break;
+        case T_IQ2_XXS: GQ_BODY(T_IQ2_XXS) break;
+        case T_Q2_K: GQ_BODY(T_Q2_K) break;
+        default: GQ_BODY(T_Q4_K) break;
     }
+#undef GQ_BODY
 }
 
-// Dynamic shared memory (bytes, see CudaSession::gemm): align16((ngroups+1)*4)
-//   + GQ_ST*BN*GQ_XLD*4 + GQ_ST*GQ_BM*RB(type) + 2*GQ_BM*GQ_WLD*2. Grid: persistent, any size.
+// Dynamic shared memory (bytes, see launch_gemm_q): align16((ngroups+1)*4)
+//   + GQ_ST*BN*GQ_XLD*(XH ? 2 : 4) + GQ_ST*GQ_BM*RB(type) + 2*GQ_BM*GQ_WLD*2. Grid: persistent, any size.
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int ngroups) {
     PDL_ENTRY;
     extern __shared__ __align__(16) u8 gq_smem[];

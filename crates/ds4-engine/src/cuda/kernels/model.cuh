@@ -32,85 +32,96 @@ __device__ float block_sum_f(float v, float* sh) {
 
 // hc_post (optional, when y != 0) followed by the partial sums of the next hc_pre: per
 // (token, 32-column slice) the sum of squares of the flattened state and the M partial dot
-// products with fn. grid (D/32, ceil(T/tt)), one warp per block, one column per lane.
-// The slice's fn values (M x N per column) are loaded once into registers and reused for the
-// block's tt tokens (prefill re-read fn from L2 for every token before); many small blocks
-// spread decode (T = 1) over the whole GPU. Per token the 32 lanes' partials are summed in
-// index order through shared memory (fixed order: deterministic).
-extern "C" __global__ void __launch_bounds__(32) hc_post_mix(float* S, const float* __restrict__ y,
-                                                             const float* __restrict__ post,
-                                                             const float* __restrict__ comb,
-                                                             const u16* __restrict__ fn, int M, int D, int N,
-                                                             int chunk, float* pdot, double* pss, int ny, int T, int tt) {
+// products with fn. grid (D/32, ceil(T/tt)), HCP_WARPS warps per block, one column per lane;
+// warp w takes the block's tokens w, w + HCP_WARPS, ... The slice's fn values are staged once
+// per block in shared memory as one float4 (the N <= 4 stream weights) per (mix, column), so
+// a token costs M vector loads of fn. Why this shape: prefill runs it on T = chunk tokens
+// (2.2 ms per call at 8K with one warp per block and a serial 32-step reduction per mix: the
+// reduction's shared-memory latency, not the 1 GB of state traffic, was the time). The M = 24
+// partial dots leave the warp by a shuffle reduce-scatter (halve the set at lane bits 4, 3, 2,
+// then a butterfly over bits 1, 0): 27 shuffles per token instead of 120, in a fixed pattern
+// (deterministic).
+#define HCP_WARPS 8
+static_assert(MAXM == 24, "hc_post_mix's reduce-scatter halves 24 mixes three times");
+extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const float* __restrict__ y,
+                                                              const float* __restrict__ post,
+                                                              const float* __restrict__ comb,
+                                                              const u16* __restrict__ fn, int M, int D, int N,
+                                                              int chunk, float* pdot, double* pss, int ny, int T, int tt) {
     PDL_ENTRY;
-    __shared__ float red[MAXM][33];
-    __shared__ double redd[32];
-    int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x;
+    __shared__ float4 fsh[MAXM][32];
+    int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     int d = sp * 32 + lane;
     bool ok = d < D;
     (void)chunk;
-    float f[MAXM][MAXN];
     i64 fstride = (i64)N * D;
+    for (int i = threadIdx.x; i < MAXM * 32; i += blockDim.x) {
+        int m = i >> 5, dd = sp * 32 + (i & 31);
+        float v[4];
 #pragma unroll
-    for (int m = 0; m < MAXM; m++)
-#pragma unroll
-        for (int b = 0; b < MAXN; b++) f[m][b] = (ok && m < M && b < N) ? h2f(fn[(i64)m * fstride + (i64)b * D + d]) : 0.f;
+        for (int b = 0; b < 4; b++) v[b] = (dd < D && m < M && b < N) ? h2f(fn[(i64)m * fstride + (i64)b * D + dd]) : 0.f;
+        fsh[m][i & 31] = make_float4(v[0], v[1], v[2], v[3]);
+    }
+    __syncthreads();
     int t1 = min(T, (int)(blockIdx.y + 1) * tt);
-    for (int t = blockIdx.y * tt; t < t1; t++) {
+    for (int t = blockIdx.y * tt + w; t < t1; t += HCP_WARPS) {
         float* St = S + (i64)t * N * D;
-        double ss = 0.0;
-        float dot[MAXM];
-#pragma unroll
-        for (int m = 0; m < MAXM; m++) dot[m] = 0.f;
+        float nv[4] = {0.f, 0.f, 0.f, 0.f};
         if (ok) {
-            float sv[MAXN], nv[MAXN];
+            float sv[4];
 #pragma unroll
-            for (int a = 0; a < MAXN; a++) sv[a] = a < N ? St[(i64)a * D + d] : 0.f;
+            for (int a = 0; a < 4; a++) sv[a] = a < N ? St[(i64)a * D + d] : 0.f;
             if (y) {
                 float yd = 0.f;
+#pragma unroll 4
                 for (int q = 0; q < ny; q++) yd += y[((i64)t * ny + q) * D + d];
 #pragma unroll
-                for (int b = 0; b < MAXN; b++) {
+                for (int b = 0; b < 4; b++) {
                     if (b < N) {
                         float acc = post[t * N + b] * yd;
 #pragma unroll
-                        for (int a = 0; a < MAXN; a++)
+                        for (int a = 0; a < 4; a++)
                             if (a < N) acc += comb[t * N * N + a * N + b] * sv[a];
                         nv[b] = acc;
                     }
                 }
 #pragma unroll
-                for (int b = 0; b < MAXN; b++)
+                for (int b = 0; b < 4; b++)
                     if (b < N) St[(i64)b * D + d] = nv[b];
             } else {
 #pragma unroll
-                for (int b = 0; b < MAXN; b++) nv[b] = sv[b];
+                for (int b = 0; b < 4; b++) nv[b] = sv[b];
             }
+        }
+        double ss = 0.0;
+        float v[MAXM];
 #pragma unroll
-            for (int b = 0; b < MAXN; b++) {
-                if (b < N) {
-                    ss += (double)nv[b] * (double)nv[b];
+        for (int b = 0; b < 4; b++) ss += (double)nv[b] * (double)nv[b];
 #pragma unroll
-                    for (int m = 0; m < MAXM; m++)
-                        if (m < M) dot[m] += f[m][b] * nv[b];
-                }
+        for (int m = 0; m < MAXM; m++) {
+            float4 f = fsh[m][lane];
+            v[m] = ((f.x * nv[0] + f.y * nv[1]) + f.z * nv[2]) + f.w * nv[3];
+        }
+        // reduce-scatter: after the three halvings lane holds mixes 3 * (lane >> 2) + 0..2
+#pragma unroll
+        for (int h = 12, off = 16; h >= 3; h >>= 1, off >>= 1) {
+            bool hi = lane & off;
+#pragma unroll
+            for (int i = 0; i < h; i++) {
+                float keep = hi ? v[i + h] : v[i], send = hi ? v[i] : v[i + h];
+                v[i] = keep + __shfl_xor_sync(0xffffffffu, send, off);
             }
         }
 #pragma unroll
-        for (int m = 0; m < MAXM; m++)
-            if (m < M) red[m][lane] = dot[m];
-        redd[lane] = ss;
-        __syncwarp();
-        if (lane < M) {
-            float a = 0.f;
-            for (int i = 0; i < 32; i++) a += red[lane][i];
-            pdot[((i64)t * M + lane) * nsplit + sp] = a;
-        } else if (lane == M) {
-            double a = 0.0;
-            for (int i = 0; i < 32; i++) a += redd[i];
-            pss[(i64)t * nsplit + sp] = a;
-        }
-        __syncwarp();
+        for (int off = 2; off >= 1; off >>= 1)
+#pragma unroll
+            for (int i = 0; i < 3; i++) v[i] += __shfl_xor_sync(0xffffffffu, v[i], off);
+#pragma unroll
+        for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+        int j = lane & 3, m = 3 * (lane >> 2) + j;
+        float r = j == 0 ? v[0] : (j == 1 ? v[1] : v[2]);
+        if (j < 3 && m < M) pdot[((i64)t * M + m) * nsplit + sp] = r;
+        if (lane == 3) pss[(i64)t * nsplit + sp] = ss;
     }
 }
 
@@ -1280,15 +1291,19 @@ extern "C" __global__ void __launch_bounds__(1024) moe_group2(const int* __restr
 }
 
 // mid = silu(min(g, c)) * clamp(u, -c, c) * w   (w = 1 when pw == 0)
+// mid16 != 0: the result is stored rounded to f16 there instead (the f16-activation expert
+// GEMM, GQ_FLAG_XH; the same rounding the f32 path gets inside the GEMM).
 extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __restrict__ u,
-                                   const float* __restrict__ pw, int n, int F, float clamp, float* mid) {
+                                   const float* __restrict__ pw, int n, int F, float clamp, float* mid, u16* mid16) {
     PDL_ENTRY;
     i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (i64)n * F) return;
     float gg = fminf(g[i], clamp);
     float uu = fminf(fmaxf(u[i], -clamp), clamp);
     float m = siluf_(gg) * uu;
-    mid[i] = pw ? m * pw[i / F] : m;
+    m = pw ? m * pw[i / F] : m;
+    if (mid16) mid16[i] = f2h(m);
+    else mid[i] = m;
 }
 
 // out[t] = sum_i ypair[pair_of[t*K+i]] (selection order) + shared[t]
