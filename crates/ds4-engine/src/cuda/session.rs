@@ -168,7 +168,8 @@ pub(crate) struct HcFinish {
 }
 
 /// Buffers and constants of the hyper-connection kernels: S [T][N][D], post [T][N], comb
-/// [T][N][N], the partial sums pdot [T][M][split] / pss [T][split], hc_step's tickets [T].
+/// [T][N][N], the partial sums pdot ([T][M][split] from hc_step, [T][split][M] from hc_post_mix
+/// for hc_finish) / pss [T][split], hc_step's tickets [T].
 #[derive(Clone, Copy)]
 pub(crate) struct HcBufs {
     pub s: DevPtr,

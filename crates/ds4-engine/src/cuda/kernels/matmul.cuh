@@ -47,6 +47,16 @@ __device__ __forceinline__ void q4k_scale_min(int j, const u8* s, int& sc, int& 
         m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
     }
 }
+// The same from the 12 scale bytes held in three loaded words (bytes 0-3, 4-7, 8-11): a
+// runtime-indexed byte array made of loaded words goes through local memory.
+__device__ __forceinline__ void q4k_scale_min_w(int j, u32 w0, u32 w1, u32 w2, int& sc, int& m) {
+    auto b = [&](int i) -> int { return (int)(((i < 4 ? w0 : (i < 8 ? w1 : w2)) >> (8 * (i & 3))) & 255); };
+    if (j < 4) { sc = b(j) & 63; m = b(j + 4) & 63; }
+    else {
+        sc = (b(j + 4) & 15) | ((b(j - 4) >> 6) << 4);
+        m = (b(j + 4) >> 4) | ((b(j) >> 6) << 4);
+    }
+}
 
 // Dequantize 8 consecutive values of row `row`, starting at column c (c % 8 == 0).
 // Every kernel that may decode IQ2_XXS copies the grid into shared memory first: the lookup

@@ -35,13 +35,24 @@ __device__ float block_sum_f(float v, float* sh) {
 // products with fn. grid (D/32, ceil(T/tt)), HCP_WARPS warps per block, one column per lane;
 // warp w takes the block's tokens w, w + HCP_WARPS, ... The slice's fn values are staged once
 // per block in shared memory as one float4 (the N <= 4 stream weights) per (mix, column), so
-// a token costs M vector loads of fn. Why this shape: prefill runs it on T = chunk tokens
-// (2.2 ms per call at 8K with one warp per block and a serial 32-step reduction per mix: the
-// reduction's shared-memory latency, not the 1 GB of state traffic, was the time). The M = 24
-// partial dots leave the warp by a shuffle reduce-scatter (halve the set at lane bits 4, 3, 2,
-// then a butterfly over bits 1, 0): 27 shuffles per token instead of 120, in a fixed pattern
-// (deterministic).
+// a token costs M vector loads of fn. The M = 24 partial dots leave the warp by a shuffle
+// reduce-scatter (halve the set at lane bits 4, 3, 2, then a butterfly over bits 1, 0): 27
+// shuffles per token instead of 120, in a fixed pattern (deterministic), and are stored
+// [t][split][m]: 96 contiguous bytes per (token, block). Why: prefill runs this on T = chunk
+// tokens, and with [t][m][split] (what hc_step keeps) every partial was its own L2 write
+// (Nsight Compute at 8K: L2 92% busy, DRAM 8%, 1.8 ms per call).
 #define HCP_WARPS 8
+// One reduce-scatter step over lane bit OFF: lanes with the bit set keep v[H..2H), the others
+// v[0..H); each adds its partner's copy of the half it keeps, into v[0..H).
+template <int H, int OFF>
+__device__ __forceinline__ void rs_half(float (&v)[MAXM], int lane) {
+    bool hi = lane & OFF;
+#pragma unroll
+    for (int i = 0; i < H; i++) {
+        float keep = hi ? v[i + H] : v[i], send = hi ? v[i] : v[i + H];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, OFF);
+    }
+}
 static_assert(MAXM == 24, "hc_post_mix's reduce-scatter halves 24 mixes three times");
 extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const float* __restrict__ y,
                                                               const float* __restrict__ post,
@@ -103,15 +114,10 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const fl
             v[m] = ((f.x * nv[0] + f.y * nv[1]) + f.z * nv[2]) + f.w * nv[3];
         }
         // reduce-scatter: after the three halvings lane holds mixes 3 * (lane >> 2) + 0..2
-#pragma unroll
-        for (int h = 12, off = 16; h >= 3; h >>= 1, off >>= 1) {
-            bool hi = lane & off;
-#pragma unroll
-            for (int i = 0; i < h; i++) {
-                float keep = hi ? v[i + h] : v[i], send = hi ? v[i] : v[i + h];
-                v[i] = keep + __shfl_xor_sync(0xffffffffu, send, off);
-            }
-        }
+        // (template steps: with a loop the compiler kept v in local memory)
+        rs_half<12, 16>(v, lane);
+        rs_half<6, 8>(v, lane);
+        rs_half<3, 4>(v, lane);
 #pragma unroll
         for (int off = 2; off >= 1; off >>= 1)
 #pragma unroll
@@ -120,7 +126,7 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const fl
         for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
         int j = lane & 3, m = 3 * (lane >> 2) + j;
         float r = j == 0 ? v[0] : (j == 1 ? v[1] : v[2]);
-        if (j < 3 && m < M) pdot[((i64)t * M + m) * nsplit + sp] = r;
+        if (j < 3 && m < M) pdot[((i64)t * nsplit + sp) * M + m] = r;  // [t][split][m]
         if (lane == 3) pss[(i64)t * nsplit + sp] = ss;
     }
 }
@@ -193,7 +199,10 @@ __device__ __forceinline__ void sinkhorn_nt(float (&c)[MAXN][MAXN], int iters, f
 // while the other warps write the normalized row, synchronizing among themselves only (the
 // Sinkhorn is off their critical path; no block-wide barrier after the first). Loads bypass
 // L1 (__ldcg): in hc_step the last block reads what the other blocks of the same grid wrote.
-__device__ void hc_finish_tok(int t, const float* S, const float* pdot, const double* pss, int nsplit, int M, int D,
+// pdot layout: token t's partial of mix m from split s at t*M*nsplit + m*pm + s*ps: hc_step
+// writes [t][m][split] (pm = nsplit, ps = 1: the finishing block's loads coalesce), hc_post_mix
+// [t][split][m] (pm = 1, ps = M: its warps store 24 consecutive floats).
+__device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, int ps, const double* pss, int nsplit, int M, int D,
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
                               const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,
                               float* comb_out, float* xn_out, signed char* q8s, float2* q8d, float* xsh,
@@ -225,8 +234,11 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, const do
     for (int m = w; m <= M; m += nw) {
         if (m < M) {
             float a = 0.f;
+            const float* pp = pdot + (i64)t * M * nsplit + m * pm;
+            // ps == 1: written by other blocks of this launch (hc_step), so read from L2; else
+            // by an earlier launch, and the warps' strided loads share L1 lines
 #pragma unroll 4
-            for (int s = lane; s < nsplit; s += 32) a += __ldcg(pdot + ((i64)t * M + m) * nsplit + s);  // coalesced: [t][m][split]
+            for (int s = lane; s < nsplit; s += 32) a += ps == 1 ? __ldcg(pp + s) : pp[(i64)s * ps];
             a = warp_sum(a);
             if (lane == 0) mix_s[m] = a;
         } else {
@@ -339,7 +351,7 @@ extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __rest
                                                             float* xn_out) {
     PDL_ENTRY;
     extern __shared__ float xsh[];
-    hc_finish_tok(blockIdx.x, S, pdot, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, xn_out,
+    hc_finish_tok(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, xn_out,
                   nullptr, nullptr, xsh);
 }
 
@@ -456,7 +468,7 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
     __syncthreads();
     if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 2] = gtimer();
     if (!last_s) return;
-    hc_finish_tok(t, a.S, a.pdot, a.pss, nsplit, M, D, N, a.scale, a.base, a.norm_w, a.eps, a.iters, a.hc_eps, a.post_out,
+    hc_finish_tok(t, a.S, a.pdot, nsplit, 1, a.pss, nsplit, M, D, N, a.scale, a.base, a.norm_w, a.eps, a.iters, a.hc_eps, a.post_out,
                   a.comb_out, a.xn_out, a.q8s, a.q8d, xsh, a.trace ? a.trace + 3 * nsplit : nullptr);
 }
 

@@ -121,11 +121,9 @@ __device__ __forceinline__ float mvq_gdot(const u8* __restrict__ pay, const u8* 
         const u8* P = pay + blk * 128 + 32 * (j >> 1);
         uint4 q0 = __ldg((const uint4*)P), q1 = __ldg((const uint4*)(P + 16));
         uint4 hh = __ldg((const uint4*)H);
-        u8 hb[16];
-        *(uint4*)hb = hh;
         float d = h2f((u16)(hh.x & 0xffff)), dmin = h2f((u16)(hh.x >> 16));
         int sc, m;
-        q4k_scale_min(j, hb + 4, sc, m);
+        q4k_scale_min_w(j, hh.y, hh.z, hh.w, sc, m);
         u32 w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
         int a = 0;
 #pragma unroll
@@ -140,7 +138,8 @@ __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed
                                          const u8* hdr2, int ks, float (*red)[8], const u64* gsm) {
     int cols = j.w.cols, rows = j.w.rows;
     int ng = cols >> 5;
-    int g0 = (int)((i64)ng * ks / j.wk), g1 = (int)((i64)ng * (ks + 1) / j.wk);
+    // 32-bit: ng * wk is small (a 64-bit division is a called routine with a stack frame)
+    int g0 = ng * ks / j.wk, g1 = ng * (ks + 1) / j.wk;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     bool paired = pay2 != nullptr;
     int rr[R];
