@@ -10,7 +10,7 @@
 use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
-    gemm_q_bn, gemm_q_flags, gq_xh_ok, launch_x_to_f16, GQ_FLAG_XH, launch_gemm_q, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
+    gemm_q_bn, gemm_q_flags, gq_xh_ok, launch_x_to_f16, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
 use super::weights::{upload_raw_mat, GMat};
@@ -1055,6 +1055,25 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9} {:>9.2e} {:>9.2e} {:>5} bits {} grouped, cvt={cvt:.3}ms, speedup={:.2}x",
                     "", "", "grouped_xh", ms_x, gflop / ms_x, "", vs, mx, "", if same { "==" } else { "!=" }, ms_g / ms_x
                 );
+                // the wgmma kernel on the same f16 rows (sm_90a builds, 128-token tiles)
+                if gpu.cc == (9, 0) && bn == 128 {
+                    let gw = || {
+                        let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
+                        a.x = x16.ptr;
+                        launch_gemm_q_kernel(gpu, a, GEMM_E, bn, true)
+                    };
+                    gpu.htod(yblas.ptr, &nan)?;
+                    gw()?;
+                    let hw = get(&yblas)?;
+                    let ms_w = time(reps, &gw)?;
+                    let same_w = get(&yblas)?.iter().zip(&hw).all(|(p, q)| p.to_bits() == q.to_bits());
+                    let (rel_w, _, bad_w) = gemm_err(&hw, &href, pairs, rows, rows);
+                    let (vs, mx, _) = gemm_err(&hw, &hgrp, pairs, rows, rows);
+                    println!(
+                        "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} speedup={:.2}x over grouped",
+                        "", "", "grouped_wg", ms_w, gflop / ms_w, rel_w, vs, mx, bad_w, if same_w { "same" } else { "DIFFERENT" }, ms_g / ms_w
+                    );
+                }
             }
             // the cuBLAS expert path
             let call = ExpCall { w: m.wmat(), n_exp: GEMM_E, x: xb.ptr, ldx: cols, gather: gath, y: yblas.ptr, ldy: rows };

@@ -1222,6 +1222,15 @@ pub(crate) fn launch_x_to_f16(gpu: &Gpu, x: DevPtr, ldx: usize, cols: usize, t: 
     gpu.launch("x_to_f16", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)
 }
 
+/// Whether f16-activation grouped GEMMs with 128-token tiles take the wgmma kernel
+/// (gemm_qw128, matmul.cuh): where the kernels were built for sm_90a (`arch_for`), unless
+/// `DS4_GEMM_WG=0`. Same error against the f32 reference as gemm_q128 (kernel bench); prefill
+/// at 8K 5885 -> 6047 t/s (same call).
+pub(crate) fn gemm_wg(gpu: &Gpu) -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    gpu.cc == (9, 0) && *V.get_or_init(|| std::env::var("DS4_GEMM_WG").map(|v| v != "0").unwrap_or(true))
+}
+
 /// Raw weight bytes gemm_q stages per row per K step (`GQR<TY>::RB` in matmul.cuh).
 fn gq_raw_bytes(ty: i32) -> usize {
     match ty {
@@ -1265,6 +1274,13 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
 /// when a.grp_off == 0). Persistent grid: two blocks per SM (what the shared memory allows),
 /// fewer when there are fewer tiles.
 pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize) -> Result<()> {
+    let wg = bn == 128 && a.flags & GQ_FLAG_XH != 0 && gemm_wg(gpu);
+    launch_gemm_q_kernel(gpu, a, ngroups, bn, wg)
+}
+
+/// launch_gemm_q with the kernel chosen by the caller: `wg` = gemm_qw128 (needs bn 128, f16
+/// activations and an sm_90a build; the kernel bench compares it with gemm_q128).
+pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, wg: bool) -> Result<()> {
     if a.t <= 0 {
         return Ok(());
     }
@@ -1273,7 +1289,13 @@ pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize) -
     let smem = ((ng + 1) * 4).div_ceil(16) * 16 + 3 * bn * 40 * xbytes + 3 * 128 * gq_raw_bytes(a.w.ty) + 2 * 128 * 40 * 2;
     let upper = (a.w.rows as usize).div_ceil(128) * (a.t as usize).div_ceil(bn) * ng;
     let grid = upper.min(2 * gpu.sm_count.max(1) as usize).max(1);
-    let name = if bn == 128 { "gemm_q128" } else { "gemm_q64" };
+    let name = if wg {
+        "gemm_qw128"
+    } else if bn == 128 {
+        "gemm_q128"
+    } else {
+        "gemm_q64"
+    };
     gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, Args::new().a(a).a(ng as i32))
 }
 

@@ -727,11 +727,60 @@ __device__ __forceinline__ void ldsm_x4(u32* r, u32 addr) {
 // the 4-byte-aligned word holding a 2-byte header (cp.async needs 4-byte alignment)
 __device__ __forceinline__ const u8* al4(const u8* p) { return (const u8*)((u64)p & ~(u64)3); }
 
+// ---- wgmma (sm_90a) variant of the grouped GEMM (GemmArgs with GQ_FLAG_XH; gemm_qw128) ----
+// Both operands come from shared memory in the canonical no-swizzle K-major layout: "core
+// matrices" of 8 rows x 8 k (16 bytes per row, 128 contiguous bytes), k-adjacent core matrices
+// 128 bytes apart (LBO), row-group-adjacent ones 512 bytes apart (SBO: the 4 core matrices of
+// a 32-k step). The weight tile (dequantized f16, as for mma.sync) and the f16 activation tile
+// use the same layout; each warpgroup (4 warps) multiplies its 64 weight rows by the BN tokens
+// with two m64nBNk16 wgmma per K step, asynchronously: the next step's dequantization runs
+// while the tensor cores work. Why: mma.sync fed by ldmatrix topped out at ~140 TFLOP/s here
+// (Nsight Compute: the warps wait on their shared-memory loads); wgmma reads the operands
+// itself.
+// Byte offset of (row, 16-byte chunk c) of a 32-k step tile in that layout.
+__device__ __forceinline__ u32 wg_off(int row, int c) { return (u32)((row >> 3) * 512 + c * 128 + (row & 7) * 16); }
+__device__ __forceinline__ u64 wg_desc(u32 saddr) {
+    return (u64)((saddr & 0x3FFFF) >> 4) | ((u64)(128 >> 4) << 16) | ((u64)(512 >> 4) << 32);
+}
+// generic-proxy shared-memory writes (st.shared, cp.async) made visible to wgmma's reads
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define WG_OK 1
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_mma128(float (&d)[16][4], u64 da, u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+        : "l"(da), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void wg_mma64(float (&d)[8][4], u64 da, u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+        : "l"(da), "l"(db), "r"(1));
+}
+#else
+#define WG_OK 0
+#endif
+template <int N>
+__device__ __forceinline__ void wg_pin(float (&d)[N / 8][4]) {
+#pragma unroll
+    for (int j = 0; j < N / 8; j++)
+#pragma unroll
+        for (int q = 0; q < 4; q++) asm volatile("" : "+f"(d[j][q])::"memory");
+}
+
 // Issue the copies of one K step (columns k0 .. k0+31) into a stage: weight rows rb..rb+127
 // (raw bytes, RB per row) and BN activation rows (row stride GQ_XLD elements: f32, or f16 when
 // XH). xrow: this thread's activation rows (bytes; null past the group's end), see gq_xrow.
-template <int TY, int BN, bool XH>
-__device__ __forceinline__ void gq_load(u8* wst, u8* xst, const u8* pay, const u8* hdr, int rows, int cols, int rb,
+// prow / hrow: this thread's weight row (payload, header; row 0 when past the matrix, wok
+// false: zero-filled), so a step's addresses are 32-bit offsets from them.
+template <int TY, int BN, bool XH, bool WG = false>
+__device__ __forceinline__ void gq_load(u8* wst, u8* xst, const u8* prow, const u8* hrow, bool wok,
                                         int k0, const u8* const (&xrow)[BN / 32], const void* xdef) {
     const int tid = threadIdx.x;
     const int RB = GQR<TY>::RB, NP = GQR<TY>::NP;
@@ -740,7 +789,8 @@ __device__ __forceinline__ void gq_load(u8* wst, u8* xst, const u8* pay, const u
         for (int i = 0; i < BN / 64; i++) {
             int tl = (tid >> 2) + 64 * i, part = tid & 3;
             const void* s = xrow[i] ? (const void*)(xrow[i] + (k0 + part * 8) * 2) : xdef;
-            cp_async16(smem_u32(xst + (tl * GQ_XLD + part * 8) * 2), s, xrow[i] ? 16 : 0);
+            u32 off = WG ? wg_off(tl, part) : (tl * GQ_XLD + part * 8) * 2;
+            cp_async16(smem_u32(xst + off), s, xrow[i] ? 16 : 0);
         }
     } else {
 #pragma unroll
@@ -750,41 +800,38 @@ __device__ __forceinline__ void gq_load(u8* wst, u8* xst, const u8* pay, const u
             cp_async16(smem_u32(xst + (tl * GQ_XLD + part * 4) * 4), s, xrow[i] ? 16 : 0);
         }
     }
+    // every copy of this thread is of weight row tid % 128 (256 * i does not change it)
+    const int row = tid & (GQ_BM - 1);
 #pragma unroll
     for (int i = 0; i < (GQ_BM * NP + 255) / 256; i++) {
         int p = tid + 256 * i;
         if ((GQ_BM * NP) % 256 != 0 && p >= GQ_BM * NP) break;
-        int row = p & (GQ_BM - 1), q = p >> 7;
-        int r = rb + row;
-        bool ok = r < rows;
-        if (!ok) r = 0;
-        int n = ok ? 16 : 0;
+        int q = p >> 7;
+        int n = wok ? 16 : 0;
         u32 d = smem_u32(wst + row * RB + q * 16);
         if (TY == T_F32) {
-            cp_async16(d, pay + ((i64)r * cols + k0) * 4 + q * 16, n);
+            cp_async16(d, prow + k0 * 4 + q * 16, n);
         } else if (TY == T_F16) {
-            cp_async16(d, pay + ((i64)r * cols + k0) * 2 + q * 16, n);
+            cp_async16(d, prow + k0 * 2 + q * 16, n);
         } else if (TY == T_Q8_0) {
-            i64 blk = (i64)r * (cols >> 5) + (k0 >> 5);
-            if (q < 2) cp_async16(d, pay + blk * 32 + q * 16, n);
-            else cp_async4(d, al4(hdr + blk * 2), ok ? 4 : 0);
+            int b = k0 >> 5;
+            if (q < 2) cp_async16(d, prow + b * 32 + q * 16, n);
+            else cp_async4(d, al4(hrow + b * 2), wok ? 4 : 0);
         } else if (TY == T_IQ2_XXS) {
-            i64 blk = (i64)r * (cols >> 8) + (k0 >> 8);
-            if (q == 0) cp_async8(smem_u32(wst + row * RB), pay + blk * 64 + ((k0 >> 5) & 7) * 8, ok ? 8 : 0);
-            else cp_async4(smem_u32(wst + row * RB + 8), al4(hdr + blk * 2), ok ? 4 : 0);
+            // sub-block (k0 / 32) % 8 of block k0 / 256: 8 bytes at 64 * (k0 / 256) + 8 * ((k0 / 32) % 8)
+            if (q == 0) cp_async8(smem_u32(wst + row * RB), prow + (k0 >> 5) * 8, wok ? 8 : 0);
+            else cp_async4(smem_u32(wst + row * RB + 8), al4(hrow + (k0 >> 8) * 2), wok ? 4 : 0);
         } else if (TY == T_Q2_K) {
-            i64 blk = (i64)r * (cols >> 8) + (k0 >> 8);
-            int h = (k0 >> 7) & 1;
+            int b = k0 >> 8, h = (k0 >> 7) & 1;
             // scale bytes j = 8h + 2s, +1 of this 32-column step share one aligned word
             int sw = (8 * h + 2 * ((k0 >> 5) & 3)) & ~3;
-            if (q < 2) cp_async16(d, pay + blk * 80 + 16 + 32 * h + q * 16, n);
-            else if (q == 2) cp_async4(d, pay + blk * 80 + sw, ok ? 4 : 0);
-            else cp_async4(smem_u32(wst + row * RB + 36), hdr + blk * 4, ok ? 4 : 0);
+            if (q < 2) cp_async16(d, prow + b * 80 + 16 + 32 * h + q * 16, n);
+            else if (q == 2) cp_async4(d, prow + b * 80 + sw, wok ? 4 : 0);
+            else cp_async4(smem_u32(wst + row * RB + 36), hrow + b * 4, wok ? 4 : 0);
         } else {  // Q4_K
-            i64 blk = (i64)r * (cols >> 8) + (k0 >> 8);
-            int j = (k0 >> 5) & 7;
-            if (q < 2) cp_async16(d, pay + blk * 128 + 32 * (j >> 1) + q * 16, n);
-            else cp_async16(d, hdr + blk * 16, n);
+            int b = k0 >> 8, j = (k0 >> 5) & 7;
+            if (q < 2) cp_async16(d, prow + b * 128 + 32 * (j >> 1) + q * 16, n);
+            else cp_async16(d, hrow + b * 16, n);
         }
     }
 }
@@ -958,20 +1005,26 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
 
 // Dequantize a staged K step into the f16 tile: thread -> row tid & 127, groups tid>>7 and +2
 // (consecutive threads on consecutive rows: the 16-byte stores of a phase hit distinct banks).
-template <int TY, bool HD>
-__device__ __forceinline__ void gq_deq_stage(const u8* wst, u16* wh, const u8* hdr, int rb, int cols, int k0,
-                                             const u64* gsm, const uint4* g16) {
+// hrow: the row's header (gq_load), for the offset of the 2-byte d inside its staged word.
+// Both groups are decoded before either is stored (the stores could alias the staged bytes
+// for the compiler, which then reloaded them after the first store).
+template <int TY, bool HD, bool WG = false>
+__device__ __forceinline__ void gq_deq_stage(const u8* wst, u16* wh, const u8* hrow, int k0, const u64* gsm,
+                                             const uint4* g16) {
     const int tid = threadIdx.x;
     int row = tid & (GQ_BM - 1), g0 = tid >> 7;
     const u8* R = wst + row * GQR<TY>::RB;
     int hs = 0;
-    if (TY == T_Q8_0) hs = (int)((u64)(hdr + ((i64)(rb + row) * (cols >> 5) + (k0 >> 5)) * 2) & 2);
-    if (TY == T_IQ2_XXS) hs = (int)((u64)(hdr + ((i64)(rb + row) * (cols >> 8) + (k0 >> 8)) * 2) & 2);
+    if (TY == T_Q8_0) hs = (int)((u64)(hrow + (k0 >> 5) * 2) & 2);
+    if (TY == T_IQ2_XXS) hs = (int)((u64)(hrow + (k0 >> 8) * 2) & 2);
+    uint4 v[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) v[h] = HD ? gq_deqh<TY>(R, g0 + 2 * h, k0, hs, g16) : gq_deq<TY>(R, g0 + 2 * h, k0, hs, gsm);
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         int g = g0 + 2 * h;
-        if (HD) *(uint4*)(wh + row * GQ_WLD + g * 8) = gq_deqh<TY>(R, g, k0, hs, g16);
-        else *(uint4*)(wh + row * GQ_WLD + g * 8) = gq_deq<TY>(R, g, k0, hs, gsm);
+        if (WG) *(uint4*)((u8*)wh + wg_off(row, g)) = v[h];
+        else *(uint4*)(wh + row * GQ_WLD + g * 8) = v[h];
     }
 }
 
@@ -1017,7 +1070,7 @@ __device__ __forceinline__ void gq_mma(const u16* wh, const u8* xsb, int wm, int
     }
 }
 
-template <int TY, int BN, bool HD, bool XH>
+template <int TY, int BN, bool HD, bool XH, bool WG = false>
 __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64* gsm, const uint4* g16) {
     const int NT = BN / 32;
     const int XS = BN * GQ_XLD * (XH ? 2 : 4);  // bytes of one activation stage
@@ -1073,6 +1126,11 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         }
         const int tb = j0 + (tt - tst[e]) * BN;
         const int rb = rt * GQ_BM;
+        int wr = rb + (tid & (GQ_BM - 1));
+        const bool wok = wr < rows;
+        if (!wok) wr = 0;
+        const u8* prow = pay + (i64)wr * ((cols / QT<TY>::BL) * QT<TY>::PB);
+        const u8* hrow = hdr + (i64)wr * ((cols / QT<TY>::BL) * QT<TY>::HB);
         // this thread's activation rows: 8 threads per f32 row (4 per f16 row) copy 16 bytes each
         const u8* xrow[NT];
 #pragma unroll
@@ -1082,48 +1140,93 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
             if ((!XH || i < BN / 64) && tok < j1)
                 xrow[i] = (const u8*)a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx * (XH ? 2 : 4);
         }
+        // mma.sync: acc[i][n][q] (warp tile 64 x BN/4); wgmma: accw[j][q] (warpgroup tile 64 x BN)
         float acc[4][NT][4];
+        float accw[BN / 8][4];
+        if (WG) {
 #pragma unroll
-        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < BN / 8; j++) accw[j][0] = accw[j][1] = accw[j][2] = accw[j][3] = 0.f;
+        } else {
 #pragma unroll
-            for (int n = 0; n < NT; n++)
+            for (int i = 0; i < 4; i++)
 #pragma unroll
-                for (int q = 0; q < 4; q++) acc[i][n][q] = 0.f;
+                for (int n = 0; n < NT; n++)
+#pragma unroll
+                    for (int q = 0; q < 4; q++) acc[i][n][q] = 0.f;
+        }
         // prologue: stages 0 .. ST-2 in flight, step 0 dequantized
 #pragma unroll
         for (int s = 0; s < GQ_ST - 1; s++) {
-            if (s < nk) gq_load<TY, BN, XH>(wst + s * GQ_BM * RB, xst + s * XS, pay, hdr, rows, cols, rb, s * GQ_BK, xrow, a.x);
+            if (s < nk) gq_load<TY, BN, XH, WG>(wst + s * GQ_BM * RB, xst + s * XS, prow, hrow, wok, s * GQ_BK, xrow, a.x);
             cp_commit();
         }
         cp_wait<GQ_ST - 2>();
         __syncthreads();
-        gq_deq_stage<TY, HD>(wst, wh, hdr, rb, cols, 0, gsm, g16);
+        gq_deq_stage<TY, HD, WG>(wst, wh, hrow, 0, gsm, g16);
         for (int kt = 0; kt < nk; kt++) {
             // step kt+1 landed (own copies), then the barrier publishes it and the dequantized
             // tile of step kt, and retires every read of step kt-1's stage and f16 buffer.
             cp_wait<GQ_ST - 3>();
+            if (WG) fence_proxy_async();
             __syncthreads();
             int kn = kt + GQ_ST - 1;
             if (kn < nk) {
                 int sl = kn % GQ_ST;
-                gq_load<TY, BN, XH>(wst + sl * GQ_BM * RB, xst + sl * XS, pay, hdr, rows, cols, rb, kn * GQ_BK, xrow, a.x);
+                gq_load<TY, BN, XH, WG>(wst + sl * GQ_BM * RB, xst + sl * XS, prow, hrow, wok, kn * GQ_BK, xrow, a.x);
             }
             cp_commit();
+            if (WG) {
+#if WG_OK
+                // this warpgroup's 64 weight rows (8 row groups of 512 bytes) x the BN tokens,
+                // two k16 halves (256 bytes apart)
+                u32 wa = smem_u32((u8*)(wh + (kt & 1) * GQ_BM * GQ_WLD)) + (warp >> 2) * 4096;
+                u32 xa = smem_u32(xst + (kt % GQ_ST) * XS);
+                wg_fence();
+                if constexpr (BN == 128) {
+                    wg_mma128(*(float(*)[16][4])accw, wg_desc(wa), wg_desc(xa));
+                    wg_mma128(*(float(*)[16][4])accw, wg_desc(wa + 256), wg_desc(xa + 256));
+                } else {
+                    wg_mma64(*(float(*)[8][4])accw, wg_desc(wa), wg_desc(xa));
+                    wg_mma64(*(float(*)[8][4])accw, wg_desc(wa + 256), wg_desc(xa + 256));
+                }
+                wg_commit();
+#endif
+            }
             if (kt + 1 < nk)
-                gq_deq_stage<TY, HD>(wst + ((kt + 1) % GQ_ST) * GQ_BM * RB, wh + ((kt + 1) & 1) * GQ_BM * GQ_WLD, hdr, rb,
-                                     cols, (kt + 1) * GQ_BK, gsm, g16);
-            gq_mma<BN, XH>(wh + (kt & 1) * GQ_BM * GQ_WLD, xst + (kt % GQ_ST) * XS, wm, wn, lane, acc);
+                gq_deq_stage<TY, HD, WG>(wst + ((kt + 1) % GQ_ST) * GQ_BM * RB, wh + ((kt + 1) & 1) * GQ_BM * GQ_WLD, hrow,
+                                         (kt + 1) * GQ_BK, gsm, g16);
+            if (WG) {
+#if WG_OK
+                wg_wait0();  // the operands of this step are reread only after the next barrier
+                wg_pin<BN>(accw);
+#endif
+            } else {
+                gq_mma<BN, XH>(wh + (kt & 1) * GQ_BM * GQ_WLD, xst + (kt % GQ_ST) * XS, wm, wn, lane, acc);
+            }
         }
+        if (WG) {
+            // accumulator (j, q) of a warpgroup thread: row 16 * (warp % 4) + lane / 4 (+8 for
+            // q >= 2) of the warpgroup's 64, token 8j + 2 (lane % 4) (+1 for odd q)
 #pragma unroll
-        for (int i = 0; i < 4; i++)
-#pragma unroll
-            for (int n = 0; n < NT; n++)
+            for (int j = 0; j < BN / 8; j++)
 #pragma unroll
                 for (int q = 0; q < 4; q++) {
-                    int r = rb + wm * 64 + i * 16 + (lane >> 2) + ((q >> 1) << 3);
-                    int tk = tb + wn * (BN / 4) + n * 8 + 2 * (lane & 3) + (q & 1);
-                    if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[i][n][q];
+                    int r = rb + (warp >> 2) * 64 + (warp & 3) * 16 + (lane >> 2) + ((q >> 1) << 3);
+                    int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
+                    if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = accw[j][q];
                 }
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int n = 0; n < NT; n++)
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        int r = rb + wm * 64 + i * 16 + (lane >> 2) + ((q >> 1) << 3);
+                        int tk = tb + wn * (BN / 4) + n * 8 + 2 * (lane & 3) + (q & 1);
+                        if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[i][n][q];
+                    }
+        }
         __syncthreads();  // the next tile's prologue overwrites the stages and f16 tile
     }
 }
@@ -1158,6 +1261,25 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int n
     PDL_ENTRY;
     extern __shared__ __align__(16) u8 gq_smem[];
     gemm_q_dispatch<128>(a, ngroups, gq_smem);
+}
+// wgmma variant (see wg_off): f16 activations (GQ_FLAG_XH) and the f16x2-dequantized types
+// only; compiled for sm_90a (a trap elsewhere: the host launches it only there).
+extern "C" __global__ void __launch_bounds__(256, 2) gemm_qw128(GemmArgs a, int ngroups) {
+    PDL_ENTRY;
+    extern __shared__ __align__(16) u8 gq_smem[];
+#if WG_OK
+    __shared__ uint4 g16[256];
+    if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);
+    GRID_SMEM
+    switch (a.w.type) {
+        case T_Q8_0: gemm_q_body<T_Q8_0, 128, true, true, true>(a, ngroups, gq_smem, gsm, g16); break;
+        case T_IQ2_XXS: gemm_q_body<T_IQ2_XXS, 128, true, true, true>(a, ngroups, gq_smem, gsm, g16); break;
+        case T_Q2_K: gemm_q_body<T_Q2_K, 128, true, true, true>(a, ngroups, gq_smem, gsm, g16); break;
+        default: gemm_q_body<T_Q4_K, 128, true, true, true>(a, ngroups, gq_smem, gsm, g16); break;
+    }
+#else
+    __trap();
+#endif
 }
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
     PDL_ENTRY;
