@@ -4,7 +4,7 @@
 //!   time, so this crate builds, tests and runs on machines without CUDA (the CPU path), and
 //!   [`available`] just says no there.
 //! * **NVRTC rather than embedded PTX/cubin**: the kernels are compiled at start-up for the
-//!   exact architecture of the device found (`sm_90` on an H200), so they use that chip's own
+//!   exact architecture of the device found (`sm_90a` on an H200: the "a" features include wgmma), so they use that chip's own
 //!   instructions without a build-time CUDA toolkit or a per-architecture artifact matrix in
 //!   the repository; the build stays pure Rust. The cost is ~1-2 s of compilation at start,
 //!   negligible next to uploading the weights. CI compiles every kernel through NVRTC on a
@@ -152,7 +152,7 @@ mod tests {
         assert_eq!(n, driver::KERNELS.len(), "every listed kernel found once");
     }
 
-    /// Fills the kernel cache for sm_90 (`DS4_KERNEL_CACHE=DIR cargo test -p ds4-engine --lib
+    /// Fills the kernel cache for sm_90a (`DS4_KERNEL_CACHE=DIR cargo test -p ds4-engine --lib
     /// prebuild_kernel_cache -- --ignored`), so that a fresh GPU machine loads the CUBIN instead
     /// of spending a minute in NVRTC at start-up.
     #[test]
