@@ -774,32 +774,20 @@ __device__ __forceinline__ void wg_pin(float (&d)[N / 8][4]) {
         for (int q = 0; q < 4; q++) asm volatile("" : "+f"(d[j][q])::"memory");
 }
 
-// Issue the copies of one K step (columns k0 .. k0+31) into a stage: weight rows rb..rb+127
-// (raw bytes, RB per row) and BN activation rows (row stride GQ_XLD elements: f32, or f16 when
-// XH). xrow: this thread's activation rows (bytes; null past the group's end), see gq_xrow.
-// prow / hrow: this thread's weight row (payload, header; row 0 when past the matrix, wok
-// false: zero-filled), so a step's addresses are 32-bit offsets from them.
-template <int TY, int BN, bool XH, bool WG = false>
-__device__ __forceinline__ void gq_load(u8* wst, u8* xst, const u8* prow, const u8* hrow, bool wok,
-                                        int k0, const u8* const (&xrow)[BN / 32], const void* xdef) {
+// Issue the copies of one K step (columns k0 .. k0+31) into a stage (shared addresses wst,
+// xst): weight rows rb..rb+127 (raw bytes, RB per row) and BN activation rows (row stride
+// GQ_XLD elements: f32, or f16 when XH; the core-matrix layout for wgmma). prow / hrow: this
+// thread's weight row (payload, header; row 0 when past the matrix, wok false: zero-filled).
+// xoff / xsrc / xn: this thread's activation copies (stage offset, source at column 0, bytes:
+// 0 past the group's end), set once per tile in gemm_q_body.
+template <int TY, int BN, bool XH>
+__device__ __forceinline__ void gq_load(u32 wst, u32 xst, const u8* prow, const u8* hrow, bool wok, int k0,
+                                        const u32 (&xoff)[BN / 32], const u8* const (&xsrc)[BN / 32],
+                                        const int (&xn)[BN / 32]) {
     const int tid = threadIdx.x;
     const int RB = GQR<TY>::RB, NP = GQR<TY>::NP;
-    if (XH) {
 #pragma unroll
-        for (int i = 0; i < BN / 64; i++) {
-            int tl = (tid >> 2) + 64 * i, part = tid & 3;
-            const void* s = xrow[i] ? (const void*)(xrow[i] + (k0 + part * 8) * 2) : xdef;
-            u32 off = WG ? wg_off(tl, part) : (tl * GQ_XLD + part * 8) * 2;
-            cp_async16(smem_u32(xst + off), s, xrow[i] ? 16 : 0);
-        }
-    } else {
-#pragma unroll
-        for (int i = 0; i < BN / 32; i++) {
-            int tl = (tid >> 3) + 32 * i, part = tid & 7;
-            const void* s = xrow[i] ? (const void*)(xrow[i] + (k0 + part * 4) * 4) : xdef;
-            cp_async16(smem_u32(xst + (tl * GQ_XLD + part * 4) * 4), s, xrow[i] ? 16 : 0);
-        }
-    }
+    for (int i = 0; i < (XH ? BN / 64 : BN / 32); i++) cp_async16(xst + xoff[i], xsrc[i] + (xn[i] ? k0 * (XH ? 2 : 4) : 0), xn[i]);
     // every copy of this thread is of weight row tid % 128 (256 * i does not change it)
     const int row = tid & (GQ_BM - 1);
 #pragma unroll
@@ -808,7 +796,7 @@ __device__ __forceinline__ void gq_load(u8* wst, u8* xst, const u8* prow, const 
         if ((GQ_BM * NP) % 256 != 0 && p >= GQ_BM * NP) break;
         int q = p >> 7;
         int n = wok ? 16 : 0;
-        u32 d = smem_u32(wst + row * RB + q * 16);
+        u32 d = wst + row * RB + q * 16;
         if (TY == T_F32) {
             cp_async16(d, prow + k0 * 4 + q * 16, n);
         } else if (TY == T_F16) {
@@ -819,15 +807,15 @@ __device__ __forceinline__ void gq_load(u8* wst, u8* xst, const u8* prow, const 
             else cp_async4(d, al4(hrow + b * 2), wok ? 4 : 0);
         } else if (TY == T_IQ2_XXS) {
             // sub-block (k0 / 32) % 8 of block k0 / 256: 8 bytes at 64 * (k0 / 256) + 8 * ((k0 / 32) % 8)
-            if (q == 0) cp_async8(smem_u32(wst + row * RB), prow + (k0 >> 5) * 8, wok ? 8 : 0);
-            else cp_async4(smem_u32(wst + row * RB + 8), al4(hrow + (k0 >> 8) * 2), wok ? 4 : 0);
+            if (q == 0) cp_async8(wst + row * RB, prow + (k0 >> 5) * 8, wok ? 8 : 0);
+            else cp_async4(wst + row * RB + 8, al4(hrow + (k0 >> 8) * 2), wok ? 4 : 0);
         } else if (TY == T_Q2_K) {
             int b = k0 >> 8, h = (k0 >> 7) & 1;
             // scale bytes j = 8h + 2s, +1 of this 32-column step share one aligned word
             int sw = (8 * h + 2 * ((k0 >> 5) & 3)) & ~3;
             if (q < 2) cp_async16(d, prow + b * 80 + 16 + 32 * h + q * 16, n);
             else if (q == 2) cp_async4(d, prow + b * 80 + sw, wok ? 4 : 0);
-            else cp_async4(smem_u32(wst + row * RB + 36), hrow + b * 4, wok ? 4 : 0);
+            else cp_async4(wst + row * RB + 36, hrow + b * 4, wok ? 4 : 0);
         } else {  // Q4_K
             int b = k0 >> 8, j = (k0 >> 5) & 7;
             if (q < 2) cp_async16(d, prow + b * 128 + 32 * (j >> 1) + q * 16, n);
@@ -1131,15 +1119,22 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         if (!wok) wr = 0;
         const u8* prow = pay + (i64)wr * ((cols / QT<TY>::BL) * QT<TY>::PB);
         const u8* hrow = hdr + (i64)wr * ((cols / QT<TY>::BL) * QT<TY>::HB);
-        // this thread's activation rows: 8 threads per f32 row (4 per f16 row) copy 16 bytes each
-        const u8* xrow[NT];
+        // this thread's activation copies, fixed for the tile: 8 threads per f32 row (4 per f16
+        // row) copy 16 bytes each; a step adds its column offset to the source (the SASS of a
+        // K step spent ~75 of ~210 instructions on these addresses when recomputed each step)
+        u32 xoff[NT];
+        const u8* xsrc[NT];
+        int xn[NT];
 #pragma unroll
         for (int i = 0; i < NT; i++) {
-            int tok = XH ? tb + (tid >> 2) + 64 * i : tb + (tid >> 3) + 32 * i;
-            xrow[i] = nullptr;
-            if ((!XH || i < BN / 64) && tok < j1)
-                xrow[i] = (const u8*)a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx * (XH ? 2 : 4);
+            int tl = XH ? (tid >> 2) + 64 * i : (tid >> 3) + 32 * i, part = XH ? tid & 3 : tid & 7;
+            int tok = tb + tl;
+            xoff[i] = WG ? wg_off(tl, part) : XH ? (tl * GQ_XLD + part * 8) * 2 : (tl * GQ_XLD + part * 4) * 4;
+            bool in = (!XH || i < BN / 64) && tok < j1;
+            xn[i] = in ? 16 : 0;
+            xsrc[i] = in ? (const u8*)a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx * (XH ? 2 : 4) + part * 16 : (const u8*)a.x;
         }
+        const u32 xs_u = smem_u32(xst), ws_u = smem_u32(wst);
         // mma.sync: acc[i][n][q] (warp tile 64 x BN/4); wgmma: accw[j][q] (warpgroup tile 64 x BN)
         float acc[4][NT][4];
         float accw[BN / 8][4];
@@ -1157,7 +1152,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         // prologue: stages 0 .. ST-2 in flight, step 0 dequantized
 #pragma unroll
         for (int s = 0; s < GQ_ST - 1; s++) {
-            if (s < nk) gq_load<TY, BN, XH, WG>(wst + s * GQ_BM * RB, xst + s * XS, prow, hrow, wok, s * GQ_BK, xrow, a.x);
+            if (s < nk) gq_load<TY, BN, XH>(ws_u + s * GQ_BM * RB, xs_u + s * XS, prow, hrow, wok, s * GQ_BK, xoff, xsrc, xn);
             cp_commit();
         }
         cp_wait<GQ_ST - 2>();
@@ -1172,7 +1167,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
             int kn = kt + GQ_ST - 1;
             if (kn < nk) {
                 int sl = kn % GQ_ST;
-                gq_load<TY, BN, XH, WG>(wst + sl * GQ_BM * RB, xst + sl * XS, prow, hrow, wok, kn * GQ_BK, xrow, a.x);
+                gq_load<TY, BN, XH>(ws_u + sl * GQ_BM * RB, xs_u + sl * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc, xn);
             }
             cp_commit();
             if (WG) {
