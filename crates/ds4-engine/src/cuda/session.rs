@@ -1211,7 +1211,8 @@ pub(crate) const GQ_FLAG_XH: i32 = 2;
 pub(crate) fn gq_xh_ok(w: &WMat) -> bool {
     static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let on = *V.get_or_init(|| std::env::var("DS4_GEMM_XH").map(|v| v != "0").unwrap_or(true));
-    on && gemm_q_flags() & 1 != 0 && matches!(w.ty, 8 | 16 | 10 | 12) && w.cols % 32 == 0
+    // the four block-quant types (the same set mvq decodes)
+    on && gemm_q_flags() & 1 != 0 && mvq_type_ok(w.ty) && w.cols % 32 == 0
 }
 
 /// x: `t` rows of `cols` f32 at stride `ldx` (row `gather[r]` when gather != 0) -> out: packed
