@@ -289,10 +289,7 @@ impl DenseCall {
     }
     /// Round x to f16 into `s.x16` (t x xcols, packed).
     pub fn prep_x(&self, gpu: &Gpu, s: &Dense16) -> Result<()> {
-        let xc = self.xcols();
-        let n = self.t * (xc / 8);
-        let args = Args::new().a(self.x).a(self.ldx as i32).a(xc as i32).a(self.t as i32).a(0u64).a(s.x16);
-        gpu.launch("x_to_f16", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)
+        launch_x_to_f16(gpu, self.x, self.ldx, self.xcols(), self.t, 0, s.x16)
     }
     /// The cuBLAS product on the prepared f16 operands. Row-major y[t x r] = x[t x k] . W^T is
     /// column-major y^T (r x t) = W (as k x r column-major, transposed) . x^T (k x t).
@@ -377,6 +374,15 @@ impl DenseCall {
     }
 }
 
+/// x: `t` rows of `cols` f32 at stride `ldx` (row `gather[r]` when gather != 0) -> out: packed
+/// f16 rows (`x_to_f16`: round to nearest even, as the GEMM kernels round). Used by the cuBLAS
+/// paths here and by the f16-activation expert GEMMs (session.rs, GQ_FLAG_XH).
+pub fn launch_x_to_f16(gpu: &Gpu, x: DevPtr, ldx: usize, cols: usize, t: usize, gather: DevPtr, out: DevPtr) -> Result<()> {
+    let n = t * (cols / 8);
+    let args = Args::new().a(x).a(ldx as i32).a(cols as i32).a(t as i32).a(gather).a(out);
+    gpu.launch("x_to_f16", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)
+}
+
 /// The routed-expert product of one MoE matrix on cuBLAS: for every expert e with tokens
 /// (slots off[e] .. off[e+1] of moe_group's slot order), y[slot] = x[gather[slot]] . W_e^T
 /// (x row = slot when `gather` is 0: the down projection reads the slot-major mid). Outputs land
@@ -429,10 +435,7 @@ impl ExpCall {
     }
     /// Gather the inputs of the `pairs` slots and round them to f16 into `s.x16` (pairs x cols).
     pub fn prep_x(&self, gpu: &Gpu, s: &Dense16, pairs: usize) -> Result<()> {
-        let cols = self.w.cols as usize;
-        let n = pairs * (cols / 8);
-        let args = Args::new().a(self.x).a(self.ldx as i32).a(cols as i32).a(pairs as i32).a(self.gather).a(s.x16);
-        gpu.launch("x_to_f16", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)
+        launch_x_to_f16(gpu, self.x, self.ldx, self.w.cols as usize, pairs, self.gather, s.x16)
     }
     /// One cublasGemmEx per expert with slots (`off`: moe_group's offsets, on the host), each a
     /// DenseCall on expert e's f16 matrix and its slice of the prepared inputs. Not

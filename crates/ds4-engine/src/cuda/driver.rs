@@ -210,6 +210,11 @@ pub fn cached_cubin(arch: &str) -> Result<Vec<u8>> {
     Ok(cubin)
 }
 
+/// Whether the kernels built for compute capability `cc` include the wgmma ones (an "a" target).
+pub fn wgmma_built(cc: (i32, i32)) -> bool {
+    arch_for(cc) == "sm_90a"
+}
+
 pub fn arch_for(cc: (i32, i32)) -> &'static str {
     match cc {
         // the "a" target: wgmma (gemm_qw128); such code runs on sm_90 parts only, which this is

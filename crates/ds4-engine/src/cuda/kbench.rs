@@ -7,10 +7,10 @@
 //! against the previous ones (`DS4_KBENCH=dec`), and the fused hyper-connection step against
 //! the kernels it replaces (`DS4_KBENCH=hc`).
 
-use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
+use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
-    gemm_q_bn, gemm_q_flags, gq_xh_ok, launch_x_to_f16, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
+    gemm_q_bn, gemm_q_flags, gq_xh_ok, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
 use super::weights::{upload_raw_mat, GMat};
@@ -1056,7 +1056,7 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     "", "", "grouped_xh", ms_x, gflop / ms_x, "", vs, mx, "", if same { "==" } else { "!=" }, ms_g / ms_x
                 );
                 // the wgmma kernel on the same f16 rows (sm_90a builds, 128-token tiles)
-                if gpu.cc == (9, 0) && bn == 128 {
+                if super::driver::wgmma_built(gpu.cc) && bn == 128 {
                     let gw = || {
                         let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
                         a.x = x16.ptr;

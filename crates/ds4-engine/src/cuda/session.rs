@@ -2,8 +2,8 @@
 //! step that is captured once into a CUDA graph (per position bucket) and replayed. Logits stay
 //! on the device until asked for; greedy decoding reads back only the argmax.
 
-use super::driver::{Args, CudaError, DevBuf, DevPtr, Gpu, Graph, Result};
-use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, Blas, DenseCall, Dense16, ExpCall};
+use super::driver::{wgmma_built, Args, CudaError, DevBuf, DevPtr, Gpu, Graph, Result};
+use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, launch_x_to_f16, Blas, DenseCall, Dense16, ExpCall};
 use super::weights::{CudaModel, GMat, WMat};
 use ds4_gguf::GgmlType;
 use std::collections::HashMap;
@@ -1215,21 +1215,21 @@ pub(crate) fn gq_xh_ok(w: &WMat) -> bool {
     on && gemm_q_flags() & 1 != 0 && mvq_type_ok(w.ty) && w.cols % 32 == 0
 }
 
-/// x: `t` rows of `cols` f32 at stride `ldx` (row `gather[r]` when gather != 0) -> out: packed
-/// f16 rows (round to nearest even, as the GEMMs round).
-pub(crate) fn launch_x_to_f16(gpu: &Gpu, x: DevPtr, ldx: usize, cols: usize, t: usize, gather: DevPtr, out: DevPtr) -> Result<()> {
-    let n = t * (cols / 8);
-    let args = Args::new().a(x).a(ldx as i32).a(cols as i32).a(t as i32).a(gather).a(out);
-    gpu.launch("x_to_f16", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)
+/// moe_mid over `n` rows of `f`: mid = silu(min(g, clamp)) * clamp(u) (* pw[row] when pw != 0),
+/// into `mid` (f32) or, when `mid16` != 0, into `mid16` as f16.
+#[allow(clippy::too_many_arguments)]
+fn launch_moe_mid(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usize, f: usize, clamp: f32, mid: DevPtr, mid16: DevPtr) -> Result<()> {
+    let args = Args::new().a(g).a(u).a(pw).a(n as i32).a(f as i32).a(clamp).a(mid).a(mid16);
+    gpu.launch("moe_mid", ((n * f).div_ceil(256) as u32, 1, 1), 256, 0, args)
 }
 
 /// Whether f16-activation grouped GEMMs with 128-token tiles take the wgmma kernel
-/// (gemm_qw128, matmul.cuh): where the kernels were built for sm_90a (`arch_for`), unless
+/// (gemm_qw128, matmul.cuh): where the kernels were built for sm_90a (`wgmma_built`), unless
 /// `DS4_GEMM_WG=0`. Same error against the f32 reference as gemm_q128 (kernel bench); prefill
 /// at 8K 5885 -> 6047 t/s (same call).
 pub(crate) fn gemm_wg(gpu: &Gpu) -> bool {
     static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    gpu.cc == (9, 0) && *V.get_or_init(|| std::env::var("DS4_GEMM_WG").map(|v| v != "0").unwrap_or(true))
+    wgmma_built(gpu.cc) && *V.get_or_init(|| std::env::var("DS4_GEMM_WG").map(|v| v != "0").unwrap_or(true))
 }
 
 /// Raw weight bytes gemm_q stages per row per K step (`GQR<TY>::RB` in matmul.cuh).
@@ -2128,28 +2128,23 @@ impl CudaSession {
                 // large batches: the routed experts on cuBLAS (reads the slot offsets back)
                 let eb = self.exp_blas(t)?;
                 let (gw, uw, dw) = (ly.gate_exps.wmat(), ly.up_exps.wmat(), ly.down_exps.wmat());
-                let n = tk * d.f;
-                if eb.is_none() && self.opts.precision == Precision::Fast && [gw, uw, dw].iter().all(gq_xh_ok) && d.d % 8 == 0 && d.f % 8 == 0 {
+                if eb.is_none() && self.opts.precision == Precision::Fast && [gw, uw, dw].iter().all(gq_xh_ok) {
                     // f16 activations (gq_xh_ok): xn converted once for gate and up (into
                     // ypair, free until the down projection writes it), mid written f16 by
                     // moe_mid (into mid's buffer)
                     launch_x_to_f16(gpu, sc.xn.ptr, d.d, d.d, t, 0, sc.ypair.ptr)?;
                     self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t)?;
                     self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t)?;
-                    let args = Args::new().a(sc.g.ptr).a(sc.u.ptr).a(sc.pair_w.ptr).a(tk as i32).a(d.f as i32).a(clamp).a(0u64).a(sc.mid.ptr);
-                    gpu.launch("moe_mid", (((n + 255) / 256) as u32, 1, 1), 256, 0, args)?;
+                    launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr)?;
                     self.gemm_exp_xh(dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t)?;
                 } else {
                     // gate and up read the same gathered rows: converted once when both use cuBLAS
                     let g16 = self.exp_gemm(&eb, gw, sc.xn.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, false)?;
                     self.exp_gemm(&eb, uw, sc.xn.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, g16)?;
-                    let args = Args::new().a(sc.g.ptr).a(sc.u.ptr).a(sc.pair_w.ptr).a(tk as i32).a(d.f as i32).a(clamp).a(sc.mid.ptr).a(0u64);
-                    gpu.launch("moe_mid", (((n + 255) / 256) as u32, 1, 1), 256, 0, args)?;
+                    launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, sc.mid.ptr, 0)?;
                     self.exp_gemm(&eb, dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, false)?;
                 }
-                let n = t * d.f;
-                let args = Args::new().a(sc.gs.ptr).a(sc.us.ptr).a(0u64).a(t as i32).a(d.f as i32).a(clamp).a(sc.mids.ptr).a(0u64);
-                gpu.launch("moe_mid", (((n + 255) / 256) as u32, 1, 1), 256, 0, args)?;
+                launch_moe_mid(gpu, sc.gs.ptr, sc.us.ptr, 0, t, d.f, clamp, sc.mids.ptr, 0)?;
                 self.gemm(ly.down_sh.wmat(), sc.mids.ptr, d.f, sc.shared.ptr, d.d, t, None)?;
                 let args = Args::new().a(sc.ypair.ptr).a(sc.pair_of.ptr).a(sc.shared.ptr).a(d.k as i32).a(d.d as i32).a(sc.ffn_out.ptr);
                 gpu.launch("moe_combine", (((d.d + 255) / 256) as u32, t as u32, 1), 256, 0, args)?;
