@@ -1287,7 +1287,9 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     }
     let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
     let xbytes = if a.flags & GQ_FLAG_XH != 0 { 2 } else { 4 };
-    let smem = ((ng + 1) * 4).div_ceil(16) * 16 + 3 * bn * 40 * xbytes + 3 * 128 * gq_raw_bytes(a.w.ty) + 2 * 128 * 40 * 2;
+    // activation stages and f16 weight tiles: 4 and 3 for wgmma, 3 and 2 for mma.sync (gemm_q_body)
+    let (xst, whb) = if wg { (4, 3) } else { (3, 2) };
+    let smem = ((ng + 1) * 4).div_ceil(16) * 16 + xst * bn * 40 * xbytes + 3 * 128 * gq_raw_bytes(a.w.ty) + whb * 128 * 40 * 2;
     let upper = (a.w.rows as usize).div_ceil(128) * (a.t as usize).div_ceil(bn) * ng;
     let grid = upper.min(2 * gpu.sm_count.max(1) as usize).max(1);
     let name = if wg {

@@ -749,6 +749,7 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_mma128(float (&d)[16][4], u64 da, u64 db) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -1062,6 +1063,11 @@ template <int TY, int BN, bool HD, bool XH, bool WG = false>
 __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64* gsm, const uint4* g16) {
     const int NT = BN / 32;
     const int XS = BN * GQ_XLD * (XH ? 2 : 4);  // bytes of one activation stage
+    // wgmma keeps one step's products in flight across the next barrier (wait_group 1): its
+    // activation stage and f16 weight tile then live one step longer, so 4 activation stages
+    // and 3 weight tiles (mma.sync: 3 and 2). The raw weight stages are only read by the
+    // dequantization, synchronously: 3 either way.
+    constexpr int XST = WG ? 4 : GQ_ST, WHB = WG ? 3 : 2;
     const int RB = GQR<TY>::RB;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp & 1, wn = warp >> 1;
@@ -1069,7 +1075,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
     int* tst = (int*)smem;  // tst[e] = first token tile of group e; tst[ng] = total
     const int tsb = ((ng + 1) * 4 + 15) & ~15;
     u8* xst = smem + tsb;
-    u8* wst = smem + tsb + GQ_ST * XS;
+    u8* wst = smem + tsb + XST * XS;
     u16* wh = (u16*)(wst + GQ_ST * GQ_BM * RB);
     if (warp == 0) {
         int per = (ng + 31) >> 5;
@@ -1142,7 +1148,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         // prologue: stages 0 .. ST-2 in flight, step 0 dequantized
 #pragma unroll
         for (int s = 0; s < GQ_ST - 1; s++) {
-            if (s < nk) gq_load<TY, BN, XH>(ws_u + s * GQ_BM * RB, xs_u + s * XS, prow, hrow, wok, s * GQ_BK, xoff, xsrc, xn);
+            if (s < nk) gq_load<TY, BN, XH>(ws_u + s * GQ_BM * RB, xs_u + (s % XST) * XS, prow, hrow, wok, s * GQ_BK, xoff, xsrc, xn);
             cp_commit();
         }
         cp_wait<GQ_ST - 2>();
@@ -1150,22 +1156,23 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         gq_deq_stage<TY, HD, WG>(wst, wh, hrow, 0, gsm, g16);
         for (int kt = 0; kt < nk; kt++) {
             // step kt+1 landed (own copies), then the barrier publishes it and the dequantized
-            // tile of step kt, and retires every read of step kt-1's stage and f16 buffer.
+            // tile of step kt, and retires every read of step kt-1's stages and f16 buffer
+            // (wgmma: of step kt-2's; step kt-1's products may still run).
             cp_wait<GQ_ST - 3>();
             if (WG) fence_proxy_async();
             __syncthreads();
             int kn = kt + GQ_ST - 1;
             if (kn < nk) {
-                int sl = kn % GQ_ST;
-                gq_load<TY, BN, XH>(ws_u + sl * GQ_BM * RB, xs_u + sl * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc, xn);
+                gq_load<TY, BN, XH>(ws_u + (kn % GQ_ST) * GQ_BM * RB, xs_u + (kn % XST) * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc,
+                                    xn);
             }
             cp_commit();
             if (WG) {
 #if WG_OK
                 // this warpgroup's 64 weight rows (8 row groups of 512 bytes) x the BN tokens,
                 // two k16 halves (256 bytes apart)
-                u32 wa = smem_u32((u8*)(wh + (kt & 1) * GQ_BM * GQ_WLD)) + (warp >> 2) * 4096;
-                u32 xa = smem_u32(xst + (kt % GQ_ST) * XS);
+                u32 wa = smem_u32((u8*)(wh + (kt % WHB) * GQ_BM * GQ_WLD)) + (warp >> 2) * 4096;
+                u32 xa = xs_u + (kt % XST) * XS;
                 wg_fence();
                 if constexpr (BN == 128) {
                     wg_mma128(*(float(*)[16][4])accw, wg_desc(wa), wg_desc(xa));
@@ -1178,16 +1185,23 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
 #endif
             }
             if (kt + 1 < nk)
-                gq_deq_stage<TY, HD, WG>(wst + ((kt + 1) % GQ_ST) * GQ_BM * RB, wh + ((kt + 1) & 1) * GQ_BM * GQ_WLD, hrow,
+                gq_deq_stage<TY, HD, WG>(wst + ((kt + 1) % GQ_ST) * GQ_BM * RB, wh + ((kt + 1) % WHB) * GQ_BM * GQ_WLD, hrow,
                                          (kt + 1) * GQ_BK, gsm, g16);
             if (WG) {
 #if WG_OK
-                wg_wait0();  // the operands of this step are reread only after the next barrier
-                wg_pin<BN>(accw);
+                // step kt-1's products are done (their operands are rewritten after the next
+                // barrier); step kt's run on under that barrier and the next step's loads
+                wg_wait1();
 #endif
             } else {
-                gq_mma<BN, XH>(wh + (kt & 1) * GQ_BM * GQ_WLD, xst + (kt % GQ_ST) * XS, wm, wn, lane, acc);
+                gq_mma<BN, XH>(wh + (kt % WHB) * GQ_BM * GQ_WLD, xst + (kt % XST) * XS, wm, wn, lane, acc);
             }
+        }
+        if (WG) {
+#if WG_OK
+            wg_wait0();
+            wg_pin<BN>(accw);
+#endif
         }
         if (WG) {
             // accumulator (j, q) of a warpgroup thread: row 16 * (warp % 4) + lane / 4 (+8 for
@@ -1241,7 +1255,8 @@ __device__ __forceinline__ void gemm_q_dispatch(const GemmArgs& a, int ngroups, 
 }
 
 // Dynamic shared memory (bytes, see launch_gemm_q): align16((ngroups+1)*4)
-//   + GQ_ST*BN*GQ_XLD*(XH ? 2 : 4) + GQ_ST*GQ_BM*RB(type) + 2*GQ_BM*GQ_WLD*2. Grid: persistent, any size.
+//   + XST*BN*GQ_XLD*(XH ? 2 : 4) + GQ_ST*GQ_BM*RB(type) + WHB*GQ_BM*GQ_WLD*2 (XST, WHB: gemm_q_body).
+//   Grid: persistent, any size.
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int ngroups) {
     PDL_ENTRY;
     extern __shared__ __align__(16) u8 gq_smem[];
