@@ -1154,6 +1154,14 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         cp_wait<GQ_ST - 2>();
         __syncthreads();
         gq_deq_stage<TY, HD, WG>(wst, wh, hrow, 0, gsm, g16);
+        // ring positions, advanced per step (no divisions): x stage and f16 tile read by step
+        // kt's products, raw stage dequantized for step kt+1, stages loaded for step kt+2
+        int xc = 0, wc = 0, rn = 1 % GQ_ST, rl = 2 % GQ_ST, xl = 2 % XST;
+        // wgmma descriptors of stage 0 / tile 0 (this warpgroup's 64 rows); a stage or tile
+        // offset is added to the 16-byte address field (shared addresses < 256 KB: no carry)
+        const u64 da0 = wg_desc(smem_u32(wh) + (warp >> 2) * 4096), db0 = wg_desc(xs_u);
+        (void)da0;
+        (void)db0;
         for (int kt = 0; kt < nk; kt++) {
             // step kt+1 landed (own copies), then the barrier publishes it and the dequantized
             // tile of step kt, and retires every read of step kt-1's stages and f16 buffer
@@ -1162,31 +1170,25 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
             if (WG) fence_proxy_async();
             __syncthreads();
             int kn = kt + GQ_ST - 1;
-            if (kn < nk) {
-                gq_load<TY, BN, XH>(ws_u + (kn % GQ_ST) * GQ_BM * RB, xs_u + (kn % XST) * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc,
-                                    xn);
-            }
+            if (kn < nk) gq_load<TY, BN, XH>(ws_u + rl * GQ_BM * RB, xs_u + xl * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc, xn);
             cp_commit();
             if (WG) {
 #if WG_OK
-                // this warpgroup's 64 weight rows (8 row groups of 512 bytes) x the BN tokens,
-                // two k16 halves (256 bytes apart)
-                u32 wa = smem_u32((u8*)(wh + (kt % WHB) * GQ_BM * GQ_WLD)) + (warp >> 2) * 4096;
-                u32 xa = xs_u + (kt % XST) * XS;
+                // two k16 halves, 256 bytes (16 address units) apart
+                u64 da = da0 + (u64)((wc * GQ_BM * GQ_WLD * 2) >> 4), db = db0 + (u64)((xc * XS) >> 4);
                 wg_fence();
                 if constexpr (BN == 128) {
-                    wg_mma128(*(float(*)[16][4])accw, wg_desc(wa), wg_desc(xa));
-                    wg_mma128(*(float(*)[16][4])accw, wg_desc(wa + 256), wg_desc(xa + 256));
+                    wg_mma128(*(float(*)[16][4])accw, da, db);
+                    wg_mma128(*(float(*)[16][4])accw, da + 16, db + 16);
                 } else {
-                    wg_mma64(*(float(*)[8][4])accw, wg_desc(wa), wg_desc(xa));
-                    wg_mma64(*(float(*)[8][4])accw, wg_desc(wa + 256), wg_desc(xa + 256));
+                    wg_mma64(*(float(*)[8][4])accw, da, db);
+                    wg_mma64(*(float(*)[8][4])accw, da + 16, db + 16);
                 }
                 wg_commit();
 #endif
             }
-            if (kt + 1 < nk)
-                gq_deq_stage<TY, HD, WG>(wst + ((kt + 1) % GQ_ST) * GQ_BM * RB, wh + ((kt + 1) % WHB) * GQ_BM * GQ_WLD, hrow,
-                                         (kt + 1) * GQ_BK, gsm, g16);
+            int wn1 = wc + 1 == WHB ? 0 : wc + 1;
+            if (kt + 1 < nk) gq_deq_stage<TY, HD, WG>(wst + rn * GQ_BM * RB, wh + wn1 * GQ_BM * GQ_WLD, hrow, (kt + 1) * GQ_BK, gsm, g16);
             if (WG) {
 #if WG_OK
                 // step kt-1's products are done (their operands are rewritten after the next
@@ -1194,8 +1196,13 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
                 wg_wait1();
 #endif
             } else {
-                gq_mma<BN, XH>(wh + (kt % WHB) * GQ_BM * GQ_WLD, xst + (kt % XST) * XS, wm, wn, lane, acc);
+                gq_mma<BN, XH>(wh + wc * GQ_BM * GQ_WLD, xst + xc * XS, wm, wn, lane, acc);
             }
+            xc = xc + 1 == XST ? 0 : xc + 1;
+            wc = wn1;
+            rn = rn + 1 == GQ_ST ? 0 : rn + 1;
+            rl = rl + 1 == GQ_ST ? 0 : rl + 1;
+            xl = xl + 1 == XST ? 0 : xl + 1;
         }
         if (WG) {
 #if WG_OK
