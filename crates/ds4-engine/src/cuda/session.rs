@@ -1232,6 +1232,13 @@ pub(crate) fn gemm_wg(gpu: &Gpu) -> bool {
     wgmma_built(gpu.cc) && *V.get_or_init(|| std::env::var("DS4_GEMM_WG").map(|v| v != "0").unwrap_or(true))
 }
 
+/// Whether experts averaging 160+ tokens take 256-token tiles (gemm_qw256: each weight tile
+/// dequantized once per 256 tokens), unless `DS4_GEMM_WG256=0`.
+pub(crate) fn gemm_wg256() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_GEMM_WG256").map(|v| v != "0").unwrap_or(true))
+}
+
 /// Raw weight bytes gemm_q stages per row per K step (`GQR<TY>::RB` in matmul.cuh).
 fn gq_raw_bytes(ty: i32) -> usize {
     match ty {
@@ -1275,29 +1282,35 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
 /// when a.grp_off == 0). Persistent grid: two blocks per SM (what the shared memory allows),
 /// fewer when there are fewer tiles.
 pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize) -> Result<()> {
-    let wg = bn == 128 && a.flags & GQ_FLAG_XH != 0 && gemm_wg(gpu);
+    let wg = (bn == 128 || bn == 256) && a.flags & GQ_FLAG_XH != 0 && gemm_wg(gpu);
     launch_gemm_q_kernel(gpu, a, ngroups, bn, wg)
 }
 
-/// launch_gemm_q with the kernel chosen by the caller: `wg` = gemm_qw128 (needs bn 128, f16
-/// activations and an sm_90a build; the kernel bench compares it with gemm_q128).
+/// launch_gemm_q with the kernel chosen by the caller: `wg` = the wgmma kernels (f16
+/// activations and an sm_90a build): gemm_qw128 for bn 128, gemm_qw256 (64-row tiles) for bn
+/// 256; else gemm_q128 / gemm_q64. The kernel bench compares them.
 pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, wg: bool) -> Result<()> {
     if a.t <= 0 {
         return Ok(());
     }
+    if bn == 256 && !wg {
+        return Err(CudaError::Other("gemm_q: 256-token tiles exist only as the wgmma kernel".into()));
+    }
     let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
     let xbytes = if a.flags & GQ_FLAG_XH != 0 { 2 } else { 4 };
-    // activation stages and f16 weight tiles: 4 and 3 for wgmma, 3 and 2 for mma.sync (gemm_q_body)
-    let (xst, whb) = if wg { (4, 3) } else { (3, 2) };
-    let smem = ((ng + 1) * 4).div_ceil(16) * 16 + xst * bn * 40 * xbytes + 3 * 128 * gq_raw_bytes(a.w.ty) + whb * 128 * 40 * 2;
-    let upper = (a.w.rows as usize).div_ceil(128) * (a.t as usize).div_ceil(bn) * ng;
+    let raw = gq_raw_bytes(a.w.ty);
+    // (gemm_q_body) wgmma: 4 activation stages of bn x 64 bytes, 3 f16 weight tiles of bm x 64
+    // bytes; mma.sync: 3 stages with rows padded to 40 elements, 2 tiles of 128 x 80 bytes
+    let bm = if bn == 256 { 64 } else { 128 };
+    let tiles = ((ng + 1) * 4).div_ceil(16) * 16;
+    let smem = if wg { tiles + 4 * bn * 64 + 3 * bm * raw + 3 * bm * 64 } else { tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2 };
+    let upper = (a.w.rows as usize).div_ceil(bm) * (a.t as usize).div_ceil(bn) * ng;
     let grid = upper.min(2 * gpu.sm_count.max(1) as usize).max(1);
-    let name = if wg {
-        "gemm_qw128"
-    } else if bn == 128 {
-        "gemm_q128"
-    } else {
-        "gemm_q64"
+    let name = match (wg, bn) {
+        (true, 256) => "gemm_qw256",
+        (true, _) => "gemm_qw128",
+        (false, 128) => "gemm_q128",
+        _ => "gemm_q64",
     };
     gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, Args::new().a(a).a(ng as i32))
 }
@@ -1780,7 +1793,8 @@ impl CudaSession {
         let d = &self.m.dims;
         let flags = gemm_q_flags() | GQ_FLAG_XH;
         let a = GemmArgs { w, x: x16, y, grp_off: self.sc.off.ptr, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags };
-        let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, Some((t * d.k) as f64 / d.e as f64));
+        let avg = (t * d.k) as f64 / d.e as f64;
+        let bn = if gemm_wg(self.gpu()) && gemm_wg256() && avg >= 160.0 { 256 } else { gemm_q_bn(self.gpu(), w.rows as usize, t, Some(avg)) };
         launch_gemm_q(self.gpu(), a, d.e, bn)
     }
 

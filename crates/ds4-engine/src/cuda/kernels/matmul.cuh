@@ -781,7 +781,7 @@ __device__ __forceinline__ void wg_pin(float (&d)[N / 8][4]) {
 // thread's weight row (payload, header; row 0 when past the matrix, wok false: zero-filled).
 // xoff / xsrc / xn: this thread's activation copies (stage offset, source at column 0, bytes:
 // 0 past the group's end), set once per tile in gemm_q_body.
-template <int TY, int BN, bool XH>
+template <int TY, int BN, bool XH, int BM = GQ_BM>
 __device__ __forceinline__ void gq_load(u32 wst, u32 xst, const u8* prow, const u8* hrow, bool wok, int k0,
                                         const u32 (&xoff)[BN / 32], const u8* const (&xsrc)[BN / 32],
                                         const int (&xn)[BN / 32]) {
@@ -789,13 +789,13 @@ __device__ __forceinline__ void gq_load(u32 wst, u32 xst, const u8* prow, const 
     const int RB = GQR<TY>::RB, NP = GQR<TY>::NP;
 #pragma unroll
     for (int i = 0; i < (XH ? BN / 64 : BN / 32); i++) cp_async16(xst + xoff[i], xsrc[i] + (xn[i] ? k0 * (XH ? 2 : 4) : 0), xn[i]);
-    // every copy of this thread is of weight row tid % 128 (256 * i does not change it)
-    const int row = tid & (GQ_BM - 1);
+    // every copy of this thread is of weight row tid % BM (256 * i does not change it)
+    const int row = tid & (BM - 1);
 #pragma unroll
-    for (int i = 0; i < (GQ_BM * NP + 255) / 256; i++) {
+    for (int i = 0; i < (BM * NP + 255) / 256; i++) {
         int p = tid + 256 * i;
-        if ((GQ_BM * NP) % 256 != 0 && p >= GQ_BM * NP) break;
-        int q = p >> 7;
+        if ((BM * NP) % 256 != 0 && p >= BM * NP) break;
+        int q = p / BM;
         int n = wok ? 16 : 0;
         u32 d = wst + row * RB + q * 16;
         if (TY == T_F32) {
@@ -992,26 +992,28 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
     return make_uint4(o[0], o[1], o[2], o[3]);
 }
 
-// Dequantize a staged K step into the f16 tile: thread -> row tid & 127, groups tid>>7 and +2
+// Dequantize a staged K step into the f16 tile: thread -> row tid % BM, 8-value groups
+// tid / BM + (256 / BM) h for h < BM / 64 (BM 128: two groups; 64: one)
 // (consecutive threads on consecutive rows: the 16-byte stores of a phase hit distinct banks).
 // hrow: the row's header (gq_load), for the offset of the 2-byte d inside its staged word.
 // Both groups are decoded before either is stored (the stores could alias the staged bytes
 // for the compiler, which then reloaded them after the first store).
-template <int TY, bool HD, bool WG = false>
+template <int TY, bool HD, bool WG = false, int BM = GQ_BM>
 __device__ __forceinline__ void gq_deq_stage(const u8* wst, u16* wh, const u8* hrow, int k0, const u64* gsm,
                                              const uint4* g16) {
+    constexpr int NG = BM / 64, GS = 256 / BM;
     const int tid = threadIdx.x;
-    int row = tid & (GQ_BM - 1), g0 = tid >> 7;
+    int row = tid & (BM - 1), g0 = tid / BM;
     const u8* R = wst + row * GQR<TY>::RB;
     int hs = 0;
     if (TY == T_Q8_0) hs = (int)((u64)(hrow + (k0 >> 5) * 2) & 2);
     if (TY == T_IQ2_XXS) hs = (int)((u64)(hrow + (k0 >> 8) * 2) & 2);
-    uint4 v[2];
+    uint4 v[NG];
 #pragma unroll
-    for (int h = 0; h < 2; h++) v[h] = HD ? gq_deqh<TY>(R, g0 + 2 * h, k0, hs, g16) : gq_deq<TY>(R, g0 + 2 * h, k0, hs, gsm);
+    for (int h = 0; h < NG; h++) v[h] = HD ? gq_deqh<TY>(R, g0 + GS * h, k0, hs, g16) : gq_deq<TY>(R, g0 + GS * h, k0, hs, gsm);
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        int g = g0 + 2 * h;
+    for (int h = 0; h < NG; h++) {
+        int g = g0 + GS * h;
         if (WG) *(uint4*)((u8*)wh + wg_off(row, g)) = v[h];
         else *(uint4*)(wh + row * GQ_WLD + g * 8) = v[h];
     }
@@ -1059,10 +1061,19 @@ __device__ __forceinline__ void gq_mma(const u16* wh, const u8* xsb, int wm, int
     }
 }
 
-template <int TY, int BN, bool HD, bool XH, bool WG = false>
+// BM: weight rows per tile. 128 (mma.sync: 2 x 4 warps; wgmma: a warpgroup per 64 rows, all BN
+// tokens) or, wgmma only, 64 (both warpgroups on the same 64 rows, a warpgroup per BN / 2
+// tokens: with BN 256 each weight tile is dequantized once per 256 tokens instead of per 128,
+// and the dequantization is about half of a K step's instructions).
+template <int TY, int BN, bool HD, bool XH, bool WG = false, int BM = GQ_BM>
 __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64* gsm, const uint4* g16) {
+    static_assert(BM == GQ_BM || (WG && BM == 64), "64-row tiles are a wgmma layout");
     const int NT = BN / 32;
-    const int XS = BN * GQ_XLD * (XH ? 2 : 4);  // bytes of one activation stage
+    constexpr int WN = (WG && BM == 64) ? BN / 2 : BN;  // tokens per wgmma warpgroup
+    // bytes of one activation stage, halfs of one f16 weight tile (the core-matrix layout of
+    // wgmma has no padding)
+    const int XS = WG ? BN * 64 : BN * GQ_XLD * (XH ? 2 : 4);
+    constexpr int WHS = WG ? BM * 32 : BM * GQ_WLD;
     // wgmma keeps one step's products in flight across the next barrier (wait_group 1): its
     // activation stage and f16 weight tile then live one step longer, so 4 activation stages
     // and 3 weight tiles (mma.sync: 3 and 2). The raw weight stages are only read by the
@@ -1076,7 +1087,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
     const int tsb = ((ng + 1) * 4 + 15) & ~15;
     u8* xst = smem + tsb;
     u8* wst = smem + tsb + XST * XS;
-    u16* wh = (u16*)(wst + GQ_ST * GQ_BM * RB);
+    u16* wh = (u16*)(wst + GQ_ST * BM * RB);
     if (warp == 0) {
         int per = (ng + 31) >> 5;
         int lo = lane * per, hi = min(lo + per, ng);
@@ -1097,7 +1108,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
     }
     __syncthreads();
     const int rows = a.w.rows, cols = a.w.cols;
-    const int rtiles = (rows + GQ_BM - 1) / GQ_BM;
+    const int rtiles = (rows + BM - 1) / BM;
     const int ntiles = rtiles * tst[ng];
     const int nk = cols / GQ_BK;
     for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
@@ -1119,8 +1130,8 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
             hdr += (i64)e * a.w.e_hdr;
         }
         const int tb = j0 + (tt - tst[e]) * BN;
-        const int rb = rt * GQ_BM;
-        int wr = rb + (tid & (GQ_BM - 1));
+        const int rb = rt * BM;
+        int wr = rb + (tid & (BM - 1));
         const bool wok = wr < rows;
         if (!wok) wr = 0;
         const u8* prow = pay + (i64)wr * ((cols / QT<TY>::BL) * QT<TY>::PB);
@@ -1142,24 +1153,25 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         }
         const u32 xs_u = smem_u32(xst), ws_u = smem_u32(wst);
         // mma.sync: acc[i][n][q] (warp tile 64 x BN/4); wgmma: accw[j][q] (warpgroup tile 64 x
-        // BN). Zeroed here; the path's other array is unused and compiled away.
+        // WN). Zeroed here; the path's other array is unused and compiled away.
         float acc[4][NT][4] = {};
-        float accw[BN / 8][4] = {};
+        float accw[WN / 8][4] = {};
         // prologue: stages 0 .. ST-2 in flight, step 0 dequantized
 #pragma unroll
         for (int s = 0; s < GQ_ST - 1; s++) {
-            if (s < nk) gq_load<TY, BN, XH>(ws_u + s * GQ_BM * RB, xs_u + (s % XST) * XS, prow, hrow, wok, s * GQ_BK, xoff, xsrc, xn);
+            if (s < nk) gq_load<TY, BN, XH, BM>(ws_u + s * BM * RB, xs_u + (s % XST) * XS, prow, hrow, wok, s * GQ_BK, xoff, xsrc, xn);
             cp_commit();
         }
         cp_wait<GQ_ST - 2>();
         __syncthreads();
-        gq_deq_stage<TY, HD, WG>(wst, wh, hrow, 0, gsm, g16);
+        gq_deq_stage<TY, HD, WG, BM>(wst, wh, hrow, 0, gsm, g16);
         // ring positions, advanced per step (no divisions): x stage and f16 tile read by step
         // kt's products, raw stage dequantized for step kt+1, stages loaded for step kt+2
         int xc = 0, wc = 0, rn = 1 % GQ_ST, rl = 2 % GQ_ST, xl = 2 % XST;
         // wgmma descriptors of stage 0 / tile 0 (this warpgroup's 64 rows); a stage or tile
         // offset is added to the 16-byte address field (shared addresses < 256 KB: no carry)
-        const u64 da0 = wg_desc(smem_u32(wh) + (warp >> 2) * 4096), db0 = wg_desc(xs_u);
+        const u64 da0 = wg_desc(smem_u32(wh) + (BM == 128 ? (warp >> 2) * 4096 : 0));
+        const u64 db0 = wg_desc(xs_u + (BM == 64 ? (warp >> 2) * (WN / 8) * 512 : 0));
         (void)da0;
         (void)db0;
         for (int kt = 0; kt < nk; kt++) {
@@ -1170,14 +1182,14 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
             if (WG) fence_proxy_async();
             __syncthreads();
             int kn = kt + GQ_ST - 1;
-            if (kn < nk) gq_load<TY, BN, XH>(ws_u + rl * GQ_BM * RB, xs_u + xl * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc, xn);
+            if (kn < nk) gq_load<TY, BN, XH, BM>(ws_u + rl * BM * RB, xs_u + xl * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc, xn);
             cp_commit();
             if (WG) {
 #if WG_OK
                 // two k16 halves, 256 bytes (16 address units) apart
-                u64 da = da0 + (u64)((wc * GQ_BM * GQ_WLD * 2) >> 4), db = db0 + (u64)((xc * XS) >> 4);
+                u64 da = da0 + (u64)((wc * WHS * 2) >> 4), db = db0 + (u64)((xc * XS) >> 4);
                 wg_fence();
-                if constexpr (BN == 128) {
+                if constexpr (WN == 128) {
                     wg_mma128(*(float(*)[16][4])accw, da, db);
                     wg_mma128(*(float(*)[16][4])accw, da + 16, db + 16);
                 } else {
@@ -1188,7 +1200,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
 #endif
             }
             int wn1 = wc + 1 == WHB ? 0 : wc + 1;
-            if (kt + 1 < nk) gq_deq_stage<TY, HD, WG>(wst + rn * GQ_BM * RB, wh + wn1 * GQ_BM * GQ_WLD, hrow, (kt + 1) * GQ_BK, gsm, g16);
+            if (kt + 1 < nk) gq_deq_stage<TY, HD, WG, BM>(wst + rn * BM * RB, wh + wn1 * WHS, hrow, (kt + 1) * GQ_BK, gsm, g16);
             if (WG) {
 #if WG_OK
                 // step kt-1's products are done (their operands are rewritten after the next
@@ -1196,7 +1208,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
                 wg_wait1();
 #endif
             } else {
-                gq_mma<BN, XH>(wh + wc * GQ_BM * GQ_WLD, xst + xc * XS, wm, wn, lane, acc);
+                gq_mma<BN, XH>(wh + wc * WHS, xst + xc * XS, wm, wn, lane, acc);
             }
             xc = xc + 1 == XST ? 0 : xc + 1;
             wc = wn1;
@@ -1207,18 +1219,18 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         if (WG) {
 #if WG_OK
             wg_wait0();
-            wg_pin<BN>(accw);
+            wg_pin<WN>(accw);
 #endif
         }
         if (WG) {
             // accumulator (j, q) of a warpgroup thread: row 16 * (warp % 4) + lane / 4 (+8 for
-            // q >= 2) of the warpgroup's 64, token 8j + 2 (lane % 4) (+1 for odd q)
+            // q >= 2) of the warpgroup's 64, token 8j + 2 (lane % 4) (+1 for odd q) of its WN
 #pragma unroll
-            for (int j = 0; j < BN / 8; j++)
+            for (int j = 0; j < WN / 8; j++)
 #pragma unroll
                 for (int q = 0; q < 4; q++) {
-                    int r = rb + (warp >> 2) * 64 + (warp & 3) * 16 + (lane >> 2) + ((q >> 1) << 3);
-                    int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
+                    int r = rb + (BM == 128 ? (warp >> 2) * 64 : 0) + (warp & 3) * 16 + (lane >> 2) + ((q >> 1) << 3);
+                    int tk = tb + (BM == 64 ? (warp >> 2) * WN : 0) + j * 8 + 2 * (lane & 3) + (q & 1);
                     if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = accw[j][q];
                 }
         } else {
@@ -1261,8 +1273,8 @@ __device__ __forceinline__ void gemm_q_dispatch(const GemmArgs& a, int ngroups, 
 #undef GQ_BODY
 }
 
-// Dynamic shared memory (bytes, see launch_gemm_q): align16((ngroups+1)*4)
-//   + XST*BN*GQ_XLD*(XH ? 2 : 4) + GQ_ST*GQ_BM*RB(type) + WHB*GQ_BM*GQ_WLD*2 (XST, WHB: gemm_q_body).
+// Dynamic shared memory (bytes, see launch_gemm_q_kernel): align16((ngroups+1)*4)
+//   + XST*XS + GQ_ST*BM*RB(type) + WHB*WHS*2 (XST, XS, WHB, WHS: gemm_q_body).
 //   Grid: persistent, any size.
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int ngroups) {
     PDL_ENTRY;
@@ -1283,6 +1295,24 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_qw128(GemmArgs a, int 
         case T_IQ2_XXS: gemm_q_body<T_IQ2_XXS, 128, true, true, true>(a, ngroups, gq_smem, gsm, g16); break;
         case T_Q2_K: gemm_q_body<T_Q2_K, 128, true, true, true>(a, ngroups, gq_smem, gsm, g16); break;
         default: gemm_q_body<T_Q4_K, 128, true, true, true>(a, ngroups, gq_smem, gsm, g16); break;
+    }
+#else
+    __trap();
+#endif
+}
+// 64 weight rows x 256 tokens per tile (gemm_q_body BM 64), for experts with ~160+ tokens.
+extern "C" __global__ void __launch_bounds__(256, 2) gemm_qw256(GemmArgs a, int ngroups) {
+    PDL_ENTRY;
+    extern __shared__ __align__(16) u8 gq_smem[];
+#if WG_OK
+    __shared__ uint4 g16[256];
+    if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);
+    GRID_SMEM
+    switch (a.w.type) {
+        case T_Q8_0: gemm_q_body<T_Q8_0, 256, true, true, true, 64>(a, ngroups, gq_smem, gsm, g16); break;
+        case T_IQ2_XXS: gemm_q_body<T_IQ2_XXS, 256, true, true, true, 64>(a, ngroups, gq_smem, gsm, g16); break;
+        case T_Q2_K: gemm_q_body<T_Q2_K, 256, true, true, true, 64>(a, ngroups, gq_smem, gsm, g16); break;
+        default: gemm_q_body<T_Q4_K, 256, true, true, true, 64>(a, ngroups, gq_smem, gsm, g16); break;
     }
 #else
     __trap();
