@@ -1151,6 +1151,9 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
             xn[i] = in ? 16 : 0;
             xsrc[i] = in ? (const u8*)a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx * (XH ? 2 : 4) + part * 16 : (const u8*)a.x;
         }
+        // opaque to the compiler: kept in registers instead of recomputed every K step
+#pragma unroll
+        for (int i = 0; i < (XH ? BN / 64 : BN / 32); i++) asm volatile("" : "+r"(xoff[i]), "+r"(xn[i]), "+l"(xsrc[i]));
         const u32 xs_u = smem_u32(xst), ws_u = smem_u32(wst);
         // mma.sync: acc[i][n][q] (warp tile 64 x BN/4); wgmma: accw[j][q] (warpgroup tile 64 x
         // WN). Zeroed here; the path's other array is unused and compiled away.
