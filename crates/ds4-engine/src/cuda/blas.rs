@@ -289,7 +289,7 @@ impl DenseCall {
     }
     /// Round x to f16 into `s.x16` (t x xcols, packed).
     pub fn prep_x(&self, gpu: &Gpu, s: &Dense16) -> Result<()> {
-        launch_x_to_f16(gpu, self.x, self.ldx, self.xcols(), self.t, 0, s.x16)
+        launch_x_to_f16(gpu, self.x, self.ldx, self.xcols(), self.t, 0, s.x16, false)
     }
     /// The cuBLAS product on the prepared f16 operands. Row-major y[t x r] = x[t x k] . W^T is
     /// column-major y^T (r x t) = W (as k x r column-major, transposed) . x^T (k x t).
@@ -376,10 +376,15 @@ impl DenseCall {
 
 /// x: `t` rows of `cols` f32 at stride `ldx` (row `gather[r]` when gather != 0) -> out: packed
 /// f16 rows (`x_to_f16`: round to nearest even, as the GEMM kernels round). Used by the cuBLAS
-/// paths here and by the f16-activation expert GEMMs (session.rs, GQ_FLAG_XH).
-pub fn launch_x_to_f16(gpu: &Gpu, x: DevPtr, ldx: usize, cols: usize, t: usize, gather: DevPtr, out: DevPtr) -> Result<()> {
+/// paths here and by the f16-activation expert GEMMs (session.rs, GQ_FLAG_XH); `perm`: in
+/// gemm_qr's K order (qr_kpos in common.cuh; cols % 32 == 0).
+#[allow(clippy::too_many_arguments)]
+pub fn launch_x_to_f16(gpu: &Gpu, x: DevPtr, ldx: usize, cols: usize, t: usize, gather: DevPtr, out: DevPtr, perm: bool) -> Result<()> {
+    if perm && cols % 32 != 0 {
+        return Err(CudaError::Other(format!("x_to_f16: the permuted order needs cols % 32 == 0 (cols {cols})")));
+    }
     let n = t * (cols / 8);
-    let args = Args::new().a(x).a(ldx as i32).a(cols as i32).a(t as i32).a(gather).a(out);
+    let args = Args::new().a(x).a(ldx as i32).a(cols as i32).a(t as i32).a(gather).a(out).a(perm as i32);
     gpu.launch("x_to_f16", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)
 }
 
@@ -435,7 +440,7 @@ impl ExpCall {
     }
     /// Gather the inputs of the `pairs` slots and round them to f16 into `s.x16` (pairs x cols).
     pub fn prep_x(&self, gpu: &Gpu, s: &Dense16, pairs: usize) -> Result<()> {
-        launch_x_to_f16(gpu, self.x, self.ldx, self.w.cols as usize, pairs, self.gather, s.x16)
+        launch_x_to_f16(gpu, self.x, self.ldx, self.w.cols as usize, pairs, self.gather, s.x16, false)
     }
     /// One cublasGemmEx per expert with slots (`off`: moe_group's offsets, on the host), each a
     /// DenseCall on expert e's f16 matrix and its slice of the prepared inputs. Not

@@ -10,7 +10,7 @@
 use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
-    gemm_q_bn, gemm_q_flags, gq_xh_ok, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
+    gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
 use super::weights::{upload_raw_mat, GMat};
@@ -1039,7 +1039,7 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
             // f16 activations (GQ_FLAG_XH): the rows converted once (timed apart), same results
             if gq_xh_ok(&m.wmat()) {
                 let x16 = gpu.alloc(xrows * cols * 2)?;
-                let cvt = time(reps, &|| launch_x_to_f16(gpu, xb.ptr, cols, cols, xrows, 0, x16.ptr))?;
+                let cvt = time(reps, &|| launch_x_to_f16(gpu, xb.ptr, cols, cols, xrows, 0, x16.ptr, false))?;
                 let gx = || {
                     let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
                     a.x = x16.ptr;
@@ -1060,7 +1060,7 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     let gw = || {
                         let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
                         a.x = x16.ptr;
-                        launch_gemm_q_kernel(gpu, a, GEMM_E, bn, true)
+                        launch_gemm_q_kernel(gpu, a, GEMM_E, bn, GqKernel::Wg)
                     };
                     gpu.htod(yblas.ptr, &nan)?;
                     gw()?;
@@ -1073,11 +1073,30 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                         "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} speedup={:.2}x over grouped",
                         "", "", "grouped_wg", ms_w, gflop / ms_w, rel_w, vs, mx, bad_w, if same_w { "same" } else { "DIFFERENT" }, ms_g / ms_w
                     );
+                    // weights dequantized into registers (gemm_qr), activations in its K order
+                    let x16p = gpu.alloc(xrows * cols * 2)?;
+                    let cvtp = time(reps, &|| launch_x_to_f16(gpu, xb.ptr, cols, cols, xrows, 0, x16p.ptr, true))?;
+                    let gr = || {
+                        let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
+                        a.x = x16p.ptr;
+                        launch_gemm_q_kernel(gpu, a, GEMM_E, bn, GqKernel::Qr)
+                    };
+                    gpu.htod(yblas.ptr, &nan)?;
+                    gr()?;
+                    let hr = get(&yblas)?;
+                    let ms_r = time(reps, &gr)?;
+                    let same_r = get(&yblas)?.iter().zip(&hr).all(|(p, q)| p.to_bits() == q.to_bits());
+                    let (rel_r, _, bad_r) = gemm_err(&hr, &href, pairs, rows, rows);
+                    let (vsr, mxr, _) = gemm_err(&hr, &hgrp, pairs, rows, rows);
+                    println!(
+                        "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} cvt={cvtp:.3}ms speedup={:.2}x over grouped",
+                        "", "", "grouped_qr", ms_r, gflop / ms_r, rel_r, vsr, mxr, bad_r, if same_r { "same" } else { "DIFFERENT" }, ms_g / ms_r
+                    );
                     // 64 weight rows x 256 tokens per tile (gemm_qw256)
                     let gw2 = || {
                         let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
                         a.x = x16.ptr;
-                        launch_gemm_q_kernel(gpu, a, GEMM_E, 256, true)
+                        launch_gemm_q_kernel(gpu, a, GEMM_E, 256, GqKernel::Wg)
                     };
                     gpu.htod(yblas.ptr, &nan)?;
                     gw2()?;

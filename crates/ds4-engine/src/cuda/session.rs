@@ -1216,10 +1216,14 @@ pub(crate) fn gq_xh_ok(w: &WMat) -> bool {
 }
 
 /// moe_mid over `n` rows of `f`: mid = silu(min(g, clamp)) * clamp(u) (* pw[row] when pw != 0),
-/// into `mid` (f32) or, when `mid16` != 0, into `mid16` as f16.
+/// into `mid` (f32) or, when `mid16` != 0, into `mid16` as f16 (in gemm_qr's K order when
+/// `perm`; f % 32 == 0).
 #[allow(clippy::too_many_arguments)]
-fn launch_moe_mid(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usize, f: usize, clamp: f32, mid: DevPtr, mid16: DevPtr) -> Result<()> {
-    let args = Args::new().a(g).a(u).a(pw).a(n as i32).a(f as i32).a(clamp).a(mid).a(mid16);
+fn launch_moe_mid(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usize, f: usize, clamp: f32, mid: DevPtr, mid16: DevPtr, perm: bool) -> Result<()> {
+    if perm && (mid16 == 0 || f % 32 != 0) {
+        return Err(CudaError::Other(format!("moe_mid: the permuted f16 order needs f16 output and width % 32 == 0 (width {f})")));
+    }
+    let args = Args::new().a(g).a(u).a(pw).a(n as i32).a(f as i32).a(clamp).a(mid).a(mid16).a(perm as i32);
     gpu.launch("moe_mid", ((n * f).div_ceil(256) as u32, 1, 1), 256, 0, args)
 }
 
@@ -1283,18 +1287,41 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
 /// fewer when there are fewer tiles.
 pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize) -> Result<()> {
     let wg = (bn == 128 || bn == 256) && a.flags & GQ_FLAG_XH != 0 && gemm_wg(gpu);
-    launch_gemm_q_kernel(gpu, a, ngroups, bn, wg)
+    launch_gemm_q_kernel(gpu, a, ngroups, bn, if wg { GqKernel::Wg } else { GqKernel::Mma })
+}
+
+/// The kernel families of the grouped GEMM (matmul.cuh).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum GqKernel {
+    /// gemm_q64 / gemm_q128: mma.sync, weights dequantized into a shared f16 tile
+    Mma,
+    /// gemm_qw128 / gemm_qw256: wgmma, both operands from shared memory (f16 activations)
+    Wg,
+    /// gemm_qr64 / gemm_qr128: wgmma with the weights dequantized into registers; the f16
+    /// activations must be in qr_kpos order (x_to_f16 / moe_mid with `perm`)
+    Qr,
+}
+
+/// Whether the routed experts take gemm_qr (GqKernel::Qr) where it is built (sm_90a), unless
+/// `DS4_GEMM_QR=0`.
+pub(crate) fn gemm_qr(gpu: &Gpu) -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    wgmma_built(gpu.cc) && *V.get_or_init(|| std::env::var("DS4_GEMM_QR").map(|v| v != "0").unwrap_or(true))
 }
 
 /// launch_gemm_q with the kernel chosen by the caller: `wg` = the wgmma kernels (f16
 /// activations and an sm_90a build): gemm_qw128 for bn 128, gemm_qw256 (64-row tiles) for bn
 /// 256; else gemm_q128 / gemm_q64. The kernel bench compares them.
-pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, wg: bool) -> Result<()> {
+pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, kind: GqKernel) -> Result<()> {
     if a.t <= 0 {
         return Ok(());
     }
+    let wg = kind == GqKernel::Wg;
     if bn == 256 && !wg {
         return Err(CudaError::Other("gemm_q: 256-token tiles exist only as the wgmma kernel".into()));
+    }
+    if kind == GqKernel::Qr && (bn == 256 || a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty)) {
+        return Err(CudaError::Other("gemm_qr: f16 activations, a block-quant type and 64- or 128-token tiles only".into()));
     }
     let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
     let xbytes = if a.flags & GQ_FLAG_XH != 0 { 2 } else { 4 };
@@ -1303,13 +1330,20 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     // bytes; mma.sync: 3 stages with rows padded to 40 elements, 2 tiles of 128 x 80 bytes
     let bm = if bn == 256 { 64 } else { 128 };
     let tiles = ((ng + 1) * 4).div_ceil(16) * 16;
-    let smem = if wg { tiles + 4 * bn * 64 + 3 * bm * raw + 3 * bm * 64 } else { tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2 };
+    // gemm_qr: GR_ST (6) stages of bn x 64 activation bytes and 128 raw weight rows
+    let smem = match kind {
+        GqKernel::Qr => tiles + 6 * (bn * 64 + 128 * raw),
+        GqKernel::Wg => tiles + 4 * bn * 64 + 3 * bm * raw + 3 * bm * 64,
+        GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
+    };
     let upper = (a.w.rows as usize).div_ceil(bm) * (a.t as usize).div_ceil(bn) * ng;
     let grid = upper.min(2 * gpu.sm_count.max(1) as usize).max(1);
-    let name = match (wg, bn) {
-        (true, 256) => "gemm_qw256",
-        (true, _) => "gemm_qw128",
-        (false, 128) => "gemm_q128",
+    let name = match (kind, bn) {
+        (GqKernel::Qr, 128) => "gemm_qr128",
+        (GqKernel::Qr, _) => "gemm_qr64",
+        (GqKernel::Wg, 256) => "gemm_qw256",
+        (GqKernel::Wg, _) => "gemm_qw128",
+        (GqKernel::Mma, 128) => "gemm_q128",
         _ => "gemm_q64",
     };
     gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, Args::new().a(a).a(ng as i32))
@@ -1789,11 +1823,14 @@ impl CudaSession {
     /// A routed-expert matrix on the grouped gemm_q with f16 activations `x16` (packed rows
     /// of `ldx` halfs, read through `gather` when it is not 0; see gq_xh_ok).
     #[allow(clippy::too_many_arguments)]
-    fn gemm_exp_xh(&self, w: WMat, x16: DevPtr, ldx: usize, gather: DevPtr, y: DevPtr, ldy: usize, t: usize) -> Result<()> {
+    fn gemm_exp_xh(&self, w: WMat, x16: DevPtr, ldx: usize, gather: DevPtr, y: DevPtr, ldy: usize, t: usize, qr: bool) -> Result<()> {
         let d = &self.m.dims;
         let flags = gemm_q_flags() | GQ_FLAG_XH;
         let a = GemmArgs { w, x: x16, y, grp_off: self.sc.off.ptr, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags };
         let avg = (t * d.k) as f64 / d.e as f64;
+        if qr {
+            return launch_gemm_q_kernel(self.gpu(), a, d.e, gemm_q_bn(self.gpu(), w.rows as usize, t, Some(avg)), GqKernel::Qr);
+        }
         let bn = if gemm_wg(self.gpu()) && gemm_wg256() && avg >= 160.0 { 256 } else { gemm_q_bn(self.gpu(), w.rows as usize, t, Some(avg)) };
         launch_gemm_q(self.gpu(), a, d.e, bn)
     }
@@ -2148,19 +2185,21 @@ impl CudaSession {
                     // f16 activations (gq_xh_ok): xn converted once for gate and up (into
                     // ypair, free until the down projection writes it), mid written f16 by
                     // moe_mid (into mid's buffer)
-                    launch_x_to_f16(gpu, sc.xn.ptr, d.d, d.d, t, 0, sc.ypair.ptr)?;
-                    self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t)?;
-                    self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t)?;
-                    launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr)?;
-                    self.gemm_exp_xh(dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t)?;
+                    // gemm_qr: both f16 inputs written in its K order
+                    let qr = gemm_qr(gpu);
+                    launch_x_to_f16(gpu, sc.xn.ptr, d.d, d.d, t, 0, sc.ypair.ptr, qr)?;
+                    self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr)?;
+                    self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, qr)?;
+                    launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr, qr)?;
+                    self.gemm_exp_xh(dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, qr)?;
                 } else {
                     // gate and up read the same gathered rows: converted once when both use cuBLAS
                     let g16 = self.exp_gemm(&eb, gw, sc.xn.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, false)?;
                     self.exp_gemm(&eb, uw, sc.xn.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, g16)?;
-                    launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, sc.mid.ptr, 0)?;
+                    launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, sc.mid.ptr, 0, false)?;
                     self.exp_gemm(&eb, dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, false)?;
                 }
-                launch_moe_mid(gpu, sc.gs.ptr, sc.us.ptr, 0, t, d.f, clamp, sc.mids.ptr, 0)?;
+                launch_moe_mid(gpu, sc.gs.ptr, sc.us.ptr, 0, t, d.f, clamp, sc.mids.ptr, 0, false)?;
                 self.gemm(ly.down_sh.wmat(), sc.mids.ptr, d.f, sc.shared.ptr, d.d, t, None)?;
                 let args = Args::new().a(sc.ypair.ptr).a(sc.pair_of.ptr).a(sc.shared.ptr).a(d.k as i32).a(d.d as i32).a(sc.ffn_out.ptr);
                 gpu.launch("moe_combine", (((d.d + 255) / 256) as u32, t as u32, 1), 256, 0, args)?;

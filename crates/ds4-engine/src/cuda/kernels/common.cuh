@@ -52,6 +52,14 @@ __device__ __forceinline__ u32 pack_h2(float lo, float hi) {
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
 }
+// K order of the f16 activations read by gemm_qr (matmul.cuh): inside each block of 32
+// values, the 4-byte pair 4a + b is stored at pair 4b + a (a 4 x 4 transpose of pairs, its own
+// inverse). Position of value c. Why: a wgmma thread's register A fragments of one 32-k step
+// then hold 8 consecutive weights of a row, i.e. exactly one quant group (see gemm_qr_body).
+__device__ __forceinline__ int qr_kpos(int c) {
+    int p = (c >> 1) & 15;
+    return (c & ~31) | ((((p & 3) << 2) | (p >> 2)) << 1) | (c & 1);
+}
 __device__ __forceinline__ float ldh(const u8* p) { return h2f(*(const u16*)p); }
 
 // Exact float of byte k (0..3, a compile-time constant) of w, without the int->float convert

@@ -764,6 +764,23 @@ __device__ __forceinline__ void wg_mma64(float (&d)[8][4], u64 da, u64 db) {
         : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
         : "l"(da), "l"(db), "r"(1));
 }
+// The same products with the weight operand A in registers (gemm_qr): m64nNk16, A = the
+// thread's 4 packed f16x2 fragment registers (the mma.sync m16n8k16 A layout, warp w of the
+// warpgroup on rows 16w .. 16w+15), B from shared memory as above.
+__device__ __forceinline__ void wg_mma128_rs(float (&d)[16][4], const u32 (&ar)[4], u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+        : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void wg_mma64_rs(float (&d)[8][4], const u32 (&ar)[4], u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+        : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
+}
 #else
 #define WG_OK 0
 #endif
@@ -1061,6 +1078,59 @@ __device__ __forceinline__ void gq_mma(const u16* wh, const u8* xsb, int wm, int
     }
 }
 
+// tst[e] = the first token tile (of BN tokens) of group e, tst[ng] = the total (warp 0; the
+// block's barrier at the end publishes it). One group (T tokens) when a.grp_off is null.
+template <int BN>
+__device__ __forceinline__ void gq_tile_prefix(const GemmArgs& a, int ng, int* tst) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (warp == 0) {
+        int per = (ng + 31) >> 5;
+        int lo = lane * per, hi = min(lo + per, ng);
+        int s = 0;
+        for (int e = lo; e < hi; e++) s += a.grp_off ? (a.grp_off[e + 1] - a.grp_off[e] + BN - 1) / BN : (a.T + BN - 1) / BN;
+        int incl = s;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            int v = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += v;
+        }
+        int run = incl - s;
+        for (int e = lo; e < hi; e++) {
+            tst[e] = run;
+            run += a.grp_off ? (a.grp_off[e + 1] - a.grp_off[e] + BN - 1) / BN : (a.T + BN - 1) / BN;
+        }
+        if (lane == 31) tst[ng] = incl;
+    }
+    __syncthreads();
+}
+
+// Tile `tile` of a grouped GEMM (row tile fastest): its first token tb, the group's end j1
+// (tokens tb .. min(tb + BN, j1) - 1), first weight row rb, and the group's weights.
+template <int BN, int BM>
+__device__ __forceinline__ void gq_tile_locate(const GemmArgs& a, int ng, const int* tst, int tile, int rtiles, int& tb,
+                                               int& j1, int& rb, const u8*& pay, const u8*& hdr) {
+    int tt = tile / rtiles, rt = tile - tt * rtiles;
+    int lo = 0, hi = ng;
+    while (hi - lo > 1) {
+        int mid = (lo + hi) >> 1;
+        if (tst[mid] <= tt) lo = mid;
+        else hi = mid;
+    }
+    const int e = lo;
+    int j0 = 0;
+    j1 = a.T;
+    pay = a.w.pay;
+    hdr = a.w.hdr;
+    if (a.grp_off) {
+        j0 = a.grp_off[e];
+        j1 = a.grp_off[e + 1];
+        pay += (i64)e * a.w.e_pay;
+        hdr += (i64)e * a.w.e_hdr;
+    }
+    tb = j0 + (tt - tst[e]) * BN;
+    rb = rt * BM;
+}
+
 // BM: weight rows per tile. 128 (mma.sync: 2 x 4 warps; wgmma: a warpgroup per 64 rows, all BN
 // tokens) or, wgmma only, 64 (both warpgroups on the same 64 rows, a warpgroup per BN / 2
 // tokens: with BN 256 each weight tile is dequantized once per 256 tokens instead of per 128,
@@ -1088,49 +1158,15 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
     u8* xst = smem + tsb;
     u8* wst = smem + tsb + XST * XS;
     u16* wh = (u16*)(wst + GQ_ST * BM * RB);
-    if (warp == 0) {
-        int per = (ng + 31) >> 5;
-        int lo = lane * per, hi = min(lo + per, ng);
-        int s = 0;
-        for (int e = lo; e < hi; e++) s += a.grp_off ? (a.grp_off[e + 1] - a.grp_off[e] + BN - 1) / BN : (a.T + BN - 1) / BN;
-        int incl = s;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            int v = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += v;
-        }
-        int run = incl - s;
-        for (int e = lo; e < hi; e++) {
-            tst[e] = run;
-            run += a.grp_off ? (a.grp_off[e + 1] - a.grp_off[e] + BN - 1) / BN : (a.T + BN - 1) / BN;
-        }
-        if (lane == 31) tst[ng] = incl;
-    }
-    __syncthreads();
+    gq_tile_prefix<BN>(a, ng, tst);
     const int rows = a.w.rows, cols = a.w.cols;
     const int rtiles = (rows + BM - 1) / BM;
     const int ntiles = rtiles * tst[ng];
     const int nk = cols / GQ_BK;
     for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
-        int tt = tile / rtiles, rt = tile - tt * rtiles;
-        int lo = 0, hi = ng;
-        while (hi - lo > 1) {
-            int mid = (lo + hi) >> 1;
-            if (tst[mid] <= tt) lo = mid;
-            else hi = mid;
-        }
-        const int e = lo;
-        int j0 = 0, j1 = a.T;
-        const u8* pay = a.w.pay;
-        const u8* hdr = a.w.hdr;
-        if (a.grp_off) {
-            j0 = a.grp_off[e];
-            j1 = a.grp_off[e + 1];
-            pay += (i64)e * a.w.e_pay;
-            hdr += (i64)e * a.w.e_hdr;
-        }
-        const int tb = j0 + (tt - tst[e]) * BN;
-        const int rb = rt * BM;
+        int tb, j1, rb;
+        const u8 *pay, *hdr;
+        gq_tile_locate<BN, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
         int wr = rb + (tid & (BM - 1));
         const bool wok = wr < rows;
         if (!wok) wr = 0;
@@ -1321,6 +1357,160 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_qw256(GemmArgs a, int 
     __trap();
 #endif
 }
+// ---- gemm_qr: the grouped expert GEMM with the weights dequantized into registers ----
+// sm_90a only; f16 activations stored in qr_kpos order (x_to_f16 / moe_mid with perm); the
+// f16x2-dequantized quant types (Q8_0, IQ2_XXS, Q2_K, Q4_K). Tile: 128 weight rows (a
+// warpgroup per 64) x BN tokens (64 or 128).
+// Why: gemm_qw128 dequantizes each K step into a shared f16 tile that wgmma then reads back,
+// ~140-225 instructions per thread and step, and its copies run only one step ahead of use;
+// gemm_qw256, with half the dequantization per MAC, was slower (5.95 vs 4.93 ms), so the loads'
+// latency, not the instruction count alone, set the step time. Here a thread dequantizes only
+// its own A fragments straight into registers: with the activations' K order permuted, the 8
+// values a thread holds for a 32-k step (two k16 halves) are one quant group of one row, the
+// unit gq_deqh decodes, for its 2 rows. Raw weights and activations stream through GR_ST stages
+// issued GR_ST - 2 steps ahead; the registers are double-buffered so the next step's
+// dequantization runs while the current step's products do.
+#define GR_ST 6
+// This thread's A fragments of one 32-k step from the staged raw rows r0 and r0 + 8 (quant
+// group g = lane % 4): f[h] = the registers of k16 half h (rows r0, r0+8 at pairs 2g, then
+// 2g + 8 of the permuted order). hp0 / hp1: the rows' header addresses (low bits), for the
+// offset of a 2-byte d inside its staged aligned word (as gq_deq_stage).
+template <int TY>
+__device__ __forceinline__ void qr_deq(const u8* st, int r0, int g, int k0, u32 hp0, u32 hp1, const uint4* g16,
+                                       u32 (&f)[2][4]) {
+    constexpr int RB = GQR<TY>::RB;
+    const u32 sh = TY == T_IQ2_XXS ? (k0 >> 8) * 2 : (k0 >> 5) * 2;
+    const bool hd = TY == T_Q8_0 || TY == T_IQ2_XXS;
+    uint4 v0 = gq_deqh<TY>(st + r0 * RB, g, k0, hd ? (int)((hp0 + sh) & 2) : 0, g16);
+    uint4 v1 = gq_deqh<TY>(st + (r0 + 8) * RB, g, k0, hd ? (int)((hp1 + sh) & 2) : 0, g16);
+    f[0][0] = v0.x; f[0][1] = v1.x; f[0][2] = v0.y; f[0][3] = v1.y;
+    f[1][0] = v0.z; f[1][1] = v1.z; f[1][2] = v0.w; f[1][3] = v1.w;
+}
+
+template <int TY, int BN>
+__device__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16) {
+#if WG_OK
+    constexpr int BM = 128, XS = BN * 64, RB = GQR<TY>::RB, NT = BN / 32;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int ng = a.grp_off ? ngroups : 1;
+    int* tst = (int*)smem;
+    const int tsb = ((ng + 1) * 4 + 15) & ~15;
+    u8* xst = smem + tsb;
+    u8* wst = xst + GR_ST * XS;
+    gq_tile_prefix<BN>(a, ng, tst);
+    const int rows = a.w.rows, cols = a.w.cols;
+    const int rtiles = (rows + BM - 1) / BM;
+    const int ntiles = rtiles * tst[ng];
+    const int nk = cols / GQ_BK;
+    const i64 prs = (i64)(cols / QT<TY>::BL) * QT<TY>::PB, hrs = (i64)(cols / QT<TY>::BL) * QT<TY>::HB;
+    // this thread's fragment rows in the tile (r0, r0 + 8) and its quant group
+    const int r0 = (warp >> 2) * 64 + (warp & 3) * 16 + (lane >> 2), grp = lane & 3;
+    const u32 xs_u = smem_u32(xst), ws_u = smem_u32(wst);
+    const u64 db0 = wg_desc(xs_u);
+    for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        int tb, j1, rb;
+        const u8 *pay, *hdr;
+        gq_tile_locate<BN, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
+        // the copies of weight row rb + tid % 128 (gq_load; zero-filled past the matrix)
+        int wr = rb + (tid & (BM - 1));
+        const bool wok = wr < rows;
+        if (!wok) wr = 0;
+        const u8* prow = pay + (i64)wr * prs;
+        const u8* hrow = hdr + (i64)wr * hrs;
+        const u32 hp0 = (u32)(u64)(hdr + (i64)min(rb + r0, rows - 1) * hrs);
+        const u32 hp1 = (u32)(u64)(hdr + (i64)min(rb + r0 + 8, rows - 1) * hrs);
+        // activation copies, fixed for the tile (as gemm_q_body's f16 / wgmma layout)
+        u32 xoff[NT];
+        const u8* xsrc[NT];
+        int xn[NT];
+#pragma unroll
+        for (int i = 0; i < NT; i++) {
+            int tl = (tid >> 2) + 64 * i, part = tid & 3;
+            int tok = tb + tl;
+            xoff[i] = wg_off(tl, part);
+            bool in = i < BN / 64 && tok < j1;
+            xn[i] = in ? 16 : 0;
+            xsrc[i] = in ? (const u8*)a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx * 2 + part * 16 : (const u8*)a.x;
+        }
+#pragma unroll
+        for (int i = 0; i < BN / 64; i++) asm volatile("" : "+r"(xoff[i]), "+r"(xn[i]), "+l"(xsrc[i]));
+        float acc[BN / 8][4] = {};
+#pragma unroll
+        for (int s = 0; s < GR_ST - 1; s++) {
+            if (s < nk) gq_load<TY, BN, true, BM>(ws_u + s * BM * RB, xs_u + s * XS, prow, hrow, wok, s * GQ_BK, xoff, xsrc, xn);
+            cp_commit();
+        }
+        cp_wait<GR_ST - 2>();
+        fence_proxy_async();
+        __syncthreads();
+        u32 fa[2][4], fb[2][4];
+        qr_deq<TY>(wst, r0, grp, 0, hp0, hp1, g16, fa);
+        int sc = 0;  // stage of step kt
+        // One K step: issue its products (A = cur), retire step kt-1's (whose stage and
+        // registers are reused next), then refill that stage GR_ST - 1 steps ahead and
+        // dequantize step kt+1 into nxt while step kt's products run.
+        auto step = [&](int kt, u32 (&cur)[2][4], u32 (&nxt)[2][4]) {
+            const u64 db = db0 + (u64)((sc * XS) >> 4);
+            wg_fence();
+            if constexpr (BN == 128) {
+                wg_mma128_rs(acc, cur[0], db);
+                wg_mma128_rs(acc, cur[1], db + 16);
+            } else {
+                wg_mma64_rs(acc, cur[0], db);
+                wg_mma64_rs(acc, cur[1], db + 16);
+            }
+            wg_commit();
+            wg_wait1();
+            cp_wait<GR_ST - 3>();
+            fence_proxy_async();
+            __syncthreads();
+            const int sp = sc == 0 ? GR_ST - 1 : sc - 1;  // step kt-1's stage = step kt+GR_ST-1's
+            const int kn = kt + GR_ST - 1;
+            if (kn < nk) gq_load<TY, BN, true, BM>(ws_u + sp * BM * RB, xs_u + sp * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc, xn);
+            cp_commit();
+            sc = sc + 1 == GR_ST ? 0 : sc + 1;
+            if (kt + 1 < nk) qr_deq<TY>(wst + sc * BM * RB, r0, grp, (kt + 1) * GQ_BK, hp0, hp1, g16, nxt);
+        };
+        for (int kt = 0; kt < nk; kt += 2) {
+            step(kt, fa, fb);
+            if (kt + 1 < nk) step(kt + 1, fb, fa);
+        }
+        wg_wait0();
+        wg_pin<BN>(acc);
+        // accumulator (j, q): row r0 (+8 for q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                int r = rb + r0 + ((q >> 1) << 3);
+                int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
+                if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[j][q];
+            }
+        __syncthreads();  // the next tile's prologue overwrites the stages
+    }
+#endif
+}
+
+// Dynamic shared memory (bytes, see launch_gemm_q_kernel): align16((ngroups+1)*4)
+//   + GR_ST * (BN * 64 + 128 * RB(type)). Grid: persistent, any size.
+#define GEMM_QR(NAME, BN)                                                                            \
+    extern "C" __global__ void __launch_bounds__(256, 2) NAME(GemmArgs a, int ngroups) {             \
+        PDL_ENTRY;                                                                                   \
+        extern __shared__ __align__(16) u8 gq_smem[];                                                \
+        __shared__ uint4 g16[256];                                                                   \
+        if (!WG_OK) __trap();                                                                        \
+        if (a.w.type == T_IQ2_XXS) gq_build_g16(g16); /* published by gq_tile_prefix's barrier */   \
+        switch (a.w.type) {                                                                          \
+            case T_Q8_0: gemm_qr_body<T_Q8_0, BN>(a, ngroups, gq_smem, g16); break;                  \
+            case T_IQ2_XXS: gemm_qr_body<T_IQ2_XXS, BN>(a, ngroups, gq_smem, g16); break;            \
+            case T_Q2_K: gemm_qr_body<T_Q2_K, BN>(a, ngroups, gq_smem, g16); break;                  \
+            default: gemm_qr_body<T_Q4_K, BN>(a, ngroups, gq_smem, g16); break;                      \
+        }                                                                                            \
+    }
+GEMM_QR(gemm_qr128, 128)
+GEMM_QR(gemm_qr64, 64)
+#undef GEMM_QR
+
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
     PDL_ENTRY;
     extern __shared__ __align__(16) u8 gq_smem[];
@@ -1427,9 +1617,11 @@ extern "C" __global__ void __launch_bounds__(256) deq_f16_exp(WMat w, const int*
 
 // x: rows of `cols` f32 at row stride ldx (ldx % 4 == 0, 16-byte aligned base, cols % 8 == 0:
 // checked by the caller) -> out: t x cols f16, packed (ld = cols). Output row r reads x row
-// gather[r] (the routed experts' token of slot r), or row r when gather is null.
+// gather[r] (the routed experts' token of slot r), or row r when gather is null. perm != 0:
+// stored in gemm_qr's K order (qr_kpos; cols % 32 == 0, checked by the caller).
 extern "C" __global__ void __launch_bounds__(256) x_to_f16(const float* __restrict__ x, int ldx, int cols, int t,
-                                                           const int* __restrict__ gather, u16* __restrict__ out) {
+                                                           const int* __restrict__ gather, u16* __restrict__ out,
+                                                           int perm) {
     PDL_ENTRY;
     i64 gidx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     int ng = cols >> 3;
@@ -1440,5 +1632,12 @@ extern "C" __global__ void __launch_bounds__(256) x_to_f16(const float* __restri
     float4 a = p[0], b = p[1];
     uint4 pk;
     pk.x = pack_h2(a.x, a.y); pk.y = pack_h2(a.z, a.w); pk.z = pack_h2(b.x, b.y); pk.w = pack_h2(b.z, b.w);
-    *(uint4*)(out + (i64)r * cols + c) = pk;
+    if (perm) {
+        // physical pairs 4q + i (q = this group of 8 in its block of 32) -> pairs 4i + q
+        u32* o = (u32*)(out + (i64)r * cols + (c & ~31));
+        int q = (c >> 3) & 3;
+        o[q] = pk.x; o[4 + q] = pk.y; o[8 + q] = pk.z; o[12 + q] = pk.w;
+    } else {
+        *(uint4*)(out + (i64)r * cols + c) = pk;
+    }
 }

@@ -1304,9 +1304,11 @@ extern "C" __global__ void __launch_bounds__(1024) moe_group2(const int* __restr
 
 // mid = silu(min(g, c)) * clamp(u, -c, c) * w   (w = 1 when pw == 0)
 // mid16 != 0: the result is stored rounded to f16 there instead (the f16-activation expert
-// GEMM, GQ_FLAG_XH; the same rounding the f32 path gets inside the GEMM).
+// GEMM, GQ_FLAG_XH; the same rounding the f32 path gets inside the GEMM), in gemm_qr's K order
+// (qr_kpos; F % 32 == 0) when perm != 0.
 extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __restrict__ u,
-                                   const float* __restrict__ pw, int n, int F, float clamp, float* mid, u16* mid16) {
+                                   const float* __restrict__ pw, int n, int F, float clamp, float* mid, u16* mid16,
+                                   int perm) {
     PDL_ENTRY;
     i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (i64)n * F) return;
@@ -1314,7 +1316,7 @@ extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __r
     float uu = fminf(fmaxf(u[i], -clamp), clamp);
     float m = siluf_(gg) * uu;
     m = pw ? m * pw[i / F] : m;
-    if (mid16) mid16[i] = f2h(m);
+    if (mid16) mid16[perm ? i - (i & 31) + qr_kpos((int)(i & 31)) : i] = f2h(m);
     else mid[i] = m;
 }
 
