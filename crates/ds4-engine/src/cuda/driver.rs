@@ -52,7 +52,7 @@ pub fn kernel_source() -> String {
 
 /// Names of every `extern "C"` kernel in the source (checked by the NVRTC test).
 pub const KERNELS: &[&str] = &[
-    "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gemm_qw128", "gemm_qw256", "gemm_qr64", "gemm_qr128",
+    "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gemm_qw128", "gemm_qw256", "gemm_qr",
     "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_finish", "hc_step", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4",
@@ -142,7 +142,7 @@ pub fn compile_cubin(arch: &str) -> Result<Vec<u8>> {
     use cudarc::nvrtc::{result as nr, sys as ns};
     let src = std::ffi::CString::new(kernel_source()).map_err(|e| CudaError::Compile(e.to_string()))?;
     let prog = nr::create_program(&src, None).map_err(|e| CudaError::Compile(format!("{e:?}")))?;
-    let opts = [
+    let mut opts = vec![
         format!("--gpu-architecture={arch}"),
         "--prec-div=true".to_string(),
         "--prec-sqrt=true".to_string(),
@@ -150,9 +150,21 @@ pub fn compile_cubin(arch: &str) -> Result<Vec<u8>> {
         "--std=c++17".to_string(),
         "-default-device".to_string(),
     ];
+    // DS4_NVRTC_VERBOSE=1: ptxas's per-kernel report and warnings (e.g. a serialized wgmma
+    // pipeline) printed to stderr
+    let verbose = std::env::var("DS4_NVRTC_VERBOSE").map(|v| v == "1").unwrap_or(false);
+    if verbose {
+        opts.push("--ptxas-options=-v".to_string());
+    }
     // SAFETY: prog is a live program; destroyed below on every path.
     unsafe {
         let r = nr::compile_program(prog, &opts);
+        if verbose {
+            if let Ok(l) = nr::get_program_log(prog) {
+                let b: Vec<u8> = l.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+                eprintln!("{}", String::from_utf8_lossy(&b));
+            }
+        }
         if let Err(e) = r {
             let log = nr::get_program_log(prog).ok().map(|l| {
                 let b: Vec<u8> = l.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
@@ -382,7 +394,7 @@ impl Gpu {
         }
         let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default() };
         // kernels that may use more than 48 KiB of dynamic shared memory
-        for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_step", "attn_prep", "gemm_q64", "gemm_q128", "gemm_qw128", "gemm_qw256", "gemm_qr64", "gemm_qr128"] {
+        for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_step", "attn_prep", "gemm_q64", "gemm_q128", "gemm_qw128", "gemm_qw256", "gemm_qr"] {
             g.set_max_smem(k, 200 * 1024)?;
         }
         // tensor-core prefill attention: Q + two K/V tiles + the S exchange (224 KiB at dh 512)

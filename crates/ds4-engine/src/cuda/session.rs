@@ -1297,8 +1297,9 @@ pub(crate) enum GqKernel {
     Mma,
     /// gemm_qw128 / gemm_qw256: wgmma, both operands from shared memory (f16 activations)
     Wg,
-    /// gemm_qr64 / gemm_qr128: wgmma with the weights dequantized into registers; the f16
-    /// activations must be in qr_kpos order (x_to_f16 / moe_mid with `perm`)
+    /// gemm_qr: wgmma with the weights dequantized into registers, tiles of up to 256 tokens
+    /// (`bn` ignored); the f16 activations must be in qr_kpos order (x_to_f16 / moe_mid with
+    /// `perm`)
     Qr,
 }
 
@@ -1320,9 +1321,10 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     if bn == 256 && !wg {
         return Err(CudaError::Other("gemm_q: 256-token tiles exist only as the wgmma kernel".into()));
     }
-    if kind == GqKernel::Qr && (bn == 256 || a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty)) {
-        return Err(CudaError::Other("gemm_qr: f16 activations, a block-quant type and 64- or 128-token tiles only".into()));
+    if kind == GqKernel::Qr && (a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty)) {
+        return Err(CudaError::Other("gemm_qr: f16 activations and a block-quant type only".into()));
     }
+    let bn = if kind == GqKernel::Qr { 256 } else { bn };
     let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
     let xbytes = if a.flags & GQ_FLAG_XH != 0 { 2 } else { 4 };
     let raw = gq_raw_bytes(a.w.ty);
@@ -1330,17 +1332,17 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     // bytes; mma.sync: 3 stages with rows padded to 40 elements, 2 tiles of 128 x 80 bytes
     let bm = if bn == 256 { 64 } else { 128 };
     let tiles = ((ng + 1) * 4).div_ceil(16) * 16;
-    // gemm_qr: GR_ST (6) stages of bn x 64 activation bytes and 128 raw weight rows
+    // gemm_qr: GR_ST (8) stages of GR_BN (256) x 64 activation bytes and 128 raw weight rows
     let smem = match kind {
-        GqKernel::Qr => tiles + 6 * (bn * 64 + 128 * raw),
+        GqKernel::Qr => tiles + 8 * (256 * 64 + 128 * raw),
         GqKernel::Wg => tiles + 4 * bn * 64 + 3 * bm * raw + 3 * bm * 64,
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };
     let upper = (a.w.rows as usize).div_ceil(bm) * (a.t as usize).div_ceil(bn) * ng;
-    let grid = upper.min(2 * gpu.sm_count.max(1) as usize).max(1);
+    let per_sm = if kind == GqKernel::Qr { 1 } else { 2 };
+    let grid = upper.min(per_sm * gpu.sm_count.max(1) as usize).max(1);
     let name = match (kind, bn) {
-        (GqKernel::Qr, 128) => "gemm_qr128",
-        (GqKernel::Qr, _) => "gemm_qr64",
+        (GqKernel::Qr, _) => "gemm_qr",
         (GqKernel::Wg, 256) => "gemm_qw256",
         (GqKernel::Wg, _) => "gemm_qw128",
         (GqKernel::Mma, 128) => "gemm_q128",
@@ -1829,7 +1831,7 @@ impl CudaSession {
         let a = GemmArgs { w, x: x16, y, grp_off: self.sc.off.ptr, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags };
         let avg = (t * d.k) as f64 / d.e as f64;
         if qr {
-            return launch_gemm_q_kernel(self.gpu(), a, d.e, gemm_q_bn(self.gpu(), w.rows as usize, t, Some(avg)), GqKernel::Qr);
+            return launch_gemm_q_kernel(self.gpu(), a, d.e, 256, GqKernel::Qr);
         }
         let bn = if gemm_wg(self.gpu()) && gemm_wg256() && avg >= 160.0 { 256 } else { gemm_q_bn(self.gpu(), w.rows as usize, t, Some(avg)) };
         launch_gemm_q(self.gpu(), a, d.e, bn)

@@ -764,21 +764,41 @@ __device__ __forceinline__ void wg_mma64(float (&d)[8][4], u64 da, u64 db) {
         : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
         : "l"(da), "l"(db), "r"(1));
 }
-// The same products with the weight operand A in registers (gemm_qr): m64nNk16, A = the
-// thread's 4 packed f16x2 fragment registers (the mma.sync m16n8k16 A layout, warp w of the
-// warpgroup on rows 16w .. 16w+15), B from shared memory as above.
-__device__ __forceinline__ void wg_mma128_rs(float (&d)[16][4], const u32 (&ar)[4], u64 db) {
+// The same products with the weight operand A in registers (gemm_qr): m64nNk16 into the
+// first N / 8 rows of d, A = the thread's 4 packed f16x2 fragment registers (the mma.sync
+// m16n8k16 A layout, warp w of the warpgroup on rows 16w .. 16w+15), B from shared memory.
+template <int N>
+__device__ __forceinline__ void wg_mma_rs(float (&d)[32][4], const u32 (&ar)[4], u64 db);
+template <>
+__device__ __forceinline__ void wg_mma_rs<64>(float (&d)[32][4], const u32 (&ar)[4], u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+        : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
+}
+template <>
+__device__ __forceinline__ void wg_mma_rs<128>(float (&d)[32][4], const u32 (&ar)[4], u64 db) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"
         : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
         : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
 }
-__device__ __forceinline__ void wg_mma64_rs(float (&d)[8][4], const u32 (&ar)[4], u64 db) {
+template <>
+__device__ __forceinline__ void wg_mma_rs<192>(float (&d)[32][4], const u32 (&ar)[4], u64 db) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95}, {%96,%97,%98,%99}, %100, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3])
+        : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
+}
+template <>
+__device__ __forceinline__ void wg_mma_rs<256>(float (&d)[32][4], const u32 (&ar)[4], u64 db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, {%128,%129,%130,%131}, %132, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]), "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
         : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
 }
 #else
@@ -1360,7 +1380,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_qw256(GemmArgs a, int 
 // ---- gemm_qr: the grouped expert GEMM with the weights dequantized into registers ----
 // sm_90a only; f16 activations stored in qr_kpos order (x_to_f16 / moe_mid with perm); the
 // f16x2-dequantized quant types (Q8_0, IQ2_XXS, Q2_K, Q4_K). Tile: 128 weight rows (a
-// warpgroup per 64) x BN tokens (64 or 128).
+// warpgroup per 64) x up to 256 tokens of one group; the wgmma N is the tile's token count
+// rounded up to 64, so a group of 192 tokens is one 192-wide tile, not 256 slots.
 // Why: gemm_qw128 dequantizes each K step into a shared f16 tile that wgmma then reads back,
 // ~140-225 instructions per thread and step, and its copies run only one step ahead of use;
 // gemm_qw256, with half the dequantization per MAC, was slower (5.95 vs 4.93 ms), so the loads'
@@ -1369,8 +1390,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_qw256(GemmArgs a, int 
 // values a thread holds for a 32-k step (two k16 halves) are one quant group of one row, the
 // unit gq_deqh decodes, for its 2 rows. Raw weights and activations stream through GR_ST stages
 // issued GR_ST - 2 steps ahead; the registers are double-buffered so the next step's
-// dequantization runs while the current step's products do.
-#define GR_ST 6
+// dequantization runs while the current step's products do. One block per SM (128
+// accumulators per thread).
+#define GR_ST 8
+#define GR_BN 256
 // This thread's A fragments of one 32-k step from the staged raw rows r0 and r0 + 8 (quant
 // group g = lane % 4): f[h] = the registers of k16 half h (rows r0, r0+8 at pairs 2g, then
 // 2g + 8 of the permuted order). hp0 / hp1: the rows' header addresses (low bits), for the
@@ -1387,17 +1410,69 @@ __device__ __forceinline__ void qr_deq(const u8* st, int r0, int g, int k0, u32 
     f[1][0] = v0.z; f[1][1] = v1.z; f[1][2] = v0.w; f[1][3] = v1.w;
 }
 
-template <int TY, int BN>
-__device__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16) {
 #if WG_OK
-    constexpr int BM = 128, XS = BN * 64, RB = GQR<TY>::RB, NT = BN / 32;
+// The K loop of one tile with N-wide products (stages: GR_ST activation stages of GR_BN x 64
+// bytes at xs_u, then GR_ST raw weight stages of 128 x RB at ws_u / wst). The copies of row
+// tid % 128 (prow, hrow, wok) and of the activations (xoff, xsrc, xn) are gq_load's.
+template <int TY, int N>
+__device__ __forceinline__ void qr_kloop(float (&acc)[32][4], int nk, const u8* wst, u32 ws_u, u32 xs_u, const u8* prow,
+                                         const u8* hrow, bool wok, const u32 (&xoff)[GR_BN / 32],
+                                         const u8* const (&xsrc)[GR_BN / 32], const int (&xn)[GR_BN / 32], int r0,
+                                         int grp, u32 hp0, u32 hp1, const uint4* g16) {
+    constexpr int BM = 128, XS = GR_BN * 64, RB = GQR<TY>::RB;
+#pragma unroll
+    for (int s = 0; s < GR_ST - 1; s++) {
+        if (s < nk) gq_load<TY, GR_BN, true, BM>(ws_u + s * BM * RB, xs_u + s * XS, prow, hrow, wok, s * GQ_BK, xoff, xsrc, xn);
+        cp_commit();
+    }
+    cp_wait<GR_ST - 2>();
+    fence_proxy_async();
+    __syncthreads();
+    u32 fa[2][4], fb[2][4];
+    qr_deq<TY>(wst, r0, grp, 0, hp0, hp1, g16, fa);
+    const u64 db0 = wg_desc(xs_u);
+    int sc = 0;  // stage of step kt
+    // One K step: issue its products (A = cur), retire step kt-1's (whose stage and registers
+    // are reused next), then refill that stage GR_ST - 1 steps ahead and dequantize step kt+1
+    // into nxt while step kt's products run.
+    auto step = [&](int kt, u32 (&cur)[2][4], u32 (&nxt)[2][4]) {
+        const u64 db = db0 + (u64)((sc * XS) >> 4);
+        wg_fence();
+        wg_mma_rs<N>(acc, cur[0], db);
+        wg_mma_rs<N>(acc, cur[1], db + 16);
+        wg_commit();
+        wg_wait1();
+        cp_wait<GR_ST - 3>();
+        fence_proxy_async();
+        __syncthreads();
+        const int sp = sc == 0 ? GR_ST - 1 : sc - 1;  // step kt-1's stage = step kt+GR_ST-1's
+        const int kn = kt + GR_ST - 1;
+        if (kn < nk) gq_load<TY, GR_BN, true, BM>(ws_u + sp * BM * RB, xs_u + sp * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc, xn);
+        cp_commit();
+        sc = sc + 1 == GR_ST ? 0 : sc + 1;
+        if (kt + 1 < nk) qr_deq<TY>(wst + sc * BM * RB, r0, grp, (kt + 1) * GQ_BK, hp0, hp1, g16, nxt);
+    };
+    for (int kt = 0; kt < nk; kt += 2) {
+        step(kt, fa, fb);
+        if (kt + 1 < nk) step(kt + 1, fb, fa);
+    }
+    wg_wait0();
+    wg_pin<GR_BN>(acc);
+}
+#endif
+
+// (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
+template <int TY>
+__device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16) {
+#if WG_OK
+    constexpr int BM = 128, XS = GR_BN * 64, NT = GR_BN / 32;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int ng = a.grp_off ? ngroups : 1;
     int* tst = (int*)smem;
     const int tsb = ((ng + 1) * 4 + 15) & ~15;
     u8* xst = smem + tsb;
     u8* wst = xst + GR_ST * XS;
-    gq_tile_prefix<BN>(a, ng, tst);
+    gq_tile_prefix<GR_BN>(a, ng, tst);
     const int rows = a.w.rows, cols = a.w.cols;
     const int rtiles = (rows + BM - 1) / BM;
     const int ntiles = rtiles * tst[ng];
@@ -1406,11 +1481,10 @@ __device__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uin
     // this thread's fragment rows in the tile (r0, r0 + 8) and its quant group
     const int r0 = (warp >> 2) * 64 + (warp & 3) * 16 + (lane >> 2), grp = lane & 3;
     const u32 xs_u = smem_u32(xst), ws_u = smem_u32(wst);
-    const u64 db0 = wg_desc(xs_u);
     for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         int tb, j1, rb;
         const u8 *pay, *hdr;
-        gq_tile_locate<BN, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
+        gq_tile_locate<GR_BN, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
         // the copies of weight row rb + tid % 128 (gq_load; zero-filled past the matrix)
         int wr = rb + (tid & (BM - 1));
         const bool wok = wr < rows;
@@ -1419,7 +1493,10 @@ __device__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uin
         const u8* hrow = hdr + (i64)wr * hrs;
         const u32 hp0 = (u32)(u64)(hdr + (i64)min(rb + r0, rows - 1) * hrs);
         const u32 hp1 = (u32)(u64)(hdr + (i64)min(rb + r0 + 8, rows - 1) * hrs);
-        // activation copies, fixed for the tile (as gemm_q_body's f16 / wgmma layout)
+        // 64-token chunks of this tile: the products' N
+        const int nc = min((j1 - tb + 63) >> 6, GR_BN / 64);
+        // activation copies, fixed for the tile (as gemm_q_body's f16 / wgmma layout); none
+        // for the chunks past nc (their smem rows are never read)
         u32 xoff[NT];
         const u8* xsrc[NT];
         int xn[NT];
@@ -1428,58 +1505,22 @@ __device__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uin
             int tl = (tid >> 2) + 64 * i, part = tid & 3;
             int tok = tb + tl;
             xoff[i] = wg_off(tl, part);
-            bool in = i < BN / 64 && tok < j1;
+            bool in = i < GR_BN / 64 && tok < j1;
             xn[i] = in ? 16 : 0;
             xsrc[i] = in ? (const u8*)a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx * 2 + part * 16 : (const u8*)a.x;
         }
 #pragma unroll
-        for (int i = 0; i < BN / 64; i++) asm volatile("" : "+r"(xoff[i]), "+r"(xn[i]), "+l"(xsrc[i]));
-        float acc[BN / 8][4] = {};
-#pragma unroll
-        for (int s = 0; s < GR_ST - 1; s++) {
-            if (s < nk) gq_load<TY, BN, true, BM>(ws_u + s * BM * RB, xs_u + s * XS, prow, hrow, wok, s * GQ_BK, xoff, xsrc, xn);
-            cp_commit();
+        for (int i = 0; i < GR_BN / 64; i++) asm volatile("" : "+r"(xoff[i]), "+r"(xn[i]), "+l"(xsrc[i]));
+        float acc[32][4] = {};
+        switch (nc) {
+            case 1: qr_kloop<TY, 64>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16); break;
+            case 2: qr_kloop<TY, 128>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16); break;
+            case 3: qr_kloop<TY, 192>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16); break;
+            default: qr_kloop<TY, 256>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16); break;
         }
-        cp_wait<GR_ST - 2>();
-        fence_proxy_async();
-        __syncthreads();
-        u32 fa[2][4], fb[2][4];
-        qr_deq<TY>(wst, r0, grp, 0, hp0, hp1, g16, fa);
-        int sc = 0;  // stage of step kt
-        // One K step: issue its products (A = cur), retire step kt-1's (whose stage and
-        // registers are reused next), then refill that stage GR_ST - 1 steps ahead and
-        // dequantize step kt+1 into nxt while step kt's products run.
-        auto step = [&](int kt, u32 (&cur)[2][4], u32 (&nxt)[2][4]) {
-            const u64 db = db0 + (u64)((sc * XS) >> 4);
-            wg_fence();
-            if constexpr (BN == 128) {
-                wg_mma128_rs(acc, cur[0], db);
-                wg_mma128_rs(acc, cur[1], db + 16);
-            } else {
-                wg_mma64_rs(acc, cur[0], db);
-                wg_mma64_rs(acc, cur[1], db + 16);
-            }
-            wg_commit();
-            wg_wait1();
-            cp_wait<GR_ST - 3>();
-            fence_proxy_async();
-            __syncthreads();
-            const int sp = sc == 0 ? GR_ST - 1 : sc - 1;  // step kt-1's stage = step kt+GR_ST-1's
-            const int kn = kt + GR_ST - 1;
-            if (kn < nk) gq_load<TY, BN, true, BM>(ws_u + sp * BM * RB, xs_u + sp * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc, xn);
-            cp_commit();
-            sc = sc + 1 == GR_ST ? 0 : sc + 1;
-            if (kt + 1 < nk) qr_deq<TY>(wst + sc * BM * RB, r0, grp, (kt + 1) * GQ_BK, hp0, hp1, g16, nxt);
-        };
-        for (int kt = 0; kt < nk; kt += 2) {
-            step(kt, fa, fb);
-            if (kt + 1 < nk) step(kt + 1, fb, fa);
-        }
-        wg_wait0();
-        wg_pin<BN>(acc);
         // accumulator (j, q): row r0 (+8 for q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
 #pragma unroll
-        for (int j = 0; j < BN / 8; j++)
+        for (int j = 0; j < GR_BN / 8; j++)
 #pragma unroll
             for (int q = 0; q < 4; q++) {
                 int r = rb + r0 + ((q >> 1) << 3);
@@ -1492,24 +1533,20 @@ __device__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uin
 }
 
 // Dynamic shared memory (bytes, see launch_gemm_q_kernel): align16((ngroups+1)*4)
-//   + GR_ST * (BN * 64 + 128 * RB(type)). Grid: persistent, any size.
-#define GEMM_QR(NAME, BN)                                                                            \
-    extern "C" __global__ void __launch_bounds__(256, 2) NAME(GemmArgs a, int ngroups) {             \
-        PDL_ENTRY;                                                                                   \
-        extern __shared__ __align__(16) u8 gq_smem[];                                                \
-        __shared__ uint4 g16[256];                                                                   \
-        if (!WG_OK) __trap();                                                                        \
-        if (a.w.type == T_IQ2_XXS) gq_build_g16(g16); /* published by gq_tile_prefix's barrier */   \
-        switch (a.w.type) {                                                                          \
-            case T_Q8_0: gemm_qr_body<T_Q8_0, BN>(a, ngroups, gq_smem, g16); break;                  \
-            case T_IQ2_XXS: gemm_qr_body<T_IQ2_XXS, BN>(a, ngroups, gq_smem, g16); break;            \
-            case T_Q2_K: gemm_qr_body<T_Q2_K, BN>(a, ngroups, gq_smem, g16); break;                  \
-            default: gemm_qr_body<T_Q4_K, BN>(a, ngroups, gq_smem, g16); break;                      \
-        }                                                                                            \
+//   + GR_ST * (GR_BN * 64 + 128 * RB(type)). Grid: persistent, one block per SM.
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr(GemmArgs a, int ngroups) {
+    PDL_ENTRY;
+    extern __shared__ __align__(16) u8 gq_smem[];
+    __shared__ uint4 g16[256];
+    if (!WG_OK) __trap();
+    if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);  // published by gq_tile_prefix's barrier
+    switch (a.w.type) {
+        case T_Q8_0: gemm_qr_body<T_Q8_0>(a, ngroups, gq_smem, g16); break;
+        case T_IQ2_XXS: gemm_qr_body<T_IQ2_XXS>(a, ngroups, gq_smem, g16); break;
+        case T_Q2_K: gemm_qr_body<T_Q2_K>(a, ngroups, gq_smem, g16); break;
+        default: gemm_qr_body<T_Q4_K>(a, ngroups, gq_smem, g16); break;
     }
-GEMM_QR(gemm_qr128, 128)
-GEMM_QR(gemm_qr64, 64)
-#undef GEMM_QR
+}
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
     PDL_ENTRY;
