@@ -1073,6 +1073,25 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                         "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} speedup={:.2}x over grouped",
                         "", "", "grouped_wg", ms_w, gflop / ms_w, rel_w, vs, mx, bad_w, if same_w { "same" } else { "DIFFERENT" }, ms_g / ms_w
                     );
+                    // 64 weight rows x 256 tokens per tile (gemm_qw256)
+                    let gw2 = || {
+                        let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
+                        a.x = x16.ptr;
+                        launch_gemm_q_kernel(gpu, a, GEMM_E, 256, GqKernel::Wg)
+                    };
+                    gpu.htod(yblas.ptr, &nan)?;
+                    gw2()?;
+                    let hw2 = get(&yblas)?;
+                    let ms_w2 = time(reps, &gw2)?;
+                    let same_w2 = get(&yblas)?.iter().zip(&hw2).all(|(p, q)| p.to_bits() == q.to_bits());
+                    let (rel_w2, _, bad_w2) = gemm_err(&hw2, &href, pairs, rows, rows);
+                    let (vs2, mx2, _) = gemm_err(&hw2, &hgrp, pairs, rows, rows);
+                    println!(
+                        "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} speedup={:.2}x over grouped",
+                        "", "", "grouped_wg256", ms_w2, gflop / ms_w2, rel_w2, vs2, mx2, bad_w2, if same_w2 { "same" } else { "DIFFERENT" }, ms_g / ms_w2
+                    );
+                }
+                if super::driver::wgmma_built(gpu.cc) {
                     // weights dequantized into registers (gemm_qr), activations in its K order
                     let x16p = gpu.alloc(xrows * cols * 2)?;
                     let cvtp = time(reps, &|| launch_x_to_f16(gpu, xb.ptr, cols, cols, xrows, 0, x16p.ptr, true))?;
@@ -1092,23 +1111,21 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                         "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} cvt={cvtp:.3}ms speedup={:.2}x over grouped",
                         "", "", "grouped_qr", ms_r, gflop / ms_r, rel_r, vsr, mxr, bad_r, if same_r { "same" } else { "DIFFERENT" }, ms_g / ms_r
                     );
-                    // 64 weight rows x 256 tokens per tile (gemm_qw256)
-                    let gw2 = || {
-                        let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
-                        a.x = x16.ptr;
-                        launch_gemm_q_kernel(gpu, a, GEMM_E, 256, GqKernel::Wg)
-                    };
-                    gpu.htod(yblas.ptr, &nan)?;
-                    gw2()?;
-                    let hw2 = get(&yblas)?;
-                    let ms_w2 = time(reps, &gw2)?;
-                    let same_w2 = get(&yblas)?.iter().zip(&hw2).all(|(p, q)| p.to_bits() == q.to_bits());
-                    let (rel_w2, _, bad_w2) = gemm_err(&hw2, &href, pairs, rows, rows);
-                    let (vs2, mx2, _) = gemm_err(&hw2, &hgrp, pairs, rows, rows);
-                    println!(
-                        "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} speedup={:.2}x over grouped",
-                        "", "", "grouped_wg256", ms_w2, gflop / ms_w2, rel_w2, vs2, mx2, bad_w2, if same_w2 { "same" } else { "DIFFERENT" }, ms_g / ms_w2
-                    );
+                    // timing experiments: without the per-step proxy fence (no ordering
+                    // guarantee) and with every copy drained each step (matmul.cuh flags)
+                    for (label, fl) in [("qr_nofence", 4), ("qr_drain", 8)] {
+                        let ge = || {
+                            let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH | fl);
+                            a.x = x16p.ptr;
+                            launch_gemm_q_kernel(gpu, a, GEMM_E, bn, GqKernel::Qr)
+                        };
+                        gpu.htod(yblas.ptr, &nan)?;
+                        ge()?;
+                        let he = get(&yblas)?;
+                        let ms_e = time(reps, &ge)?;
+                        let (vse, mxe, _) = gemm_err(&he, &hr, pairs, rows, rows);
+                        println!("{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9} {:>9.2e} {:>9.2e} (vs grouped_qr)", "", "", label, ms_e, gflop / ms_e, "", vse, mxe);
+                    }
                 }
             }
             // the cuBLAS expert path

@@ -1303,22 +1303,28 @@ pub(crate) enum GqKernel {
     Qr,
 }
 
-/// Whether the routed experts take gemm_qr (GqKernel::Qr) where it is built (sm_90a), unless
-/// `DS4_GEMM_QR=0`.
-pub(crate) fn gemm_qr(gpu: &Gpu) -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    wgmma_built(gpu.cc) && *V.get_or_init(|| std::env::var("DS4_GEMM_QR").map(|v| v != "0").unwrap_or(true))
+/// Whether the routed experts of a batch averaging `avg` tokens per expert take gemm_qr
+/// (GqKernel::Qr): where it is built (sm_90a), unless `DS4_GEMM_QR=0`, for `avg` of at least
+/// `DS4_GEMM_QR_MIN` (default 96). Why the floor: one block per SM with few tokens per tile
+/// hides latency worse than gemm_q64 (kernel bench at 24 tokens per expert: 2.9 vs 2.1 ms; at
+/// 192: 3.6 vs 4.9 ms).
+pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> bool {
+    static V: std::sync::OnceLock<(bool, f64)> = std::sync::OnceLock::new();
+    let (on, min) = *V.get_or_init(|| {
+        let on = std::env::var("DS4_GEMM_QR").map(|v| v != "0").unwrap_or(true);
+        (on, std::env::var("DS4_GEMM_QR_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(96.0))
+    });
+    wgmma_built(gpu.cc) && on && avg >= min
 }
 
-/// launch_gemm_q with the kernel chosen by the caller: `wg` = the wgmma kernels (f16
-/// activations and an sm_90a build): gemm_qw128 for bn 128, gemm_qw256 (64-row tiles) for bn
-/// 256; else gemm_q128 / gemm_q64. The kernel bench compares them.
+/// launch_gemm_q with the kernel family chosen by the caller (GqKernel; Wg: gemm_qw128 for bn
+/// 128, gemm_qw256 (64-row tiles) for bn 256; Mma: gemm_q128 / gemm_q64). The kernel bench
+/// compares them.
 pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, kind: GqKernel) -> Result<()> {
     if a.t <= 0 {
         return Ok(());
     }
-    let wg = kind == GqKernel::Wg;
-    if bn == 256 && !wg {
+    if bn == 256 && kind == GqKernel::Mma {
         return Err(CudaError::Other("gemm_q: 256-token tiles exist only as the wgmma kernel".into()));
     }
     if kind == GqKernel::Qr && (a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty)) {
@@ -1330,7 +1336,7 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     let raw = gq_raw_bytes(a.w.ty);
     // (gemm_q_body) wgmma: 4 activation stages of bn x 64 bytes, 3 f16 weight tiles of bm x 64
     // bytes; mma.sync: 3 stages with rows padded to 40 elements, 2 tiles of 128 x 80 bytes
-    let bm = if bn == 256 { 64 } else { 128 };
+    let bm = if bn == 256 && kind == GqKernel::Wg { 64 } else { 128 };
     let tiles = ((ng + 1) * 4).div_ceil(16) * 16;
     // gemm_qr: GR_ST (8) stages of GR_BN (256) x 64 activation bytes and 128 raw weight rows
     let smem = match kind {
@@ -2188,7 +2194,7 @@ impl CudaSession {
                     // ypair, free until the down projection writes it), mid written f16 by
                     // moe_mid (into mid's buffer)
                     // gemm_qr: both f16 inputs written in its K order
-                    let qr = gemm_qr(gpu);
+                    let qr = gemm_qr(gpu, (t * d.k) as f64 / d.e as f64);
                     launch_x_to_f16(gpu, sc.xn.ptr, d.d, d.d, t, 0, sc.ypair.ptr, qr)?;
                     self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr)?;
                     self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, qr)?;

@@ -955,6 +955,10 @@ __device__ __forceinline__ u32 h2_bytes23(u32 w) { return __byte_perm(w, 0x64646
 #define H2_1152 0x64806480u
 #define GQ_FLAG_HDEQ 1
 #define GQ_FLAG_XH 2  // x holds f16 rows (ldx in halfs): see gq_mma
+// gemm_qr timing experiments (kernel bench only; GQ_FLAG_QR_NOFENCE gives no ordering
+// guarantee): no proxy fence per step / all copies drained every step
+#define GQ_FLAG_QR_NOFENCE 4
+#define GQ_FLAG_QR_DRAIN 8
 
 // The IQ2_XXS grid as f16: g16[i] = the 8 magnitudes of grid entry i (built per block).
 __device__ __forceinline__ void gq_build_g16(uint4* g16) {
@@ -1418,7 +1422,7 @@ template <int TY, int N>
 __device__ __forceinline__ void qr_kloop(float (&acc)[32][4], int nk, const u8* wst, u32 ws_u, u32 xs_u, const u8* prow,
                                          const u8* hrow, bool wok, const u32 (&xoff)[GR_BN / 32],
                                          const u8* const (&xsrc)[GR_BN / 32], const int (&xn)[GR_BN / 32], int r0,
-                                         int grp, u32 hp0, u32 hp1, const uint4* g16) {
+                                         int grp, u32 hp0, u32 hp1, const uint4* g16, int flags) {
     constexpr int BM = 128, XS = GR_BN * 64, RB = GQR<TY>::RB;
 #pragma unroll
     for (int s = 0; s < GR_ST - 1; s++) {
@@ -1442,8 +1446,9 @@ __device__ __forceinline__ void qr_kloop(float (&acc)[32][4], int nk, const u8* 
         wg_mma_rs<N>(acc, cur[1], db + 16);
         wg_commit();
         wg_wait1();
-        cp_wait<GR_ST - 3>();
-        fence_proxy_async();
+        if (flags & GQ_FLAG_QR_DRAIN) cp_wait<0>();
+        else cp_wait<GR_ST - 3>();
+        if (!(flags & GQ_FLAG_QR_NOFENCE)) fence_proxy_async();
         __syncthreads();
         const int sp = sc == 0 ? GR_ST - 1 : sc - 1;  // step kt-1's stage = step kt+GR_ST-1's
         const int kn = kt + GR_ST - 1;
@@ -1513,10 +1518,10 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
         for (int i = 0; i < GR_BN / 64; i++) asm volatile("" : "+r"(xoff[i]), "+r"(xn[i]), "+l"(xsrc[i]));
         float acc[32][4] = {};
         switch (nc) {
-            case 1: qr_kloop<TY, 64>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16); break;
-            case 2: qr_kloop<TY, 128>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16); break;
-            case 3: qr_kloop<TY, 192>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16); break;
-            default: qr_kloop<TY, 256>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16); break;
+            case 1: qr_kloop<TY, 64>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16, a.flags); break;
+            case 2: qr_kloop<TY, 128>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16, a.flags); break;
+            case 3: qr_kloop<TY, 192>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16, a.flags); break;
+            default: qr_kloop<TY, 256>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16, a.flags); break;
         }
         // accumulator (j, q): row r0 (+8 for q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
 #pragma unroll
