@@ -1055,42 +1055,6 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9} {:>9.2e} {:>9.2e} {:>5} bits {} grouped, cvt={cvt:.3}ms, speedup={:.2}x",
                     "", "", "grouped_xh", ms_x, gflop / ms_x, "", vs, mx, "", if same { "==" } else { "!=" }, ms_g / ms_x
                 );
-                // the wgmma kernel on the same f16 rows (sm_90a builds, 128-token tiles)
-                if super::driver::wgmma_built(gpu.cc) && bn == 128 {
-                    let gw = || {
-                        let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
-                        a.x = x16.ptr;
-                        launch_gemm_q_kernel(gpu, a, GEMM_E, bn, GqKernel::Wg)
-                    };
-                    gpu.htod(yblas.ptr, &nan)?;
-                    gw()?;
-                    let hw = get(&yblas)?;
-                    let ms_w = time(reps, &gw)?;
-                    let same_w = get(&yblas)?.iter().zip(&hw).all(|(p, q)| p.to_bits() == q.to_bits());
-                    let (rel_w, _, bad_w) = gemm_err(&hw, &href, pairs, rows, rows);
-                    let (vs, mx, _) = gemm_err(&hw, &hgrp, pairs, rows, rows);
-                    println!(
-                        "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} speedup={:.2}x over grouped",
-                        "", "", "grouped_wg", ms_w, gflop / ms_w, rel_w, vs, mx, bad_w, if same_w { "same" } else { "DIFFERENT" }, ms_g / ms_w
-                    );
-                    // 64 weight rows x 256 tokens per tile (gemm_qw256)
-                    let gw2 = || {
-                        let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
-                        a.x = x16.ptr;
-                        launch_gemm_q_kernel(gpu, a, GEMM_E, 256, GqKernel::Wg)
-                    };
-                    gpu.htod(yblas.ptr, &nan)?;
-                    gw2()?;
-                    let hw2 = get(&yblas)?;
-                    let ms_w2 = time(reps, &gw2)?;
-                    let same_w2 = get(&yblas)?.iter().zip(&hw2).all(|(p, q)| p.to_bits() == q.to_bits());
-                    let (rel_w2, _, bad_w2) = gemm_err(&hw2, &href, pairs, rows, rows);
-                    let (vs2, mx2, _) = gemm_err(&hw2, &hgrp, pairs, rows, rows);
-                    println!(
-                        "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} speedup={:.2}x over grouped",
-                        "", "", "grouped_wg256", ms_w2, gflop / ms_w2, rel_w2, vs2, mx2, bad_w2, if same_w2 { "same" } else { "DIFFERENT" }, ms_g / ms_w2
-                    );
-                }
                 if super::driver::wgmma_built(gpu.cc) {
                     // weights dequantized into registers (gemm_qr), activations in its K order
                     let x16p = gpu.alloc(xrows * cols * 2)?;

@@ -1227,22 +1227,6 @@ fn launch_moe_mid(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usize, f: usiz
     gpu.launch("moe_mid", ((n * f).div_ceil(256) as u32, 1, 1), 256, 0, args)
 }
 
-/// Whether f16-activation grouped GEMMs with 128-token tiles take the wgmma kernel
-/// (gemm_qw128, matmul.cuh): where the kernels were built for sm_90a (`wgmma_built`), unless
-/// `DS4_GEMM_WG=0`. Same error against the f32 reference as gemm_q128 (kernel bench); prefill
-/// at 8K 5885 -> 6047 t/s (same call).
-pub(crate) fn gemm_wg(gpu: &Gpu) -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    wgmma_built(gpu.cc) && *V.get_or_init(|| std::env::var("DS4_GEMM_WG").map(|v| v != "0").unwrap_or(true))
-}
-
-/// Whether experts averaging 160+ tokens take 256-token tiles (gemm_qw256: each weight tile
-/// dequantized once per 256 tokens), unless `DS4_GEMM_WG256=0`.
-pub(crate) fn gemm_wg256() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_GEMM_WG256").map(|v| v != "0").unwrap_or(true))
-}
-
 /// Raw weight bytes gemm_q stages per row per K step (`GQR<TY>::RB` in matmul.cuh).
 fn gq_raw_bytes(ty: i32) -> usize {
     match ty {
@@ -1286,8 +1270,7 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
 /// when a.grp_off == 0). Persistent grid: two blocks per SM (what the shared memory allows),
 /// fewer when there are fewer tiles.
 pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize) -> Result<()> {
-    let wg = (bn == 128 || bn == 256) && a.flags & GQ_FLAG_XH != 0 && gemm_wg(gpu);
-    launch_gemm_q_kernel(gpu, a, ngroups, bn, if wg { GqKernel::Wg } else { GqKernel::Mma })
+    launch_gemm_q_kernel(gpu, a, ngroups, bn, GqKernel::Mma)
 }
 
 /// The kernel families of the grouped GEMM (matmul.cuh).
@@ -1295,8 +1278,6 @@ pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize) -
 pub(crate) enum GqKernel {
     /// gemm_q64 / gemm_q128: mma.sync, weights dequantized into a shared f16 tile
     Mma,
-    /// gemm_qw128 / gemm_qw256: wgmma, both operands from shared memory (f16 activations)
-    Wg,
     /// gemm_qr: wgmma with the weights dequantized into registers, tiles of up to 256 tokens
     /// (`bn` ignored); the f16 activations must be in qr_kpos order (x_to_f16 / moe_mid with
     /// `perm`)
@@ -1317,15 +1298,13 @@ pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> bool {
     wgmma_built(gpu.cc) && on && avg >= min
 }
 
-/// launch_gemm_q with the kernel family chosen by the caller (GqKernel; Wg: gemm_qw128 for bn
-/// 128, gemm_qw256 (64-row tiles) for bn 256; Mma: gemm_q128 / gemm_q64). The kernel bench
-/// compares them.
+/// launch_gemm_q with the kernel family chosen by the caller (the kernel bench compares them).
 pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, kind: GqKernel) -> Result<()> {
     if a.t <= 0 {
         return Ok(());
     }
-    if bn == 256 && kind == GqKernel::Mma {
-        return Err(CudaError::Other("gemm_q: 256-token tiles exist only as the wgmma kernel".into()));
+    if kind == GqKernel::Mma && bn != 64 && bn != 128 {
+        return Err(CudaError::Other(format!("gemm_q: token tiles of 64 or 128, not {bn}")));
     }
     if kind == GqKernel::Qr && (a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty)) {
         return Err(CudaError::Other("gemm_qr: f16 activations and a block-quant type only".into()));
@@ -1334,23 +1313,18 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
     let xbytes = if a.flags & GQ_FLAG_XH != 0 { 2 } else { 4 };
     let raw = gq_raw_bytes(a.w.ty);
-    // (gemm_q_body) wgmma: 4 activation stages of bn x 64 bytes, 3 f16 weight tiles of bm x 64
-    // bytes; mma.sync: 3 stages with rows padded to 40 elements, 2 tiles of 128 x 80 bytes
-    let bm = if bn == 256 && kind == GqKernel::Wg { 64 } else { 128 };
     let tiles = ((ng + 1) * 4).div_ceil(16) * 16;
-    // gemm_qr: GR_ST (8) stages of GR_BN (256) x 64 activation bytes and 128 raw weight rows
     let smem = match kind {
+        // GR_ST (8) stages of GR_BN (256) x 64 activation bytes and 128 raw weight rows
         GqKernel::Qr => tiles + 8 * (256 * 64 + 128 * raw),
-        GqKernel::Wg => tiles + 4 * bn * 64 + 3 * bm * raw + 3 * bm * 64,
+        // 3 stages with rows padded to 40 elements, 2 f16 weight tiles of 128 x 80 bytes
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };
-    let upper = (a.w.rows as usize).div_ceil(bm) * (a.t as usize).div_ceil(bn) * ng;
+    let upper = (a.w.rows as usize).div_ceil(128) * (a.t as usize).div_ceil(bn) * ng;
     let per_sm = if kind == GqKernel::Qr { 1 } else { 2 };
     let grid = upper.min(per_sm * gpu.sm_count.max(1) as usize).max(1);
     let name = match (kind, bn) {
         (GqKernel::Qr, _) => "gemm_qr",
-        (GqKernel::Wg, 256) => "gemm_qw256",
-        (GqKernel::Wg, _) => "gemm_qw128",
         (GqKernel::Mma, 128) => "gemm_q128",
         _ => "gemm_q64",
     };
@@ -1839,7 +1813,7 @@ impl CudaSession {
         if qr {
             return launch_gemm_q_kernel(self.gpu(), a, d.e, 256, GqKernel::Qr);
         }
-        let bn = if gemm_wg(self.gpu()) && gemm_wg256() && avg >= 160.0 { 256 } else { gemm_q_bn(self.gpu(), w.rows as usize, t, Some(avg)) };
+        let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, Some(avg));
         launch_gemm_q(self.gpu(), a, d.e, bn)
     }
 

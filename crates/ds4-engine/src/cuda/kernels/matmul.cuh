@@ -727,16 +727,12 @@ __device__ __forceinline__ void ldsm_x4(u32* r, u32 addr) {
 // the 4-byte-aligned word holding a 2-byte header (cp.async needs 4-byte alignment)
 __device__ __forceinline__ const u8* al4(const u8* p) { return (const u8*)((u64)p & ~(u64)3); }
 
-// ---- wgmma (sm_90a) variant of the grouped GEMM (GemmArgs with GQ_FLAG_XH; gemm_qw128) ----
-// Both operands come from shared memory in the canonical no-swizzle K-major layout: "core
-// matrices" of 8 rows x 8 k (16 bytes per row, 128 contiguous bytes), k-adjacent core matrices
-// 128 bytes apart (LBO), row-group-adjacent ones 512 bytes apart (SBO: the 4 core matrices of
-// a 32-k step). The weight tile (dequantized f16, as for mma.sync) and the f16 activation tile
-// use the same layout; each warpgroup (4 warps) multiplies its 64 weight rows by the BN tokens
-// with two m64nBNk16 wgmma per K step, asynchronously: the next step's dequantization runs
-// while the tensor cores work. Why: mma.sync fed by ldmatrix topped out at ~140 TFLOP/s here
-// (Nsight Compute: the warps wait on their shared-memory loads); wgmma reads the operands
-// itself.
+// ---- wgmma (sm_90a): the activation operand of gemm_qr ----
+// B comes from shared memory in the canonical no-swizzle K-major layout: "core matrices" of 8
+// rows (tokens) x 8 k (16 bytes per row, 128 contiguous bytes), k-adjacent core matrices 128
+// bytes apart (LBO), row-group-adjacent ones 512 bytes apart (SBO: the 4 core matrices of a
+// 32-k step). (An earlier kernel also staged the dequantized weights this way, gemm_qw128: no
+// faster than mma.sync, because the dequantize-store-barrier chain, not the MMA, set the pace.)
 // Byte offset of (row, 16-byte chunk c) of a 32-k step tile in that layout.
 __device__ __forceinline__ u32 wg_off(int row, int c) { return (u32)((row >> 3) * 512 + c * 128 + (row & 7) * 16); }
 __device__ __forceinline__ u64 wg_desc(u32 saddr) {
@@ -750,20 +746,6 @@ __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.alig
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_mma128(float (&d)[16][4], u64 da, u64 db) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-        : "l"(da), "l"(db), "r"(1));
-}
-__device__ __forceinline__ void wg_mma64(float (&d)[8][4], u64 da, u64 db) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-        : "l"(da), "l"(db), "r"(1));
-}
 // The same products with the weight operand A in registers (gemm_qr): m64nNk16 into the
 // first N / 8 rows of d, A = the thread's 4 packed f16x2 fragment registers (the mma.sync
 // m16n8k16 A layout, warp w of the warpgroup on rows 16w .. 16w+15), B from shared memory.
@@ -1033,31 +1015,25 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
     return make_uint4(o[0], o[1], o[2], o[3]);
 }
 
-// Dequantize a staged K step into the f16 tile: thread -> row tid % BM, 8-value groups
-// tid / BM + (256 / BM) h for h < BM / 64 (BM 128: two groups; 64: one)
-// (consecutive threads on consecutive rows: the 16-byte stores of a phase hit distinct banks).
-// hrow: the row's header (gq_load), for the offset of the 2-byte d inside its staged word.
-// Both groups are decoded before either is stored (the stores could alias the staged bytes
-// for the compiler, which then reloaded them after the first store).
-template <int TY, bool HD, bool WG = false, int BM = GQ_BM>
+// Dequantize a staged K step into the f16 tile: thread -> row tid % 128, 8-value groups
+// tid / 128 and tid / 128 + 2 (consecutive threads on consecutive rows: the 16-byte stores of
+// a phase hit distinct banks). hrow: the row's header (gq_load), for the offset of the 2-byte
+// d inside its staged word. Both groups are decoded before either is stored (the stores could
+// alias the staged bytes for the compiler, which then reloaded them after the first store).
+template <int TY, bool HD>
 __device__ __forceinline__ void gq_deq_stage(const u8* wst, u16* wh, const u8* hrow, int k0, const u64* gsm,
                                              const uint4* g16) {
-    constexpr int NG = BM / 64, GS = 256 / BM;
     const int tid = threadIdx.x;
-    int row = tid & (BM - 1), g0 = tid / BM;
+    int row = tid & (GQ_BM - 1), g0 = tid / GQ_BM;
     const u8* R = wst + row * GQR<TY>::RB;
     int hs = 0;
     if (TY == T_Q8_0) hs = (int)((u64)(hrow + (k0 >> 5) * 2) & 2);
     if (TY == T_IQ2_XXS) hs = (int)((u64)(hrow + (k0 >> 8) * 2) & 2);
-    uint4 v[NG];
+    uint4 v[2];
 #pragma unroll
-    for (int h = 0; h < NG; h++) v[h] = HD ? gq_deqh<TY>(R, g0 + GS * h, k0, hs, g16) : gq_deq<TY>(R, g0 + GS * h, k0, hs, gsm);
+    for (int h = 0; h < 2; h++) v[h] = HD ? gq_deqh<TY>(R, g0 + 2 * h, k0, hs, g16) : gq_deq<TY>(R, g0 + 2 * h, k0, hs, gsm);
 #pragma unroll
-    for (int h = 0; h < NG; h++) {
-        int g = g0 + GS * h;
-        if (WG) *(uint4*)((u8*)wh + wg_off(row, g)) = v[h];
-        else *(uint4*)(wh + row * GQ_WLD + g * 8) = v[h];
-    }
+    for (int h = 0; h < 2; h++) *(uint4*)(wh + row * GQ_WLD + (g0 + 2 * h) * 8) = v[h];
 }
 
 // mma over one staged K step: A = f16 weight tile (ldmatrix), B = the activations: f32 rounded
@@ -1155,24 +1131,13 @@ __device__ __forceinline__ void gq_tile_locate(const GemmArgs& a, int ng, const 
     rb = rt * BM;
 }
 
-// BM: weight rows per tile. 128 (mma.sync: 2 x 4 warps; wgmma: a warpgroup per 64 rows, all BN
-// tokens) or, wgmma only, 64 (both warpgroups on the same 64 rows, a warpgroup per BN / 2
-// tokens: with BN 256 each weight tile is dequantized once per 256 tokens instead of per 128,
-// and the dequantization is about half of a K step's instructions).
-template <int TY, int BN, bool HD, bool XH, bool WG = false, int BM = GQ_BM>
+// mma.sync over 128 weight rows (2 x 4 warps, a warp tile of 64 rows x BN/4 tokens) x BN
+// tokens; weights dequantized per K step into a shared f16 tile (gq_deq_stage).
+template <int TY, int BN, bool HD, bool XH>
 __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64* gsm, const uint4* g16) {
-    static_assert(BM == GQ_BM || (WG && BM == 64), "64-row tiles are a wgmma layout");
-    const int NT = BN / 32;
-    constexpr int WN = (WG && BM == 64) ? BN / 2 : BN;  // tokens per wgmma warpgroup
-    // bytes of one activation stage, halfs of one f16 weight tile (the core-matrix layout of
-    // wgmma has no padding)
-    const int XS = WG ? BN * 64 : BN * GQ_XLD * (XH ? 2 : 4);
-    constexpr int WHS = WG ? BM * 32 : BM * GQ_WLD;
-    // wgmma keeps one step's products in flight across the next barrier (wait_group 1): its
-    // activation stage and f16 weight tile then live one step longer, so 4 activation stages
-    // and 3 weight tiles (mma.sync: 3 and 2). The raw weight stages are only read by the
-    // dequantization, synchronously: 3 either way.
-    constexpr int XST = WG ? 4 : GQ_ST, WHB = WG ? 3 : 2;
+    constexpr int BM = GQ_BM, NT = BN / 32;
+    // bytes of one activation stage, halfs of one f16 weight tile
+    constexpr int XS = BN * GQ_XLD * (XH ? 2 : 4), WHS = BM * GQ_WLD;
     const int RB = GQR<TY>::RB;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp & 1, wn = warp >> 1;
@@ -1180,7 +1145,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
     int* tst = (int*)smem;  // tst[e] = first token tile of group e; tst[ng] = total
     const int tsb = ((ng + 1) * 4 + 15) & ~15;
     u8* xst = smem + tsb;
-    u8* wst = smem + tsb + XST * XS;
+    u8* wst = smem + tsb + GQ_ST * XS;
     u16* wh = (u16*)(wst + GQ_ST * BM * RB);
     gq_tile_prefix<BN>(a, ng, tst);
     const int rows = a.w.rows, cols = a.w.cols;
@@ -1206,7 +1171,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         for (int i = 0; i < NT; i++) {
             int tl = XH ? (tid >> 2) + 64 * i : (tid >> 3) + 32 * i, part = XH ? tid & 3 : tid & 7;
             int tok = tb + tl;
-            xoff[i] = WG ? wg_off(tl, part) : XH ? (tl * GQ_XLD + part * 8) * 2 : (tl * GQ_XLD + part * 4) * 4;
+            xoff[i] = XH ? (tl * GQ_XLD + part * 8) * 2 : (tl * GQ_XLD + part * 4) * 4;
             bool in = (!XH || i < BN / 64) && tok < j1;
             xn[i] = in ? 16 : 0;
             xsrc[i] = in ? (const u8*)a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx * (XH ? 2 : 4) + part * 16 : (const u8*)a.x;
@@ -1215,99 +1180,45 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
 #pragma unroll
         for (int i = 0; i < (XH ? BN / 64 : BN / 32); i++) asm volatile("" : "+r"(xoff[i]), "+r"(xn[i]), "+l"(xsrc[i]));
         const u32 xs_u = smem_u32(xst), ws_u = smem_u32(wst);
-        // mma.sync: acc[i][n][q] (warp tile 64 x BN/4); wgmma: accw[j][q] (warpgroup tile 64 x
-        // WN). Zeroed here; the path's other array is unused and compiled away.
         float acc[4][NT][4] = {};
-        float accw[WN / 8][4] = {};
         // prologue: stages 0 .. ST-2 in flight, step 0 dequantized
 #pragma unroll
         for (int s = 0; s < GQ_ST - 1; s++) {
-            if (s < nk) gq_load<TY, BN, XH, BM>(ws_u + s * BM * RB, xs_u + (s % XST) * XS, prow, hrow, wok, s * GQ_BK, xoff, xsrc, xn);
+            if (s < nk) gq_load<TY, BN, XH>(ws_u + s * BM * RB, xs_u + s * XS, prow, hrow, wok, s * GQ_BK, xoff, xsrc, xn);
             cp_commit();
         }
         cp_wait<GQ_ST - 2>();
         __syncthreads();
-        gq_deq_stage<TY, HD, WG, BM>(wst, wh, hrow, 0, gsm, g16);
-        // ring positions, advanced per step (no divisions): x stage and f16 tile read by step
+        gq_deq_stage<TY, HD>(wst, wh, hrow, 0, gsm, g16);
+        // ring positions, advanced per step (no divisions): stage and f16 tile read by step
         // kt's products, raw stage dequantized for step kt+1, stages loaded for step kt+2
-        int xc = 0, wc = 0, rn = 1 % GQ_ST, rl = 2 % GQ_ST, xl = 2 % XST;
-        // wgmma descriptors of stage 0 / tile 0 (this warpgroup's 64 rows); a stage or tile
-        // offset is added to the 16-byte address field (shared addresses < 256 KB: no carry)
-        const u64 da0 = wg_desc(smem_u32(wh) + (BM == 128 ? (warp >> 2) * 4096 : 0));
-        const u64 db0 = wg_desc(xs_u + (BM == 64 ? (warp >> 2) * (WN / 8) * 512 : 0));
-        (void)da0;
-        (void)db0;
+        int xc = 0, wc = 0, rn = 1 % GQ_ST, rl = 2 % GQ_ST;
         for (int kt = 0; kt < nk; kt++) {
             // step kt+1 landed (own copies), then the barrier publishes it and the dequantized
             // tile of step kt, and retires every read of step kt-1's stages and f16 buffer
-            // (wgmma: of step kt-2's; step kt-1's products may still run).
             cp_wait<GQ_ST - 3>();
-            if (WG) fence_proxy_async();
             __syncthreads();
             int kn = kt + GQ_ST - 1;
-            if (kn < nk) gq_load<TY, BN, XH, BM>(ws_u + rl * BM * RB, xs_u + xl * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc, xn);
+            if (kn < nk) gq_load<TY, BN, XH>(ws_u + rl * BM * RB, xs_u + rl * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc, xn);
             cp_commit();
-            if (WG) {
-#if WG_OK
-                // two k16 halves, 256 bytes (16 address units) apart
-                u64 da = da0 + (u64)((wc * WHS * 2) >> 4), db = db0 + (u64)((xc * XS) >> 4);
-                wg_fence();
-                if constexpr (WN == 128) {
-                    wg_mma128(*(float(*)[16][4])accw, da, db);
-                    wg_mma128(*(float(*)[16][4])accw, da + 16, db + 16);
-                } else {
-                    wg_mma64(*(float(*)[8][4])accw, da, db);
-                    wg_mma64(*(float(*)[8][4])accw, da + 16, db + 16);
-                }
-                wg_commit();
-#endif
-            }
-            int wn1 = wc + 1 == WHB ? 0 : wc + 1;
-            if (kt + 1 < nk) gq_deq_stage<TY, HD, WG, BM>(wst + rn * BM * RB, wh + wn1 * WHS, hrow, (kt + 1) * GQ_BK, gsm, g16);
-            if (WG) {
-#if WG_OK
-                // step kt-1's products are done (their operands are rewritten after the next
-                // barrier); step kt's run on under that barrier and the next step's loads
-                wg_wait1();
-#endif
-            } else {
-                gq_mma<BN, XH>(wh + wc * WHS, xst + xc * XS, wm, wn, lane, acc);
-            }
-            xc = xc + 1 == XST ? 0 : xc + 1;
+            int wn1 = wc ^ 1;
+            if (kt + 1 < nk) gq_deq_stage<TY, HD>(wst + rn * BM * RB, wh + wn1 * WHS, hrow, (kt + 1) * GQ_BK, gsm, g16);
+            gq_mma<BN, XH>(wh + wc * WHS, xst + xc * XS, wm, wn, lane, acc);
+            xc = xc + 1 == GQ_ST ? 0 : xc + 1;
             wc = wn1;
             rn = rn + 1 == GQ_ST ? 0 : rn + 1;
             rl = rl + 1 == GQ_ST ? 0 : rl + 1;
-            xl = xl + 1 == XST ? 0 : xl + 1;
         }
-        if (WG) {
-#if WG_OK
-            wg_wait0();
-            wg_pin<WN>(accw);
-#endif
-        }
-        if (WG) {
-            // accumulator (j, q) of a warpgroup thread: row 16 * (warp % 4) + lane / 4 (+8 for
-            // q >= 2) of the warpgroup's 64, token 8j + 2 (lane % 4) (+1 for odd q) of its WN
 #pragma unroll
-            for (int j = 0; j < WN / 8; j++)
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int n = 0; n < NT; n++)
 #pragma unroll
                 for (int q = 0; q < 4; q++) {
-                    int r = rb + (BM == 128 ? (warp >> 2) * 64 : 0) + (warp & 3) * 16 + (lane >> 2) + ((q >> 1) << 3);
-                    int tk = tb + (BM == 64 ? (warp >> 2) * WN : 0) + j * 8 + 2 * (lane & 3) + (q & 1);
-                    if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = accw[j][q];
+                    int r = rb + wm * 64 + i * 16 + (lane >> 2) + ((q >> 1) << 3);
+                    int tk = tb + wn * (BN / 4) + n * 8 + 2 * (lane & 3) + (q & 1);
+                    if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[i][n][q];
                 }
-        } else {
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int n = 0; n < NT; n++)
-#pragma unroll
-                    for (int q = 0; q < 4; q++) {
-                        int r = rb + wm * 64 + i * 16 + (lane >> 2) + ((q >> 1) << 3);
-                        int tk = tb + wn * (BN / 4) + n * 8 + 2 * (lane & 3) + (q & 1);
-                        if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[i][n][q];
-                    }
-        }
         __syncthreads();  // the next tile's prologue overwrites the stages and f16 tile
     }
 }
@@ -1337,65 +1248,32 @@ __device__ __forceinline__ void gemm_q_dispatch(const GemmArgs& a, int ngroups, 
 }
 
 // Dynamic shared memory (bytes, see launch_gemm_q_kernel): align16((ngroups+1)*4)
-//   + XST*XS + GQ_ST*BM*RB(type) + WHB*WHS*2 (XST, XS, WHB, WHS: gemm_q_body).
+//   + GQ_ST*XS + GQ_ST*128*RB(type) + 2*WHS*2 (XS, WHS: gemm_q_body).
 //   Grid: persistent, any size.
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int ngroups) {
     PDL_ENTRY;
     extern __shared__ __align__(16) u8 gq_smem[];
     gemm_q_dispatch<128>(a, ngroups, gq_smem);
 }
-// wgmma variant (see wg_off): f16 activations (GQ_FLAG_XH) and the f16x2-dequantized types
-// only; compiled for sm_90a (a trap elsewhere: the host launches it only there).
-extern "C" __global__ void __launch_bounds__(256, 2) gemm_qw128(GemmArgs a, int ngroups) {
-    PDL_ENTRY;
-    extern __shared__ __align__(16) u8 gq_smem[];
-#if WG_OK
-    __shared__ uint4 g16[256];
-    if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);
-    GRID_SMEM
-    switch (a.w.type) {
-        case T_Q8_0: gemm_q_body<T_Q8_0, 128, true, true, true>(a, ngroups, gq_smem, gsm, g16); break;
-        case T_IQ2_XXS: gemm_q_body<T_IQ2_XXS, 128, true, true, true>(a, ngroups, gq_smem, gsm, g16); break;
-        case T_Q2_K: gemm_q_body<T_Q2_K, 128, true, true, true>(a, ngroups, gq_smem, gsm, g16); break;
-        default: gemm_q_body<T_Q4_K, 128, true, true, true>(a, ngroups, gq_smem, gsm, g16); break;
-    }
-#else
-    __trap();
-#endif
-}
-// 64 weight rows x 256 tokens per tile (gemm_q_body BM 64), for experts with ~160+ tokens.
-extern "C" __global__ void __launch_bounds__(256, 2) gemm_qw256(GemmArgs a, int ngroups) {
-    PDL_ENTRY;
-    extern __shared__ __align__(16) u8 gq_smem[];
-#if WG_OK
-    __shared__ uint4 g16[256];
-    if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);
-    GRID_SMEM
-    switch (a.w.type) {
-        case T_Q8_0: gemm_q_body<T_Q8_0, 256, true, true, true, 64>(a, ngroups, gq_smem, gsm, g16); break;
-        case T_IQ2_XXS: gemm_q_body<T_IQ2_XXS, 256, true, true, true, 64>(a, ngroups, gq_smem, gsm, g16); break;
-        case T_Q2_K: gemm_q_body<T_Q2_K, 256, true, true, true, 64>(a, ngroups, gq_smem, gsm, g16); break;
-        default: gemm_q_body<T_Q4_K, 256, true, true, true, 64>(a, ngroups, gq_smem, gsm, g16); break;
-    }
-#else
-    __trap();
-#endif
-}
 // ---- gemm_qr: the grouped expert GEMM with the weights dequantized into registers ----
 // sm_90a only; f16 activations stored in qr_kpos order (x_to_f16 / moe_mid with perm); the
 // f16x2-dequantized quant types (Q8_0, IQ2_XXS, Q2_K, Q4_K). Tile: 128 weight rows (a
 // warpgroup per 64) x up to 256 tokens of one group; the wgmma N is the tile's token count
 // rounded up to 64, so a group of 192 tokens is one 192-wide tile, not 256 slots.
-// Why: gemm_qw128 dequantizes each K step into a shared f16 tile that wgmma then reads back,
-// ~140-225 instructions per thread and step, and its copies run only one step ahead of use;
-// gemm_qw256, with half the dequantization per MAC, was slower (5.95 vs 4.93 ms), so the loads'
-// latency, not the instruction count alone, set the step time. Here a thread dequantizes only
-// its own A fragments straight into registers: with the activations' K order permuted, the 8
-// values a thread holds for a 32-k step (two k16 halves) are one quant group of one row, the
-// unit gq_deqh decodes, for its 2 rows. Raw weights and activations stream through GR_ST stages
-// issued GR_ST - 2 steps ahead; the registers are double-buffered so the next step's
-// dequantization runs while the current step's products do. One block per SM (128
-// accumulators per thread).
+// Why: the earlier wgmma kernel (gemm_qw128) dequantized each K step into a shared f16 tile
+// that wgmma then read back, ~140-225 instructions per thread and step in a serial chain
+// (dequantize, store, barrier, MMA), and ran no faster than mma.sync (4.93 ms for the IQ2_XXS
+// gate at 8K tokens); a 64 x 256 variant with half the dequantization per MAC was slower
+// still. Here a thread dequantizes only its own A fragments straight into registers: with
+// the activations' K order permuted, the 8 values a thread holds for a 32-k step (two k16
+// halves) are one quant group of one row, the unit gq_deqh decodes, for its 2 rows. Raw
+// weights and activations stream through GR_ST stages issued GR_ST - 2 steps ahead; the
+// registers are double-buffered so the next step's dequantization runs while the current
+// step's products do. One block per SM (128 accumulators per thread). Kernel bench at 8K
+// tokens: IQ2_XXS gate 4.94 -> 3.61 ms, Q2_K down 5.60 -> 3.99 ms; Nsight Compute then shows
+// L2 73 % busy (each token tile's activations are re-read by every 128-row tile) and the SM
+// 27 %. Below ~100 tokens per expert it is slower than gemm_q64 (one block per SM hides
+// latency worse): the host takes it from 96+ (gemm_qr in session.rs).
 #define GR_ST 8
 #define GR_BN 256
 // This thread's A fragments of one 32-k step from the staged raw rows r0 and r0 + 8 (quant
