@@ -1075,6 +1075,23 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                         "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} cvt={cvtp:.3}ms speedup={:.2}x over grouped",
                         "", "", "grouped_qr", ms_r, gflop / ms_r, rel_r, vsr, mxr, bad_r, if same_r { "same" } else { "DIFFERENT" }, ms_g / ms_r
                     );
+                    // 256-row tiles of up to 128 tokens (gemm_qr2), same f16 rows
+                    let gr2 = || {
+                        let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
+                        a.x = x16p.ptr;
+                        launch_gemm_q_kernel(gpu, a, GEMM_E, bn, GqKernel::Qr2)
+                    };
+                    gpu.htod(yblas.ptr, &nan)?;
+                    gr2()?;
+                    let hr2 = get(&yblas)?;
+                    let ms_r2 = time(reps, &gr2)?;
+                    let same_r2 = get(&yblas)?.iter().zip(&hr2).all(|(p, q)| p.to_bits() == q.to_bits());
+                    let (rel_r2, _, bad_r2) = gemm_err(&hr2, &href, pairs, rows, rows);
+                    let (vs2, mx2, _) = gemm_err(&hr2, &hr, pairs, rows, rows);
+                    println!(
+                        "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} (vs grouped_qr) speedup={:.2}x over grouped",
+                        "", "", "grouped_qr2", ms_r2, gflop / ms_r2, rel_r2, vs2, mx2, bad_r2, if same_r2 { "same" } else { "DIFFERENT" }, ms_g / ms_r2
+                    );
                     // timing experiments: without the per-step proxy fence (no ordering
                     // guarantee) and with every copy drained each step (matmul.cuh flags)
                     for (label, fl) in [("qr_nofence", 4), ("qr_drain", 8)] {

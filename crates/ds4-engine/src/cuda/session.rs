@@ -1278,24 +1278,31 @@ pub(crate) fn launch_gemm_q(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize) -
 pub(crate) enum GqKernel {
     /// gemm_q64 / gemm_q128: mma.sync, weights dequantized into a shared f16 tile
     Mma,
-    /// gemm_qr: wgmma with the weights dequantized into registers, tiles of up to 256 tokens
-    /// (`bn` ignored); the f16 activations must be in qr_kpos order (x_to_f16 / moe_mid with
-    /// `perm`)
+    /// gemm_qr: wgmma with the weights dequantized into registers, tiles of 128 rows x up to
+    /// 256 tokens (`bn` ignored); the f16 activations must be in qr_kpos order (x_to_f16 /
+    /// moe_mid with `perm`)
     Qr,
+    /// gemm_qr2: the same with tiles of 256 rows x up to 128 tokens
+    Qr2,
 }
 
-/// Whether the routed experts of a batch averaging `avg` tokens per expert take gemm_qr
-/// (GqKernel::Qr): where it is built (sm_90a), unless `DS4_GEMM_QR=0`, for `avg` of at least
-/// `DS4_GEMM_QR_MIN` (default 96). Why the floor: one block per SM with few tokens per tile
-/// hides latency worse than gemm_q64 (kernel bench at 24 tokens per expert: 2.9 vs 2.1 ms; at
-/// 192: 3.6 vs 4.9 ms).
-pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> bool {
-    static V: std::sync::OnceLock<(bool, f64)> = std::sync::OnceLock::new();
-    let (on, min) = *V.get_or_init(|| {
-        let on = std::env::var("DS4_GEMM_QR").map(|v| v != "0").unwrap_or(true);
-        (on, std::env::var("DS4_GEMM_QR_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(96.0))
+/// The register-fragment kernel for the routed experts of a batch averaging `avg` tokens per
+/// expert (GqKernel::Qr; `DS4_GEMM_QR=2`: Qr2), or None: where it is built (sm_90a), unless
+/// `DS4_GEMM_QR=0`, for `avg` of at least
+/// `DS4_GEMM_QR_MIN` (default 128). Why the floor: one block per SM with few tokens per tile
+/// hides latency worse than gemm_q (IQ2_XXS gate, kernel bench: 2.9 vs 2.1 ms at 24 tokens
+/// per expert, 3.08 vs 2.45 at 96, 3.6 vs 4.9 at 192; the lines cross near 127).
+pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> Option<GqKernel> {
+    static V: std::sync::OnceLock<(Option<GqKernel>, f64)> = std::sync::OnceLock::new();
+    let (kind, min) = *V.get_or_init(|| {
+        let kind = match std::env::var("DS4_GEMM_QR").as_deref() {
+            Ok("0") => None,
+            Ok("2") => Some(GqKernel::Qr2),
+            _ => Some(GqKernel::Qr),
+        };
+        (kind, std::env::var("DS4_GEMM_QR_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(128.0))
     });
-    wgmma_built(gpu.cc) && on && avg >= min
+    kind.filter(|_| wgmma_built(gpu.cc) && avg >= min)
 }
 
 /// launch_gemm_q with the kernel family chosen by the caller (the kernel bench compares them).
@@ -1306,25 +1313,32 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     if kind == GqKernel::Mma && bn != 64 && bn != 128 {
         return Err(CudaError::Other(format!("gemm_q: token tiles of 64 or 128, not {bn}")));
     }
-    if kind == GqKernel::Qr && (a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty)) {
+    // gemm_qr / gemm_qr2: 64-row blocks per warpgroup (tile rows 128 * mb, up to 256 / mb tokens)
+    let mb = match kind {
+        GqKernel::Mma => 0,
+        GqKernel::Qr => 1,
+        GqKernel::Qr2 => 2,
+    };
+    if mb > 0 && (a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty)) {
         return Err(CudaError::Other("gemm_qr: f16 activations and a block-quant type only".into()));
     }
-    let bn = if kind == GqKernel::Qr { 256 } else { bn };
+    let (bm, bn) = if mb > 0 { (128 * mb, 256 / mb) } else { (128, bn) };
     let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
     let xbytes = if a.flags & GQ_FLAG_XH != 0 { 2 } else { 4 };
     let raw = gq_raw_bytes(a.w.ty);
     let tiles = ((ng + 1) * 4).div_ceil(16) * 16;
     let smem = match kind {
-        // GR_ST (8) stages of GR_BN (256) x 64 activation bytes and 128 raw weight rows
-        GqKernel::Qr => tiles + 8 * (256 * 64 + 128 * raw),
+        // GR_ST (8) stages of bn x 64 activation bytes and bm raw weight rows
+        GqKernel::Qr | GqKernel::Qr2 => tiles + 8 * (bn * 64 + bm * raw),
         // 3 stages with rows padded to 40 elements, 2 f16 weight tiles of 128 x 80 bytes
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };
-    let upper = (a.w.rows as usize).div_ceil(128) * (a.t as usize).div_ceil(bn) * ng;
-    let per_sm = if kind == GqKernel::Qr { 1 } else { 2 };
+    let upper = (a.w.rows as usize).div_ceil(bm) * (a.t as usize).div_ceil(bn) * ng;
+    let per_sm = if mb > 0 { 1 } else { 2 };
     let grid = upper.min(per_sm * gpu.sm_count.max(1) as usize).max(1);
     let name = match (kind, bn) {
         (GqKernel::Qr, _) => "gemm_qr",
+        (GqKernel::Qr2, _) => "gemm_qr2",
         (GqKernel::Mma, 128) => "gemm_q128",
         _ => "gemm_q64",
     };
@@ -1805,13 +1819,13 @@ impl CudaSession {
     /// A routed-expert matrix on the grouped gemm_q with f16 activations `x16` (packed rows
     /// of `ldx` halfs, read through `gather` when it is not 0; see gq_xh_ok).
     #[allow(clippy::too_many_arguments)]
-    fn gemm_exp_xh(&self, w: WMat, x16: DevPtr, ldx: usize, gather: DevPtr, y: DevPtr, ldy: usize, t: usize, qr: bool) -> Result<()> {
+    fn gemm_exp_xh(&self, w: WMat, x16: DevPtr, ldx: usize, gather: DevPtr, y: DevPtr, ldy: usize, t: usize, qr: Option<GqKernel>) -> Result<()> {
         let d = &self.m.dims;
         let flags = gemm_q_flags() | GQ_FLAG_XH;
         let a = GemmArgs { w, x: x16, y, grp_off: self.sc.off.ptr, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags };
         let avg = (t * d.k) as f64 / d.e as f64;
-        if qr {
-            return launch_gemm_q_kernel(self.gpu(), a, d.e, 256, GqKernel::Qr);
+        if let Some(kind) = qr {
+            return launch_gemm_q_kernel(self.gpu(), a, d.e, 0, kind);
         }
         let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, Some(avg));
         launch_gemm_q(self.gpu(), a, d.e, bn)
@@ -2169,10 +2183,10 @@ impl CudaSession {
                     // moe_mid (into mid's buffer)
                     // gemm_qr: both f16 inputs written in its K order
                     let qr = gemm_qr(gpu, (t * d.k) as f64 / d.e as f64);
-                    launch_x_to_f16(gpu, sc.xn.ptr, d.d, d.d, t, 0, sc.ypair.ptr, qr)?;
+                    launch_x_to_f16(gpu, sc.xn.ptr, d.d, d.d, t, 0, sc.ypair.ptr, qr.is_some())?;
                     self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr)?;
                     self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, qr)?;
-                    launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr, qr)?;
+                    launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr, qr.is_some())?;
                     self.gemm_exp_xh(dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, qr)?;
                 } else {
                     // gate and up read the same gathered rows: converted once when both use cuBLAS

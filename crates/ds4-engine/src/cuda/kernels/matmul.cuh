@@ -749,39 +749,34 @@ __device__ __forceinline__ void wg_wait1() { asm volatile("wgmma.wait_group.sync
 // The same products with the weight operand A in registers (gemm_qr): m64nNk16 into the
 // first N / 8 rows of d, A = the thread's 4 packed f16x2 fragment registers (the mma.sync
 // m16n8k16 A layout, warp w of the warpgroup on rows 16w .. 16w+15), B from shared memory.
-template <int N>
-__device__ __forceinline__ void wg_mma_rs(float (&d)[32][4], const u32 (&ar)[4], u64 db);
-template <>
-__device__ __forceinline__ void wg_mma_rs<64>(float (&d)[32][4], const u32 (&ar)[4], u64 db) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-        : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
-}
-template <>
-__device__ __forceinline__ void wg_mma_rs<128>(float (&d)[32][4], const u32 (&ar)[4], u64 db) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-        : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
-}
-template <>
-__device__ __forceinline__ void wg_mma_rs<192>(float (&d)[32][4], const u32 (&ar)[4], u64 db) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95}, {%96,%97,%98,%99}, %100, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3])
-        : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
-}
-template <>
-__device__ __forceinline__ void wg_mma_rs<256>(float (&d)[32][4], const u32 (&ar)[4], u64 db) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, {%128,%129,%130,%131}, %132, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]), "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
-        : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
+template <int N, int R>
+__device__ __forceinline__ void wg_mma_rs(float (&d)[R][4], const u32 (&ar)[4], u64 db) {
+    static_assert(N % 64 == 0 && N <= 256 && N / 8 <= R, "wgmma N: 64 .. 256, within d");
+    if constexpr (N == 64) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+            : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
+    } else if constexpr (N == 128) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+            : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
+    } else if constexpr (N == 192) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95}, {%96,%97,%98,%99}, %100, p, 1, 1, 0;\n}\n"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3])
+            : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
+    } else if constexpr (N == 256) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, {%128,%129,%130,%131}, %132, p, 1, 1, 0;\n}\n"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]), "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
+            : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(1));
+    }
 }
 #else
 #define WG_OK 0
@@ -807,7 +802,11 @@ __device__ __forceinline__ void gq_load(u32 wst, u32 xst, const u8* prow, const 
     const int tid = threadIdx.x;
     const int RB = GQR<TY>::RB, NP = GQR<TY>::NP;
 #pragma unroll
-    for (int i = 0; i < (XH ? BN / 64 : BN / 32); i++) cp_async16(xst + xoff[i], xsrc[i] + (xn[i] ? k0 * (XH ? 2 : 4) : 0), xn[i]);
+    // tokens past the group's end are not copied at all: a stale value in a token's stage
+    // row only reaches that token's outputs, which are never stored (and the copy would still
+    // be a request to L2)
+    for (int i = 0; i < (XH ? BN / 64 : BN / 32); i++)
+        if (xn[i]) cp_async16(xst + xoff[i], xsrc[i] + k0 * (XH ? 2 : 4), 16);
     // every copy of this thread is of weight row tid % BM (256 * i does not change it)
     const int row = tid & (BM - 1);
 #pragma unroll
@@ -1273,9 +1272,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int n
 // tokens: IQ2_XXS gate 4.94 -> 3.61 ms, Q2_K down 5.60 -> 3.99 ms; Nsight Compute then shows
 // L2 73 % busy (each token tile's activations are re-read by every 128-row tile) and the SM
 // 27 %. Below ~100 tokens per expert it is slower than gemm_q64 (one block per SM hides
-// latency worse): the host takes it from 96+ (gemm_qr in session.rs).
+// latency worse): the host takes it from 128+ (gemm_qr in session.rs).
 #define GR_ST 8
-#define GR_BN 256
 // This thread's A fragments of one 32-k step from the staged raw rows r0 and r0 + 8 (quant
 // group g = lane % 4): f[h] = the registers of k16 half h (rows r0, r0+8 at pairs 2g, then
 // 2g + 8 of the permuted order). hp0 / hp1: the rows' header addresses (low bits), for the
@@ -1293,35 +1291,41 @@ __device__ __forceinline__ void qr_deq(const u8* st, int r0, int g, int k0, u32 
 }
 
 #if WG_OK
-// The K loop of one tile with N-wide products (stages: GR_ST activation stages of GR_BN x 64
-// bytes at xs_u, then GR_ST raw weight stages of 128 x RB at ws_u / wst). The copies of row
-// tid % 128 (prow, hrow, wok) and of the activations (xoff, xsrc, xn) are gq_load's.
-template <int TY, int N>
-__device__ __forceinline__ void qr_kloop(float (&acc)[32][4], int nk, const u8* wst, u32 ws_u, u32 xs_u, const u8* prow,
-                                         const u8* hrow, bool wok, const u32 (&xoff)[GR_BN / 32],
-                                         const u8* const (&xsrc)[GR_BN / 32], const int (&xn)[GR_BN / 32], int r0,
-                                         int grp, u32 hp0, u32 hp1, const uint4* g16, int flags) {
-    constexpr int BM = 128, XS = GR_BN * 64, RB = GQR<TY>::RB;
+// The K loop of one tile with N-wide products. MB: 64-row blocks per warpgroup (the tile has
+// 128 * MB rows), NX = 256 / MB: the activation stage's token capacity. Stages: GR_ST
+// activation stages of NX x 64 bytes at xs_u, then GR_ST raw weight stages of 128 * MB x RB at
+// ws_u / wst. The copies of row tid % (128 * MB) (prow, hrow, wok) and of the activations
+// (xoff, xsrc, xn) are gq_load's; r0[b]: this thread's first fragment row of block b.
+template <int TY, int MB, int N>
+__device__ __forceinline__ void qr_kloop(float (&acc)[MB][256 / MB / 8][4], int nk, const u8* wst, u32 ws_u, u32 xs_u,
+                                         const u8* prow, const u8* hrow, bool wok, const u32 (&xoff)[256 / MB / 32],
+                                         const u8* const (&xsrc)[256 / MB / 32], const int (&xn)[256 / MB / 32],
+                                         const int (&r0)[MB], int grp, const u32 (&hp)[MB][2], const uint4* g16, int flags) {
+    constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, RB = GQR<TY>::RB;
 #pragma unroll
     for (int s = 0; s < GR_ST - 1; s++) {
-        if (s < nk) gq_load<TY, GR_BN, true, BM>(ws_u + s * BM * RB, xs_u + s * XS, prow, hrow, wok, s * GQ_BK, xoff, xsrc, xn);
+        if (s < nk) gq_load<TY, NX, true, BM>(ws_u + s * BM * RB, xs_u + s * XS, prow, hrow, wok, s * GQ_BK, xoff, xsrc, xn);
         cp_commit();
     }
     cp_wait<GR_ST - 2>();
     fence_proxy_async();
     __syncthreads();
-    u32 fa[2][4], fb[2][4];
-    qr_deq<TY>(wst, r0, grp, 0, hp0, hp1, g16, fa);
+    u32 fa[MB][2][4], fb[MB][2][4];
+#pragma unroll
+    for (int b = 0; b < MB; b++) qr_deq<TY>(wst, r0[b], grp, 0, hp[b][0], hp[b][1], g16, fa[b]);
     const u64 db0 = wg_desc(xs_u);
     int sc = 0;  // stage of step kt
     // One K step: issue its products (A = cur), retire step kt-1's (whose stage and registers
     // are reused next), then refill that stage GR_ST - 1 steps ahead and dequantize step kt+1
     // into nxt while step kt's products run.
-    auto step = [&](int kt, u32 (&cur)[2][4], u32 (&nxt)[2][4]) {
+    auto step = [&](int kt, u32 (&cur)[MB][2][4], u32 (&nxt)[MB][2][4]) {
         const u64 db = db0 + (u64)((sc * XS) >> 4);
         wg_fence();
-        wg_mma_rs<N>(acc, cur[0], db);
-        wg_mma_rs<N>(acc, cur[1], db + 16);
+#pragma unroll
+        for (int b = 0; b < MB; b++) {
+            wg_mma_rs<N>(acc[b], cur[b][0], db);
+            wg_mma_rs<N>(acc[b], cur[b][1], db + 16);
+        }
         wg_commit();
         wg_wait1();
         if (flags & GQ_FLAG_QR_DRAIN) cp_wait<0>();
@@ -1330,56 +1334,66 @@ __device__ __forceinline__ void qr_kloop(float (&acc)[32][4], int nk, const u8* 
         __syncthreads();
         const int sp = sc == 0 ? GR_ST - 1 : sc - 1;  // step kt-1's stage = step kt+GR_ST-1's
         const int kn = kt + GR_ST - 1;
-        if (kn < nk) gq_load<TY, GR_BN, true, BM>(ws_u + sp * BM * RB, xs_u + sp * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc, xn);
+        if (kn < nk) gq_load<TY, NX, true, BM>(ws_u + sp * BM * RB, xs_u + sp * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc, xn);
         cp_commit();
         sc = sc + 1 == GR_ST ? 0 : sc + 1;
-        if (kt + 1 < nk) qr_deq<TY>(wst + sc * BM * RB, r0, grp, (kt + 1) * GQ_BK, hp0, hp1, g16, nxt);
+        if (kt + 1 < nk) {
+#pragma unroll
+            for (int b = 0; b < MB; b++) qr_deq<TY>(wst + sc * BM * RB, r0[b], grp, (kt + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b]);
+        }
     };
     for (int kt = 0; kt < nk; kt += 2) {
         step(kt, fa, fb);
         if (kt + 1 < nk) step(kt + 1, fb, fa);
     }
     wg_wait0();
-    wg_pin<GR_BN>(acc);
+#pragma unroll
+    for (int b = 0; b < MB; b++) wg_pin<NX>(acc[b]);
 }
 #endif
 
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
-template <int TY>
+template <int TY, int MB>
 __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16) {
 #if WG_OK
-    constexpr int BM = 128, XS = GR_BN * 64, NT = GR_BN / 32;
+    constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NT = NX / 32;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int ng = a.grp_off ? ngroups : 1;
     int* tst = (int*)smem;
     const int tsb = ((ng + 1) * 4 + 15) & ~15;
     u8* xst = smem + tsb;
     u8* wst = xst + GR_ST * XS;
-    gq_tile_prefix<GR_BN>(a, ng, tst);
+    gq_tile_prefix<NX>(a, ng, tst);
     const int rows = a.w.rows, cols = a.w.cols;
     const int rtiles = (rows + BM - 1) / BM;
     const int ntiles = rtiles * tst[ng];
     const int nk = cols / GQ_BK;
     const i64 prs = (i64)(cols / QT<TY>::BL) * QT<TY>::PB, hrs = (i64)(cols / QT<TY>::BL) * QT<TY>::HB;
-    // this thread's fragment rows in the tile (r0, r0 + 8) and its quant group
-    const int r0 = (warp >> 2) * 64 + (warp & 3) * 16 + (lane >> 2), grp = lane & 3;
+    // this thread's fragment rows in the tile (r0[b], r0[b] + 8 of each 64-row block of its
+    // warpgroup) and its quant group
+    int r0[MB];
+#pragma unroll
+    for (int b = 0; b < MB; b++) r0[b] = (warp >> 2) * 64 * MB + 64 * b + (warp & 3) * 16 + (lane >> 2);
+    const int grp = lane & 3;
     const u32 xs_u = smem_u32(xst), ws_u = smem_u32(wst);
     for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         int tb, j1, rb;
         const u8 *pay, *hdr;
-        gq_tile_locate<GR_BN, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
-        // the copies of weight row rb + tid % 128 (gq_load; zero-filled past the matrix)
+        gq_tile_locate<NX, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
+        // the copies of weight row rb + tid % BM (gq_load; zero-filled past the matrix)
         int wr = rb + (tid & (BM - 1));
         const bool wok = wr < rows;
         if (!wok) wr = 0;
         const u8* prow = pay + (i64)wr * prs;
         const u8* hrow = hdr + (i64)wr * hrs;
-        const u32 hp0 = (u32)(u64)(hdr + (i64)min(rb + r0, rows - 1) * hrs);
-        const u32 hp1 = (u32)(u64)(hdr + (i64)min(rb + r0 + 8, rows - 1) * hrs);
+        u32 hp[MB][2];
+#pragma unroll
+        for (int b = 0; b < MB; b++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) hp[b][h] = (u32)(u64)(hdr + (i64)min(rb + r0[b] + 8 * h, rows - 1) * hrs);
         // 64-token chunks of this tile: the products' N
-        const int nc = min((j1 - tb + 63) >> 6, GR_BN / 64);
-        // activation copies, fixed for the tile (as gemm_q_body's f16 / wgmma layout); none
-        // for the chunks past nc (their smem rows are never read)
+        const int nc = min((j1 - tb + 63) >> 6, NX / 64);
+        // activation copies, fixed for the tile (the core-matrix layout of wg_off)
         u32 xoff[NT];
         const u8* xsrc[NT];
         int xn[NT];
@@ -1388,48 +1402,63 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
             int tl = (tid >> 2) + 64 * i, part = tid & 3;
             int tok = tb + tl;
             xoff[i] = wg_off(tl, part);
-            bool in = i < GR_BN / 64 && tok < j1;
+            bool in = i < NX / 64 && tok < j1;
             xn[i] = in ? 16 : 0;
             xsrc[i] = in ? (const u8*)a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx * 2 + part * 16 : (const u8*)a.x;
         }
 #pragma unroll
-        for (int i = 0; i < GR_BN / 64; i++) asm volatile("" : "+r"(xoff[i]), "+r"(xn[i]), "+l"(xsrc[i]));
-        float acc[32][4] = {};
-        switch (nc) {
-            case 1: qr_kloop<TY, 64>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16, a.flags); break;
-            case 2: qr_kloop<TY, 128>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16, a.flags); break;
-            case 3: qr_kloop<TY, 192>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16, a.flags); break;
-            default: qr_kloop<TY, 256>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp0, hp1, g16, a.flags); break;
-        }
-        // accumulator (j, q): row r0 (+8 for q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
-#pragma unroll
-        for (int j = 0; j < GR_BN / 8; j++)
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                int r = rb + r0 + ((q >> 1) << 3);
-                int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
-                if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[j][q];
+        for (int i = 0; i < NX / 64; i++) asm volatile("" : "+r"(xoff[i]), "+r"(xn[i]), "+l"(xsrc[i]));
+        float acc[MB][NX / 8][4] = {};
+#define QR_K(N) qr_kloop<TY, MB, N>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp, g16, a.flags)
+        if constexpr (MB == 2) {
+            if (nc == 1) QR_K(64);
+            else QR_K(128);
+        } else {
+            switch (nc) {
+                case 1: QR_K(64); break;
+                case 2: QR_K(128); break;
+                case 3: QR_K(192); break;
+                default: QR_K(256); break;
             }
+        }
+#undef QR_K
+        // accumulator (b, j, q): row r0[b] (+8 for q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
+#pragma unroll
+        for (int b = 0; b < MB; b++)
+#pragma unroll
+            for (int j = 0; j < NX / 8; j++)
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    int r = rb + r0[b] + ((q >> 1) << 3);
+                    int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
+                    if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[b][j][q];
+                }
         __syncthreads();  // the next tile's prologue overwrites the stages
     }
 #endif
 }
 
 // Dynamic shared memory (bytes, see launch_gemm_q_kernel): align16((ngroups+1)*4)
-//   + GR_ST * (GR_BN * 64 + 128 * RB(type)). Grid: persistent, one block per SM.
-extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr(GemmArgs a, int ngroups) {
-    PDL_ENTRY;
-    extern __shared__ __align__(16) u8 gq_smem[];
-    __shared__ uint4 g16[256];
-    if (!WG_OK) __trap();
-    if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);  // published by gq_tile_prefix's barrier
-    switch (a.w.type) {
-        case T_Q8_0: gemm_qr_body<T_Q8_0>(a, ngroups, gq_smem, g16); break;
-        case T_IQ2_XXS: gemm_qr_body<T_IQ2_XXS>(a, ngroups, gq_smem, g16); break;
-        case T_Q2_K: gemm_qr_body<T_Q2_K>(a, ngroups, gq_smem, g16); break;
-        default: gemm_qr_body<T_Q4_K>(a, ngroups, gq_smem, g16); break;
+//   + GR_ST * (256 / MB * 64 + 128 * MB * RB(type)). Grid: persistent, one block per SM.
+// gemm_qr: MB 1 (128 rows x up to 256 tokens); gemm_qr2: MB 2 (256 rows x up to 128 tokens:
+// half the activation reads per MAC, twice the dequantization).
+#define GEMM_QR(NAME, MB)                                                                        \
+    extern "C" __global__ void __launch_bounds__(256, 1) NAME(GemmArgs a, int ngroups) {         \
+        PDL_ENTRY;                                                                               \
+        extern __shared__ __align__(16) u8 gq_smem[];                                            \
+        __shared__ uint4 g16[256];                                                               \
+        if (!WG_OK) __trap();                                                                    \
+        if (a.w.type == T_IQ2_XXS) gq_build_g16(g16); /* published by gq_tile_prefix's barrier */ \
+        switch (a.w.type) {                                                                      \
+            case T_Q8_0: gemm_qr_body<T_Q8_0, MB>(a, ngroups, gq_smem, g16); break;              \
+            case T_IQ2_XXS: gemm_qr_body<T_IQ2_XXS, MB>(a, ngroups, gq_smem, g16); break;        \
+            case T_Q2_K: gemm_qr_body<T_Q2_K, MB>(a, ngroups, gq_smem, g16); break;              \
+            default: gemm_qr_body<T_Q4_K, MB>(a, ngroups, gq_smem, g16); break;                  \
+        }                                                                                        \
     }
-}
+GEMM_QR(gemm_qr, 1)
+GEMM_QR(gemm_qr2, 2)
+#undef GEMM_QR
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
     PDL_ENTRY;
