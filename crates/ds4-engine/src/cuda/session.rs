@@ -1287,22 +1287,33 @@ pub(crate) enum GqKernel {
 }
 
 /// The register-fragment kernel for the routed experts of a batch averaging `avg` tokens per
-/// expert (GqKernel::Qr; `DS4_GEMM_QR=2`: Qr2), or None: where it is built (sm_90a), unless
-/// `DS4_GEMM_QR=0`, for `avg` of at least
-/// `DS4_GEMM_QR_MIN` (default 128). Why the floor: one block per SM with few tokens per tile
-/// hides latency worse than gemm_q (IQ2_XXS gate, kernel bench: 2.9 vs 2.1 ms at 24 tokens
-/// per expert, 3.08 vs 2.45 at 96, 3.6 vs 4.9 at 192; the lines cross near 127).
+/// expert, or None (gemm_q): where it is built (sm_90a), from `DS4_GEMM_QR_MIN` (default 24)
+/// tokens per expert, gemm_qr (128-row tiles of up to 256 tokens) from 160, gemm_qr2 (256-row
+/// tiles of up to 128 tokens) below; `DS4_GEMM_QR=0` off, `=1` / `=2` one kernel throughout.
+/// Kernel bench, IQ2_XXS gate, ms at 24 / 48 / 96 / 192 tokens per expert: gemm_q 2.03 / 2.07
+/// / 2.60 / 5.13, gemm_qr 1.90 / 2.04 / 2.51 / 3.32, gemm_qr2 1.45 / 1.55 / 1.81 / 3.59 (Q2_K
+/// down: 2.34 / 2.46 / 2.95 / 5.86, 2.40 / 2.61 / 3.12 / 3.98, 2.11 / 2.20 / 2.39 / 4.71).
+/// Below 24 (untested) gemm_q stays.
 pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> Option<GqKernel> {
-    static V: std::sync::OnceLock<(Option<GqKernel>, f64)> = std::sync::OnceLock::new();
-    let (kind, min) = *V.get_or_init(|| {
-        let kind = match std::env::var("DS4_GEMM_QR").as_deref() {
+    static V: std::sync::OnceLock<(Option<&'static str>, f64)> = std::sync::OnceLock::new();
+    let (mode, min) = *V.get_or_init(|| {
+        let mode = match std::env::var("DS4_GEMM_QR").as_deref() {
             Ok("0") => None,
-            Ok("2") => Some(GqKernel::Qr2),
-            _ => Some(GqKernel::Qr),
+            Ok("1") => Some("1"),
+            Ok("2") => Some("2"),
+            _ => Some("auto"),
         };
-        (kind, std::env::var("DS4_GEMM_QR_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(128.0))
+        (mode, std::env::var("DS4_GEMM_QR_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(24.0))
     });
-    kind.filter(|_| wgmma_built(gpu.cc) && avg >= min)
+    if !wgmma_built(gpu.cc) || avg < min {
+        return None;
+    }
+    match mode? {
+        "1" => Some(GqKernel::Qr),
+        "2" => Some(GqKernel::Qr2),
+        _ if avg >= 160.0 => Some(GqKernel::Qr),
+        _ => Some(GqKernel::Qr2),
+    }
 }
 
 /// launch_gemm_q with the kernel family chosen by the caller (the kernel bench compares them).

@@ -1269,10 +1269,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int n
 // weights and activations stream through GR_ST stages issued GR_ST - 2 steps ahead; the
 // registers are double-buffered so the next step's dequantization runs while the current
 // step's products do. One block per SM (128 accumulators per thread). Kernel bench at 8K
-// tokens: IQ2_XXS gate 4.94 -> 3.61 ms, Q2_K down 5.60 -> 3.99 ms; Nsight Compute then shows
-// L2 73 % busy (each token tile's activations are re-read by every 128-row tile) and the SM
-// 27 %. Below ~100 tokens per expert it is slower than gemm_q64 (one block per SM hides
-// latency worse): the host takes it from 128+ (gemm_qr in session.rs).
+// tokens: IQ2_XXS gate 4.94 -> 3.61 ms, Q2_K down 5.60 -> 3.99 ms; Nsight Compute then showed
+// L2 73 % busy (each token tile's activations are re-read by every row tile) and the SM 27 %:
+// so the copies of tokens past a group's end are skipped (3.61 -> 3.32 ms), and gemm_qr2
+// takes 256 rows per tile (half the activation reads per MAC), which wins below ~160 tokens
+// per expert (the host's choice: gemm_qr in session.rs).
 #define GR_ST 8
 // This thread's A fragments of one 32-k step from the staged raw rows r0 and r0 + 8 (quant
 // group g = lane % 4): f[h] = the registers of k16 half h (rows r0, r0+8 at pairs 2g, then
