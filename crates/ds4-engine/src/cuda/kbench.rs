@@ -1059,53 +1059,25 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     // weights dequantized into registers (gemm_qr), activations in its K order
                     let x16p = gpu.alloc(xrows * cols * 2)?;
                     let cvtp = time(reps, &|| launch_x_to_f16(gpu, xb.ptr, cols, cols, xrows, 0, x16p.ptr, true))?;
-                    let gr = || {
-                        let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
-                        a.x = x16p.ptr;
-                        launch_gemm_q_kernel(gpu, a, GEMM_E, bn, GqKernel::Qr)
-                    };
-                    gpu.htod(yblas.ptr, &nan)?;
-                    gr()?;
-                    let hr = get(&yblas)?;
-                    let ms_r = time(reps, &gr)?;
-                    let same_r = get(&yblas)?.iter().zip(&hr).all(|(p, q)| p.to_bits() == q.to_bits());
-                    let (rel_r, _, bad_r) = gemm_err(&hr, &href, pairs, rows, rows);
-                    let (vsr, mxr, _) = gemm_err(&hr, &hgrp, pairs, rows, rows);
-                    println!(
-                        "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} cvt={cvtp:.3}ms speedup={:.2}x over grouped",
-                        "", "", "grouped_qr", ms_r, gflop / ms_r, rel_r, vsr, mxr, bad_r, if same_r { "same" } else { "DIFFERENT" }, ms_g / ms_r
-                    );
-                    // 256-row tiles of up to 128 tokens (gemm_qr2), same f16 rows
-                    let gr2 = || {
-                        let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
-                        a.x = x16p.ptr;
-                        launch_gemm_q_kernel(gpu, a, GEMM_E, bn, GqKernel::Qr2)
-                    };
-                    gpu.htod(yblas.ptr, &nan)?;
-                    gr2()?;
-                    let hr2 = get(&yblas)?;
-                    let ms_r2 = time(reps, &gr2)?;
-                    let same_r2 = get(&yblas)?.iter().zip(&hr2).all(|(p, q)| p.to_bits() == q.to_bits());
-                    let (rel_r2, _, bad_r2) = gemm_err(&hr2, &href, pairs, rows, rows);
-                    let (vs2, mx2, _) = gemm_err(&hr2, &hr, pairs, rows, rows);
-                    println!(
-                        "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} (vs grouped_qr) speedup={:.2}x over grouped",
-                        "", "", "grouped_qr2", ms_r2, gflop / ms_r2, rel_r2, vs2, mx2, bad_r2, if same_r2 { "same" } else { "DIFFERENT" }, ms_g / ms_r2
-                    );
-                    // timing experiments: without the per-step proxy fence (no ordering
-                    // guarantee) and with every copy drained each step (matmul.cuh flags)
-                    for (label, fl) in [("qr_nofence", 4), ("qr_drain", 8)] {
-                        let ge = || {
-                            let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH | fl);
+                    // gemm_qr (128-row tiles of up to 256 tokens), gemm_qr2 (256 x 128); the
+                    // third error column compares with grouped (f16 rows, mma.sync)
+                    for (label, kind) in [("grouped_qr", GqKernel::Qr), ("grouped_qr2", GqKernel::Qr2)] {
+                        let gr = || {
+                            let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
                             a.x = x16p.ptr;
-                            launch_gemm_q_kernel(gpu, a, GEMM_E, bn, GqKernel::Qr)
+                            launch_gemm_q_kernel(gpu, a, GEMM_E, bn, kind)
                         };
                         gpu.htod(yblas.ptr, &nan)?;
-                        ge()?;
-                        let he = get(&yblas)?;
-                        let ms_e = time(reps, &ge)?;
-                        let (vse, mxe, _) = gemm_err(&he, &hr, pairs, rows, rows);
-                        println!("{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9} {:>9.2e} {:>9.2e} (vs grouped_qr)", "", "", label, ms_e, gflop / ms_e, "", vse, mxe);
+                        gr()?;
+                        let hr = get(&yblas)?;
+                        let ms_r = time(reps, &gr)?;
+                        let same_r = get(&yblas)?.iter().zip(&hr).all(|(p, q)| p.to_bits() == q.to_bits());
+                        let (rel_r, _, bad_r) = gemm_err(&hr, &href, pairs, rows, rows);
+                        let (vsr, mxr, _) = gemm_err(&hr, &hgrp, pairs, rows, rows);
+                        println!(
+                            "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} cvt={cvtp:.3}ms speedup={:.2}x over grouped",
+                            "", "", label, ms_r, gflop / ms_r, rel_r, vsr, mxr, bad_r, if same_r { "same" } else { "DIFFERENT" }, ms_g / ms_r
+                        );
                     }
                 }
             }

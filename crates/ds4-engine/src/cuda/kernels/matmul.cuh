@@ -936,10 +936,6 @@ __device__ __forceinline__ u32 h2_bytes23(u32 w) { return __byte_perm(w, 0x64646
 #define H2_1152 0x64806480u
 #define GQ_FLAG_HDEQ 1
 #define GQ_FLAG_XH 2  // x holds f16 rows (ldx in halfs): see gq_mma
-// gemm_qr timing experiments (kernel bench only; GQ_FLAG_QR_NOFENCE gives no ordering
-// guarantee): no proxy fence per step / all copies drained every step
-#define GQ_FLAG_QR_NOFENCE 4
-#define GQ_FLAG_QR_DRAIN 8
 
 // The IQ2_XXS grid as f16: g16[i] = the 8 magnitudes of grid entry i (built per block).
 __device__ __forceinline__ void gq_build_g16(uint4* g16) {
@@ -1130,6 +1126,18 @@ __device__ __forceinline__ void gq_tile_locate(const GemmArgs& a, int ng, const 
     rb = rt * BM;
 }
 
+// The weight row this thread copies in a tile starting at row rb (gq_load: row rb + tid % BM;
+// past the matrix: row 0, zero-filled, wok false): its payload and header.
+template <int TY, int BM>
+__device__ __forceinline__ void gq_copy_row(const u8* pay, const u8* hdr, int rb, int rows, int cols, const u8*& prow,
+                                            const u8*& hrow, bool& wok) {
+    int wr = rb + (threadIdx.x & (BM - 1));
+    wok = wr < rows;
+    if (!wok) wr = 0;
+    prow = pay + (i64)wr * ((cols / QT<TY>::BL) * QT<TY>::PB);
+    hrow = hdr + (i64)wr * ((cols / QT<TY>::BL) * QT<TY>::HB);
+}
+
 // mma.sync over 128 weight rows (2 x 4 warps, a warp tile of 64 rows x BN/4 tokens) x BN
 // tokens; weights dequantized per K step into a shared f16 tile (gq_deq_stage).
 template <int TY, int BN, bool HD, bool XH>
@@ -1155,11 +1163,9 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         int tb, j1, rb;
         const u8 *pay, *hdr;
         gq_tile_locate<BN, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
-        int wr = rb + (tid & (BM - 1));
-        const bool wok = wr < rows;
-        if (!wok) wr = 0;
-        const u8* prow = pay + (i64)wr * ((cols / QT<TY>::BL) * QT<TY>::PB);
-        const u8* hrow = hdr + (i64)wr * ((cols / QT<TY>::BL) * QT<TY>::HB);
+        const u8 *prow, *hrow;
+        bool wok;
+        gq_copy_row<TY, BM>(pay, hdr, rb, rows, cols, prow, hrow, wok);
         // this thread's activation copies, fixed for the tile: 8 threads per f32 row (4 per f16
         // row) copy 16 bytes each; a step adds its column offset to the source (the SASS of a
         // K step spent ~75 of ~210 instructions on these addresses when recomputed each step)
@@ -1301,7 +1307,7 @@ template <int TY, int MB, int N>
 __device__ __forceinline__ void qr_kloop(float (&acc)[MB][256 / MB / 8][4], int nk, const u8* wst, u32 ws_u, u32 xs_u,
                                          const u8* prow, const u8* hrow, bool wok, const u32 (&xoff)[256 / MB / 32],
                                          const u8* const (&xsrc)[256 / MB / 32], const int (&xn)[256 / MB / 32],
-                                         const int (&r0)[MB], int grp, const u32 (&hp)[MB][2], const uint4* g16, int flags) {
+                                         const int (&r0)[MB], int grp, const u32 (&hp)[MB][2], const uint4* g16) {
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, RB = GQR<TY>::RB;
 #pragma unroll
     for (int s = 0; s < GR_ST - 1; s++) {
@@ -1329,9 +1335,8 @@ __device__ __forceinline__ void qr_kloop(float (&acc)[MB][256 / MB / 8][4], int 
         }
         wg_commit();
         wg_wait1();
-        if (flags & GQ_FLAG_QR_DRAIN) cp_wait<0>();
-        else cp_wait<GR_ST - 3>();
-        if (!(flags & GQ_FLAG_QR_NOFENCE)) fence_proxy_async();
+        cp_wait<GR_ST - 3>();
+        fence_proxy_async();
         __syncthreads();
         const int sp = sc == 0 ? GR_ST - 1 : sc - 1;  // step kt-1's stage = step kt+GR_ST-1's
         const int kn = kt + GR_ST - 1;
@@ -1369,7 +1374,7 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
     const int rtiles = (rows + BM - 1) / BM;
     const int ntiles = rtiles * tst[ng];
     const int nk = cols / GQ_BK;
-    const i64 prs = (i64)(cols / QT<TY>::BL) * QT<TY>::PB, hrs = (i64)(cols / QT<TY>::BL) * QT<TY>::HB;
+    const i64 hrs = (i64)(cols / QT<TY>::BL) * QT<TY>::HB;
     // this thread's fragment rows in the tile (r0[b], r0[b] + 8 of each 64-row block of its
     // warpgroup) and its quant group
     int r0[MB];
@@ -1381,12 +1386,9 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
         int tb, j1, rb;
         const u8 *pay, *hdr;
         gq_tile_locate<NX, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
-        // the copies of weight row rb + tid % BM (gq_load; zero-filled past the matrix)
-        int wr = rb + (tid & (BM - 1));
-        const bool wok = wr < rows;
-        if (!wok) wr = 0;
-        const u8* prow = pay + (i64)wr * prs;
-        const u8* hrow = hdr + (i64)wr * hrs;
+        const u8 *prow, *hrow;
+        bool wok;
+        gq_copy_row<TY, BM>(pay, hdr, rb, rows, cols, prow, hrow, wok);
         u32 hp[MB][2];
 #pragma unroll
         for (int b = 0; b < MB; b++)
@@ -1410,7 +1412,7 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
 #pragma unroll
         for (int i = 0; i < NX / 64; i++) asm volatile("" : "+r"(xoff[i]), "+r"(xn[i]), "+l"(xsrc[i]));
         float acc[MB][NX / 8][4] = {};
-#define QR_K(N) qr_kloop<TY, MB, N>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp, g16, a.flags)
+#define QR_K(N) qr_kloop<TY, MB, N>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp, g16)
         if constexpr (MB == 2) {
             if (nc == 1) QR_K(64);
             else QR_K(128);
