@@ -1445,23 +1445,28 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
 //   + GR_ST * (256 / MB * 64 + 128 * MB * RB(type)). Grid: persistent, one block per SM.
 // gemm_qr: MB 1 (128 rows x up to 256 tokens); gemm_qr2: MB 2 (256 rows x up to 128 tokens:
 // half the activation reads per MAC, twice the dequantization).
-#define GEMM_QR(NAME, MB)                                                                        \
-    extern "C" __global__ void __launch_bounds__(256, 1) NAME(GemmArgs a, int ngroups) {         \
-        PDL_ENTRY;                                                                               \
-        extern __shared__ __align__(16) u8 gq_smem[];                                            \
-        __shared__ uint4 g16[256];                                                               \
-        if (!WG_OK) __trap();                                                                    \
-        if (a.w.type == T_IQ2_XXS) gq_build_g16(g16); /* published by gq_tile_prefix's barrier */ \
-        switch (a.w.type) {                                                                      \
-            case T_Q8_0: gemm_qr_body<T_Q8_0, MB>(a, ngroups, gq_smem, g16); break;              \
-            case T_IQ2_XXS: gemm_qr_body<T_IQ2_XXS, MB>(a, ngroups, gq_smem, g16); break;        \
-            case T_Q2_K: gemm_qr_body<T_Q2_K, MB>(a, ngroups, gq_smem, g16); break;              \
-            default: gemm_qr_body<T_Q4_K, MB>(a, ngroups, gq_smem, g16); break;                  \
-        }                                                                                        \
+template <int MB>
+__device__ __forceinline__ void gemm_qr_dispatch(const GemmArgs& a, int ngroups, u8* smem) {
+    __shared__ uint4 g16[256];
+    if (!WG_OK) __trap();
+    if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);  // published by gq_tile_prefix's barrier
+    switch (a.w.type) {
+        case T_Q8_0: gemm_qr_body<T_Q8_0, MB>(a, ngroups, smem, g16); break;
+        case T_IQ2_XXS: gemm_qr_body<T_IQ2_XXS, MB>(a, ngroups, smem, g16); break;
+        case T_Q2_K: gemm_qr_body<T_Q2_K, MB>(a, ngroups, smem, g16); break;
+        default: gemm_qr_body<T_Q4_K, MB>(a, ngroups, smem, g16); break;
     }
-GEMM_QR(gemm_qr, 1)
-GEMM_QR(gemm_qr2, 2)
-#undef GEMM_QR
+}
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr(GemmArgs a, int ngroups) {
+    PDL_ENTRY;
+    extern __shared__ __align__(16) u8 gq_smem[];
+    gemm_qr_dispatch<1>(a, ngroups, gq_smem);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ngroups) {
+    PDL_ENTRY;
+    extern __shared__ __align__(16) u8 gq_smem[];
+    gemm_qr_dispatch<2>(a, ngroups, gq_smem);
+}
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
     PDL_ENTRY;
