@@ -462,7 +462,7 @@ impl ExpCall {
         };
         gpu.record(&sd.fork)?;
         for st in &sd.streams {
-            sd.fork.wait_on(st.cu_stream())?;
+            sd.fork.wait_on(st)?;
         }
         let n = sd.streams.len();
         let r = calls.iter().enumerate().try_for_each(|(i, (call, se))| {
@@ -472,7 +472,7 @@ impl ExpCall {
         // join and rebind to the Gpu's stream even after a failed call
         let mut j = Ok(());
         for (st, ev) in sd.streams.iter().zip(&sd.done) {
-            j = j.and(ev.record_on(st.cu_stream())).and(ev.wait_on(gpu.cu_stream()));
+            j = j.and(ev.record_on(st)).and(ev.wait_on(&gpu.stream));
         }
         r.and(j).and(blas.bind(gpu.cu_stream(), blas._ws.ptr))
     }

@@ -289,14 +289,14 @@ impl Event {
 }
 impl Event {
     /// Record the event on `stream` (another stream than the Gpu's: cuBLAS side streams).
-    pub fn record_on(&self, stream: sys::CUstream) -> Result<()> {
-        // SAFETY: a live event owned by self; the caller passes a live stream of our context.
-        unsafe { dr::event::record(self.ev, stream) }.map_err(derr("record"))
+    pub fn record_on(&self, stream: &CudaStream) -> Result<()> {
+        // SAFETY: a live event owned by self; a live stream (the borrow keeps it alive).
+        unsafe { dr::event::record(self.ev, stream.cu_stream()) }.map_err(derr("record"))
     }
     /// Make `stream` wait (on the device) for the work last recorded into the event.
-    pub fn wait_on(&self, stream: sys::CUstream) -> Result<()> {
+    pub fn wait_on(&self, stream: &CudaStream) -> Result<()> {
         // SAFETY: as above.
-        unsafe { dr::stream::wait_event(stream, self.ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }.map_err(derr("stream wait"))
+        unsafe { dr::stream::wait_event(stream.cu_stream(), self.ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }.map_err(derr("stream wait"))
     }
 }
 impl Drop for Event {

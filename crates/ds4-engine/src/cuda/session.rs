@@ -1295,25 +1295,21 @@ pub(crate) enum GqKernel {
 /// down: 2.34 / 2.46 / 2.95 / 5.86, 2.40 / 2.61 / 3.12 / 3.98, 2.11 / 2.20 / 2.39 / 4.71).
 /// Below 24 (untested) gemm_q stays.
 pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> Option<GqKernel> {
-    static V: std::sync::OnceLock<(Option<&'static str>, f64)> = std::sync::OnceLock::new();
-    let (mode, min) = *V.get_or_init(|| {
-        let mode = match std::env::var("DS4_GEMM_QR").as_deref() {
-            Ok("0") => None,
-            Ok("1") => Some("1"),
-            Ok("2") => Some("2"),
-            _ => Some("auto"),
+    // (on, the kernel forced by DS4_GEMM_QR=1|2 or None for the choice by size, the floor)
+    static V: std::sync::OnceLock<(bool, Option<GqKernel>, f64)> = std::sync::OnceLock::new();
+    let (on, forced, min) = *V.get_or_init(|| {
+        let v = std::env::var("DS4_GEMM_QR").unwrap_or_default();
+        let forced = match v.as_str() {
+            "1" => Some(GqKernel::Qr),
+            "2" => Some(GqKernel::Qr2),
+            _ => None,
         };
-        (mode, std::env::var("DS4_GEMM_QR_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(24.0))
+        (v != "0", forced, std::env::var("DS4_GEMM_QR_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(24.0))
     });
-    if !wgmma_built(gpu.cc) || avg < min {
+    if !on || !wgmma_built(gpu.cc) || avg < min {
         return None;
     }
-    match mode? {
-        "1" => Some(GqKernel::Qr),
-        "2" => Some(GqKernel::Qr2),
-        _ if avg >= 160.0 => Some(GqKernel::Qr),
-        _ => Some(GqKernel::Qr2),
-    }
+    Some(forced.unwrap_or(if avg >= 160.0 { GqKernel::Qr } else { GqKernel::Qr2 }))
 }
 
 /// launch_gemm_q with the kernel family chosen by the caller (the kernel bench compares them).
