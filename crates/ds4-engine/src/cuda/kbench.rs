@@ -1021,16 +1021,21 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
             let ms = time(1, &|| gpu.launch("gemm_f32", grid_f, 256, 0, Args::new().a(ga(yref.ptr, 0))))?;
             let href = get(&yref)?;
             println!("{:<30} {:>5} {:<12} {:>9.3} {:>8.1}", name, t, "gemm_f32", ms, gflop / ms);
+            let reps = 5;
+            // one run into `out` (NaN-filled first: unwritten outputs show) -> its result, then
+            // the timed runs -> ms, and whether the last run repeated the first one's bits
+            let measure = |out: &DevBuf, f: &dyn Fn() -> Result<()>| -> Result<(Vec<f32>, f64, bool)> {
+                gpu.htod(out.ptr, &nan)?;
+                f()?;
+                let h = get(out)?;
+                let ms = time(reps, f)?;
+                let same = get(out)?.iter().zip(&h).all(|(p, q)| p.to_bits() == q.to_bits());
+                Ok((h, ms, same))
+            };
             // the grouped kernel as CudaSession::gemm picks it without cuBLAS
             let avg = pairs as f64 / GEMM_E as f64;
             let bn = gemm_q_bn(gpu, rows, t, Some(avg));
-            let grp = || launch_gemm_q(gpu, ga(ygrp.ptr, gemm_q_flags()), GEMM_E, bn);
-            gpu.htod(ygrp.ptr, &nan)?;
-            grp()?;
-            let hgrp = get(&ygrp)?;
-            let reps = 5;
-            let ms_g = time(reps, &grp)?;
-            let same_g = get(&ygrp)?.iter().zip(&hgrp).all(|(p, q)| p.to_bits() == q.to_bits());
+            let (hgrp, ms_g, same_g) = measure(&ygrp, &|| launch_gemm_q(gpu, ga(ygrp.ptr, gemm_q_flags()), GEMM_E, bn))?;
             let (rel, _, bad) = gemm_err(&hgrp, &href, pairs, rows, rows);
             println!(
                 "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9} {:>9} {:>5} repeat={} (gemm_q bn={bn})",
@@ -1040,15 +1045,9 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
             if gq_xh_ok(&m.wmat()) {
                 let x16 = gpu.alloc(xrows * cols * 2)?;
                 let cvt = time(reps, &|| launch_x_to_f16(gpu, xb.ptr, cols, cols, xrows, 0, x16.ptr, false))?;
-                let gx = || {
-                    let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
-                    a.x = x16.ptr;
-                    launch_gemm_q(gpu, a, GEMM_E, bn)
-                };
-                gpu.htod(yblas.ptr, &nan)?;
-                gx()?;
-                let hx = get(&yblas)?;
-                let ms_x = time(reps, &gx)?;
+                // f16-row GemmArgs on rows `x` (ldx in halfs, same values)
+                let gh = |x: u64| GemmArgs { x, ..ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH) };
+                let (hx, ms_x, _) = measure(&yblas, &|| launch_gemm_q(gpu, gh(x16.ptr), GEMM_E, bn))?;
                 let same = hx.iter().zip(&hgrp).all(|(p, q)| p.to_bits() == q.to_bits());
                 let (vs, mx, _) = gemm_err(&hx, &hgrp, pairs, rows, rows);
                 println!(
@@ -1062,16 +1061,7 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     // gemm_qr (128-row tiles of up to 256 tokens), gemm_qr2 (256 x 128); the
                     // third error column compares with grouped (f16 rows, mma.sync)
                     for (label, kind) in [("grouped_qr", GqKernel::Qr), ("grouped_qr2", GqKernel::Qr2)] {
-                        let gr = || {
-                            let mut a = ga(yblas.ptr, gemm_q_flags() | GQ_FLAG_XH);
-                            a.x = x16p.ptr;
-                            launch_gemm_q_kernel(gpu, a, GEMM_E, bn, kind)
-                        };
-                        gpu.htod(yblas.ptr, &nan)?;
-                        gr()?;
-                        let hr = get(&yblas)?;
-                        let ms_r = time(reps, &gr)?;
-                        let same_r = get(&yblas)?.iter().zip(&hr).all(|(p, q)| p.to_bits() == q.to_bits());
+                        let (hr, ms_r, same_r) = measure(&yblas, &|| launch_gemm_q_kernel(gpu, gh(x16p.ptr), GEMM_E, bn, kind))?;
                         let (rel_r, _, bad_r) = gemm_err(&hr, &href, pairs, rows, rows);
                         let (vsr, mxr, _) = gemm_err(&hr, &hgrp, pairs, rows, rows);
                         println!(
