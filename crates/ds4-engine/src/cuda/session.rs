@@ -1336,7 +1336,8 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     let tiles = ((ng + 1) * 4).div_ceil(16) * 16;
     let smem = match kind {
         // GR_ST (8) stages of bn x 64 activation bytes and bm raw weight rows
-        GqKernel::Qr | GqKernel::Qr2 => tiles + 8 * (bn * 64 + bm * raw),
+        // (the tile table padded to 1 KB: the activation stages start 1024-byte aligned)
+        GqKernel::Qr | GqKernel::Qr2 => ((ng + 1) * 4).div_ceil(1024) * 1024 + 8 * (bn * 64 + bm * raw),
         // 3 stages with rows padded to 40 elements, 2 f16 weight tiles of 128 x 80 bytes
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };

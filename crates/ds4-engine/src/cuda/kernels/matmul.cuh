@@ -738,6 +738,18 @@ __device__ __forceinline__ u32 wg_off(int row, int c) { return (u32)((row >> 3) 
 __device__ __forceinline__ u64 wg_desc(u32 saddr) {
     return (u64)((saddr & 0x3FFFF) >> 4) | ((u64)(128 >> 4) << 16) | ((u64)(512 >> 4) << 32);
 }
+// gemm_qr stages the operand 64-byte swizzled instead (descriptor swizzle mode 2): token row
+// r of a 32-k stage is 64 contiguous bytes at r * 64, its 16-byte chunk c stored at chunk
+// c ^ ((r >> 1) & 3) (the hardware XORs address bits 4-5 with bits 7-8, so a stage starts
+// 512-byte aligned); 8-row groups 512 bytes apart (SBO), LBO unused; the second k16 half
+// starts 32 bytes on. Why: every gemm_qr variant with the no-swizzle layout ran at the same
+// MMA rate per SM (~300 TFLOP/s issued) whatever its dequantization or copy work per step;
+// the B operand's shared-memory reads are the one cost per MAC they share, and the
+// no-swizzle core matrices of a k16 slice all start on bank 0.
+__device__ __forceinline__ u32 sw64_off(int row, int c) { return (u32)(row * 64 + ((c ^ ((row >> 1) & 3)) << 4)); }
+__device__ __forceinline__ u64 wg_desc_sw64(u32 saddr) {
+    return (u64)((saddr & 0x3FFFF) >> 4) | ((u64)1 << 16) | ((u64)(512 >> 4) << 32) | ((u64)2 << 62);
+}
 // generic-proxy shared-memory writes (st.shared, cp.async) made visible to wgmma's reads
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -1320,7 +1332,7 @@ __device__ __forceinline__ void qr_kloop(float (&acc)[MB][256 / MB / 8][4], int 
     u32 fa[MB][2][4], fb[MB][2][4];
 #pragma unroll
     for (int b = 0; b < MB; b++) qr_deq<TY>(wst, r0[b], grp, 0, hp[b][0], hp[b][1], g16, fa[b]);
-    const u64 db0 = wg_desc(xs_u);
+    const u64 db0 = wg_desc_sw64(xs_u);
     int sc = 0;  // stage of step kt
     // One K step: issue its products (A = cur), retire step kt-1's (whose stage and registers
     // are reused next), then refill that stage GR_ST - 1 steps ahead and dequantize step kt+1
@@ -1331,7 +1343,7 @@ __device__ __forceinline__ void qr_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 #pragma unroll
         for (int b = 0; b < MB; b++) {
             wg_mma_rs<N>(acc[b], cur[b][0], db);
-            wg_mma_rs<N>(acc[b], cur[b][1], db + 16);
+            wg_mma_rs<N>(acc[b], cur[b][1], db + 2);
         }
         wg_commit();
         wg_wait1();
@@ -1366,9 +1378,12 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int ng = a.grp_off ? ngroups : 1;
     int* tst = (int*)smem;
-    const int tsb = ((ng + 1) * 4 + 15) & ~15;
+    // the activation stages start 1024-byte aligned (the swizzled layout needs 512): smem is
+    // declared so aligned, the tile table is padded to a multiple of 1024
+    const int tsb = ((ng + 1) * 4 + 1023) & ~1023;
     u8* xst = smem + tsb;
     u8* wst = xst + GR_ST * XS;
+    if (smem_u32(xst) & 511) __trap();
     gq_tile_prefix<NX>(a, ng, tst);
     const int rows = a.w.rows, cols = a.w.cols;
     const int rtiles = (rows + BM - 1) / BM;
@@ -1396,7 +1411,7 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
             for (int h = 0; h < 2; h++) hp[b][h] = (u32)(u64)(hdr + (i64)min(rb + r0[b] + 8 * h, rows - 1) * hrs);
         // 64-token chunks of this tile: the products' N
         const int nc = min((j1 - tb + 63) >> 6, NX / 64);
-        // activation copies, fixed for the tile (the core-matrix layout of wg_off)
+        // activation copies, fixed for the tile (the swizzled layout of sw64_off)
         u32 xoff[NT];
         const u8* xsrc[NT];
         int xn[NT];
@@ -1404,7 +1419,7 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
         for (int i = 0; i < NT; i++) {
             int tl = (tid >> 2) + 64 * i, part = tid & 3;
             int tok = tb + tl;
-            xoff[i] = wg_off(tl, part);
+            xoff[i] = sw64_off(tl, part);
             bool in = i < NX / 64 && tok < j1;
             xn[i] = in ? 16 : 0;
             xsrc[i] = in ? (const u8*)a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx * 2 + part * 16 : (const u8*)a.x;
@@ -1441,7 +1456,7 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
 #endif
 }
 
-// Dynamic shared memory (bytes, see launch_gemm_q_kernel): align16((ngroups+1)*4)
+// Dynamic shared memory (bytes, see launch_gemm_q_kernel): align1024((ngroups+1)*4)
 //   + GR_ST * (256 / MB * 64 + 128 * MB * RB(type)). Grid: persistent, one block per SM.
 // gemm_qr: MB 1 (128 rows x up to 256 tokens); gemm_qr2: MB 2 (256 rows x up to 128 tokens:
 // half the activation reads per MAC, twice the dequantization).
@@ -1459,12 +1474,12 @@ __device__ __forceinline__ void gemm_qr_dispatch(const GemmArgs& a, int ngroups,
 }
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr(GemmArgs a, int ngroups) {
     PDL_ENTRY;
-    extern __shared__ __align__(16) u8 gq_smem[];
+    extern __shared__ __align__(1024) u8 gq_smem[];
     gemm_qr_dispatch<1>(a, ngroups, gq_smem);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ngroups) {
     PDL_ENTRY;
-    extern __shared__ __align__(16) u8 gq_smem[];
+    extern __shared__ __align__(1024) u8 gq_smem[];
     gemm_qr_dispatch<2>(a, ngroups, gq_smem);
 }
 
