@@ -65,7 +65,7 @@ unpack_kz() {
 # (tools/gpu/ncu_source.py ranks the instructions and totals the stall reasons).
 ncu_source() {
   local ncu; ncu=$(ncu_bin)
-  DS4_KBENCH=$1 timeout ${NCU_TIMEOUT:-150} "$ncu" --clock-control none -k "regex:$2" --launch-count 1 --sampling-interval 0 \
+  DS4_KBENCH=$1 timeout ${NCU_TIMEOUT:-150} "$ncu" --clock-control none -k "regex:$2" --launch-count 1 --warp-sampling-interval 0 \
     --section SourceCounters --section WarpStateStats -o /tmp/ncu_src_$1 -f "$BIN" --kernel-bench > /tmp/ncu_src_$1.log 2>&1
   echo "ncu source $1 rc=$?"
   "$ncu" --import /tmp/ncu_src_$1.ncu-rep --page source --csv --print-source sass 2>/dev/null | gzip > "$OUT/ncu_src_$1.csv.gz"

@@ -1287,29 +1287,32 @@ pub(crate) enum GqKernel {
 }
 
 /// The register-fragment kernel for the routed experts of a batch averaging `avg` tokens per
-/// expert, or None (gemm_q): where it is built (sm_90a), from `DS4_GEMM_QR_MIN` (default 24)
-/// tokens per expert, gemm_qr (128-row tiles of up to 256 tokens) from 160, gemm_qr2 (256-row
-/// tiles of up to 128 tokens) below; `DS4_GEMM_QR=0` off, `=1` / `=2` one kernel throughout.
-/// Kernel bench, IQ2_XXS gate, ms at 24 / 48 / 96 / 192 tokens per expert: gemm_q 2.03 / 2.07
-/// / 2.60 / 5.13, gemm_qr 1.90 / 2.04 / 2.51 / 3.32, gemm_qr2 1.45 / 1.55 / 1.81 / 3.59 (Q2_K
-/// down: 2.34 / 2.46 / 2.95 / 5.86, 2.40 / 2.61 / 3.12 / 3.98, 2.11 / 2.20 / 2.39 / 4.71).
-/// Below 24 (untested) gemm_q stays.
+/// expert, or None (gemm_q): where it is built (sm_90a), from `DS4_GEMM_QR_MIN` (default 8)
+/// tokens per expert, gemm_qr (128-row tiles of up to 256 tokens) from `DS4_GEMM_QR_AT`
+/// (default 128), gemm_qr2 (256-row tiles of up to 128 tokens) below; `DS4_GEMM_QR=0` off,
+/// `=1` / `=2` one kernel throughout. Kernel bench with the swizzled activation stages (H200,
+/// session 8), IQ2_XXS gate, ms at 12 / 24 / 48 / 72 / 96 / 192 tokens per expert: gemm_q 2.01
+/// / 2.02 / 2.06 / 3.73 / 2.61 / 5.08, gemm_qr 1.71 / 1.73 / 1.73 / 1.79 / 1.86 / 2.10, gemm_qr2
+/// 1.35 / 1.37 / 1.40 / 1.58 / 1.61 / 3.08 (Q2_K down: gemm_q 2.32 / 2.33 / 2.43 / 4.33 / 2.95 /
+/// 5.81, gemm_qr 2.27 / 2.28 / 2.26 / 2.39 / 2.46 / 2.70, gemm_qr2 2.06 / 2.07 / 2.06 / 2.09 /
+/// 2.12 / 4.11): gemm_qr2 wins while most experts fit one 128-token tile.
 pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> Option<GqKernel> {
     // (on, the kernel forced by DS4_GEMM_QR=1|2 or None for the choice by size, the floor)
-    static V: std::sync::OnceLock<(bool, Option<GqKernel>, f64)> = std::sync::OnceLock::new();
-    let (on, forced, min) = *V.get_or_init(|| {
+    static V: std::sync::OnceLock<(bool, Option<GqKernel>, f64, f64)> = std::sync::OnceLock::new();
+    let (on, forced, min, at) = *V.get_or_init(|| {
         let v = std::env::var("DS4_GEMM_QR").unwrap_or_default();
         let forced = match v.as_str() {
             "1" => Some(GqKernel::Qr),
             "2" => Some(GqKernel::Qr2),
             _ => None,
         };
-        (v != "0", forced, std::env::var("DS4_GEMM_QR_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(24.0))
+        let num = |k: &str, d: f64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+        (v != "0", forced, num("DS4_GEMM_QR_MIN", 8.0), num("DS4_GEMM_QR_AT", 128.0))
     });
     if !on || !wgmma_built(gpu.cc) || avg < min {
         return None;
     }
-    Some(forced.unwrap_or(if avg >= 160.0 { GqKernel::Qr } else { GqKernel::Qr2 }))
+    Some(forced.unwrap_or(if avg >= at { GqKernel::Qr } else { GqKernel::Qr2 }))
 }
 
 /// launch_gemm_q with the kernel family chosen by the caller (the kernel bench compares them).
