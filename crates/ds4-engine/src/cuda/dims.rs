@@ -120,6 +120,10 @@ impl Dims {
         if (self.dh - self.r) % 64 != 0 || (self.di > 0 && (self.di % 32 != 0 || !self.di.is_power_of_two())) {
             return bad("FP8/FP4 block structure");
         }
+        // idx_q_prep: a warp per indexer query vector, at most 8 values per lane
+        if self.di > 0 && (self.di > 256 || self.r > self.di) {
+            return bad("indexer key length must be at most 256 and hold the rope dims");
+        }
         if self.k > 16 || self.e > 1024 {
             return bad("expert counts");
         }

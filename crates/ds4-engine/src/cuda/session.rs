@@ -2036,7 +2036,8 @@ impl CudaSession {
             if use_idx {
                 let args = Args::new().a(sc.iq.ptr).a(sc.pos.ptr).a(self.m.omega_comp.ptr).a(d.hi as i32).a(d.di as i32).a(d.r as i32).a(self.opts.qat as i32);
                 let args = args.a(l as i32).a(d.topk as i32).a(self.ties_ptr());
-                gpu.launch("idx_q_prep", (d.hi as u32, t as u32, 1), ((d.di + 31) / 32 * 32) as u32, (d.di * 4) as u32, args)?;
+                let args = args.a(t as i32);
+                gpu.launch("idx_q_prep", ((d.hi * t).div_ceil(8) as u32, 1, 1), 256, 0, args)?;
                 let wscale = 1.0f32 / ((d.di * d.hi) as f32).sqrt();
                 let io = IdxIo {
                     q: sc.iq.ptr,

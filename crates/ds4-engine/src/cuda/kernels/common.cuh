@@ -216,6 +216,7 @@ __device__ float e2m1_round(float x) {
         float d = fabsf(a - g[c]);
         if (d < bd || (d == bd && (c & 1) == 0 && (best & 1) == 1)) { bd = d; best = c; }
     }
-    float r = g[best];
+    // g[best] without indexing the array at run time (that kept it in local memory)
+    float r = best < 5 ? 0.5f * (float)best : (best == 5 ? 3.f : best == 6 ? 4.f : 6.f);
     return x < 0.f ? -r : r;
 }

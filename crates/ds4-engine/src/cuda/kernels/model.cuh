@@ -810,19 +810,91 @@ extern "C" __global__ void comp_state(CompArgs a) {
 // Lightning indexer (ratio-4 layers; MODEL.md §2.5.6)
 // ------------------------------------------------------------------------------------------
 // Near ties are noted only for queries that select (n_vis > topk), as the CPU path does.
-extern "C" __global__ void idx_q_prep(float* qi, const int* __restrict__ pos, const float* __restrict__ omega, int Hi,
-                                      int Di, int R, int qat, int layer, int topk, int* ties) {
+// One warp per (head, token), lane l holding elements l + 32 j (j < Di / 32): the RoPE pairs
+// and the Hadamard strides below 32 are lane shuffles, the strides from 32 on are register
+// pairs, and the FP4 blocks of 32 are the j's. The same operations on the same values as the
+// block-per-vector version it replaces (hadamard_fp4_smem, ~10 block barriers per 128 values:
+// 1.25 ms per ratio-4 layer of an 8K prefill). Di a power of two in 32..256, R even (host
+// check: idx_q_prep_ok). grid ceil(Hi * T / 8), block 256.
+template <int J>
+__device__ __forceinline__ void idx_q_prep_vec(float* q, int p, const float* __restrict__ omega, int R, int qat, int layer,
+                                               int* tp, float* tb) {
+    const int lane = threadIdx.x & 31, Di = 32 * J, base = Di - R;
+    float v[J];
+#pragma unroll
+    for (int j = 0; j < J; j++) v[j] = q[lane + 32 * j];
+    // RoPE on the last R values (rope_tail_smem): pairs (base + 2k, base + 2k + 1), base even
+#pragma unroll
+    for (int j = 0; j < J; j++) {
+        const int i = lane + 32 * j;
+        const float o = __shfl_xor_sync(0xffffffffu, v[j], 1);
+        if (i >= base) {
+            const float th = (float)p * omega[(i - base) >> 1];
+            const float c = cosf(th), sn = 1.f * sinf(th);
+            if ((i & 1) == 0) { float a = v[j], b = o; v[j] = a * c - b * sn; }
+            else { float a = o, b = v[j]; v[j] = a * sn + b * c; }
+        }
+    }
+    if (qat) {
+        // Hadamard butterflies, strides 1 .. Di / 2 in order: (a, b) -> (a + b, a - b)
+#pragma unroll
+        for (int st = 1; st < 32; st <<= 1) {
+#pragma unroll
+            for (int j = 0; j < J; j++) {
+                const float o = __shfl_xor_sync(0xffffffffu, v[j], st);
+                v[j] = (lane & st) ? o - v[j] : v[j] + o;
+            }
+        }
+#pragma unroll
+        for (int js = 1; js < J; js <<= 1) {
+#pragma unroll
+            for (int j = 0; j < J; j++) {
+                if ((j & js) == 0) {
+                    const float a = v[j], b = v[j + js];
+                    v[j] = a + b;
+                    v[j + js] = a - b;
+                }
+            }
+        }
+        const float sc = (float)(1.0 / sqrt((double)Di));
+#pragma unroll
+        for (int j = 0; j < J; j++) v[j] *= sc;
+        if (tp) {  // near-tie margins first: the rounding loop below then has no calls
+            for (int j = 0; j < J; j++) {
+                tb[lane] = v[j];
+                __syncwarp();
+                if (lane == 0) note_tie(tp, layer, p, 3, fp4_block_margin(tb));
+                __syncwarp();
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < J; j++) {
+            const float x = v[j];
+            float amax = warp_max(fabsf(x));
+            amax = fmaxf(amax, 7.052966104933725e-38f);
+            const float scale = exp2i(ceil_log2_exact(amax / 6.f));
+            v[j] = e2m1_round(fminf(fmaxf(x / scale, -6.f), 6.f)) * scale;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < J; j++) q[lane + 32 * j] = v[j];
+}
+extern "C" __global__ void __launch_bounds__(256) idx_q_prep(float* qi, const int* __restrict__ pos, const float* __restrict__ omega,
+                                                             int Hi, int Di, int R, int qat, int layer, int topk, int* ties, int T) {
     PDL_ENTRY;
-    extern __shared__ float v[];
-    int h = blockIdx.x, t = blockIdx.y, p = pos[t];
-    float* q = qi + ((i64)t * Hi + h) * Di;
-    for (int i = threadIdx.x; i < Di; i += blockDim.x) v[i] = q[i];
-    __syncthreads();
-    rope_tail_smem(v, Di, R, p, omega, 1.f);
-    __syncthreads();
-    if (qat) hadamard_fp4_smem(v, Di, (p + 1) / 4 > topk ? ties : nullptr, layer, p, 3);
-    __syncthreads();
-    for (int i = threadIdx.x; i < Di; i += blockDim.x) q[i] = v[i];
+    __shared__ float tb[8][32];  // a block's pre-rounding values for the near-tie margin
+    const int w = threadIdx.x >> 5;
+    const i64 ht = (i64)blockIdx.x * 8 + w;
+    if (ht >= (i64)Hi * T) return;
+    const int p = pos[ht / Hi];
+    float* q = qi + ht * Di;
+    int* tp = (p + 1) / 4 > topk ? ties : nullptr;
+    switch (Di) {
+        case 32: idx_q_prep_vec<1>(q, p, omega, R, qat, layer, tp, tb[w]); break;
+        case 64: idx_q_prep_vec<2>(q, p, omega, R, qat, layer, tp, tb[w]); break;
+        case 128: idx_q_prep_vec<4>(q, p, omega, R, qat, layer, tp, tb[w]); break;
+        default: idx_q_prep_vec<8>(q, p, omega, R, qat, layer, tp, tb[w]); break;  // 256 (dims.rs check)
+    }
 }
 
 #define IDX_ROWS_PER_BLOCK 32
@@ -843,7 +915,31 @@ extern "C" __global__ void __launch_bounds__(256) idx_score(const float* __restr
     float* qs = sm;
     float* ws = sm + Hi * ld;
     float* ks = ws + Hi;
-    for (int i = threadIdx.x; i < Hi * Di; i += blockDim.x) qs[(i / Di) * ld + (i % Di)] = qi[(i64)t * Hi * Di + i];
+    // Staging: float4 loads, 8 issued before any is stored (a scalar loop with a runtime
+    // trip count made one L2 round trip per element per thread: ~28 us per decode call at 8K)
+    const bool v4 = (Di & 3) == 0;
+    if (v4) {
+        const float4* q4 = (const float4*)(qi + (i64)t * Hi * Di);
+        const int n4 = Hi * Di / 4, d4 = Di / 4;
+        for (int i0 = threadIdx.x; i0 < n4; i0 += 8 * blockDim.x) {
+            float4 r[8];
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                int i = i0 + u * blockDim.x;
+                if (i < n4) r[u] = __ldg(q4 + i);
+            }
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                int i = i0 + u * blockDim.x;
+                if (i < n4) {
+                    float* d = qs + (i / d4) * ld + (i % d4) * 4;
+                    d[0] = r[u].x; d[1] = r[u].y; d[2] = r[u].z; d[3] = r[u].w;
+                }
+            }
+        }
+    } else {
+        for (int i = threadIdx.x; i < Hi * Di; i += blockDim.x) qs[(i / Di) * ld + (i % Di)] = qi[(i64)t * Hi * Di + i];
+    }
     for (int i = threadIdx.x; i < Hi; i += blockDim.x) ws[i] = wt[(i64)t * Hi + i] * wscale;
     __syncthreads();
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -851,7 +947,14 @@ extern "C" __global__ void __launch_bounds__(256) idx_score(const float* __restr
     for (int rr = warp; rr < IDX_ROWS_PER_BLOCK; rr += 8) {
         int c = c0 + rr;
         if (c >= n) break;
-        for (int i = lane; i < Di; i += 32) kr[i] = krows[(i64)c * Di + i];
+        if (v4) {
+            for (int i = lane; i < Di / 4; i += 32) {
+                float4 r = __ldg((const float4*)(krows + (i64)c * Di) + i);
+                kr[4 * i] = r.x; kr[4 * i + 1] = r.y; kr[4 * i + 2] = r.z; kr[4 * i + 3] = r.w;
+            }
+        } else {
+            for (int i = lane; i < Di; i += 32) kr[i] = krows[(i64)c * Di + i];
+        }
         __syncwarp();
         float acc = 0.f;
         for (int h = lane; h < Hi; h += 32) {
@@ -897,15 +1000,39 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
             if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255], 1u);
         }
         __syncthreads();
-        if (threadIdx.x == 0) {
-            u32 cum = 0;
-            int b = 255;
-            for (; b > 0; b--) {
-                if (cum + hist[b] >= remaining) break;
-                cum += hist[b];
+        // The cut bin: the largest b >= 1 whose suffix count S(b) = hist[b] + ... + hist[255]
+        // reaches `remaining`, else 0; `remaining` - S(b + 1) keys of it are still to take.
+        // Warp 0 scans (lane l owns bins 8l..8l+7): a serial scan by one thread cost ~4 us per
+        // pass in decode.
+        if (threadIdx.x < 32) {
+            int l = threadIdx.x;
+            u32 h8[8], tot = 0;
+#pragma unroll
+            for (int j = 0; j < 8; j++) { h8[j] = hist[8 * l + j]; tot += h8[j]; }
+            u32 incl = tot;  // inclusive suffix sum over lanes l..31
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                u32 v = __shfl_down_sync(0xffffffffu, incl, o);
+                if (l + o < 32) incl += v;
             }
-            sh_prefix = prefix | ((u32)b << shift);
-            sh_remaining = remaining - cum;
+            const u32 above = incl - tot;  // bins above this lane's range
+            int best = 0;  // 1 + the cut bin found in this lane's range, 0: none
+            u32 sfx = above;
+            u32 rem_at = 0;
+#pragma unroll
+            for (int j = 7; j >= 0; j--) {
+                u32 sb = sfx + h8[j];  // S(8l + j)
+                if (!best && 8 * l + j >= 1 && sb >= remaining) { best = 8 * l + j + 1; rem_at = remaining - sfx; }
+                sfx = sb;
+            }
+            int bmax = __reduce_max_sync(0xffffffffu, best);
+            if (bmax == 0 && l == 0) {  // no bin >= 1 reaches it: bin 0, S(1) = incl - hist[0]
+                sh_prefix = prefix;
+                sh_remaining = remaining - (incl - h8[0]);
+            } else if (bmax != 0 && best == bmax) {
+                sh_prefix = prefix | ((u32)(bmax - 1) << shift);
+                sh_remaining = rem_at;
+            }
         }
         __syncthreads();
         prefix = sh_prefix;
