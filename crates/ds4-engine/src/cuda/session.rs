@@ -440,7 +440,8 @@ pub(crate) fn launch_idx_simt(gpu: &Gpu, io: &IdxIo) -> Result<()> {
         .a(io.di as i32)
         .a(io.wscale)
         .a(io.topk as i32);
-    gpu.launch("idx_score", (io.rows.div_ceil(32) as u32, io.t as u32, 1), 256, smem, args)
+    // 16 rows per block: IDX_ROWS_PER_BLOCK in model.cuh
+    gpu.launch("idx_score", (io.rows.div_ceil(16) as u32, io.t as u32, 1), 256, smem, args)
 }
 
 /// Tensor-core indexer scores (kernels/idx.cuh): scaled f16 copies of q and the rows, then

@@ -897,9 +897,11 @@ extern "C" __global__ void __launch_bounds__(256) idx_q_prep(float* qi, const in
     }
 }
 
-#define IDX_ROWS_PER_BLOCK 32
+// Rows per idx_score block (launch_idx_simt in session.rs sizes the grid with the same 16):
+// decode at 8K has 2048 rows, and 32 per block left 64 blocks for 132 SMs.
+#define IDX_ROWS_PER_BLOCK 16
 // scores[t][c] = sum_h wt_h*wscale * relu(qi_h . k_c), for c < n_vis(t), only when
-// n_vis(t) > topk. grid (ceil(nmax/32), T), block 256, smem Hi*(Di+1) + Hi + 8*Di floats.
+// n_vis(t) > topk. grid (ceil(nmax/IDX_ROWS_PER_BLOCK), T), block 256, smem Hi*(Di+1) + Hi + 8*Di floats.
 extern "C" __global__ void __launch_bounds__(256) idx_score(const float* __restrict__ qi, const float* __restrict__ wt,
                                                             const float* __restrict__ krows,
                                                             const int* __restrict__ pos, float* scores, int ldsc,
