@@ -728,24 +728,14 @@ __device__ __forceinline__ void ldsm_x4(u32* r, u32 addr) {
 __device__ __forceinline__ const u8* al4(const u8* p) { return (const u8*)((u64)p & ~(u64)3); }
 
 // ---- wgmma (sm_90a): the activation operand of gemm_qr ----
-// B comes from shared memory in the canonical no-swizzle K-major layout: "core matrices" of 8
-// rows (tokens) x 8 k (16 bytes per row, 128 contiguous bytes), k-adjacent core matrices 128
-// bytes apart (LBO), row-group-adjacent ones 512 bytes apart (SBO: the 4 core matrices of a
-// 32-k step). (An earlier kernel also staged the dequantized weights this way, gemm_qw128: no
-// faster than mma.sync, because the dequantize-store-barrier chain, not the MMA, set the pace.)
-// Byte offset of (row, 16-byte chunk c) of a 32-k step tile in that layout.
-__device__ __forceinline__ u32 wg_off(int row, int c) { return (u32)((row >> 3) * 512 + c * 128 + (row & 7) * 16); }
-__device__ __forceinline__ u64 wg_desc(u32 saddr) {
-    return (u64)((saddr & 0x3FFFF) >> 4) | ((u64)(128 >> 4) << 16) | ((u64)(512 >> 4) << 32);
-}
-// gemm_qr stages the operand 64-byte swizzled instead (descriptor swizzle mode 2): token row
-// r of a 32-k stage is 64 contiguous bytes at r * 64, its 16-byte chunk c stored at chunk
+// B comes from shared memory K-major and 64-byte swizzled (descriptor swizzle mode 2): token
+// row r of a 32-k stage is 64 contiguous bytes at r * 64, its 16-byte chunk c stored at chunk
 // c ^ ((r >> 1) & 3) (the hardware XORs address bits 4-5 with bits 7-8, so a stage starts
 // 512-byte aligned); 8-row groups 512 bytes apart (SBO), LBO unused; the second k16 half
-// starts 32 bytes on. Why: every gemm_qr variant with the no-swizzle layout ran at the same
-// MMA rate per SM (~300 TFLOP/s issued) whatever its dequantization or copy work per step;
-// the B operand's shared-memory reads are the one cost per MAC they share, and the
-// no-swizzle core matrices of a k16 slice all start on bank 0.
+// starts 32 bytes on. Why: in the no-swizzle core-matrix layout (8 rows x 16 bytes per core
+// matrix, LBO 128, SBO 512) the core matrices of a k16 slice all start on the same banks, and
+// every gemm_qr variant staged that way issued MMA at the same ~300 TFLOP/s whatever its other
+// work; swizzled, the IQ2_XXS gate at 8K tokens went 3.32 -> 2.10 ms (H200, session 8).
 __device__ __forceinline__ u32 sw64_off(int row, int c) { return (u32)(row * 64 + ((c ^ ((row >> 1) & 3)) << 4)); }
 __device__ __forceinline__ u64 wg_desc_sw64(u32 saddr) {
     return (u64)((saddr & 0x3FFFF) >> 4) | ((u64)1 << 16) | ((u64)(512 >> 4) << 32) | ((u64)2 << 62);
@@ -1291,7 +1281,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int n
 // L2 73 % busy (each token tile's activations are re-read by every row tile) and the SM 27 %:
 // so the copies of tokens past a group's end are skipped (3.61 -> 3.32 ms), and gemm_qr2
 // takes 256 rows per tile (half the activation reads per MAC), which wins below ~160 tokens
-// per expert (the host's choice: gemm_qr in session.rs).
+// per expert (the host's choice: gemm_qr in session.rs). With the activation stages swizzled
+// (session 8): 2.10 ms for that IQ2_XXS gate, 2.70 ms for the Q2_K down.
 #define GR_ST 8
 // This thread's A fragments of one 32-k step from the staged raw rows r0 and r0 + 8 (quant
 // group g = lane % 4): f[h] = the registers of k16 half h (rows r0, r0+8 at pairs 2g, then
