@@ -35,7 +35,8 @@ pub fn kernel_source() -> String {
     let layouts: String = super::session::kernel_arg_layouts()
         .iter()
         .map(|(name, size, align)| format!("static_assert(sizeof({name}) == {size} && alignof({name}) == {align}, \"{name}: layout differs from its Rust mirror\");\n"))
-        .collect();
+        .collect::<String>()
+        + &format!("static_assert(GR_ST == {}, \"GR_ST differs from session.rs\");\n", super::session::GR_ST);
     format!(
         "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
         include_str!("kernels/common.cuh"),

@@ -1316,6 +1316,10 @@ pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> Option<GqKernel> {
     Some(forced.unwrap_or(if avg >= at { GqKernel::Qr } else { GqKernel::Qr2 }))
 }
 
+/// Copy stages of gemm_qr / gemm_qr2 (`GR_ST` in matmul.cuh: the kernel source asserts it
+/// equals this value, see driver::kernel_source).
+pub(crate) const GR_ST: usize = 8;
+
 /// launch_gemm_q with the kernel family chosen by the caller (the kernel bench compares them).
 pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, kind: GqKernel) -> Result<()> {
     if a.t <= 0 {
@@ -1339,9 +1343,9 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     let raw = gq_raw_bytes(a.w.ty);
     let tiles = ((ng + 1) * 4).div_ceil(16) * 16;
     let smem = match kind {
-        // GR_ST (8) stages of bn x 64 activation bytes and bm raw weight rows
+        // GR_ST stages of bn x 64 activation bytes and bm raw weight rows
         // (the tile table padded to 1 KB: the activation stages start 1024-byte aligned)
-        GqKernel::Qr | GqKernel::Qr2 => ((ng + 1) * 4).div_ceil(1024) * 1024 + 8 * (bn * 64 + bm * raw),
+        GqKernel::Qr | GqKernel::Qr2 => ((ng + 1) * 4).div_ceil(1024) * 1024 + GR_ST * (bn * 64 + bm * raw),
         // 3 stages with rows padded to 40 elements, 2 f16 weight tiles of 128 x 80 bytes
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };
