@@ -26,6 +26,23 @@ fixtures() {
   timeout 240 "$BIN" --verify-fixtures "${FIX:-.gpu/fix}" 2>/tmp/verify.err > "$OUT/verify.txt"; echo "verify rc=$?"
   grep -E "FAIL|passed|failed" "$OUT/verify.txt" | tail -12; tail -3 /tmp/verify.err
 }
+# fixtures_in "VAR=value" ...: the fixture checks once per environment setting.
+fixtures_in() {
+  local mode
+  for mode in "$@"; do
+    echo "== fixtures: $mode"
+    ( export $mode; fixtures )
+  done
+}
+# kbench_exp T ...: the routed-expert GEMM kernel bench at each token count -> $OUT/kbench_exp_T.txt
+kbench_exp() {
+  local t
+  for t in "$@"; do
+    echo "== kernel bench exp T=$t"
+    DS4_KBENCH=exp DS4_KBENCH_T=$t timeout 120 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_exp_$t.txt" \
+      | grep -E "^exp_|grouped|gate_up_gu|cublas |rror|panic"
+  done
+}
 # decode_at "VAR=value ..." CTX [GEN]: prefill CTX tokens of the synthetic model, decode GEN.
 decode_at() {
   echo "== $1 ctx $2"

@@ -11,15 +11,8 @@ cd "$(dirname "$0")/../.."
 export DS4_KERNEL_CACHE=$PWD/.gpu/kcache
 unpack_kz
 [ -n "${NOPREFILL:-}" ] || synth_start
-for mode in "X=1" "DS4_GEMM_QR_MIN=0" "DS4_GEMM_QR=2 DS4_GEMM_QR_MIN=0"; do
-  echo "== fixtures: $mode"
-  ( export $mode; fixtures )
-done
-for t in ${KT:-8192 2048}; do
-  echo "== kernel bench exp T=$t"
-  DS4_KBENCH=exp DS4_KBENCH_T=$t timeout 120 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_exp_$t.txt" \
-    | grep -E "^exp_|grouped|cublas |rror|panic"
-done
+fixtures_in "X=1" "DS4_GEMM_QR_MIN=0" "DS4_GEMM_QR=2 DS4_GEMM_QR_MIN=0"
+kbench_exp ${KT:-8192 2048}
 if [ -z "${NOPREFILL:-}" ]; then
   synth_wait
   for v in "DS4_GEMM_QR=0" "X=1" "DS4_GEMM_QR=0" "X=1"; do decode_at "$v" 8192 4; done
