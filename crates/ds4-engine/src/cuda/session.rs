@@ -427,6 +427,10 @@ pub(crate) fn idx_tc_bufs(t: usize, hi: usize, rows: usize) -> (usize, usize) {
 }
 
 /// SIMT indexer scores (idx_score): the reference path, and decode.
+/// Rows of the score matrix per idx_score block (`IDX_ROWS_PER_BLOCK` in model.cuh, asserted
+/// equal by the kernel source).
+pub(crate) const IDX_ROWS_PER_BLOCK: usize = 16;
+
 pub(crate) fn launch_idx_simt(gpu: &Gpu, io: &IdxIo) -> Result<()> {
     let smem = ((io.hi * (io.di + 1) + io.hi + 8 * io.di) * 4) as u32;
     let args = Args::new()
@@ -440,8 +444,7 @@ pub(crate) fn launch_idx_simt(gpu: &Gpu, io: &IdxIo) -> Result<()> {
         .a(io.di as i32)
         .a(io.wscale)
         .a(io.topk as i32);
-    // 16 rows per block: IDX_ROWS_PER_BLOCK in model.cuh
-    gpu.launch("idx_score", (io.rows.div_ceil(16) as u32, io.t as u32, 1), 256, smem, args)
+    gpu.launch("idx_score", (io.rows.div_ceil(IDX_ROWS_PER_BLOCK) as u32, io.t as u32, 1), 256, smem, args)
 }
 
 /// Tensor-core indexer scores (kernels/idx.cuh): scaled f16 copies of q and the rows, then
@@ -1839,11 +1842,10 @@ impl CudaSession {
         let d = &self.m.dims;
         let flags = gemm_q_flags() | GQ_FLAG_XH;
         let a = GemmArgs { w, x: x16, y, grp_off: self.sc.off.ptr, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags };
-        let avg = (t * d.k) as f64 / d.e as f64;
         if let Some(kind) = qr {
             return launch_gemm_q_kernel(self.gpu(), a, d.e, 0, kind);
         }
-        let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, Some(avg));
+        let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, Some((t * d.k) as f64 / d.e as f64));
         launch_gemm_q(self.gpu(), a, d.e, bn)
     }
 

@@ -1139,6 +1139,15 @@ __device__ __forceinline__ void gq_copy_row(const u8* pay, const u8* hdr, int rb
     prow = pay + (i64)wr * ((cols / QT<TY>::BL) * QT<TY>::PB);
     hrow = hdr + (i64)wr * ((cols / QT<TY>::BL) * QT<TY>::HB);
 }
+// A tile's start, shared by the grouped GEMM bodies: its tokens [tb, j1) and rows from rb
+// (gq_tile_locate), its group's header base `hdr`, and this thread's copy row (gq_copy_row).
+template <int TY, int BN, int BM>
+__device__ __forceinline__ void gq_tile_begin(const GemmArgs& a, int ng, const int* tst, int tile, int rtiles, int& tb, int& j1,
+                                              int& rb, const u8*& hdr, const u8*& prow, const u8*& hrow, bool& wok) {
+    const u8* pay;
+    gq_tile_locate<BN, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
+    gq_copy_row<TY, BM>(pay, hdr, rb, a.w.rows, a.w.cols, prow, hrow, wok);
+}
 
 // mma.sync over 128 weight rows (2 x 4 warps, a warp tile of 64 rows x BN/4 tokens) x BN
 // tokens; weights dequantized per K step into a shared f16 tile (gq_deq_stage).
@@ -1163,11 +1172,9 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
     const int nk = cols / GQ_BK;
     for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         int tb, j1, rb;
-        const u8 *pay, *hdr;
-        gq_tile_locate<BN, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
-        const u8 *prow, *hrow;
+        const u8 *hdr, *prow, *hrow;
         bool wok;
-        gq_copy_row<TY, BM>(pay, hdr, rb, rows, cols, prow, hrow, wok);
+        gq_tile_begin<TY, BN, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, hdr, prow, hrow, wok);
         // this thread's activation copies, fixed for the tile: 8 threads per f32 row (4 per f16
         // row) copy 16 bytes each; a step adds its column offset to the source (the SASS of a
         // K step spent ~75 of ~210 instructions on these addresses when recomputed each step)
@@ -1390,11 +1397,9 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
     const u32 xs_u = smem_u32(xst), ws_u = smem_u32(wst);
     for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         int tb, j1, rb;
-        const u8 *pay, *hdr;
-        gq_tile_locate<NX, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
-        const u8 *prow, *hrow;
+        const u8 *hdr, *prow, *hrow;
         bool wok;
-        gq_copy_row<TY, BM>(pay, hdr, rb, rows, cols, prow, hrow, wok);
+        gq_tile_begin<TY, NX, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, hdr, prow, hrow, wok);
         u32 hp[MB][2];
 #pragma unroll
         for (int b = 0; b < MB; b++)

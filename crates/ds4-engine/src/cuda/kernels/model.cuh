@@ -571,6 +571,14 @@ __device__ void fp8_sim_smem(float* v, int n, int* ties = nullptr, int layer = 0
 
 // Hadamard (natural order, scaled 1/sqrt(n)) + FP4 E2M1 round trip in blocks of 32. With
 // `ties`, each block's margin is noted after the rotation, before the rounding.
+// FP4 (E2M1) round trip of a 32-value block held one value per lane: power-of-two block
+// scale from the block's absolute maximum, nearest E2M1 value (ties to the even code).
+__device__ __forceinline__ float fp4_round_warp(float x) {
+    float amax = warp_max(fabsf(x));
+    amax = fmaxf(amax, 7.052966104933725e-38f);
+    const float scale = exp2i(ceil_log2_exact(amax / 6.f));
+    return e2m1_round(fminf(fmaxf(x / scale, -6.f), 6.f)) * scale;
+}
 __device__ void hadamard_fp4_smem(float* v, int n, int* ties = nullptr, int layer = 0, int pos = 0, int kind = 0) {
     for (int st = 1; st < n; st <<= 1) {
         __syncthreads();
@@ -594,11 +602,7 @@ __device__ void hadamard_fp4_smem(float* v, int n, int* ties = nullptr, int laye
             if (lane == 0) note_tie(ties, layer, pos, kind, fp4_block_margin(p));
             __syncwarp();
         }
-        float x = p[lane];
-        float amax = warp_max(fabsf(x));
-        amax = fmaxf(amax, 7.052966104933725e-38f);
-        float scale = exp2i(ceil_log2_exact(amax / 6.f));
-        p[lane] = e2m1_round(fminf(fmaxf(x / scale, -6.f), 6.f)) * scale;
+        p[lane] = fp4_round_warp(p[lane]);
     }
     __syncthreads();
 }
@@ -814,8 +818,8 @@ extern "C" __global__ void comp_state(CompArgs a) {
 // and the Hadamard strides below 32 are lane shuffles, the strides from 32 on are register
 // pairs, and the FP4 blocks of 32 are the j's. The same operations on the same values as the
 // block-per-vector version it replaces (hadamard_fp4_smem, ~10 block barriers per 128 values:
-// 1.25 ms per ratio-4 layer of an 8K prefill). Di a power of two in 32..256, R even (host
-// check: idx_q_prep_ok). grid ceil(Hi * T / 8), block 256.
+// 1.25 ms per ratio-4 layer of an 8K prefill). Di a power of two in 32..256, R even (checked
+// with the model shape: cuda/dims.rs). grid ceil(Hi * T / 8), block 256.
 template <int J>
 __device__ __forceinline__ void idx_q_prep_vec(float* q, int p, const float* __restrict__ omega, int R, int qat, int layer,
                                                int* tp, float* tb) {
@@ -868,13 +872,7 @@ __device__ __forceinline__ void idx_q_prep_vec(float* q, int p, const float* __r
             }
         }
 #pragma unroll
-        for (int j = 0; j < J; j++) {
-            const float x = v[j];
-            float amax = warp_max(fabsf(x));
-            amax = fmaxf(amax, 7.052966104933725e-38f);
-            const float scale = exp2i(ceil_log2_exact(amax / 6.f));
-            v[j] = e2m1_round(fminf(fmaxf(x / scale, -6.f), 6.f)) * scale;
-        }
+        for (int j = 0; j < J; j++) v[j] = fp4_round_warp(v[j]);
     }
 #pragma unroll
     for (int j = 0; j < J; j++) q[lane + 32 * j] = v[j];
@@ -897,8 +895,8 @@ extern "C" __global__ void __launch_bounds__(256) idx_q_prep(float* qi, const in
     }
 }
 
-// Rows per idx_score block (launch_idx_simt in session.rs sizes the grid with the same 16):
-// decode at 8K has 2048 rows, and 32 per block left 64 blocks for 132 SMs.
+// Rows per idx_score block (owned by session.rs, which sizes the grid; asserted equal by the
+// kernel source): decode at 8K has 2048 rows, and 32 per block left 64 blocks for 132 SMs.
 #define IDX_ROWS_PER_BLOCK 16
 // scores[t][c] = sum_h wt_h*wscale * relu(qi_h . k_c), for c < n_vis(t), only when
 // n_vis(t) > topk. grid (ceil(nmax/IDX_ROWS_PER_BLOCK), T), block 256, smem Hi*(Di+1) + Hi + 8*Di floats.
