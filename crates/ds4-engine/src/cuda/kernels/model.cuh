@@ -991,13 +991,34 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
     int n = (pos[t] + 1) / 4;
     if (n <= topk) return;
     const float* sc = scores + (i64)t * ldsc;
+    // This thread's keys (rows threadIdx.x + c * blockDim.x) read once for the four passes
+    // when they fit in KC registers (n <= 16K rows: contexts up to 64K); beyond that each pass
+    // reads them again. The loads are independent: one L2 round trip instead of one per pass.
+    constexpr int KC = 16;
+    const bool cached = n <= KC * (int)blockDim.x;
+    u32 kc[KC];
+    if (cached) {
+#pragma unroll
+        for (int c = 0; c < KC; c++) {
+            int i = threadIdx.x + c * (int)blockDim.x;
+            kc[c] = i < n ? fkey(sc[i]) : 0u;
+        }
+    }
     u32 prefix = 0, mask = 0, remaining = topk;
     for (int shift = 24; shift >= 0; shift -= 8) {
         for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
         __syncthreads();
-        for (int i = threadIdx.x; i < n; i += blockDim.x) {
-            u32 k = fkey(sc[i]);
-            if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255], 1u);
+        if (cached) {
+#pragma unroll
+            for (int c = 0; c < KC; c++) {
+                int i = threadIdx.x + c * (int)blockDim.x;
+                if (i < n && (kc[c] & mask) == prefix) atomicAdd(&hist[(kc[c] >> shift) & 255], 1u);
+            }
+        } else {
+            for (int i = threadIdx.x; i < n; i += blockDim.x) {
+                u32 k = fkey(sc[i]);
+                if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255], 1u);
+            }
         }
         __syncthreads();
         // The cut bin: the largest b >= 1 whose suffix count S(b) = hist[b] + ... + hist[255]
