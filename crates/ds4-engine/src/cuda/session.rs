@@ -1321,7 +1321,7 @@ pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> Option<GqKernel> {
 
 /// Copy stages of gemm_qr / gemm_qr2 (`GR_ST` in matmul.cuh: the kernel source asserts it
 /// equals this value, see driver::kernel_source).
-pub(crate) const GR_ST: usize = 8;
+pub(crate) const GR_ST: usize = 9;
 
 /// launch_gemm_q with the kernel family chosen by the caller (the kernel bench compares them).
 pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, kind: GqKernel) -> Result<()> {
