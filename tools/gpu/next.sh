@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# ONE device call for the changes prepared on branch next-lease (bench/NOTES.md, end of
+# "Session 8"): fixtures with gemm_qr_gu on (default), off, and with gemm_qr forced onto every
+# MoE batch; the expert kernel bench (grouped_qr with 9 stages, the gate_up_gu row against
+# gemm_qr x2 + moe_mid); the base binary (.gpu/base, tools/gpu/base.sh main, kcache gzipped
+# into .gpu/base/kz) against this one at 8K and 16K. Carry .gpu/{ds4-bench,ds4-gguf,fix,kz,base}.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+unpack_kz
+export DS4_KERNEL_CACHE=$PWD/.gpu/kcache
+mkdir -p .gpu/base/kcache
+for f in .gpu/base/kz/*.gz; do [ -e "$f" ] && gunzip -c "$f" > ".gpu/base/kcache/$(basename "$f" .gz)"; done
+synth_start
+for mode in "X=1" "DS4_GEMM_GU=0" "DS4_GEMM_QR_MIN=0"; do
+  echo "== fixtures $mode"
+  ( export $mode; fixtures ) | grep -E "passed|FAIL|built" | head -5
+done
+for t in ${KT:-8192 2048}; do
+  echo "== kernel bench exp T=$t"
+  DS4_KBENCH=exp DS4_KBENCH_T=$t timeout 120 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_exp_$t.txt" \
+    | grep -E "^exp_|grouped_qr|gate_up_gu|rror|panic"
+done
+synth_wait
+for ctx in 8192 16384; do
+  for i in 1 2; do
+    for b in base cur; do
+      if [ $b = base ]; then B=.gpu/base/ds4-bench; K=$PWD/.gpu/base/kcache; else B=$BIN; K=$PWD/.gpu/kcache; fi
+      echo "== $b $ctx"
+      DS4_KERNEL_CACHE=$K timeout 90 "$B" --cuda -m "$M" --random-prompt $((ctx + 100)) --ctx-start $ctx --ctx-max $ctx --gen-tokens 24 2>&1 \
+        | tr '\r' '\n' | grep -E "^ctx [0-9]|rror|panic" | tail -1
+    done
+  done
+done
