@@ -12,7 +12,7 @@ export DS4_KERNEL_CACHE=$PWD/.gpu/kcache
 mkdir -p .gpu/base/kcache
 for f in .gpu/base/kz/*.gz; do [ -e "$f" ] && gunzip -c "$f" > ".gpu/base/kcache/$(basename "$f" .gz)"; done
 synth_start
-for mode in "X=1" "DS4_GEMM_GU=0" "DS4_GEMM_QR_MIN=0"; do
+for mode in "X=1" "DS4_GEMM_GU=0" "DS4_GEMM_QR_MIN=0" "DS4_MV_ATTN=mv2"; do
   echo "== fixtures $mode"
   ( export $mode; fixtures ) | grep -E "passed|FAIL|built" | head -5
 done
@@ -31,4 +31,7 @@ for ctx in 8192 16384; do
         | tr '\r' '\n' | grep -E "^ctx [0-9]|rror|panic" | tail -1
     done
   done
+done
+for i in 1 2; do
+  for v in "X=1" "DS4_MV_ATTN=mv2"; do decode_at "$v" 2048 64; done
 done
