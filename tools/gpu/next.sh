@@ -3,7 +3,8 @@
 # "Session 8"): fixtures with gemm_qr_gu on (default), off, and with gemm_qr forced onto every
 # MoE batch; the expert kernel bench (grouped_qr with 9 stages, the gate_up_gu row against
 # gemm_qr x2 + moe_mid); the base binary (.gpu/base, tools/gpu/base.sh main, kcache gzipped
-# into .gpu/base/kz) against this one at 8K and 16K. Carry .gpu/{ds4-bench,ds4-gguf,fix,kz,base}.
+# into .gpu/base/kz) against this one at 8K and 16K; the attention-side decode matvecs on mv2
+# (DS4_MV_ATTN=mv2) against matvec_grouped at 2K. Carry .gpu/{ds4-bench,ds4-gguf,fix,kz,base}.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
