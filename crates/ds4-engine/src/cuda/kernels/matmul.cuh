@@ -324,12 +324,26 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
     load_x_swz<TY>(xs, x, cols);
     __syncthreads();
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-#pragma unroll
-    for (int r = 0; r < MV_ROWS_PER_WARP; r++) {
-        int row = row0 + warp * MV_ROWS_PER_WARP + r;
-        if (row < rows) {
-            float s = row_dot<TY>(pay, hdr, cols, row, xs, lane, gsm);
-            if (lane == 0) j.y[(i64)slot * rows + row] = s;
+    // the warp's two rows in one loop: both rows' loads are in flight together (one after the
+    // other, each row waited for its own loads behind the other's reduction); each row's sum
+    // keeps its order, so the results are the same bits
+    static_assert(MV_ROWS_PER_WARP == 2, "mv_block walks two rows per warp");
+    const int ra = row0 + warp * MV_ROWS_PER_WARP;
+    if (ra < rows) {
+        const int rb = min(ra + 1, rows - 1);  // a tail row recomputes row ra, not stored
+        const int ng = cols / XG<TY>::G;
+        float a0 = 0.f, a1 = 0.f;
+        // unroll 2 x 2 rows: as many loads per lane in flight as row_dot's unroll 4
+#pragma unroll 2
+        for (int g = lane; g < ng; g += 32) {
+            a0 += gdot<TY>(pay, hdr, cols, ra, g, xs, gsm);
+            a1 += gdot<TY>(pay, hdr, cols, rb, g, xs, gsm);
+        }
+        a0 = warp_sum(a0);
+        a1 = warp_sum(a1);
+        if (lane == 0) {
+            j.y[(i64)slot * rows + ra] = a0;
+            if (ra + 1 < rows) j.y[(i64)slot * rows + ra + 1] = a1;
         }
     }
 }
