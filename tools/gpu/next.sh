@@ -3,7 +3,7 @@
 # "Session 8"): fixtures with gemm_qr_gu on (default), off, and with gemm_qr forced onto every
 # MoE batch; the expert kernel bench (grouped_qr with 9 stages, the gate_up_gu row against
 # gemm_qr x2 + moe_mid); the base binary (.gpu/base, tools/gpu/base.sh main, kcache gzipped
-# into .gpu/base/kz) against this one at 8K and 16K; the attention-side decode matvecs on mv2
+# into .gpu/base/kz) against this one at 2K, 8K and 16K; the attention-side decode matvecs on mv2
 # (DS4_MV_ATTN=mv2) against matvec_grouped at 2K. Carry .gpu/{ds4-bench,ds4-gguf,fix,kz,base}.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,7 +23,7 @@ for t in ${KT:-8192 2048}; do
     | grep -E "^exp_|grouped_qr|gate_up_gu|rror|panic"
 done
 synth_wait
-for ctx in 8192 16384; do
+for ctx in 2048 8192 16384; do
   for i in 1 2; do
     for b in base cur; do
       if [ $b = base ]; then B=.gpu/base/ds4-bench; K=$PWD/.gpu/base/kcache; else B=$BIN; K=$PWD/.gpu/kcache; fi
