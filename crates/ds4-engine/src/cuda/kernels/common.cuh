@@ -84,6 +84,25 @@ __device__ __forceinline__ double warp_sum_d(double v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
+// Block-wide copy of n4 float4 from global memory: put(i, v) stores element i. Up to 8 loads
+// per thread are issued before their stores (a plain strided loop is not unrolled and makes
+// one dependent L2 round trip per iteration).
+template <typename Put>
+__device__ __forceinline__ void stage_f4(const float4* __restrict__ src, int n4, Put put) {
+    for (int f0 = threadIdx.x; f0 < n4; f0 += 8 * blockDim.x) {
+        float4 r[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            int f = f0 + u * blockDim.x;
+            if (f < n4) r[u] = __ldg(src + f);
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            int f = f0 + u * blockDim.x;
+            if (f < n4) put(f, r[u]);
+        }
+    }
+}
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));

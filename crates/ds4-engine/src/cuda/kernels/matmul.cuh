@@ -163,27 +163,13 @@ __device__ __forceinline__ int xslot(int g, int k) {
     return 8 * g + ((k + g) & 7);
 }
 
-// Up to 8 loads per thread are issued before any is stored: the plain loop (a runtime trip
-// count, not unrolled) made one dependent L2 round trip per 1024 floats before the block's
-// first weight load, e.g. 8 for out_b's 8192 inputs (SASS: one LD.E.128 + STS per iteration).
+// Staged with stage_f4: the plain loop was not unrolled (SASS: one LD.E.128 + STS per
+// iteration), so a block waited 4 (q_a group, out_a) to 8 (out_b) dependent L2 round trips
+// before its first weight load.
 template <int TY>
 __device__ __forceinline__ void load_x_swz(float4* xs, const float* __restrict__ x, int cols) {
     const int G = XG<TY>::G, P = G / 4;
-    const float4* x4 = (const float4*)x;
-    const int n4 = cols >> 2;
-    for (int f0 = threadIdx.x; f0 < n4; f0 += 8 * blockDim.x) {
-        float4 r[8];
-#pragma unroll
-        for (int u = 0; u < 8; u++) {
-            int f = f0 + u * blockDim.x;
-            if (f < n4) r[u] = __ldg(x4 + f);
-        }
-#pragma unroll
-        for (int u = 0; u < 8; u++) {
-            int f = f0 + u * blockDim.x;
-            if (f < n4) xs[xslot<G>(f / P, f % P)] = r[u];
-        }
-    }
+    stage_f4((const float4*)x, cols >> 2, [&](int f, float4 v) { xs[xslot<G>(f / P, f % P)] = v; });
 }
 
 __device__ __forceinline__ float dot4(float4 a, float b0, float b1, float b2, float b3) {

@@ -919,24 +919,11 @@ extern "C" __global__ void __launch_bounds__(256) idx_score(const float* __restr
     // trip count made one L2 round trip per element per thread: ~28 us per decode call at 8K)
     const bool v4 = (Di & 3) == 0;
     if (v4) {
-        const float4* q4 = (const float4*)(qi + (i64)t * Hi * Di);
-        const int n4 = Hi * Di / 4, d4 = Di / 4;
-        for (int i0 = threadIdx.x; i0 < n4; i0 += 8 * blockDim.x) {
-            float4 r[8];
-#pragma unroll
-            for (int u = 0; u < 8; u++) {
-                int i = i0 + u * blockDim.x;
-                if (i < n4) r[u] = __ldg(q4 + i);
-            }
-#pragma unroll
-            for (int u = 0; u < 8; u++) {
-                int i = i0 + u * blockDim.x;
-                if (i < n4) {
-                    float* d = qs + (i / d4) * ld + (i % d4) * 4;
-                    d[0] = r[u].x; d[1] = r[u].y; d[2] = r[u].z; d[3] = r[u].w;
-                }
-            }
-        }
+        const int d4 = Di / 4;
+        stage_f4((const float4*)(qi + (i64)t * Hi * Di), Hi * d4, [&](int i, float4 v) {
+            float* d = qs + (i / d4) * ld + (i % d4) * 4;
+            d[0] = v.x; d[1] = v.y; d[2] = v.z; d[3] = v.w;
+        });
     } else {
         for (int i = threadIdx.x; i < Hi * Di; i += blockDim.x) qs[(i / Di) * ld + (i % Di)] = qi[(i64)t * Hi * Di + i];
     }
