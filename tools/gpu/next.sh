@@ -13,15 +13,8 @@ export DS4_KERNEL_CACHE=$PWD/.gpu/kcache
 mkdir -p .gpu/base/kcache
 for f in .gpu/base/kz/*.gz; do [ -e "$f" ] && gunzip -c "$f" > ".gpu/base/kcache/$(basename "$f" .gz)"; done
 synth_start
-for mode in "X=1" "DS4_GEMM_GU=0" "DS4_GEMM_QR_MIN=0" "DS4_MV_ATTN=mv2"; do
-  echo "== fixtures $mode"
-  ( export $mode; fixtures ) | grep -E "passed|FAIL|built" | head -5
-done
-for t in ${KT:-8192 2048}; do
-  echo "== kernel bench exp T=$t"
-  DS4_KBENCH=exp DS4_KBENCH_T=$t timeout 120 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_exp_$t.txt" \
-    | grep -E "^exp_|grouped_qr|gate_up_gu|rror|panic"
-done
+fixtures_in "X=1" "DS4_GEMM_GU=0" "DS4_GEMM_QR_MIN=0" "DS4_MV_ATTN=mv2"
+kbench_exp ${KT:-8192 2048}
 synth_wait
 for ctx in 2048 8192 16384; do
   for i in 1 2; do
