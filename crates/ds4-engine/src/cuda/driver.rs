@@ -37,7 +37,8 @@ pub fn kernel_source() -> String {
         .map(|(name, size, align)| format!("static_assert(sizeof({name}) == {size} && alignof({name}) == {align}, \"{name}: layout differs from its Rust mirror\");\n"))
         .collect::<String>()
         + &format!("static_assert(GR_ST == {}, \"GR_ST differs from session.rs\");\n", super::session::GR_ST)
-        + &format!("static_assert(IDX_ROWS_PER_BLOCK == {}, \"IDX_ROWS_PER_BLOCK differs from session.rs\");\n", super::session::IDX_ROWS_PER_BLOCK);
+        + &format!("static_assert(IDX_ROWS_PER_BLOCK == {}, \"IDX_ROWS_PER_BLOCK differs from session.rs\");\n", super::session::IDX_ROWS_PER_BLOCK)
+        + &format!("static_assert(MAX_JOBS == {}, \"MAX_JOBS differs from session.rs\");\n", super::session::MAX_JOBS);
     format!(
         "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
         include_str!("kernels/common.cuh"),

@@ -948,6 +948,10 @@ pub(crate) trait GridJob: Copy {
     }
 }
 
+/// Most jobs one grouped decode launch takes (`MAX_JOBS` in common.cuh: the kernel finds its
+/// job among that many block0 values; asserted equal by the kernel source).
+pub(crate) const MAX_JOBS: usize = 8;
+
 /// Jobs uploaded for launches of kernel `kern`; `run(n)` runs the first `n`.
 pub(crate) struct Jobs<J> {
     buf: DevBuf,
@@ -959,6 +963,9 @@ pub(crate) struct Jobs<J> {
 
 impl<J: GridJob> Jobs<J> {
     pub(crate) fn upload(gpu: &Gpu, jobs: &mut [J], kern: &'static str) -> Result<Jobs<J>> {
+        if jobs.len() > MAX_JOBS {
+            return Err(CudaError::Other(format!("{kern}: {} jobs in one launch, at most {MAX_JOBS}", jobs.len())));
+        }
         let (mut blocks, mut smem) = (Vec::new(), Vec::new());
         let (mut b, mut s) = (0usize, 0u32);
         for j in jobs.iter_mut() {

@@ -84,6 +84,19 @@ __device__ __forceinline__ double warp_sum_d(double v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
+// The job of block b in a grouped launch: the last of the first njobs (<= MAX_JOBS, checked by
+// the host) whose block0 <= b. The block0 loads are independent (one L2 round trip); the old
+// scan loaded jobs[ji + 1].block0 only after jobs[ji]'s, up to 6 dependent round trips for the
+// last job of the q_a / kv / compressor group.
+#define MAX_JOBS 8
+template <typename J>
+__device__ __forceinline__ int job_of_block(const J* __restrict__ jobs, int njobs, int b) {
+    int ji = 0;
+#pragma unroll
+    for (int k = 1; k < MAX_JOBS; k++)
+        if (k < njobs && __ldg(&jobs[k].block0) <= b) ji = k;
+    return ji;
+}
 // Block-wide copy of n4 float4 from global memory: put(i, v) stores element i. Up to 8 loads
 // per thread are issued before their stores (a plain strided loop is not unrolled and makes
 // one dependent L2 round trip per iteration).

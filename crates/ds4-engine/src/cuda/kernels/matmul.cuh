@@ -339,8 +339,7 @@ extern "C" __global__ void __launch_bounds__(256) matvec_grouped(const MvJob* __
     extern __shared__ float4 xs_dyn[];
     __shared__ u64 gsm[256];
     int b = blockIdx.x;
-    int ji = 0;
-    while (ji + 1 < njobs && jobs[ji + 1].block0 <= b) ji++;
+    const int ji = job_of_block(jobs, njobs, b);
     MvJob j = jobs[ji];
     // only IQ2_XXS blocks need the grid (2 KB per block otherwise wasted); mv_block's barrier
     // after staging x publishes it

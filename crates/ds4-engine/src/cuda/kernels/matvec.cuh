@@ -221,8 +221,7 @@ __device__ __forceinline__ void mv2_main(const MvJob2* __restrict__ jobs, int nj
     __shared__ u64 gsm[256];
     __shared__ float red[8][8];
     int b = blockIdx.x;
-    int ji = 0;
-    while (ji + 1 < njobs && jobs[ji + 1].block0 <= b) ji++;
+    const int ji = job_of_block(jobs, njobs, b);
     const MvJob2 j = jobs[ji];
     int slot, row0, rpb, ks, rowA;
     const u8 *pay, *hdr, *pay2, *hdr2;

@@ -173,9 +173,8 @@ __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed
 __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int njobs) {
     __shared__ u64 gsm[256];
     __shared__ float red[8][8];
-    int ji = 0;
     int b = blockIdx.x;
-    while (ji + 1 < njobs && jobs[ji + 1].block0 <= b) ji++;
+    const int ji = job_of_block(jobs, njobs, b);
     if (jobs[ji].w.type == T_IQ2_XXS) {  // block-uniform branch
         for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
         __syncthreads();
