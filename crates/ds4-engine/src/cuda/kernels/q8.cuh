@@ -175,14 +175,16 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
     __shared__ float red[8][8];
     int b = blockIdx.x;
     const int ji = job_of_block(jobs, njobs, b);
-    if (jobs[ji].w.type == T_IQ2_XXS) {  // block-uniform branch
-        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
-        __syncthreads();
-    }
+    // the job and its expert id (mv_place) are loaded before the grid copy's barrier, so the
+    // expert-id round trip overlaps the grid's (as mv2_main does)
     const MvJobQ j = jobs[ji];
     int slot, row0, rpb, ks, rowA;
     const u8 *pay, *hdr, *pay2, *hdr2;
     mv_place(j, b, slot, row0, rpb, ks, rowA, pay, hdr, pay2, hdr2);
+    if (j.w.type == T_IQ2_XXS) {  // block-uniform branch
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
+        __syncthreads();
+    }
     const signed char* xq = j.xq + (i64)slot * j.x_slot;
     const float2* xd = j.xd + (i64)slot * (j.x_slot >> 5);
 #define MVQ_R(TY)                                                                              \
