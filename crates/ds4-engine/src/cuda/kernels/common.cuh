@@ -97,6 +97,22 @@ __device__ __forceinline__ int job_of_block(const J* __restrict__ jobs, int njob
         if (k < njobs && __ldg(&jobs[k].block0) <= b) ji = k;
     return ji;
 }
+// Sum of p[q * stride] over q < n in q order, the loads of up to 8 terms issued before any
+// add. A runtime-count loop, even under `#pragma unroll 8`, runs n < 8 terms in its remainder
+// loop, one dependent load per iteration (SASS of hc_step: 7 L2 round trips in a row for
+// decode's 6 routed experts + shared expert).
+__device__ __forceinline__ float sum_strided(const float* __restrict__ p, i64 stride, int n) {
+    float s = 0.f;
+    for (int q0 = 0; q0 < n; q0 += 8) {
+        float r[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) r[u] = q0 + u < n ? p[(i64)(q0 + u) * stride] : 0.f;
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            if (q0 + u < n) s += r[u];
+    }
+    return s;
+}
 // Block-wide copy of n4 float4 from global memory: put(i, v) stores element i. Up to 8 loads
 // per thread are issued before their stores (a plain strided loop is not unrolled and makes
 // one dependent L2 round trip per iteration).

@@ -83,9 +83,7 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const fl
 #pragma unroll
             for (int a = 0; a < 4; a++) sv[a] = a < N ? St[(i64)a * D + d] : 0.f;
             if (y) {
-                float yd = 0.f;
-#pragma unroll 4
-                for (int q = 0; q < ny; q++) yd += y[((i64)t * ny + q) * D + d];
+                float yd = sum_strided(y + (i64)t * ny * D + d, D, ny);
 #pragma unroll
                 for (int b = 0; b < 4; b++) {
                     if (b < N) {
@@ -410,9 +408,7 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
 #pragma unroll
         for (int s = 0; s < MAXN; s++) sv[s] = s < N ? St[(i64)s * D + d] : 0.f;
         if (a.y) {
-            float yd = 0.f;
-#pragma unroll 8
-            for (int q = 0; q < a.ny; q++) yd += a.y[((i64)t * a.ny + q) * D + d];
+            float yd = sum_strided(a.y + (i64)t * a.ny * D + d, D, a.ny);
 #pragma unroll
             for (int b = 0; b < MAXN; b++) {
                 if (b < N) {
