@@ -330,6 +330,8 @@ pub struct Gpu {
     pub sm_count: i32,
     pub cc: (i32, i32),
     pub total_mem: usize,
+    /// Shared memory one block may opt in to (bytes; 227 KB on sm_90).
+    smem_optin: i32,
     /// Seconds NVRTC took to build the kernels.
     pub compile_s: f64,
     /// Per-kernel (total ms, launches) when `DS4_PROFILE` is set: every launch is then timed
@@ -372,6 +374,9 @@ impl Gpu {
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(derr("attr"))?;
         let total_mem = ctx.total_mem().map_err(derr("mem"))?;
+        let smem_optin = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_err(derr("attr"))?;
         let t0 = std::time::Instant::now();
         let cubin = cached_cubin(arch_for(cc))?;
         let compile_s = t0.elapsed().as_secs_f64();
@@ -395,7 +400,7 @@ impl Gpu {
         if !skip.is_empty() {
             eprintln!("ds4: DS4_SKIP_KERNELS set (timing ablation, outputs are meaningless): {skip:?}");
         }
-        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default() };
+        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, smem_optin, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default() };
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_step", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
@@ -438,16 +443,19 @@ impl Gpu {
         Ok(n.max(0) as usize)
     }
 
+    /// Let kernel `name` use up to `bytes` of dynamic shared memory, or what the device allows
+    /// next to the kernel's static shared memory if that is less: a GPU with less shared
+    /// memory than sm_90 then starts, and only the launches that need more fail (with the
+    /// launch error), instead of every start failing here.
     fn set_max_smem(&self, name: &str, bytes: i32) -> Result<()> {
+        let f = self.f(name);
         // SAFETY: valid function handle.
-        unsafe {
-            dr::function::set_function_attribute(
-                self.f(name),
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                bytes,
-            )
-        }
-        .map_err(derr("smem attr"))
+        let stat = unsafe { dr::function::get_function_attribute(f, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) }
+            .map_err(derr("smem attr"))?;
+        let bytes = bytes.min(self.smem_optin - stat).max(0);
+        // SAFETY: valid function handle.
+        unsafe { dr::function::set_function_attribute(f, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes) }
+            .map_err(derr("smem attr"))
     }
 
     /// The cuBLAS handle (created once, on our stream), or None with one log line when
