@@ -1015,41 +1015,11 @@ impl JobTable {
     }
 }
 
-/// A decode job table of the attention-side matvecs: matvec_grouped (default) or mv2
-/// (`DS4_MV_ATTN=mv2`, Fast precision only).
-enum MvTable {
-    G(JobTable),
-    M2(JobTable2),
-}
-
-impl MvTable {
-    fn len(&self) -> usize {
-        match self {
-            MvTable::G(t) => t.len(),
-            MvTable::M2(t) => t.len(),
-        }
-    }
-    fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
-        match self {
-            MvTable::G(t) => t.run(gpu, njobs),
-            MvTable::M2(t) => t.run(gpu, njobs),
-        }
-    }
-}
-
-/// `DS4_MV_ATTN=mv2`: the attention-side decode matvecs (q_a/kv/compressor/indexer group, q_b,
-/// out_a, out_b) on mv2 instead of matvec_grouped. Session 2 measured mv2 slower in the decode
-/// graph, before session 6 removed its 64-bit division call and local-memory arrays.
-fn mv2_attn() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("DS4_MV_ATTN").map(|v| v == "mv2").unwrap_or(false))
-}
-
 struct LayerJobs {
-    a: MvTable,
-    b: MvTable,
-    c: MvTable,
-    d: MvTable,
+    a: JobTable,
+    b: JobTable,
+    c: JobTable,
+    d: JobTable,
     e: JobTable,
     f: JobTable,
 }
@@ -1748,16 +1718,7 @@ impl CudaSession {
             ue.sel = sc.esel.ptr;
             let f = vec![ge, ue];
             let mk = |mut v: Vec<MvJob>| JobTable::new(&gpu, &mut v);
-            let m2 = mv2_attn() && self.opts.precision == Precision::Fast;
-            let mkt = |v: Vec<MvJob>| -> Result<MvTable> {
-                if m2 {
-                    let mut v2: Vec<MvJob2> = v.iter().map(|j| MvJob2 { x_grp_rows: j.x_grp_rows, ..MvJob2::plain(j.w, j.x, j.y) }).collect();
-                    Ok(MvTable::M2(JobTable2::new(&gpu, &mut v2)?))
-                } else {
-                    Ok(MvTable::G(mk(v)?))
-                }
-            };
-            all.push(LayerJobs { a: mkt(a)?, b: mkt(b)?, c: mkt(c)?, d: mkt(dd)?, e: mk(e)?, f: mk(f)? });
+            all.push(LayerJobs { a: mk(a)?, b: mk(b)?, c: mk(c)?, d: mk(dd)?, e: mk(e)?, f: mk(f)? });
         }
         self.jobs = all;
         self.head_job = JobTable::new(&gpu, &mut [job(self.m.output.wmat(), sc.yhead.ptr, sc.logits.ptr)])?;
