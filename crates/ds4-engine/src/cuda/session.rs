@@ -1328,7 +1328,7 @@ pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> Option<GqKernel> {
 
 /// Copy stages of gemm_qr / gemm_qr2 (`GR_ST` in matmul.cuh: the kernel source asserts it
 /// equals this value, see driver::kernel_source).
-pub(crate) const GR_ST: usize = 9;
+pub(crate) const GR_ST: usize = 8;
 
 /// gemm_qr_gu (matmul.cuh): the routed experts' gate and up products of a batch in one pass,
 /// writing the SwiGLU mid (times the pair weights `pw`) as f16 rows of `gate.rows` values in

@@ -1306,7 +1306,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int n
 // takes 256 rows per tile (half the activation reads per MAC), which wins below ~160 tokens
 // per expert (the host's choice: gemm_qr in session.rs). With the activation stages swizzled
 // (session 8): 2.10 ms for that IQ2_XXS gate, 2.70 ms for the Q2_K down.
-#define GR_ST 9
+#define GR_ST 8
 // This thread's A fragments of one 32-k step from the staged raw rows r0 and r0 + 8 (quant
 // group g = lane % 4): f[h] = the registers of k16 half h (rows r0, r0+8 at pairs 2g, then
 // 2g + 8 of the permuted order). hp0 / hp1: the rows' header addresses (low bits), for the
