@@ -10,7 +10,7 @@
 use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
-    gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_gemm_qr_gu, launch_moe_mid, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
+    gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
 use super::weights::{upload_raw_mat, GMat};
@@ -1067,46 +1067,6 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                         println!(
                             "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} cvt={cvtp:.3}ms speedup={:.2}x over grouped",
                             "", "", label, ms_r, gflop / ms_r, rel_r, vsr, mxr, bad_r, if same_r { "same" } else { "DIFFERENT" }, ms_g / ms_r
-                        );
-                    }
-                    if gather {
-                        // gate + up + SwiGLU mid in one kernel (gemm_qr_gu) against gemm_qr
-                        // twice and moe_mid on the same inputs (a second random matrix as up)
-                        let data2 = random_blocks(ty, cols * rows * GEMM_E, 4242 + ci as u64);
-                        let m2 = upload_raw_mat(gpu, "up", ty, vec![cols as u64, rows as u64, GEMM_E as u64], &data2)?;
-                        drop(data2);
-                        let mut sw = 0x9e37_79b9u64 ^ t as u64;
-                        let pwv: Vec<f32> = (0..pairs).map(|_| 0.1 + 0.9 * ((rng(&mut sw) >> 40) as f32 / (1u64 << 24) as f32)).collect();
-                        let pwb = gpu.alloc(pairs * 4)?;
-                        gpu.htod(pwb.ptr, &pwv)?;
-                        let (yu, m16a, m16b) = (gpu.alloc(ny * 4)?, gpu.alloc(ny * 2)?, gpu.alloc(ny * 2)?);
-                        let clamp = 10.0f32;
-                        let gu_up = GemmArgs { w: m2.wmat(), y: yu.ptr, ..gh(x16p.ptr) };
-                        let sep = || -> Result<()> {
-                            launch_gemm_q_kernel(gpu, gh(x16p.ptr), GEMM_E, bn, GqKernel::Qr)?;
-                            launch_gemm_q_kernel(gpu, gu_up, GEMM_E, bn, GqKernel::Qr)?;
-                            launch_moe_mid(gpu, yblas.ptr, yu.ptr, pwb.ptr, pairs, rows, clamp, 0, m16a.ptr, true)
-                        };
-                        let fused = || launch_gemm_qr_gu(gpu, gh(x16p.ptr), m2.wmat(), pwb.ptr, m16b.ptr, clamp, GEMM_E);
-                        let get16 = |b: &DevBuf| -> Result<Vec<u16>> {
-                            let mut v = vec![0u16; ny];
-                            gpu.dtoh(&mut v, b.ptr)?;
-                            Ok(v)
-                        };
-                        gpu.htod(m16a.ptr, &vec![0x7e00u16; ny])?;
-                        gpu.htod(m16b.ptr, &vec![0x7e00u16; ny])?;
-                        sep()?;
-                        fused()?;
-                        let (ha, hb) = (get16(&m16a)?, get16(&m16b)?);
-                        let ms_sep = time(reps, &sep)?;
-                        let ms_gu = time(reps, &fused)?;
-                        let same_rep = get16(&m16b)?.iter().zip(&hb).all(|(p, q)| p == q);
-                        let unwritten = hb.iter().filter(|&&v| v == 0x7e00).count();
-                        let diff = ha.iter().zip(&hb).filter(|(p, q)| p != q).count();
-                        let maxd = ha.iter().zip(&hb).map(|(&p, &q)| (half::f16::from_bits(p).to_f32() - half::f16::from_bits(q).to_f32()).abs()).fold(0f32, f32::max);
-                        println!(
-                            "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} gate+up+mid vs gemm_qr x2 + moe_mid {ms_sep:.3} ms: {diff} of {ny} f16 values differ (max |d| {maxd:.3e}), unwritten {unwritten}, repeat={}",
-                            "", "", "gate_up_gu", ms_gu, 2.0 * gflop / ms_gu, if same_rep { "same" } else { "DIFFERENT" }
                         );
                     }
                 }

@@ -1230,7 +1230,7 @@ pub(crate) fn gq_xh_ok(w: &WMat) -> bool {
 /// into `mid` (f32) or, when `mid16` != 0, into `mid16` as f16 (in gemm_qr's K order when
 /// `perm`; f % 32 == 0).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn launch_moe_mid(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usize, f: usize, clamp: f32, mid: DevPtr, mid16: DevPtr, perm: bool) -> Result<()> {
+fn launch_moe_mid(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usize, f: usize, clamp: f32, mid: DevPtr, mid16: DevPtr, perm: bool) -> Result<()> {
     if perm && (mid16 == 0 || f % 32 != 0) {
         return Err(CudaError::Other(format!("moe_mid: the permuted f16 order needs f16 output and width % 32 == 0 (width {f})")));
     }
@@ -1329,30 +1329,6 @@ pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> Option<GqKernel> {
 /// Copy stages of gemm_qr / gemm_qr2 (`GR_ST` in matmul.cuh: the kernel source asserts it
 /// equals this value, see driver::kernel_source).
 pub(crate) const GR_ST: usize = 8;
-
-/// gemm_qr_gu (matmul.cuh): the routed experts' gate and up products of a batch in one pass,
-/// writing the SwiGLU mid (times the pair weights `pw`) as f16 rows of `gate.rows` values in
-/// qr_kpos order into `mid16`: the separate gate / up GEMMs' f32 outputs and moe_mid are not
-/// needed. `a.w` is the gate matrix, `a.ldy` the mid row stride; `DS4_GEMM_GU=0` turns it off
-/// (then gemm_qr, gemm_qr and moe_mid).
-pub(crate) fn gemm_gu_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("DS4_GEMM_GU").map(|v| v != "0").unwrap_or(true))
-}
-pub(crate) fn launch_gemm_qr_gu(gpu: &Gpu, a: GemmArgs, up: WMat, pw: DevPtr, mid16: DevPtr, clamp: f32, ngroups: usize) -> Result<()> {
-    if a.t <= 0 {
-        return Ok(());
-    }
-    if a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty) || up.ty != a.w.ty || up.rows != a.w.rows || up.cols != a.w.cols || a.w.rows % 32 != 0 {
-        return Err(CudaError::Other("gemm_qr_gu: f16 activations and gate / up of one block-quant type and shape".into()));
-    }
-    let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
-    // as gemm_qr: GR_ST stages of 256 x 64 activation bytes and 128 raw weight rows
-    let smem = ((ng + 1) * 4).div_ceil(1024) * 1024 + GR_ST * (256 * 64 + 128 * gq_raw_bytes(a.w.ty));
-    let upper = (a.w.rows as usize).div_ceil(64) * (a.t as usize).div_ceil(256) * ng;
-    let grid = upper.min(gpu.sm_count.max(1) as usize).max(1);
-    gpu.launch("gemm_qr_gu", (grid as u32, 1, 1), 256, smem as u32, Args::new().a(a).a(up).a(pw).a(mid16).a(clamp).a(ng as i32))
-}
 
 /// launch_gemm_q with the kernel family chosen by the caller (the kernel bench compares them).
 pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, kind: GqKernel) -> Result<()> {
@@ -2234,16 +2210,9 @@ impl CudaSession {
                     // gemm_qr: both f16 inputs written in its K order
                     let qr = gemm_qr(gpu, (t * d.k) as f64 / d.e as f64);
                     launch_x_to_f16(gpu, sc.xn.ptr, d.d, d.d, t, 0, sc.ypair.ptr, qr.is_some())?;
-                    if qr == Some(GqKernel::Qr) && gemm_gu_enabled() {
-                        // gate, up and the mid in one kernel (gemm_qr_gu)
-                        let flags = gemm_q_flags() | GQ_FLAG_XH;
-                        let a = GemmArgs { w: gw, x: sc.ypair.ptr, y: 0, grp_off: sc.off.ptr, gather: sc.pair_tok.ptr, ldx: d.d as i32, ldy: d.f as i32, t: t as i32, flags };
-                        launch_gemm_qr_gu(gpu, a, uw, sc.pair_w.ptr, sc.mid.ptr, clamp, d.e)?;
-                    } else {
-                        self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr)?;
-                        self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, qr)?;
-                        launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr, qr.is_some())?;
-                    }
+                    self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr)?;
+                    self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, qr)?;
+                    launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr, qr.is_some())?;
                     self.gemm_exp_xh(dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, qr)?;
                 } else {
                     // gate and up read the same gathered rows: converted once when both use cuBLAS

@@ -1120,7 +1120,7 @@ __device__ __forceinline__ void gq_tile_prefix(const GemmArgs& a, int ng, int* t
 // (tokens tb .. min(tb + BN, j1) - 1), first weight row rb, and the group's weights.
 template <int BN, int BM>
 __device__ __forceinline__ void gq_tile_locate(const GemmArgs& a, int ng, const int* tst, int tile, int rtiles, int& tb,
-                                               int& j1, int& rb, const u8*& pay, const u8*& hdr, int* eo = nullptr) {
+                                               int& j1, int& rb, const u8*& pay, const u8*& hdr) {
     int tt = tile / rtiles, rt = tile - tt * rtiles;
     int lo = 0, hi = ng;
     while (hi - lo > 1) {
@@ -1141,7 +1141,6 @@ __device__ __forceinline__ void gq_tile_locate(const GemmArgs& a, int ng, const 
     }
     tb = j0 + (tt - tst[e]) * BN;
     rb = rt * BM;
-    if (eo) *eo = a.grp_off ? e : 0;
 }
 
 // The weight row this thread copies in a tile starting at row rb (gq_load: row rb + tid % BM;
@@ -1385,17 +1384,10 @@ __device__ __forceinline__ void qr_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 #endif
 
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
-// GU (gemm_qr_gu, MB 1): the routed experts' gate (a.w) and up (w2) products in one pass,
-// warpgroup 0 on 64 gate rows and warpgroup 1 on the same 64 up rows of each tile (one staged
-// activation tile feeds both), and the epilogue writes the SwiGLU mid (moe_mid's arithmetic)
-// as f16 in qr_kpos order for the down projection: no f32 gate / up outputs, no moe_mid.
-template <int TY, int MB, bool GU = false>
-__device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, const WMat* w2 = nullptr,
-                                             const float* pw = nullptr, u16* mid = nullptr, float clamp = 0.f) {
+template <int TY, int MB>
+__device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NT = NX / 32;
-    constexpr int OM = GU ? 64 : BM;  // output rows per tile
-    static_assert(!GU || MB == 1, "gemm_qr_gu: one 64-row block per warpgroup");
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int ng = a.grp_off ? ngroups : 1;
     int* tst = (int*)smem;
@@ -1407,7 +1399,7 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
     if (smem_u32(xst) & 511) __trap();
     gq_tile_prefix<NX>(a, ng, tst);
     const int rows = a.w.rows, cols = a.w.cols;
-    const int rtiles = (rows + OM - 1) / OM;
+    const int rtiles = (rows + BM - 1) / BM;
     const int ntiles = rtiles * tst[ng];
     const int nk = cols / GQ_BK;
     const i64 hrs = (i64)(cols / QT<TY>::BL) * QT<TY>::HB;
@@ -1419,28 +1411,15 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
     const int grp = lane & 3;
     const u32 xs_u = smem_u32(xst), ws_u = smem_u32(wst);
     for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
-        int tb, j1, rb, e;
-        const u8 *pay, *hdr;
-        gq_tile_locate<NX, OM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr, &e);
-        const u8 *prow, *hrow;
+        int tb, j1, rb;
+        const u8 *hdr, *prow, *hrow;
         bool wok;
+        gq_tile_begin<TY, NX, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, hdr, prow, hrow, wok);
         u32 hp[MB][2];
-        if constexpr (GU) {
-            // staged rows 64..127 and warpgroup 1's fragments: the up matrix
-            const u8* pay2 = w2->pay + (i64)e * w2->e_pay;
-            const u8* hdr2 = w2->hdr + (i64)e * w2->e_hdr;
-            const bool up_copy = (tid & 64) != 0, up_frag = warp >= 4;
-            gq_copy_row<TY, 64>(up_copy ? pay2 : pay, up_copy ? hdr2 : hdr, rb, rows, cols, prow, hrow, wok);
 #pragma unroll
-            for (int h = 0; h < 2; h++)
-                hp[0][h] = (u32)(u64)((up_frag ? hdr2 : hdr) + (i64)min(rb + (r0[0] & 63) + 8 * h, rows - 1) * hrs);
-        } else {
-            gq_copy_row<TY, BM>(pay, hdr, rb, rows, cols, prow, hrow, wok);
+        for (int b = 0; b < MB; b++)
 #pragma unroll
-            for (int b = 0; b < MB; b++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) hp[b][h] = (u32)(u64)(hdr + (i64)min(rb + r0[b] + 8 * h, rows - 1) * hrs);
-        }
+            for (int h = 0; h < 2; h++) hp[b][h] = (u32)(u64)(hdr + (i64)min(rb + r0[b] + 8 * h, rows - 1) * hrs);
         // 64-token chunks of this tile: the products' N
         const int nc = min((j1 - tb + 63) >> 6, NX / 64);
         // activation copies, fixed for the tile (the swizzled layout of sw64_off)
@@ -1473,48 +1452,16 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
         }
 #undef QR_K
         // accumulator (b, j, q): row r0[b] (+8 for q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
-        if constexpr (GU) {
-            // Both warpgroups park their products in the (drained) stages as [token][row]
-            // floats (gate, then up; the 4-float pad makes both the fragment stores and the
-            // row-wise reads below conflict-free), then every thread computes mids from there:
-            // the SwiGLU's division is a call, and with the 128 accumulators still live around
-            // it they were spilled.
-            constexpr int EXR = 64 + 4;
-            float* eg = (float*)xst;
-            float* eu = eg + NX * EXR;
-            float* ew = warp >= 4 ? eu : eg;
-            __syncthreads();
+#pragma unroll
+        for (int b = 0; b < MB; b++)
 #pragma unroll
             for (int j = 0; j < NX / 8; j++)
 #pragma unroll
-                for (int q = 0; q < 4; q++)
-                    ew[(j * 8 + 2 * (lane & 3) + (q & 1)) * EXR + (r0[0] & 63) + ((q >> 1) << 3)] = acc[0][j][q];
-            __syncthreads();
-            const int ntok = min(j1 - tb, NX);
-            for (int i = tid; i < 64 * ntok; i += 256) {
-                const int rl = i & 63, tl = i >> 6;
-                const int r = rb + rl, tk = tb + tl;
-                if (r < rows) {
-                    // moe_mid: silu(min(g, c)) * clamp(u, -c, c) * pair weight
-                    float gg = fminf(eg[tl * EXR + rl], clamp);
-                    float uu = fminf(fmaxf(eu[tl * EXR + rl], -clamp), clamp);
-                    float m = siluf_(gg) * uu;
-                    m = pw ? m * pw[tk] : m;
-                    mid[(i64)tk * a.ldy + r - (r & 31) + qr_kpos(r & 31)] = f2h(m);
+                for (int q = 0; q < 4; q++) {
+                    int r = rb + r0[b] + ((q >> 1) << 3);
+                    int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
+                    if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[b][j][q];
                 }
-            }
-        } else {
-#pragma unroll
-            for (int b = 0; b < MB; b++)
-#pragma unroll
-                for (int j = 0; j < NX / 8; j++)
-#pragma unroll
-                    for (int q = 0; q < 4; q++) {
-                        int r = rb + r0[b] + ((q >> 1) << 3);
-                        int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
-                        if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[b][j][q];
-                    }
-        }
         __syncthreads();  // the next tile's prologue overwrites the stages
     }
 #endif
@@ -1545,23 +1492,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ng
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
     gemm_qr_dispatch<2>(a, ngroups, gq_smem);
-}
-// gemm_qr_gu: gate (a.w) and up (w2, same type and shape) of the routed experts with the
-// SwiGLU mid as output: mid[pair][qr_kpos order] f16 (row stride a.ldy = the expert width),
-// times pw[pair]. Tiles of 64 mid rows x up to 256 tokens; shared memory as gemm_qr's.
-extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr_gu(GemmArgs a, WMat w2, const float* pw, u16* mid, float clamp,
-                                                             int ngroups) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    __shared__ uint4 g16[256];
-    if (!WG_OK) __trap();
-    if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);  // published by gq_tile_prefix's barrier
-    switch (a.w.type) {
-        case T_Q8_0: gemm_qr_body<T_Q8_0, 1, true>(a, ngroups, gq_smem, g16, &w2, pw, mid, clamp); break;
-        case T_IQ2_XXS: gemm_qr_body<T_IQ2_XXS, 1, true>(a, ngroups, gq_smem, g16, &w2, pw, mid, clamp); break;
-        case T_Q2_K: gemm_qr_body<T_Q2_K, 1, true>(a, ngroups, gq_smem, g16, &w2, pw, mid, clamp); break;
-        default: gemm_qr_body<T_Q4_K, 1, true>(a, ngroups, gq_smem, g16, &w2, pw, mid, clamp); break;
-    }
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
