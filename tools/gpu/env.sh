@@ -40,7 +40,7 @@ kbench_exp() {
   for t in "$@"; do
     echo "== kernel bench exp T=$t"
     DS4_KBENCH=exp DS4_KBENCH_T=$t timeout 120 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_exp_$t.txt" \
-      | grep -E "^exp_|grouped|gate_up_gu|cublas |rror|panic"
+      | grep -E "^exp_|grouped|cublas |rror|panic"
   done
 }
 # decode_at "VAR=value ..." CTX [GEN]: prefill CTX tokens of the synthetic model, decode GEN.

@@ -405,9 +405,9 @@ impl Gpu {
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_step", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
         }
-        // the register-fragment expert GEMMs: GR_ST stages (9 x 22 KB for Q2_K) + the tile
+        // the register-fragment expert GEMMs: GR_ST stages (22 KB each for Q2_K) + the tile
         // table, next to 4 KB of static shared memory (the sm_90 opt-in limit is 227 KB)
-        for k in ["gemm_qr", "gemm_qr2", "gemm_qr_gu"] {
+        for k in ["gemm_qr", "gemm_qr2"] {
             g.set_max_smem(k, 220 * 1024)?;
         }
         // tensor-core prefill attention: Q + two K/V tiles + the S exchange (224 KiB at dh 512)
