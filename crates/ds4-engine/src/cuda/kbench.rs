@@ -263,11 +263,19 @@ fn q8_bench(gpu: &Gpu) -> Result<()> {
     let qd = gpu.alloc(nx / 32 * 8)?;
     let y = gpu.alloc(8 * 131072 * 4)?;
     let (e0, e1) = (gpu.event()?, gpu.event()?);
+    // the read floor: the same number of bytes read by read_f4 from a 1 GiB buffer, at a
+    // rotating offset so that L2 (50 MB) does not hold the previous call's bytes
+    let rbuf = gpu.alloc_zeroed(1 << 30)?;
     println!(
-        "{:<28} {:>8} {:>9} {:>7}  {:>9} {:>7}  {:>8}  {:>9} {:>9} {:>9}  {}",
-        "int8 decode matvec", "MB/call", "f32 us", "TB/s", "int8 us", "TB/s", "quant us", "rel rms", "max|d|/mx", "max rel", "det"
+        "{:<28} {:>8} {:>9} {:>9} {:>7}  {:>9} {:>7}  {:>8}  {:>9} {:>9} {:>9}  {}",
+        "int8 decode matvec", "MB/call", "floor us", "f32 us", "TB/s", "int8 us", "TB/s", "quant us", "rel rms", "max|d|/mx", "max rel", "det"
     );
+    // DS4_KBENCH_CASE=substring: only the cases whose name contains it (Nsight Compute runs)
+    let only = std::env::var("DS4_KBENCH_CASE").ok();
     for (name, ty, cols, rows, n_exp, slots, per_slot) in cases {
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
         let data = random_blocks(ty, cols * rows * n_exp, 23 + rows as u64 + cols as u64);
         let dims = if n_exp > 1 { vec![cols as u64, rows as u64, n_exp as u64] } else { vec![cols as u64, rows as u64] };
         let m: GMat = upload_raw_mat(gpu, name, ty, dims, &data)?;
@@ -349,11 +357,18 @@ fn q8_bench(gpu: &Gpu) -> Result<()> {
         let us32 = time(&|i| t32[i % t32.len()].run(gpu, 1))?;
         let usq = time(&|i| tq[i % tq.len()].run(gpu, 1))?;
         let usquant = time(&|_| launch_quant_q8(gpu, x.ptr, nq, 0, 0, qs.ptr, qd.ptr))?;
+        let n4 = per_call / 16;
+        let slots_r = ((1usize << 30) / 16 / n4.max(1)).max(1);
+        let floor = time(&|i| {
+            let off = ((i % slots_r) * n4 * 16) as u64;
+            gpu.launch("read_f4", (gpu.sm_count as u32 * 8, 1, 1), 256, 0, Args::new().a(rbuf.ptr + off).a(n4 as i64).a(y.ptr))
+        })?;
         let tbs = |us: f64| per_call as f64 / (us / 1e6) / 1e12;
         println!(
-            "{:<28} {:>8.2} {:>9.2} {:>7.3}  {:>9.2} {:>7.3}  {:>8.2}  {:>9.2e} {:>9.2e} {:>9.2e}  {}{}",
+            "{:<28} {:>8.2} {:>9.2} {:>9.2} {:>7.3}  {:>9.2} {:>7.3}  {:>8.2}  {:>9.2e} {:>9.2e} {:>9.2e}  {}{}",
             name,
             per_call as f64 / 1e6,
+            floor,
             us32,
             tbs(us32),
             usq,

@@ -1490,6 +1490,24 @@ extern "C" __global__ void __launch_bounds__(1024) argmax_excl(const float* __re
     }
 }
 
+// Read probe for the decode matvec benches: the least time a kernel needs to read n float4
+// at this size (4 loads in flight per thread; the xor keeps the loads alive: the store
+// practically never happens).
+extern "C" __global__ void __launch_bounds__(256) read_f4(const uint4* __restrict__ x, i64 n, u32* __restrict__ out) {
+    u32 acc = 0;
+    const i64 st = (i64)gridDim.x * blockDim.x;
+    i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * st < n; i += 4 * st) {
+        uint4 a = __ldg(x + i), b = __ldg(x + i + st), c = __ldg(x + i + 2 * st), d = __ldg(x + i + 3 * st);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    }
+    for (; i < n; i += st) {
+        uint4 a = __ldg(x + i);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
+    if (acc == 0x9e3779b9u) out[0] = acc;
+}
+
 // Bandwidth probe: y[i] = x[i] (float4), used by ds4-bench for the device-copy ceiling.
 extern "C" __global__ void copy_f4(const float4* __restrict__ x, float4* __restrict__ y, i64 n) {
     PDL_ENTRY;
