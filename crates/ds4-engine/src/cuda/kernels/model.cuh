@@ -1494,6 +1494,7 @@ extern "C" __global__ void __launch_bounds__(1024) argmax_excl(const float* __re
 // at this size (4 loads in flight per thread; the xor keeps the loads alive: the store
 // practically never happens).
 extern "C" __global__ void __launch_bounds__(256) read_f4(const uint4* __restrict__ x, i64 n, u32* __restrict__ out) {
+    PDL_ENTRY;
     u32 acc = 0;
     const i64 st = (i64)gridDim.x * blockDim.x;
     i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
