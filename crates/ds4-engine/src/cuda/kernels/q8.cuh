@@ -61,28 +61,59 @@ __device__ __forceinline__ uint2 iq2_signs(u32 s7) {
 // (g ^ 0xFF) + 1 = 256 - g per byte, and no byte carries into the next (256 - g <= 255).
 __device__ __forceinline__ int iq2_signed(u32 g, u32 m) { return (int)((g ^ m) + (m & 0x01010101u)); }
 
-// Dot of 32-value column group g of `row` with the quantized x group (xq: 8 words, dx scale,
-// sx = dx * sum(q)).
+// One 32-value column group g of `row`, as loaded (mvq_ld) and as used (mvq_dot): the loads
+// of a loop trip are all issued before any of them is used. (With load and use in one
+// function behind the paired-job branch, the compiler issued each group's loads right before
+// their use: every row and group of a trip waited a whole memory latency of its own; Nsight
+// Compute on the IQ2_XXS gate: 15 % of DRAM bandwidth, long-scoreboard stalls at each use.)
+template <int TY> struct MvqRaw;
+template <> struct MvqRaw<T_Q8_0> { uint4 q0, q1; u32 d; };
+template <> struct MvqRaw<T_IQ2_XXS> { uint2 q; u32 d; };
+template <> struct MvqRaw<T_Q2_K> { uint4 q0, q1; u32 scp, dd; };
+template <> struct MvqRaw<T_Q4_K> { uint4 q0, q1, hh; };
+
 template <int TY>
-__device__ __forceinline__ float mvq_gdot(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols, int row,
-                                          int g, const int* xq, float dx, float sx, const u64* gsm) {
-    if (TY == T_Q8_0) {
-        int nb = cols >> 5;
-        i64 blk = (i64)row * nb + g;
+__device__ __forceinline__ MvqRaw<TY> mvq_ld(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols, int row, int g) {
+    MvqRaw<TY> w;
+    if constexpr (TY == T_Q8_0) {
+        i64 blk = (i64)row * (cols >> 5) + g;
         const uint4* p = (const uint4*)(pay + blk * 32);
-        uint4 q0 = __ldg(p), q1 = __ldg(p + 1);
-        float d = h2f(__ldg((const u16*)(hdr + blk * 2)));
-        int w[8] = {(int)q0.x, (int)q0.y, (int)q0.z, (int)q0.w, (int)q1.x, (int)q1.y, (int)q1.z, (int)q1.w};
+        w.q0 = __ldg(p);
+        w.q1 = __ldg(p + 1);
+        w.d = __ldg((const u16*)(hdr + blk * 2));
+    } else if constexpr (TY == T_IQ2_XXS) {
+        i64 blk = (i64)row * (cols >> 8) + (g >> 3);
+        w.q = __ldg((const uint2*)(pay + blk * 64 + (g & 7) * 8));
+        w.d = __ldg((const u16*)(hdr + blk * 2));
+    } else if constexpr (TY == T_Q2_K) {
+        i64 blk = (i64)row * (cols >> 8) + (g >> 3);
+        int sub = g & 7, h = sub >> 2;
+        const u8* P = pay + blk * 80;
+        w.q0 = __ldg((const uint4*)(P + 16 + 32 * h));
+        w.q1 = __ldg((const uint4*)(P + 16 + 32 * h + 16));
+        w.scp = __ldg((const u16*)(P + 8 * h + 2 * (sub & 3)));  // the two 16-value scale bytes
+        w.dd = __ldg((const u32*)(hdr + blk * 4));
+    } else {  // Q4_K
+        i64 blk = (i64)row * (cols >> 8) + (g >> 3);
+        const u8* P = pay + blk * 128 + 32 * ((g & 7) >> 1);
+        w.q0 = __ldg((const uint4*)P);
+        w.q1 = __ldg((const uint4*)(P + 16));
+        w.hh = __ldg((const uint4*)(hdr + blk * 16));
+    }
+    return w;
+}
+
+// The dot of loaded group g with the quantized x group (xq: 8 words, dx scale, sx = dx * sum(q)).
+template <int TY>
+__device__ __forceinline__ float mvq_dot(const MvqRaw<TY>& w, int g, const int* xq, float dx, float sx, const u64* gsm) {
+    if constexpr (TY == T_Q8_0) {
+        int q[8] = {(int)w.q0.x, (int)w.q0.y, (int)w.q0.z, (int)w.q0.w, (int)w.q1.x, (int)w.q1.y, (int)w.q1.z, (int)w.q1.w};
         int s = 0;
 #pragma unroll
-        for (int k = 0; k < 8; k++) s = __dp4a(w[k], xq[k], s);
-        return d * dx * (float)s;
-    } else if (TY == T_IQ2_XXS) {
-        int nb = cols >> 8;
-        i64 blk = (i64)row * nb + (g >> 3);
-        uint2 q = __ldg((const uint2*)(pay + blk * 64 + (g & 7) * 8));
-        float d = h2f(__ldg((const u16*)(hdr + blk * 2)));
-        u32 A = q.x, B = q.y;
+        for (int k = 0; k < 8; k++) s = __dp4a(q[k], xq[k], s);
+        return h2f((u16)w.d) * dx * (float)s;
+    } else if constexpr (TY == T_IQ2_XXS) {
+        u32 A = w.q.x, B = w.q.y;
         int s = 0;
 #pragma unroll
         for (int k = 0; k < 4; k++) {
@@ -91,79 +122,100 @@ __device__ __forceinline__ float mvq_gdot(const u8* __restrict__ pay, const u8* 
             s = __dp4a(iq2_signed((u32)gr, m.x), xq[2 * k], s);
             s = __dp4a(iq2_signed((u32)(gr >> 32), m.y), xq[2 * k + 1], s);
         }
-        return d * (0.5f + (float)(B >> 28)) * 0.25f * dx * (float)s;
-    } else if (TY == T_Q2_K) {
-        int nb = cols >> 8;
-        i64 blk = (i64)row * nb + (g >> 3);
-        int sub = g & 7, h = sub >> 2, sft = 2 * (sub & 3);
-        const u8* P = pay + blk * 80;
-        uint4 q0 = __ldg((const uint4*)(P + 16 + 32 * h)), q1 = __ldg((const uint4*)(P + 16 + 32 * h + 16));
-        int j0 = 8 * h + 2 * (sub & 3);
-        u32 scp = __ldg((const u16*)(P + j0));  // the two 16-value scale bytes as one load
-        int sc0 = scp & 0xff, sc1 = scp >> 8;
-        u32 dd = __ldg((const u32*)(hdr + blk * 4));
-        float d = h2f((u16)(dd & 0xffff)), dmin = h2f((u16)(dd >> 16));
-        u32 w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+        return h2f((u16)w.d) * (0.5f + (float)(B >> 28)) * 0.25f * dx * (float)s;
+    } else if constexpr (TY == T_Q2_K) {
+        int sft = 2 * (g & 3);
+        int sc0 = w.scp & 0xff, sc1 = w.scp >> 8;
+        float d = h2f((u16)(w.dd & 0xffff)), dmin = h2f((u16)(w.dd >> 16));
+        u32 q[8] = {w.q0.x, w.q0.y, w.q0.z, w.q0.w, w.q1.x, w.q1.y, w.q1.z, w.q1.w};
         int a0 = 0, a1 = 0, s0 = 0, s1 = 0;
 #pragma unroll
         for (int k = 0; k < 8; k++) {
-            int ww = (int)((w[k] >> sft) & 0x03030303u);
+            int ww = (int)((q[k] >> sft) & 0x03030303u);
             if (k < 4) { a0 = __dp4a(ww, xq[k], a0); s0 = __dp4a(0x01010101, xq[k], s0); }
             else { a1 = __dp4a(ww, xq[k], a1); s1 = __dp4a(0x01010101, xq[k], s1); }
         }
         // the min terms need x sums per 16 values: exact integer sums of the quantized x
         return dx * (d * (float)((sc0 & 15) * a0 + (sc1 & 15) * a1) - dmin * (float)((sc0 >> 4) * s0 + (sc1 >> 4) * s1));
     } else {  // Q4_K
-        int nb = cols >> 8;
-        i64 blk = (i64)row * nb + (g >> 3);
         int j = g & 7, sft = (j & 1) * 4;
-        const u8* H = hdr + blk * 16;
-        const u8* P = pay + blk * 128 + 32 * (j >> 1);
-        uint4 q0 = __ldg((const uint4*)P), q1 = __ldg((const uint4*)(P + 16));
-        uint4 hh = __ldg((const uint4*)H);
-        float d = h2f((u16)(hh.x & 0xffff)), dmin = h2f((u16)(hh.x >> 16));
+        float d = h2f((u16)(w.hh.x & 0xffff)), dmin = h2f((u16)(w.hh.x >> 16));
         int sc, m;
-        q4k_scale_min_w(j, hh.y, hh.z, hh.w, sc, m);
-        u32 w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+        q4k_scale_min_w(j, w.hh.y, w.hh.z, w.hh.w, sc, m);
+        u32 q[8] = {w.q0.x, w.q0.y, w.q0.z, w.q0.w, w.q1.x, w.q1.y, w.q1.z, w.q1.w};
         int a = 0;
 #pragma unroll
-        for (int k = 0; k < 8; k++) a = __dp4a((int)((w[k] >> sft) & 0x0F0F0F0Fu), xq[k], a);
+        for (int k = 0; k < 8; k++) a = __dp4a((int)((q[k] >> sft) & 0x0F0F0F0Fu), xq[k], a);
         return d * (float)sc * dx * (float)a - dmin * (float)m * sx;
     }
 }
 
-template <int TY, int R>
+// Column groups per lane and loop trip: about 48 registers of loaded weights per lane (raw
+// registers per row and group: IQ2_XXS 3, Q8_0 9, Q2_K 10, Q4_K 12; paired jobs load two).
+template <int TY, int R, bool P>
+__device__ constexpr int mvq_unroll() {
+    constexpr int per = (TY == T_IQ2_XXS ? 3 : TY == T_Q8_0 ? 9 : TY == T_Q2_K ? 10 : 12) * R * (P ? 2 : 1);
+    return 48 / per < 1 ? 1 : (48 / per > 4 ? 4 : 48 / per);
+}
+
+template <int TY, int R, bool P>
 __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed char* __restrict__ xq,
                                          const float2* __restrict__ xd, const u8* pay, const u8* hdr, const u8* pay2,
                                          const u8* hdr2, int ks, float (*red)[8], const u64* gsm) {
+    constexpr int U = mvq_unroll<TY, R, P>();
     int cols = j.w.cols, rows = j.w.rows;
     int ng = cols >> 5;
     // 32-bit: ng * wk is small (a 64-bit division is a called routine with a stack frame)
     int g0 = ng * ks / j.wk, g1 = ng * (ks + 1) / j.wk;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    bool paired = pay2 != nullptr;
     int rr[R];
 #pragma unroll
     for (int r = 0; r < R; r++) rr[r] = min(rowA + r, rows - 1);  // tail rows recompute the last row, discarded
     float acc[R], acc2[R];
 #pragma unroll
     for (int r = 0; r < R; r++) { acc[r] = 0.f; acc2[r] = 0.f; }
-#pragma unroll 2
-    for (int g = g0 + lane; g < g1; g += 32) {
-        const uint4* xp = (const uint4*)(xq + (i64)g * 32);
-        uint4 v0 = __ldg(xp), v1 = __ldg(xp + 1);
-        float2 ds = __ldg(xd + g);
-        int xv[8] = {(int)v0.x, (int)v0.y, (int)v0.z, (int)v0.w, (int)v1.x, (int)v1.y, (int)v1.z, (int)v1.w};
+    for (int g = g0 + lane; g < g1; g += 32 * U) {
+        // groups past the slice end load the last group again and add nothing
+        int gu[U];
+        bool ok[U];
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            acc[r] += mvq_gdot<TY>(pay, hdr, cols, rr[r], g, xv, ds.x, ds.y, gsm);
-            if (paired) acc2[r] += mvq_gdot<TY>(pay2, hdr2, cols, rr[r], g, xv, ds.x, ds.y, gsm);
+        for (int u = 0; u < U; u++) { ok[u] = g + 32 * u < g1; gu[u] = ok[u] ? g + 32 * u : g1 - 1; }
+        MvqRaw<TY> wa[U][R], wb[U][P ? R : 1];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                wa[u][r] = mvq_ld<TY>(pay, hdr, cols, rr[r], gu[u]);
+                if constexpr (P) wb[u][r] = mvq_ld<TY>(pay2, hdr2, cols, rr[r], gu[u]);
+            }
+        uint4 v0[U], v1[U];
+        float2 ds[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const uint4* xp = (const uint4*)(xq + (i64)gu[u] * 32);
+            v0[u] = __ldg(xp);
+            v1[u] = __ldg(xp + 1);
+            ds[u] = __ldg(xd + gu[u]);
+        }
+        // per lane the groups are summed in column order, as a one-group loop would
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int xv[8] = {(int)v0[u].x, (int)v0[u].y, (int)v0[u].z, (int)v0[u].w, (int)v1[u].x, (int)v1[u].y, (int)v1[u].z, (int)v1[u].w};
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                float a = mvq_dot<TY>(wa[u][r], gu[u], xv, ds[u].x, ds[u].y, gsm);
+                if (ok[u]) acc[r] += a;
+                if constexpr (P) {
+                    float b = mvq_dot<TY>(wb[u][r], gu[u], xv, ds[u].x, ds[u].y, gsm);
+                    if (ok[u]) acc2[r] += b;
+                }
+            }
         }
     }
 #pragma unroll
     for (int r = 0; r < R; r++) {
         float a = warp_sum(acc[r]);
-        float b = paired ? warp_sum(acc2[r]) : 0.f;
+        float b = P ? warp_sum(acc2[r]) : 0.f;
         if (lane == 0) { red[warp][2 * r] = a; red[warp][2 * r + 1] = b; }
     }
 }
@@ -187,10 +239,13 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
     }
     const signed char* xq = j.xq + (i64)slot * j.x_slot;
     const float2* xd = j.xd + (i64)slot * (j.x_slot >> 5);
-#define MVQ_R(TY)                                                                              \
-    if (j.rpw == 4) mvq_body<TY, 4>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);      \
-    else if (j.rpw == 2) mvq_body<TY, 2>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm); \
-    else mvq_body<TY, 1>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);
+#define MVQ_RP(TY, P)                                                                             \
+    if (j.rpw == 4) mvq_body<TY, 4, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);      \
+    else if (j.rpw == 2) mvq_body<TY, 2, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm); \
+    else mvq_body<TY, 1, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);
+#define MVQ_R(TY)             \
+    if (pay2) { MVQ_RP(TY, true) } \
+    else { MVQ_RP(TY, false) }
     switch (j.w.type) {
         case T_Q8_0: MVQ_R(T_Q8_0) break;
         case T_IQ2_XXS: MVQ_R(T_IQ2_XXS) break;
@@ -198,6 +253,7 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
         default: MVQ_R(T_Q4_K) break;  // the session only builds jobs of these four types
     }
 #undef MVQ_R
+#undef MVQ_RP
     __syncthreads();
     mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, j.w2.pay != nullptr, j.clamp, j.wts, slot, j.y);
 }
