@@ -11,16 +11,22 @@ mkdir -p .gpu/base/kcache
 for f in .gpu/base/kz/*.gz; do [ -e "$f" ] && gunzip -c "$f" > ".gpu/base/kcache/$(basename "$f" .gz)"; done
 synth_start
 fixtures_in ${FIXMODES:-X=1}
-echo "== kbench q8"
-DS4_KBENCH=q8 timeout 200 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_q8.txt" | head -40
+if [ -n "${KB:-}" ]; then
+  echo "== kbench $KB"
+  DS4_KBENCH=$KB timeout 200 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_$KB.txt" | head -40
+fi
 synth_wait
 for ctx in ${CTXS:-2048 8192}; do
   for i in 1 2; do
     for b in base cur; do
       if [ $b = base ]; then B=.gpu/base/ds4-bench; K=$PWD/.gpu/base/kcache; else B=$BIN; K=$PWD/.gpu/kcache; fi
       echo "== $b $ctx"
-      DS4_KERNEL_CACHE=$K timeout 90 "$B" --cuda -m "$M" --random-prompt $((ctx + 100)) --ctx-start $ctx --ctx-max $ctx --gen-tokens ${GEN:-48} 2>&1 \
+      DS4_KERNEL_CACHE=$K env ${CUR_ENV:-X=1} timeout 90 "$B" --cuda -m "$M" --random-prompt $((ctx + 100)) --ctx-start $ctx --ctx-max $ctx --gen-tokens ${GEN:-48} 2>&1 \
         | tr '\r' '\n' | grep -E "^ctx [0-9]|rror|panic" | tail -1
     done
   done
+done
+# extra settings of this binary at 2K (EXTRA="VAR=value ...", each run twice)
+for v in ${EXTRA:-}; do
+  for i in 1 2; do decode_at "$v" 2048 48; done
 done

@@ -852,6 +852,10 @@ pub(crate) struct MvJobQ {
     pub wk: i32,
     pub clamp: f32,
     pub pad: i32,
+    /// y also written quantized (int8 values, per-32 {scale, scale * sum}) when nonzero: the
+    /// next int8 matvec's input without a quant_q8 launch (32 rows per block, see `plan`)
+    pub yq: u64,
+    pub yd: u64,
 }
 
 /// Weight types `mvq` handles: Q8_0, Q2_K, Q4_K, IQ2_XXS.
@@ -862,6 +866,15 @@ pub(crate) fn mvq_type_ok(ty: i32) -> bool {
 impl MvJobQ {
     pub(crate) fn plain(w: WMat, q: (u64, u64), y: u64) -> MvJobQ {
         MvJobQ { w, xq: q.0, xd: q.1, y, nslots: 1, rpw: 1, wk: 1, ..Default::default() }
+    }
+    /// A block-diagonal matrix of `groups` row groups, group i reading input values
+    /// [i * cols, (i + 1) * cols) (out_a): one group's rows as a matrix and the groups as its
+    /// "experts", slot i selecting expert `ids[i]` = i (a device array 0..groups).
+    pub(crate) fn row_groups(m: &super::weights::GMat, groups: usize, q: (u64, u64), y: u64, ids: u64) -> MvJobQ {
+        let n = m.rows / groups;
+        let (w0, w1) = (m.wmat_rows(0, n), m.wmat_rows(n, n));
+        let w = WMat { e_pay: (w1.pay - w0.pay) as i64, e_hdr: (w1.hdr - w0.hdr) as i64, ..w0 };
+        MvJobQ { nslots: groups as i32, sel: ids, x_slot: m.cols as i64, ..MvJobQ::plain(w, q, y) }
     }
     /// Gate and up of a SwiGLU FFN: y = silu(min(g, c)) * clamp(u, -c, c) (* wts[slot]).
     pub(crate) fn paired(gate: WMat, up: WMat, q: (u64, u64), y: u64, clamp: f32) -> MvJobQ {
@@ -874,9 +887,13 @@ impl MvJobQ {
         self.nslots as usize * (self.w.rows as usize).div_ceil(self.rows_per_block())
     }
     /// Same rule as `MvJob2::plan` with 32-value column groups (the kbench q8 sweep reports
-    /// whether another split is faster).
+    /// whether another split is faster). A quantized output needs one 32-value block per
+    /// block: whole rows per warp, 4 rows per warp (the best split of the big shapes anyway).
     fn plan(&mut self) {
         (self.wk, self.rpw) = split_plan(32, self.w.cols as usize, self.w.rows as usize * self.nslots.max(1) as usize);
+        if self.yq != 0 {
+            (self.wk, self.rpw) = (1, 4);
+        }
     }
 }
 
@@ -894,6 +911,9 @@ impl GridJob for MvJobQ {
         if !mvq_type_ok(self.w.ty) || self.w.cols % 256 != 0 || self.x_slot % 32 != 0 || ![1, 2, 4].contains(&self.rpw) || ![1, 2, 4, 8].contains(&self.wk) {
             return Err(CudaError::Other(format!("mvq: unsupported job (type {}, cols {})", self.w.ty, self.w.cols)));
         }
+        if self.yq != 0 && (self.rows_per_block() != 32 || self.w.rows % 32 != 0) {
+            return Err(CudaError::Other(format!("mvq: a quantized output needs 32 rows per block ({} rows)", self.w.rows)));
+        }
         Ok(())
     }
 }
@@ -906,7 +926,11 @@ impl JobTableQ {
         for j in jobs.iter_mut() {
             j.plan();
         }
-        Self::planned(gpu, jobs, MVQ_KERNELS[1])
+        // kbench q8 sweep (H200, session 9): Q8_0 matrices run best under the 2-blocks-per-SM
+        // register cap (q_b 14.6 vs 15.6 us, out_a 12.6 vs 13.4), the 2-bit expert formats
+        // under 3 (IQ2_XXS gate 13.0 vs 14.5, Q2_K down 12.2 vs 13.8)
+        let q8_only = jobs.iter().all(|j| j.w.ty == 8);
+        Self::planned(gpu, jobs, MVQ_KERNELS[if q8_only { 0 } else { 1 }])
     }
     /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
     pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJobQ], kern: &'static str) -> Result<JobTableQ> {
@@ -928,6 +952,19 @@ struct LayerJobsQ {
     f: JobTableQ,
     /// routed experts down (slot i reads quantized mid i) + shared down (slot K)
     g: JobTableQ,
+    /// the attention side on int8 activations too (`DS4_DECODE_Q8_ATTN`, on by default)
+    att: Option<AttnJobsQ>,
+}
+
+/// int8 attention-side decode matvecs of one layer: `b` q_b (+ the indexer's q_b) on attn_prep's
+/// quantized qr, `c` out_a (its g block-diagonal groups as g slots of one ro-row matrix) on the
+/// quantized heads, writing the output LoRA also quantized, `d` out_b on that.
+struct AttnJobsQ {
+    b: JobTableQ,
+    /// the indexer's q_b when it is not Q8_0 (F16 in the published files): f32 on qr
+    bi: Option<JobTable>,
+    c: JobTableQ,
+    d: JobTableQ,
 }
 
 
@@ -1083,6 +1120,16 @@ struct Scratch {
     qxd: DevBuf,
     qmid: DevBuf,
     qmidd: DevBuf,
+    /// int8 attention-side decode activations (`DS4_DECODE_Q8_ATTN`): qr (written by
+    /// attn_prep), the heads (quant_q8) and the output LoRA (written by out_a's matvec);
+    /// out_a's group ids 0..g (its 8 block-diagonal groups run as 8 slots of one matrix)
+    qqr: DevBuf,
+    qqrd: DevBuf,
+    qheads: DevBuf,
+    qheadsd: DevBuf,
+    qlow: DevBuf,
+    qlowd: DevBuf,
+    grp_ids: DevBuf,
     /// f16 copy of a layer's KV rows for the tensor-core prefill attention (Fast precision).
     kv16: Option<DevBuf>,
     /// tensor-core indexer: f16 copies of q and the rows, and their scales (see launch_idx_tc)
@@ -1499,6 +1546,18 @@ impl CudaSession {
             qxd: gpu.alloc((d.d / 32).max(1) * 8)?,
             qmid: gpu.alloc(((d.k + 1) * d.f).max(32))?,
             qmidd: gpu.alloc(((d.k + 1) * d.f / 32).max(1) * 8)?,
+            qqr: gpu.alloc(d.rq.max(32))?,
+            qqrd: gpu.alloc((d.rq / 32).max(1) * 8)?,
+            qheads: gpu.alloc((d.h * d.dh).max(32))?,
+            qheadsd: gpu.alloc((d.h * d.dh / 32).max(1) * 8)?,
+            qlow: gpu.alloc((d.g * d.ro).max(32))?,
+            qlowd: gpu.alloc((d.g * d.ro / 32).max(1) * 8)?,
+            grp_ids: {
+                let ids: Vec<i32> = (0..d.g.max(1) as i32).collect();
+                let b = gpu.alloc(ids.len() * 4)?;
+                gpu.htod(b.ptr, &ids)?;
+                b
+            },
             kv16: if opts.precision == Precision::Fast && attn_tc_enabled() && attn_tc_shape_ok(d.h, d.dh, d.r) {
                 // raw ring + the most compressed rows any layer can show (ratio 4)
                 Some(gpu.alloc((cap + opts.ctx / 4 + 2) * d.dh * 2)?)
@@ -1727,6 +1786,12 @@ impl CudaSession {
         let qx = (sc.qx.ptr, sc.qxd.ptr);
         let qm = (sc.qmid.ptr, sc.qmidd.ptr);
         let qms = (sc.qmid.ptr + (d.k * d.f) as u64, sc.qmidd.ptr + (d.k * d.f / 32 * 8) as u64);
+        let attn_q8 = std::env::var("DS4_DECODE_Q8_ATTN").map(|v| v != "0").unwrap_or(true)
+            && d.rq % 256 == 0
+            && d.ro % 32 == 0
+            && (d.h * d.dh) % (d.g * 256) == 0
+            && (d.g * d.ro) % 256 == 0
+            && self.m.layers.iter().all(|ly| ly.out_a.rows == d.g * d.ro && [&ly.q_b, &ly.out_a, &ly.out_b].iter().all(|m| m.wmat().ty == 8));
         let mut all = Vec::new();
         for l in 0..d.n_layer {
             let ly = &self.m.layers[l];
@@ -1741,11 +1806,37 @@ impl CudaSession {
             gd.sel = sc.esel.ptr;
             gd.x_slot = d.f as i64;
             let gs = MvJobQ::plain(ly.down_sh.wmat(), qms, sc.ypair.ptr + (d.k * d.d * 4) as u64);
-            all.push(LayerJobsQ { f: JobTableQ::new(&gpu, &mut [f, fs])?, g: JobTableQ::new(&gpu, &mut [gd, gs])? });
+            let att = if attn_q8 { Some(self.attn_jobsq(l)?) } else { None };
+            // (gate/up writing the mids quantized, as out_a does, measured 1.5 % slower in the
+            // decode graph than the quant_q8 launch: the shared expert's gate/up then needs 32-row
+            // blocks, 64 long ones, and the launch a second partial wave; session 9)
+            all.push(LayerJobsQ { f: JobTableQ::new(&gpu, &mut [f, fs])?, g: JobTableQ::new(&gpu, &mut [gd, gs])?, att });
         }
         self.jobsq = all;
         self.q8 = true;
         Ok(())
+    }
+
+    /// Layer `l`'s int8 attention-side jobs (see `AttnJobsQ`).
+    fn attn_jobsq(&self, l: usize) -> Result<AttnJobsQ> {
+        let d = &self.m.dims;
+        let sc = &self.sc;
+        let ly = &self.m.layers[l];
+        let gpu = &self.m.gpu;
+        let mut b = vec![MvJobQ::plain(ly.q_b.wmat(), (sc.qqr.ptr, sc.qqrd.ptr), sc.q.ptr)];
+        let mut bi = None;
+        if let Some(m) = &ly.idx_q_b {
+            if m.wmat().ty == 8 {
+                b.push(MvJobQ::plain(m.wmat(), (sc.qqr.ptr, sc.qqrd.ptr), sc.iq.ptr));
+            } else {
+                let w = m.wmat();
+                bi = Some(JobTable::new(gpu, &mut [MvJob { w, x: sc.qr.ptr, y: sc.iq.ptr, x_grp_rows: w.rows, nslots: 1, ..Default::default() }])?);
+            }
+        }
+        let mut c = MvJobQ::row_groups(&ly.out_a, d.g, (sc.qheads.ptr, sc.qheadsd.ptr), sc.low.ptr, sc.grp_ids.ptr);
+        (c.yq, c.yd) = (sc.qlow.ptr, sc.qlowd.ptr);
+        let dd = MvJobQ::plain(ly.out_b.wmat(), (sc.qlow.ptr, sc.qlowd.ptr), sc.attn_out.ptr);
+        Ok(AttnJobsQ { b: JobTableQ::new(gpu, &mut b)?, bi, c: JobTableQ::new(gpu, &mut [c])?, d: JobTableQ::new(gpu, &mut [dd])? })
     }
 
     // ---------------------------------------------------------------------------------------
@@ -2031,6 +2122,11 @@ impl CudaSession {
                 .a(self.opts.qat as i32)
                 .a(l as i32)
                 .a(self.ties_ptr());
+            let att = if decode && self.q8 { self.jobsq[l].att.as_ref() } else { None };
+            let args = match att {
+                Some(_) => args.a(sc.qqr.ptr).a(sc.qqrd.ptr),
+                None => args.a(0u64).a(0u64),
+            };
             gpu.launch("attn_prep", (t as u32, 1, 1), 512, ((d.rq + d.dh) * 4) as u32, args)?;
             if ratio > 0 {
                 self.compressor(l, t, false)?;
@@ -2039,7 +2135,12 @@ impl CudaSession {
                 self.compressor(l, t, true)?;
             }
             let use_idx = ratio == 4 && idx_active;
-            if decode {
+            if let Some(a) = att {
+                a.b.run(gpu, if use_idx { a.b.len() } else { 1 })?;
+                if let (true, Some(bi)) = (use_idx, &a.bi) {
+                    bi.run(gpu, 1)?;
+                }
+            } else if decode {
                 self.jobs[l].b.run(gpu, if use_idx { 2 } else { 1 })?;
             } else {
                 self.gemm(ly.q_b.wmat(), sc.qr.ptr, d.rq, sc.q.ptr, d.h * d.dh, t, None)?;
@@ -2110,7 +2211,11 @@ impl CudaSession {
             } else {
                 launch_attn_simt(gpu, &io)?;
             }
-            if decode {
+            if let Some(a) = att {
+                launch_quant_q8(gpu, sc.heads.ptr, d.h * d.dh, 0, 0, sc.qheads.ptr, sc.qheadsd.ptr)?;
+                a.c.run(gpu, 1)?;
+                a.d.run(gpu, 1)?;
+            } else if decode {
                 self.jobs[l].c.run(gpu, 1)?;
                 self.jobs[l].d.run(gpu, 1)?;
             } else {

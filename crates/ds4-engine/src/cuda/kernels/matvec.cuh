@@ -196,8 +196,12 @@ __device__ __forceinline__ void mv_place(const J& j, int b, int& slot, int& row0
 // The split-K combine of mv2 / mvq after the block barrier: thread (row group g, row r) sums
 // the wk column slices of its row in order (red[unit][2r]: w, [2r + 1]: the paired w2) and
 // writes y, through the clamped SwiGLU (times the slot's routing weight) for paired jobs.
+// yq != 0 (mvq jobs of 32 rows per block, rows a multiple of 32: checked by the host): warp 0
+// holds one whole 32-value block of y and also writes it quantized (q8_block, as quant_q8
+// would: the next int8 matvec reads it without a quantization launch).
 __device__ __forceinline__ void mv_split_combine(const float (*red)[8], int row0, int rpb, int rpw, int wk, int rows, bool paired,
-                                                 float clamp, const float* wts, int slot, float* y) {
+                                                 float clamp, const float* wts, int slot, float* y, signed char* yq = nullptr,
+                                                 float2* yd = nullptr) {
     int t = threadIdx.x;
     if (t >= rpb || row0 + t >= rows) return;
     int g = t / rpw, r = t % rpw;
@@ -214,6 +218,7 @@ __device__ __forceinline__ void mv_split_combine(const float (*red)[8], int row0
         if (wts) v *= wts[slot];
     }
     y[(i64)slot * rows + row0 + t] = v;
+    if (yq) q8_block(v, t, (slot * rows + row0) >> 5, yq, yd);
 }
 
 // Shared body of the mv2 entry points (which differ only in their register cap).

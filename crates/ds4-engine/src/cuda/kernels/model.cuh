@@ -613,7 +613,8 @@ extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restr
                                                             const float* __restrict__ kv_norm, int Rq, int Dh, int R,
                                                             float eps, const int* __restrict__ pos,
                                                             const float* __restrict__ omega, float* qr_out, float* raw,
-                                                            int cap, int qat, int layer, int* ties) {
+                                                            int cap, int qat, int layer, int* ties, signed char* qrq,
+                                                            float2* qrd) {
     PDL_ENTRY;
     extern __shared__ float sm[];
     __shared__ double shd[2][32];
@@ -649,10 +650,15 @@ extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restr
     double tq = 0.0, tk = 0.0;
     for (int i = 0; i < nw; i++) { tq += shd[0][i]; tk += shd[1][i]; }
     float rq = 1.f / sqrtf((float)(tq / (double)Rq) + eps), rk = 1.f / sqrtf((float)(tk / (double)Dh) + eps);
-    for (int i = tid; i < Rq; i += bd) {
+    // qrq != 0: qr also quantized for the int8 q_b matvecs (Rq and the block size are multiples
+    // of 32, checked by the host, so each warp covers whole 32-value blocks)
+    for (int i0 = 0; i0 < Rq; i0 += bd) {
+        const int i = i0 + tid;
+        if (i >= Rq) break;
         float v = (q[i] * rq) * qa_norm[i];
         q[i] = v;
         qr_out[(i64)t * Rq + i] = v;
+        if (qrq) q8_block(v, lane, (int)(((i64)t * Rq + i) >> 5), qrq, qrd);
     }
     for (int i = tid; i < Dh; i += bd) k[i] = (k[i] * rk) * kv_norm[i];
     __syncthreads();

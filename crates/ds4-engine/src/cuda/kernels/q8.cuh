@@ -42,6 +42,8 @@ struct MvJobQ {
     int wk;                  // warps splitting one row group's columns: 1, 2, 4 or 8
     float clamp;             // paired: SwiGLU clamp
     int pad;
+    signed char* yq;         // y also quantized (q8 layout) when set: 32 rows per block
+    float2* yd;
 };
 
 // Byte mask 0xFF at byte i where bit i of s (0..15) is set: the four bits are spread to bits
@@ -255,7 +257,7 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
 #undef MVQ_R
 #undef MVQ_RP
     __syncthreads();
-    mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, j.w2.pay != nullptr, j.clamp, j.wts, slot, j.y);
+    mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, j.w2.pay != nullptr, j.clamp, j.wts, slot, j.y, j.yq, j.yd);
 }
 
 // Same kernel under two register caps (minimum resident blocks per SM).
