@@ -6,10 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
-unpack_kz
-export DS4_KERNEL_CACHE=$PWD/.gpu/kcache
-mkdir -p .gpu/base/kcache
-for f in .gpu/base/kz/*.gz; do [ -e "$f" ] && gunzip -c "$f" > ".gpu/base/kcache/$(basename "$f" .gz)"; done
+setup_caches
 synth_start
 synth_wait
 for v in "X=1" "DS4_SKIP_KERNELS=mvq_b2" "DS4_SKIP_KERNELS=quant_q8" "DS4_SKIP_KERNELS=matvec_grouped" "DS4_SKIP_KERNELS=mvq_b3" \

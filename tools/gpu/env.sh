@@ -87,3 +87,12 @@ ncu_source() {
   echo "ncu source $1 rc=$?"
   "$ncu" --import /tmp/ncu_src_$1.ncu-rep --page source --csv --print-source sass 2>/dev/null | gzip > "$OUT/ncu_src_$1.csv.gz"
 }
+# The kernel caches of a device call: this binary's (.gpu/kz -> .gpu/kcache, exported as
+# DS4_KERNEL_CACHE) and a base binary's (.gpu/base/kz -> .gpu/base/kcache) when carried.
+setup_caches() {
+  unpack_kz
+  export DS4_KERNEL_CACHE=$PWD/.gpu/kcache
+  mkdir -p .gpu/base/kcache
+  for f in .gpu/base/kz/*.gz; do [ -e "$f" ] && gunzip -c "$f" > ".gpu/base/kcache/$(basename "$f" .gz)"; done
+  return 0
+}

@@ -5,10 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
-unpack_kz
-export DS4_KERNEL_CACHE=$PWD/.gpu/kcache
-mkdir -p .gpu/base/kcache
-for f in .gpu/base/kz/*.gz; do [ -e "$f" ] && gunzip -c "$f" > ".gpu/base/kcache/$(basename "$f" .gz)"; done
+setup_caches
 synth_start
 fixtures_in ${FIXMODES:-X=1}
 if [ -n "${KB:-}" ]; then
