@@ -956,6 +956,14 @@ struct LayerJobsQ {
     att: Option<AttnJobsQ>,
 }
 
+/// Whether a layer's attention side can run on int8 activations (`AttnJobsQ`): q_b, out_a and
+/// out_b (types `tys`) Q8_0, out_a `out_a_rows` = its g groups of ro rows, and the widths the
+/// quantized inputs and outputs need (multiples of 256 columns, 32-row output blocks). The
+/// indexer's q_b may be of any type (an F16 one stays an f32 launch).
+pub(crate) fn attn_q8_fits(d: &super::dims::Dims, out_a_rows: usize, tys: [i32; 3]) -> bool {
+    d.rq % 256 == 0 && d.ro % 32 == 0 && (d.h * d.dh) % (d.g * 256) == 0 && (d.g * d.ro) % 256 == 0 && out_a_rows == d.g * d.ro && tys.iter().all(|&t| t == 8)
+}
+
 /// int8 attention-side decode matvecs of one layer: `b` q_b (+ the indexer's q_b) on attn_prep's
 /// quantized qr, `c` out_a (its g block-diagonal groups as g slots of one ro-row matrix) on the
 /// quantized heads, writing the output LoRA also quantized, `d` out_b on that.
@@ -1787,11 +1795,7 @@ impl CudaSession {
         let qm = (sc.qmid.ptr, sc.qmidd.ptr);
         let qms = (sc.qmid.ptr + (d.k * d.f) as u64, sc.qmidd.ptr + (d.k * d.f / 32 * 8) as u64);
         let attn_q8 = std::env::var("DS4_DECODE_Q8_ATTN").map(|v| v != "0").unwrap_or(true)
-            && d.rq % 256 == 0
-            && d.ro % 32 == 0
-            && (d.h * d.dh) % (d.g * 256) == 0
-            && (d.g * d.ro) % 256 == 0
-            && self.m.layers.iter().all(|ly| ly.out_a.rows == d.g * d.ro && [&ly.q_b, &ly.out_a, &ly.out_b].iter().all(|m| m.wmat().ty == 8));
+            && self.m.layers.iter().all(|ly| attn_q8_fits(&d, ly.out_a.rows, [&ly.q_b, &ly.out_a, &ly.out_b].map(|m| m.wmat().ty)));
         let mut all = Vec::new();
         for l in 0..d.n_layer {
             let ly = &self.m.layers[l];
@@ -2819,6 +2823,31 @@ mod tests {
 
     fn wmat(ty: i32, rows: i32, cols: i32) -> WMat {
         WMat { ty, rows, cols, ..Default::default() }
+    }
+
+    /// The int8 attention side applies to the published model: its dimensions and tensor types
+    /// as the synthetic full model's table has them (synth.rs checks that table against
+    /// MODEL.md), read back through Dims::from_gguf. (Session 9's first version silently
+    /// required a Q8_0 indexer q_b, which the published files store in F16.)
+    #[test]
+    fn int8_attention_fits_the_published_model() {
+        let (h, _) = crate::synth::plan(&crate::synth::SynthOptions { preset: crate::synth::Preset::Full, quant: crate::synth::Quant::Q2, seed: 1 }).unwrap();
+        // header + table written, the 80 GiB of data a sparse hole
+        let path = std::env::temp_dir().join(format!("ds4-attn-q8-{}.gguf", std::process::id()));
+        std::fs::write(&path, h.table_bytes().unwrap()).unwrap();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(h.layout().unwrap().total_bytes).unwrap();
+        let g = ds4_gguf::Gguf::open(&path);
+        std::fs::remove_file(&path).unwrap();
+        let g = g.unwrap();
+        let d = super::super::dims::Dims::from_gguf(&g).unwrap();
+        let ty = |n: &str| g.tensor(n).unwrap_or_else(|| panic!("{n}")).ty.id() as i32;
+        for l in 0..d.n_layer {
+            let t = [format!("blk.{l}.attn_q_b.weight"), format!("blk.{l}.attn_output_a.weight"), format!("blk.{l}.attn_output_b.weight")];
+            let rows = g.tensor(&t[1]).unwrap().dims[1] as usize;
+            assert!(attn_q8_fits(&d, rows, [ty(&t[0]), ty(&t[1]), ty(&t[2])]), "layer {l}");
+        }
+        // and not to a model whose widths it cannot take (the fixtures' q LoRA rank 64)
+        assert!(!attn_q8_fits(&super::super::dims::Dims { rq: 64, ..d.clone() }, d.g * d.ro, [8, 8, 8]));
     }
 
     /// The mv2 work split is valid for every decode matvec of the real model and the fixtures:
