@@ -428,7 +428,7 @@ fn q8o_check(gpu: &Gpu) -> Result<()> {
     let m = upload_raw_mat(gpu, "out_a", GgmlType::Q8_0, vec![hg as u64, (g * ro) as u64], &random_blocks(GgmlType::Q8_0, hg * g * ro, 77))?;
     let x = up(&rnd(g * hg))?;
     let yref = gpu.alloc(g * ro * 4)?;
-    let mut jr = [MvJob { w: m.wmat(), x: x.ptr, y: yref.ptr, x_grp_rows: ro as i32, nslots: 1, ..Default::default() }];
+    let mut jr = [MvJob { x_grp_rows: ro as i32, ..MvJob::plain(m.wmat(), x.ptr, yref.ptr) }];
     JobTable::new(gpu, &mut jr)?.run(gpu, 1)?;
     let (qx, qxd) = quant(x.ptr, g * hg)?;
     let ids: Vec<i32> = (0..g as i32).collect();

@@ -63,6 +63,13 @@ pub(crate) struct MvJob {
     pub pad: i32,
 }
 
+impl MvJob {
+    /// y = w x for one plain matrix (no expert selection, one input slice).
+    pub(crate) fn plain(w: WMat, x: u64, y: u64) -> MvJob {
+        MvJob { w, x, y, x_grp_rows: w.rows, nslots: 1, ..Default::default() }
+    }
+}
+
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct GemmArgs {
@@ -1122,21 +1129,16 @@ struct Scratch {
     ypair: DevBuf,
     shared: DevBuf,
     ffn_out: DevBuf,
-    /// int8 decode activations (DS4_DECODE_Q8): quantized xn and its block scales, and the
-    /// quantized mids of the K routed experts + the shared expert (slot K)
-    qx: DevBuf,
-    qxd: DevBuf,
-    qmid: DevBuf,
-    qmidd: DevBuf,
+    /// int8 decode activations (DS4_DECODE_Q8): quantized xn, and the quantized mids of the K
+    /// routed experts + the shared expert (slot K)
+    qx: Q8Buf,
+    qmid: Q8Buf,
     /// int8 attention-side decode activations (`DS4_DECODE_Q8_ATTN`): qr (written by
     /// attn_prep), the heads (quant_q8) and the output LoRA (written by out_a's matvec);
     /// out_a's group ids 0..g (its 8 block-diagonal groups run as 8 slots of one matrix)
-    qqr: DevBuf,
-    qqrd: DevBuf,
-    qheads: DevBuf,
-    qheadsd: DevBuf,
-    qlow: DevBuf,
-    qlowd: DevBuf,
+    qqr: Q8Buf,
+    qheads: Q8Buf,
+    qlow: Q8Buf,
     grp_ids: DevBuf,
     /// f16 copy of a layer's KV rows for the tensor-core prefill attention (Fast precision).
     kv16: Option<DevBuf>,
@@ -1160,6 +1162,23 @@ struct Scratch {
     /// launch leaves them zero, so graph replays need no reset).
     dec_part: DevBuf,
     dec_cnt: DevBuf,
+}
+
+/// A vector of n values quantized as quant_q8 writes it: int8 values and per 32 values
+/// {scale, scale * sum} (q8.cuh).
+struct Q8Buf {
+    q: DevBuf,
+    d: DevBuf,
+}
+
+impl Q8Buf {
+    fn new(gpu: &Gpu, n: usize) -> Result<Q8Buf> {
+        Ok(Q8Buf { q: gpu.alloc(n.max(32))?, d: gpu.alloc((n / 32).max(1) * 8)? })
+    }
+    /// (values, scales) from value `v` on (a multiple of 32).
+    fn at(&self, v: usize) -> (u64, u64) {
+        (self.q.ptr + v as u64, self.d.ptr + (v / 32 * 8) as u64)
+    }
 }
 
 /// The decode matvecs of one layer's attention side, as (matrix, input, output): launch `a`
@@ -1550,16 +1569,11 @@ impl CudaSession {
             ypair: f4((t * d.k + 1) * d.d)?,
             shared: f4(t * d.d)?,
             ffn_out: f4(t * d.d)?,
-            qx: gpu.alloc(d.d.max(32))?,
-            qxd: gpu.alloc((d.d / 32).max(1) * 8)?,
-            qmid: gpu.alloc(((d.k + 1) * d.f).max(32))?,
-            qmidd: gpu.alloc(((d.k + 1) * d.f / 32).max(1) * 8)?,
-            qqr: gpu.alloc(d.rq.max(32))?,
-            qqrd: gpu.alloc((d.rq / 32).max(1) * 8)?,
-            qheads: gpu.alloc((d.h * d.dh).max(32))?,
-            qheadsd: gpu.alloc((d.h * d.dh / 32).max(1) * 8)?,
-            qlow: gpu.alloc((d.g * d.ro).max(32))?,
-            qlowd: gpu.alloc((d.g * d.ro / 32).max(1) * 8)?,
+            qx: Q8Buf::new(&gpu, d.d)?,
+            qmid: Q8Buf::new(&gpu, (d.k + 1) * d.f)?,
+            qqr: Q8Buf::new(&gpu, d.rq)?,
+            qheads: Q8Buf::new(&gpu, d.h * d.dh)?,
+            qlow: Q8Buf::new(&gpu, d.g * d.ro)?,
             grp_ids: {
                 let ids: Vec<i32> = (0..d.g.max(1) as i32).collect();
                 let b = gpu.alloc(ids.len() * 4)?;
@@ -1733,7 +1747,7 @@ impl CudaSession {
         let d = self.m.dims.clone();
         let gpu = self.m.gpu.clone();
         let sc = &self.sc;
-        let job = |w: WMat, x: u64, y: u64| MvJob { w, x, y, x_grp_rows: w.rows, nslots: 1, ..Default::default() };
+        let job = MvJob::plain;
         let mut all = Vec::new();
         for l in 0..d.n_layer {
             let ly = &self.m.layers[l];
@@ -1791,9 +1805,9 @@ impl CudaSession {
         }
         let gpu = self.m.gpu.clone();
         let sc = &self.sc;
-        let qx = (sc.qx.ptr, sc.qxd.ptr);
-        let qm = (sc.qmid.ptr, sc.qmidd.ptr);
-        let qms = (sc.qmid.ptr + (d.k * d.f) as u64, sc.qmidd.ptr + (d.k * d.f / 32 * 8) as u64);
+        let qx = sc.qx.at(0);
+        let qm = sc.qmid.at(0);
+        let qms = sc.qmid.at(d.k * d.f);
         let attn_q8 = std::env::var("DS4_DECODE_Q8_ATTN").map(|v| v != "0").unwrap_or(true)
             && self.m.layers.iter().all(|ly| attn_q8_fits(&d, ly.out_a.rows, [&ly.q_b, &ly.out_a, &ly.out_b].map(|m| m.wmat().ty)));
         let mut all = Vec::new();
@@ -1827,19 +1841,18 @@ impl CudaSession {
         let sc = &self.sc;
         let ly = &self.m.layers[l];
         let gpu = &self.m.gpu;
-        let mut b = vec![MvJobQ::plain(ly.q_b.wmat(), (sc.qqr.ptr, sc.qqrd.ptr), sc.q.ptr)];
+        let mut b = vec![MvJobQ::plain(ly.q_b.wmat(), sc.qqr.at(0), sc.q.ptr)];
         let mut bi = None;
         if let Some(m) = &ly.idx_q_b {
             if m.wmat().ty == 8 {
-                b.push(MvJobQ::plain(m.wmat(), (sc.qqr.ptr, sc.qqrd.ptr), sc.iq.ptr));
+                b.push(MvJobQ::plain(m.wmat(), sc.qqr.at(0), sc.iq.ptr));
             } else {
-                let w = m.wmat();
-                bi = Some(JobTable::new(gpu, &mut [MvJob { w, x: sc.qr.ptr, y: sc.iq.ptr, x_grp_rows: w.rows, nslots: 1, ..Default::default() }])?);
+                bi = Some(JobTable::new(gpu, &mut [MvJob::plain(m.wmat(), sc.qr.ptr, sc.iq.ptr)])?);
             }
         }
-        let mut c = MvJobQ::row_groups(&ly.out_a, d.g, (sc.qheads.ptr, sc.qheadsd.ptr), sc.low.ptr, sc.grp_ids.ptr);
-        (c.yq, c.yd) = (sc.qlow.ptr, sc.qlowd.ptr);
-        let dd = MvJobQ::plain(ly.out_b.wmat(), (sc.qlow.ptr, sc.qlowd.ptr), sc.attn_out.ptr);
+        let mut c = MvJobQ::row_groups(&ly.out_a, d.g, sc.qheads.at(0), sc.low.ptr, sc.grp_ids.ptr);
+        (c.yq, c.yd) = sc.qlow.at(0);
+        let dd = MvJobQ::plain(ly.out_b.wmat(), sc.qlow.at(0), sc.attn_out.ptr);
         Ok(AttnJobsQ { b: JobTableQ::new(gpu, &mut b)?, bi, c: JobTableQ::new(gpu, &mut [c])?, d: JobTableQ::new(gpu, &mut [dd])? })
     }
 
@@ -2128,7 +2141,7 @@ impl CudaSession {
                 .a(self.ties_ptr());
             let att = if decode && self.q8 { self.jobsq[l].att.as_ref() } else { None };
             let args = match att {
-                Some(_) => args.a(sc.qqr.ptr).a(sc.qqrd.ptr),
+                Some(_) => args.a(sc.qqr.q.ptr).a(sc.qqr.d.ptr),
                 None => args.a(0u64).a(0u64),
             };
             gpu.launch("attn_prep", (t as u32, 1, 1), 512, ((d.rq + d.dh) * 4) as u32, args)?;
@@ -2216,7 +2229,7 @@ impl CudaSession {
                 launch_attn_simt(gpu, &io)?;
             }
             if let Some(a) = att {
-                launch_quant_q8(gpu, sc.heads.ptr, d.h * d.dh, 0, 0, sc.qheads.ptr, sc.qheadsd.ptr)?;
+                launch_quant_q8(gpu, sc.heads.ptr, d.h * d.dh, 0, 0, sc.qheads.q.ptr, sc.qheads.d.ptr)?;
                 a.c.run(gpu, 1)?;
                 a.d.run(gpu, 1)?;
             } else if decode {
@@ -2234,7 +2247,7 @@ impl CudaSession {
                 self.gemm(ly.out_b.wmat(), sc.low.ptr, d.g * d.ro, sc.attn_out.ptr, d.d, t, None)?;
             }
             // ---- FFN (decode with int8 activations: the step also quantizes xn) ----
-            let q8 = (decode && self.q8).then_some((sc.qx.ptr, sc.qxd.ptr));
+            let q8 = (decode && self.q8).then_some(sc.qx.at(0));
             let ffn_fin = HcFinish { m: mhc, scale: ly.hc_ffn_scale.ptr, base: ly.hc_ffn_base.ptr, norm: ly.ffn_norm.ptr, out: sc.xn.ptr, q8 };
             self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin))?;
             let bias = ly.probs_b.as_ref().map(|b| b.ptr).unwrap_or(0);
@@ -2273,7 +2286,7 @@ impl CudaSession {
             let clamp = d.clamp[l];
             if decode && self.q8 {
                 self.jobsq[l].f.run(gpu, 2)?;
-                launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, sc.mids.ptr, d.f, sc.qmid.ptr, sc.qmidd.ptr)?;
+                launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, sc.mids.ptr, d.f, sc.qmid.q.ptr, sc.qmid.d.ptr)?;
                 self.jobsq[l].g.run(gpu, 2)?;
             } else if decode {
                 self.jobs[l].f.run(gpu, 2)?;

@@ -565,8 +565,6 @@ __device__ void fp8_sim_smem(float* v, int n, int* ties = nullptr, int layer = 0
     }
 }
 
-// Hadamard (natural order, scaled 1/sqrt(n)) + FP4 E2M1 round trip in blocks of 32. With
-// `ties`, each block's margin is noted after the rotation, before the rounding.
 // FP4 (E2M1) round trip of a 32-value block held one value per lane: power-of-two block
 // scale from the block's absolute maximum, nearest E2M1 value (ties to the even code).
 __device__ __forceinline__ float fp4_round_warp(float x) {
@@ -575,6 +573,8 @@ __device__ __forceinline__ float fp4_round_warp(float x) {
     const float scale = exp2i(ceil_log2_exact(amax / 6.f));
     return e2m1_round(fminf(fmaxf(x / scale, -6.f), 6.f)) * scale;
 }
+// Hadamard (natural order, scaled 1/sqrt(n)) + FP4 E2M1 round trip in blocks of 32. With
+// `ties`, each block's margin is noted after the rotation, before the rounding.
 __device__ void hadamard_fp4_smem(float* v, int n, int* ties = nullptr, int layer = 0, int pos = 0, int kind = 0) {
     for (int st = 1; st < n; st <<= 1) {
         __syncthreads();
@@ -836,7 +836,7 @@ __device__ __forceinline__ void idx_q_prep_vec(float* q, int p, const float* __r
         const float o = __shfl_xor_sync(0xffffffffu, v[j], 1);
         if (i >= base) {
             const float th = (float)p * omega[(i - base) >> 1];
-            const float c = cosf(th), sn = 1.f * sinf(th);
+            const float c = cosf(th), sn = sinf(th);
             if ((i & 1) == 0) { float a = v[j], b = o; v[j] = a * c - b * sn; }
             else { float a = o, b = v[j]; v[j] = a * sn + b * c; }
         }
