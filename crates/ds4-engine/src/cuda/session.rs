@@ -1065,6 +1065,13 @@ impl JobTable {
     pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJob]) -> Result<JobTable> {
         Jobs::upload(gpu, jobs, "matvec_grouped")
     }
+    /// On `matvec_grouped_w` (F32 / F16 / Q8_0 loads a trip ahead, ~126 registers) unless
+    /// `DS4_MVG_WIDE=0`: the decode launches of small matrices, where a row's trips are
+    /// memory latencies one after the other and occupancy matters less.
+    pub(crate) fn wide(gpu: &Gpu, jobs: &mut [MvJob]) -> Result<JobTable> {
+        let on = std::env::var("DS4_MVG_WIDE").map(|v| v != "0").unwrap_or(true);
+        Jobs::upload(gpu, jobs, if on { "matvec_grouped_w" } else { "matvec_grouped" })
+    }
 }
 
 struct LayerJobs {
@@ -1775,7 +1782,8 @@ impl CudaSession {
             ue.sel = sc.esel.ptr;
             let f = vec![ge, ue];
             let mk = |mut v: Vec<MvJob>| JobTable::new(&gpu, &mut v);
-            all.push(LayerJobs { a: mk(a)?, b: mk(b)?, c: mk(c)?, d: mk(dd)?, e: mk(e)?, f: mk(f)? });
+            let mut a = a;
+            all.push(LayerJobs { a: JobTable::wide(&gpu, &mut a)?, b: mk(b)?, c: mk(c)?, d: mk(dd)?, e: mk(e)?, f: mk(f)? });
         }
         self.jobs = all;
         self.head_job = JobTable::new(&gpu, &mut [job(self.m.output.wmat(), sc.yhead.ptr, sc.logits.ptr)])?;
@@ -1847,7 +1855,7 @@ impl CudaSession {
             if m.wmat().ty == 8 {
                 b.push(MvJobQ::plain(m.wmat(), sc.qqr.at(0), sc.iq.ptr));
             } else {
-                bi = Some(JobTable::new(gpu, &mut [MvJob::plain(m.wmat(), sc.qr.ptr, sc.iq.ptr)])?);
+                bi = Some(JobTable::wide(gpu, &mut [MvJob::plain(m.wmat(), sc.qr.ptr, sc.iq.ptr)])?);
             }
         }
         let mut c = MvJobQ::row_groups(&ly.out_a, d.g, sc.qheads.at(0), sc.low.ptr, sc.grp_ids.ptr);

@@ -274,6 +274,83 @@ __device__ __forceinline__ float row_dot(const u8* __restrict__ pay, const u8* _
     return warp_sum(acc);
 }
 
+// The f32-activation decode matvecs' F32 / F16 / Q8_0 rows with every load of a loop trip
+// issued before any use (gdot loads and uses one group at a time: at 4096 F16 columns a row
+// pair was 8 trips, each a memory latency; the same pattern that cost mvq 2x, session 9).
+// MvPre<TY, R, U> holds U column groups of R rows: load() issues the loads of groups g,
+// g + 32, ..., add() sums them into the R accumulators in gdot's arithmetic and column
+// order, so a row's sum has the same bits as row_dot's. A caller may issue the first trip's
+// loads before staging x (they do not depend on it).
+template <int TY> struct MvRaw;
+template <> struct MvRaw<T_F32> { uint4 a, b; };
+template <> struct MvRaw<T_F16> { uint4 a; };
+template <> struct MvRaw<T_Q8_0> { uint4 a; u32 d; };
+
+template <int TY>
+__device__ __forceinline__ constexpr bool mv_pre_type() { return TY == T_F32 || TY == T_F16 || TY == T_Q8_0; }
+
+template <int TY, int R, int U>
+struct MvPre {
+    MvRaw<TY> w[U][R];
+    __device__ __forceinline__ void load(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols, const int (&row)[R], int g,
+                                         int ng) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int gu = min(g + 32 * u, ng - 1);  // past the end: a valid group, not added
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                if constexpr (TY == T_F32) {
+                    const uint4* p = (const uint4*)(pay + ((i64)row[r] * cols + gu * 8) * 4);
+                    w[u][r].a = __ldg(p);
+                    w[u][r].b = __ldg(p + 1);
+                } else if constexpr (TY == T_F16) {
+                    w[u][r].a = __ldg((const uint4*)(pay + ((i64)row[r] * cols + gu * 8) * 2));
+                } else {
+                    i64 blk = (i64)row[r] * (cols >> 5) + (gu >> 1);
+                    w[u][r].a = __ldg((const uint4*)(pay + blk * 32 + (gu & 1) * 16));
+                    w[u][r].d = __ldg((const u16*)(hdr + blk * 2));
+                }
+            }
+        }
+    }
+    __device__ __forceinline__ void add(float (&acc)[R], int g, int ng, const float4* xs) const {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int gg = g + 32 * u;
+            if (gg >= ng) break;
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const MvRaw<TY>& q = w[u][r];
+                float v;
+                if constexpr (TY == T_F32 || TY == T_F16) {
+                    float f[8];
+                    if constexpr (TY == T_F32) {
+                        u32 b[8] = {q.a.x, q.a.y, q.a.z, q.a.w, q.b.x, q.b.y, q.b.z, q.b.w};
+#pragma unroll
+                        for (int i = 0; i < 8; i++) f[i] = __uint_as_float(b[i]);
+                    } else {
+                        u32 b[4] = {q.a.x, q.a.y, q.a.z, q.a.w};
+#pragma unroll
+                        for (int i = 0; i < 4; i++) { f[2 * i] = h2f((u16)(b[i] & 0xffff)); f[2 * i + 1] = h2f((u16)(b[i] >> 16)); }
+                    }
+                    float4 xa = xs[xslot<8>(gg, 0)], xb = xs[xslot<8>(gg, 1)];
+                    v = dot4(xa, f[0], f[1], f[2], f[3]) + dot4(xb, f[4], f[5], f[6], f[7]);
+                } else {
+                    u32 b[4] = {q.a.x, q.a.y, q.a.z, q.a.w};
+                    float a = 0.f;
+#pragma unroll
+                    for (int k = 0; k < 4; k++) {
+                        float4 xv = xs[xslot<16>(gg, k)];
+                        a += dot4(xv, sbyte_f(b[k], 0), sbyte_f(b[k], 1), sbyte_f(b[k], 2), sbyte_f(b[k], 3));
+                    }
+                    v = h2f((u16)q.d) * a;
+                }
+                acc[r] += v;
+            }
+        }
+    }
+};
+
 // A matvec job inside a grouped launch. Rows of slot s use expert sel[s] (when sel != 0),
 // read x + s*x_slot (+ (row / x_grp_rows) * cols for block-diagonal weights) and write
 // y[s*rows + row].
@@ -293,7 +370,7 @@ struct MvJob {
 #define MV_WARPS 8
 #define MV_ROWS_PER_BLOCK (MV_ROWS_PER_WARP * MV_WARPS)
 
-template <int TY>
+template <int TY, bool WIDE>
 __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
     int rows = j.w.rows, cols = j.w.cols;
     int blocks_per_slot = (rows + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK;
@@ -307,13 +384,36 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
         hdr += (i64)e * j.w.e_hdr;
     }
     const float* x = j.x + (i64)slot * j.x_slot + (i64)(row0 / j.x_grp_rows) * cols;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    static_assert(MV_ROWS_PER_WARP == 2, "mv_block walks two rows per warp");
+    if constexpr (WIDE && mv_pre_type<TY>()) {
+        // loads first (MvPre): 4 groups x 2 rows per trip (F32: 2), the first trip's issued
+        // before x is staged; out-of-range warps load row rows - 1 and store nothing. ~126
+        // registers (2 blocks per SM), hence its own entry point (matvec_grouped_w)
+        constexpr int U = TY == T_F32 ? 2 : 4;
+        const int ra = row0 + warp * MV_ROWS_PER_WARP, ng = cols / XG<TY>::G;
+        const int rr[2] = {min(ra, rows - 1), min(ra + 1, rows - 1)};
+        MvPre<TY, 2, U> pre;
+        pre.load(pay, hdr, cols, rr, lane, ng);
+        load_x_swz<TY>(xs, x, cols);
+        __syncthreads();
+        float acc[2] = {0.f, 0.f};
+        for (int g = lane; g < ng; g += 32 * U) {
+            if (g != lane) pre.load(pay, hdr, cols, rr, g, ng);
+            pre.add(acc, g, ng, xs);
+        }
+        float a0 = warp_sum(acc[0]), a1 = warp_sum(acc[1]);
+        if (lane == 0 && ra < rows) {
+            j.y[(i64)slot * rows + ra] = a0;
+            if (ra + 1 < rows) j.y[(i64)slot * rows + ra + 1] = a1;
+        }
+        return;
+    }
     load_x_swz<TY>(xs, x, cols);
     __syncthreads();
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     // the warp's two rows in one loop: both rows' loads are in flight together (one after the
     // other, each row waited for its own loads behind the other's reduction); each row's sum
     // keeps its order, so the results are the same bits
-    static_assert(MV_ROWS_PER_WARP == 2, "mv_block walks two rows per warp");
     const int ra = row0 + warp * MV_ROWS_PER_WARP;
     if (ra < rows) {
         const int rb = min(ra + 1, rows - 1);  // a tail row recomputes row ra, not stored
@@ -334,8 +434,8 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) matvec_grouped(const MvJob* __restrict__ jobs, int njobs) {
-    PDL_ENTRY;
+template <bool WIDE>
+__device__ __forceinline__ void matvec_grouped_main(const MvJob* __restrict__ jobs, int njobs) {
     extern __shared__ float4 xs_dyn[];
     __shared__ u64 gsm[256];
     int b = blockIdx.x;
@@ -347,13 +447,24 @@ extern "C" __global__ void __launch_bounds__(256) matvec_grouped(const MvJob* __
         for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
     int lb = b - j.block0;
     switch (j.w.type) {
-        case T_F32: mv_block<T_F32>(j, lb, xs_dyn, gsm); break;
-        case T_F16: mv_block<T_F16>(j, lb, xs_dyn, gsm); break;
-        case T_Q8_0: mv_block<T_Q8_0>(j, lb, xs_dyn, gsm); break;
-        case T_IQ2_XXS: mv_block<T_IQ2_XXS>(j, lb, xs_dyn, gsm); break;
-        case T_Q2_K: mv_block<T_Q2_K>(j, lb, xs_dyn, gsm); break;
-        default: mv_block<T_Q4_K>(j, lb, xs_dyn, gsm); break;
+        case T_F32: mv_block<T_F32, WIDE>(j, lb, xs_dyn, gsm); break;
+        case T_F16: mv_block<T_F16, WIDE>(j, lb, xs_dyn, gsm); break;
+        case T_Q8_0: mv_block<T_Q8_0, WIDE>(j, lb, xs_dyn, gsm); break;
+        case T_IQ2_XXS: mv_block<T_IQ2_XXS, WIDE>(j, lb, xs_dyn, gsm); break;
+        case T_Q2_K: mv_block<T_Q2_K, WIDE>(j, lb, xs_dyn, gsm); break;
+        default: mv_block<T_Q4_K, WIDE>(j, lb, xs_dyn, gsm); break;
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) matvec_grouped(const MvJob* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    matvec_grouped_main<false>(jobs, njobs);
+}
+
+// The same with the F32 / F16 / Q8_0 rows' loads issued a trip ahead of their use (MvPre).
+extern "C" __global__ void __launch_bounds__(256) matvec_grouped_w(const MvJob* __restrict__ jobs, int njobs) {
+    PDL_ENTRY;
+    matvec_grouped_main<true>(jobs, njobs);
 }
 
 // ------------------------------------------------------------------------------------------
