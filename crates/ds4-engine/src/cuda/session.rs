@@ -905,7 +905,8 @@ impl MvJobQ {
 }
 
 /// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
-pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
+/// mvq_b3c: mvq_b3 with the IQ2_XXS grid as 4-bit codes (q8.cuh iq2_g4_fill).
+pub(crate) const MVQ_KERNELS: [&str; 3] = ["mvq_b2", "mvq_b3", "mvq_b3c"];
 
 impl GridJob for MvJobQ {
     fn blocks(&self) -> usize {
@@ -936,8 +937,10 @@ impl JobTableQ {
         // kbench q8 sweep (H200, session 9): Q8_0 matrices run best under the 2-blocks-per-SM
         // register cap (q_b 14.6 vs 15.6 us, out_a 12.6 vs 13.4), the 2-bit expert formats
         // under 3 (IQ2_XXS gate 13.0 vs 14.5, Q2_K down 12.2 vs 13.8)
+        // (DS4_IQ2_G4=1: tables with IQ2_XXS jobs on mvq_b3c, the grid as 4-bit codes)
         let q8_only = jobs.iter().all(|j| j.w.ty == 8);
-        Self::planned(gpu, jobs, MVQ_KERNELS[if q8_only { 0 } else { 1 }])
+        let g4 = jobs.iter().any(|j| j.w.ty == 16) && std::env::var("DS4_IQ2_G4").is_ok_and(|v| v == "1");
+        Self::planned(gpu, jobs, MVQ_KERNELS[if q8_only { 0 } else if g4 { 2 } else { 1 }])
     }
     /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
     pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJobQ], kern: &'static str) -> Result<JobTableQ> {
