@@ -408,14 +408,23 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
 #pragma unroll
         for (int s = 0; s < MAXN; s++) sv[s] = s < N ? St[(i64)s * D + d] : 0.f;
         if (a.y) {
+            // post and comb loaded (predicated) before any use: behind the `b < N` branches
+            // each b's loads waited for the previous b's sums (SASS: 4 dependent L2 round trips)
+            float pv[MAXN], cv[MAXN][MAXN];
+#pragma unroll
+            for (int b = 0; b < MAXN; b++) pv[b] = b < N ? a.post[t * N + b] : 0.f;
+#pragma unroll
+            for (int s = 0; s < MAXN; s++)
+#pragma unroll
+                for (int b = 0; b < MAXN; b++) cv[s][b] = (s < N && b < N) ? a.comb[t * N * N + s * N + b] : 0.f;
             float yd = sum_strided(a.y + (i64)t * a.ny * D + d, D, a.ny);
 #pragma unroll
             for (int b = 0; b < MAXN; b++) {
                 if (b < N) {
-                    float acc = a.post[t * N + b] * yd;
+                    float acc = pv[b] * yd;
 #pragma unroll
                     for (int s = 0; s < MAXN; s++)
-                        if (s < N) acc += a.comb[t * N * N + s * N + b] * sv[s];
+                        if (s < N) acc += cv[s][b] * sv[s];
                     nv[b] = acc;
                 }
             }
