@@ -15,7 +15,7 @@ fixtures_in "X=1" "DS4_MVG_WIDE=0"
 for kb in q8o dec hc q8; do
   echo "== kbench $kb"
   DS4_KBENCH=$kb timeout 150 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_$kb.txt" \
-    | grep -E "ok  |FAIL|router|dh512 r4 p=4095|^D4096|phase|^gate|^down|sweep (gate|down)|rror|panic" | cut -c1-220 | head -40
+    | grep -E "ok  |FAIL|router|dh512 r4 p=4095|^hc D|trace us|^gate|^down|sweep (gate|down)|rror|panic" | cut -c1-220 | head -40
 done
 synth_wait
 for ctx in 2048 8192; do
