@@ -59,7 +59,7 @@ pub const KERNELS: &[&str] = &[
     "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_finish", "hc_step", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4", "read_f4",
-    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "quant_q8", "mvq_b2", "mvq_b3", "mvq_b3c",
+    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "quant_q8", "mvq_b2", "mvq_b3", "mvq_b3c", "mvq_b3r",
     "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "router_dec",
 ];
 

@@ -905,8 +905,9 @@ impl MvJobQ {
 }
 
 /// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
-/// mvq_b3c: mvq_b3 with the IQ2_XXS grid as 4-bit codes (q8.cuh iq2_g4_fill).
-pub(crate) const MVQ_KERNELS: [&str; 3] = ["mvq_b2", "mvq_b3", "mvq_b3c"];
+/// mvq_b3c / mvq_b3r: mvq_b3 with the IQ2_XXS grid as 4-bit codes / in 16 bank-spread copies
+/// (q8.cuh GM_G4, GM_R16).
+pub(crate) const MVQ_KERNELS: [&str; 4] = ["mvq_b2", "mvq_b3", "mvq_b3c", "mvq_b3r"];
 
 impl GridJob for MvJobQ {
     fn blocks(&self) -> usize {
@@ -937,10 +938,17 @@ impl JobTableQ {
         // kbench q8 sweep (H200, session 9): Q8_0 matrices run best under the 2-blocks-per-SM
         // register cap (q_b 14.6 vs 15.6 us, out_a 12.6 vs 13.4), the 2-bit expert formats
         // under 3 (IQ2_XXS gate 13.0 vs 14.5, Q2_K down 12.2 vs 13.8)
-        // (DS4_IQ2_G4=1: tables with IQ2_XXS jobs on mvq_b3c, the grid as 4-bit codes)
+        // (DS4_IQ2_GRID=g4 / r16: tables with IQ2_XXS jobs on mvq_b3c / mvq_b3r, the other
+        // shared-memory grid layouts)
         let q8_only = jobs.iter().all(|j| j.w.ty == 8);
-        let g4 = jobs.iter().any(|j| j.w.ty == 16) && std::env::var("DS4_IQ2_G4").is_ok_and(|v| v == "1");
-        Self::planned(gpu, jobs, MVQ_KERNELS[if q8_only { 0 } else if g4 { 2 } else { 1 }])
+        let iq2 = jobs.iter().any(|j| j.w.ty == 16);
+        let k = match (q8_only, iq2, std::env::var("DS4_IQ2_GRID").as_deref()) {
+            (true, _, _) => 0,
+            (false, true, Ok("g4")) => 2,
+            (false, true, Ok("r16")) => 3,
+            _ => 1,
+        };
+        Self::planned(gpu, jobs, MVQ_KERNELS[k])
     }
     /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
     pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJobQ], kern: &'static str) -> Result<JobTableQ> {
