@@ -719,6 +719,29 @@ __device__ __forceinline__ void comp_tok(const CompArgs& a, int p0, int q, int c
     }
 }
 
+// Column `i`'s values of window c's tokens j0 .. j0 + 7 (ok: the token exists and is in the
+// window), every load issued before any use: comp_emit's loops loaded a token, used it, then
+// loaded the next (one L2 round trip per token: 8 per ratio-4 window, 128 per ratio-128 one).
+__device__ __forceinline__ void comp_load8(const CompArgs& a, int p0, int c, int i, int j0, int nc, float (&vv)[8], float (&sv)[8],
+                                           bool (&ok)[8]) {
+#pragma unroll
+    for (int u = 0; u < 8; u++) {
+        const int j = j0 + u;
+        int q, col;
+        ok[u] = j < nc;
+        if (a.r == 4) {
+            if (j < 4) { ok[u] = ok[u] && c > 0; q = 4 * c - 4 + j; col = i; }
+            else { q = 4 * c + (j - 4); col = a.d + i; }
+        } else {
+            q = a.r * c + j;
+            col = i;
+        }
+        vv[u] = 0.f;
+        sv[u] = 0.f;
+        if (ok[u]) comp_tok(a, p0, q, col, vv[u], sv[u]);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
     PDL_ENTRY;
     extern __shared__ float pooled[];
@@ -730,32 +753,30 @@ extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
     int i = threadIdx.x;
     if (i < d) {
         float m = -INF_F;
-        int nc = (r == 4) ? 8 : r;
-        // pass 1: max
-        for (int j = 0; j < nc; j++) {
-            int q, col;
-            if (r == 4) {
-                if (j < 4) { if (c == 0) continue; q = 4 * c - 4 + j; col = i; }
-                else { q = 4 * c + (j - 4); col = d + i; }
-            } else { q = r * c + j; col = i; }
-            float v, s;
-            comp_tok(a, p0, q, col, v, s);
-            m = fmaxf(m, s);
+        const int nc = (r == 4) ? 8 : r;
+        // pass 1: max (tokens 8 at a time, loads first: comp_load8)
+        float vv[8], sv[8];
+        bool ok[8];
+        for (int j0 = 0; j0 < nc; j0 += 8) {
+            comp_load8(a, p0, c, i, j0, nc, vv, sv, ok);
+#pragma unroll
+            for (int u = 0; u < 8; u++)
+                if (ok[u]) m = fmaxf(m, sv[u]);
         }
         float res = 0.f;
         if (m > -0.5e30f) {
+            // pass 2 in token order (ratio 4: one chunk, still in registers)
             float num = 0.f, den = 0.f;
-            for (int j = 0; j < nc; j++) {
-                int q, col;
-                if (r == 4) {
-                    if (j < 4) { if (c == 0) continue; q = 4 * c - 4 + j; col = i; }
-                    else { q = 4 * c + (j - 4); col = d + i; }
-                } else { q = r * c + j; col = i; }
-                float v, s;
-                comp_tok(a, p0, q, col, v, s);
-                float e = expf(s - m);
-                den += e;
-                num += e * v;
+            for (int j0 = 0; j0 < nc; j0 += 8) {
+                if (nc > 8) comp_load8(a, p0, c, i, j0, nc, vv, sv, ok);
+#pragma unroll
+                for (int u = 0; u < 8; u++) {
+                    if (ok[u]) {
+                        float e = expf(sv[u] - m);
+                        den += e;
+                        num += e * vv[u];
+                    }
+                }
             }
             res = num / den;
         }
