@@ -997,7 +997,7 @@ struct AttnJobsQ {
 /// A decode matvec job that one launch runs together with others: each job owns a run of
 /// blocks and the kernel finds its job from the block index (MvJob / MvJob2 / MvJobQ, each
 /// mirroring its kernel's struct).
-pub(crate) trait GridJob: Copy {
+pub(crate) trait GridJob: Copy + Default + 'static {
     /// Blocks the job needs.
     fn blocks(&self) -> usize;
     fn set_block0(&mut self, b: i32);
@@ -1015,9 +1015,17 @@ pub(crate) trait GridJob: Copy {
 /// job among that many block0 values; asserted equal by the kernel source).
 pub(crate) const MAX_JOBS: usize = 8;
 
-/// Jobs uploaded for launches of kernel `kern`; `run(n)` runs the first `n`.
+/// Mirror of `JobSet<J>` in common.cuh: a launch's job table, passed by value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct JobSet<J> {
+    j: [J; MAX_JOBS],
+}
+
+/// Jobs for launches of kernel `kern` (passed by value as the kernel's `JobSet`); `run(n)` runs
+/// the first `n`.
 pub(crate) struct Jobs<J> {
-    buf: DevBuf,
+    set: JobSet<J>,
     blocks: Vec<u32>, // cumulative block count after each job
     smem: Vec<u32>,   // max smem up to each job
     kern: &'static str,
@@ -1025,7 +1033,7 @@ pub(crate) struct Jobs<J> {
 }
 
 impl<J: GridJob> Jobs<J> {
-    pub(crate) fn upload(gpu: &Gpu, jobs: &mut [J], kern: &'static str) -> Result<Jobs<J>> {
+    pub(crate) fn upload(_gpu: &Gpu, jobs: &mut [J], kern: &'static str) -> Result<Jobs<J>> {
         if jobs.len() > MAX_JOBS {
             return Err(CudaError::Other(format!("{kern}: {} jobs in one launch, at most {MAX_JOBS}", jobs.len())));
         }
@@ -1039,20 +1047,15 @@ impl<J: GridJob> Jobs<J> {
             blocks.push(b as u32);
             smem.push(s);
         }
-        let bytes = std::mem::size_of::<J>() * jobs.len();
-        let buf = gpu.alloc(bytes)?;
-        // SAFETY: the job types are plain repr(C) data.
-        let raw = unsafe { std::slice::from_raw_parts(jobs.as_ptr() as *const u8, bytes) };
-        if !raw.is_empty() {
-            gpu.htod(buf.ptr, raw)?;
-        }
-        Ok(Jobs { buf, blocks, smem, kern, _job: std::marker::PhantomData })
+        let mut set = JobSet { j: [J::default(); MAX_JOBS] };
+        set.j[..jobs.len()].copy_from_slice(jobs);
+        Ok(Jobs { set, blocks, smem, kern, _job: std::marker::PhantomData })
     }
     pub(crate) fn len(&self) -> usize {
         self.blocks.len()
     }
     pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
-        let args = Args::new().a(self.buf.ptr).a(njobs as i32);
+        let args = Args::new().a(self.set).a(njobs as i32);
         gpu.launch(self.kern, (self.blocks[njobs - 1], 1, 1), 256, self.smem[njobs - 1], args)
     }
 }

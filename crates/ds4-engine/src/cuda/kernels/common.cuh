@@ -89,12 +89,20 @@ __device__ __forceinline__ double warp_sum_d(double v) {
 // scan loaded jobs[ji + 1].block0 only after jobs[ji]'s, up to 6 dependent round trips for the
 // last job of the q_a / kv / compressor group.
 #define MAX_JOBS 8
+// A launch's job table, passed by value (`const __grid_constant__ JobSet<J>`): the jobs are
+// read from the constant bank, not in two dependent L2 round trips (every job's block0, then
+// the block's job) before a block's first weight load. jobs point into the parameter space,
+// so plain loads (no __ldg).
+template <typename J>
+struct JobSet {
+    J j[MAX_JOBS];
+};
 template <typename J>
 __device__ __forceinline__ int job_of_block(const J* __restrict__ jobs, int njobs, int b) {
     int ji = 0;
 #pragma unroll
     for (int k = 1; k < MAX_JOBS; k++)
-        if (k < njobs && __ldg(&jobs[k].block0) <= b) ji = k;
+        if (k < njobs && jobs[k].block0 <= b) ji = k;
     return ji;
 }
 // Sum of p[q * stride] over q < n in q order, the loads of up to 8 terms issued before any

@@ -456,15 +456,15 @@ __device__ __forceinline__ void matvec_grouped_main(const MvJob* __restrict__ jo
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) matvec_grouped(const MvJob* __restrict__ jobs, int njobs) {
+extern "C" __global__ void __launch_bounds__(256, 3) matvec_grouped(const __grid_constant__ JobSet<MvJob> js, int njobs) {
     PDL_ENTRY;
-    matvec_grouped_main<false>(jobs, njobs);
+    matvec_grouped_main<false>(js.j, njobs);
 }
 
 // The same with the F32 / F16 / Q8_0 rows' loads issued a trip ahead of their use (MvPre).
-extern "C" __global__ void __launch_bounds__(256) matvec_grouped_w(const MvJob* __restrict__ jobs, int njobs) {
+extern "C" __global__ void __launch_bounds__(256) matvec_grouped_w(const __grid_constant__ JobSet<MvJob> js, int njobs) {
     PDL_ENTRY;
-    matvec_grouped_main<true>(jobs, njobs);
+    matvec_grouped_main<true>(js.j, njobs);
 }
 
 // ------------------------------------------------------------------------------------------

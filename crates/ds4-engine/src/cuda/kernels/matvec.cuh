@@ -258,19 +258,19 @@ __device__ __forceinline__ void mv2_main(const MvJob2* __restrict__ jobs, int nj
 
 // Entry points: the same kernel under different register caps (minimum resident blocks per
 // SM), chosen per job table by the session (occupancy vs. loads in flight per lane).
-extern "C" __global__ void __launch_bounds__(256, 1) mv2(const MvJob2* __restrict__ jobs, int njobs) {
+extern "C" __global__ void __launch_bounds__(256, 1) mv2(const __grid_constant__ JobSet<MvJob2> js, int njobs) {
     PDL_ENTRY;
-    mv2_main(jobs, njobs);
+    mv2_main(js.j, njobs);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) mv2_b2(const MvJob2* __restrict__ jobs, int njobs) {
+extern "C" __global__ void __launch_bounds__(256, 2) mv2_b2(const __grid_constant__ JobSet<MvJob2> js, int njobs) {
     PDL_ENTRY;
-    mv2_main(jobs, njobs);
+    mv2_main(js.j, njobs);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) mv2_b3(const MvJob2* __restrict__ jobs, int njobs) {
+extern "C" __global__ void __launch_bounds__(256, 3) mv2_b3(const __grid_constant__ JobSet<MvJob2> js, int njobs) {
     PDL_ENTRY;
-    mv2_main(jobs, njobs);
+    mv2_main(js.j, njobs);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) mv2_b4(const MvJob2* __restrict__ jobs, int njobs) {
+extern "C" __global__ void __launch_bounds__(256, 4) mv2_b4(const __grid_constant__ JobSet<MvJob2> js, int njobs) {
     PDL_ENTRY;
-    mv2_main(jobs, njobs);
+    mv2_main(js.j, njobs);
 }

@@ -313,19 +313,19 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
 
 // Same kernel under two register caps (minimum resident blocks per SM), and mvq_b3 with the
 // other IQ2_XXS grid layouts (GM_G4: mvq_b3c, GM_R16: mvq_b3r).
-extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2(const MvJobQ* __restrict__ jobs, int njobs) {
+extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
-    mvq_main<GM_U64>(jobs, njobs);
+    mvq_main<GM_U64>(js.j, njobs);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const MvJobQ* __restrict__ jobs, int njobs) {
+extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
-    mvq_main<GM_U64>(jobs, njobs);
+    mvq_main<GM_U64>(js.j, njobs);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3c(const MvJobQ* __restrict__ jobs, int njobs) {
+extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3c(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
-    mvq_main<GM_G4>(jobs, njobs);
+    mvq_main<GM_G4>(js.j, njobs);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3r(const MvJobQ* __restrict__ jobs, int njobs) {
+extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3r(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
-    mvq_main<GM_R16>(jobs, njobs);
+    mvq_main<GM_R16>(js.j, njobs);
 }
