@@ -905,9 +905,7 @@ impl MvJobQ {
 }
 
 /// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
-/// mvq_b3c / mvq_b3r: mvq_b3 with the IQ2_XXS grid as 4-bit codes / in 16 bank-spread copies
-/// (q8.cuh GM_G4, GM_R16).
-pub(crate) const MVQ_KERNELS: [&str; 4] = ["mvq_b2", "mvq_b3", "mvq_b3c", "mvq_b3r"];
+pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
 
 impl GridJob for MvJobQ {
     fn blocks(&self) -> usize {
@@ -938,17 +936,8 @@ impl JobTableQ {
         // kbench q8 sweep (H200, session 9): Q8_0 matrices run best under the 2-blocks-per-SM
         // register cap (q_b 14.6 vs 15.6 us, out_a 12.6 vs 13.4), the 2-bit expert formats
         // under 3 (IQ2_XXS gate 13.0 vs 14.5, Q2_K down 12.2 vs 13.8)
-        // (DS4_IQ2_GRID=g4 / r16: tables with IQ2_XXS jobs on mvq_b3c / mvq_b3r, the other
-        // shared-memory grid layouts)
         let q8_only = jobs.iter().all(|j| j.w.ty == 8);
-        let iq2 = jobs.iter().any(|j| j.w.ty == 16);
-        let k = match (q8_only, iq2, std::env::var("DS4_IQ2_GRID").as_deref()) {
-            (true, _, _) => 0,
-            (false, true, Ok("g4")) => 2,
-            (false, true, Ok("r16")) => 3,
-            _ => 1,
-        };
-        Self::planned(gpu, jobs, MVQ_KERNELS[k])
+        Self::planned(gpu, jobs, MVQ_KERNELS[if q8_only { 0 } else { 1 }])
     }
     /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
     pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJobQ], kern: &'static str) -> Result<JobTableQ> {
@@ -1078,13 +1067,6 @@ pub(crate) type JobTable = Jobs<MvJob>;
 impl JobTable {
     pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJob]) -> Result<JobTable> {
         Jobs::upload(gpu, jobs, "matvec_grouped")
-    }
-    /// On `matvec_grouped_w` (F32 / F16 / Q8_0 loads a trip ahead, ~126 registers) unless
-    /// `DS4_MVG_WIDE=0`: the decode launches of small matrices, where a row's trips are
-    /// memory latencies one after the other and occupancy matters less.
-    pub(crate) fn wide(gpu: &Gpu, jobs: &mut [MvJob]) -> Result<JobTable> {
-        let on = std::env::var("DS4_MVG_WIDE").map(|v| v != "0").unwrap_or(true);
-        Jobs::upload(gpu, jobs, if on { "matvec_grouped_w" } else { "matvec_grouped" })
     }
 }
 
@@ -1796,8 +1778,7 @@ impl CudaSession {
             ue.sel = sc.esel.ptr;
             let f = vec![ge, ue];
             let mk = |mut v: Vec<MvJob>| JobTable::new(&gpu, &mut v);
-            let mut a = a;
-            all.push(LayerJobs { a: JobTable::wide(&gpu, &mut a)?, b: mk(b)?, c: mk(c)?, d: mk(dd)?, e: mk(e)?, f: mk(f)? });
+            all.push(LayerJobs { a: mk(a)?, b: mk(b)?, c: mk(c)?, d: mk(dd)?, e: mk(e)?, f: mk(f)? });
         }
         self.jobs = all;
         self.head_job = JobTable::new(&gpu, &mut [job(self.m.output.wmat(), sc.yhead.ptr, sc.logits.ptr)])?;
@@ -1869,7 +1850,7 @@ impl CudaSession {
             if m.wmat().ty == 8 {
                 b.push(MvJobQ::plain(m.wmat(), sc.qqr.at(0), sc.iq.ptr));
             } else {
-                bi = Some(JobTable::wide(gpu, &mut [MvJob::plain(m.wmat(), sc.qr.ptr, sc.iq.ptr)])?);
+                bi = Some(JobTable::new(gpu, &mut [MvJob::plain(m.wmat(), sc.qr.ptr, sc.iq.ptr)])?);
             }
         }
         let mut c = MvJobQ::row_groups(&ly.out_a, d.g, sc.qheads.at(0), sc.low.ptr, sc.grp_ids.ptr);

@@ -286,9 +286,6 @@ template <> struct MvRaw<T_F32> { uint4 a, b; };
 template <> struct MvRaw<T_F16> { uint4 a; };
 template <> struct MvRaw<T_Q8_0> { uint4 a; u32 d; };
 
-template <int TY>
-__device__ __forceinline__ constexpr bool mv_pre_type() { return TY == T_F32 || TY == T_F16 || TY == T_Q8_0; }
-
 template <int TY, int R, int U>
 struct MvPre {
     MvRaw<TY> w[U][R];
@@ -370,7 +367,7 @@ struct MvJob {
 #define MV_WARPS 8
 #define MV_ROWS_PER_BLOCK (MV_ROWS_PER_WARP * MV_WARPS)
 
-template <int TY, bool WIDE>
+template <int TY>
 __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
     int rows = j.w.rows, cols = j.w.cols;
     int blocks_per_slot = (rows + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK;
@@ -386,29 +383,6 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
     const float* x = j.x + (i64)slot * j.x_slot + (i64)(row0 / j.x_grp_rows) * cols;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     static_assert(MV_ROWS_PER_WARP == 2, "mv_block walks two rows per warp");
-    if constexpr (WIDE && mv_pre_type<TY>()) {
-        // loads first (MvPre): 4 groups x 2 rows per trip (F32: 2), the first trip's issued
-        // before x is staged; out-of-range warps load row rows - 1 and store nothing. ~126
-        // registers (2 blocks per SM), hence its own entry point (matvec_grouped_w)
-        constexpr int U = TY == T_F32 ? 2 : 4;
-        const int ra = row0 + warp * MV_ROWS_PER_WARP, ng = cols / XG<TY>::G;
-        const int rr[2] = {min(ra, rows - 1), min(ra + 1, rows - 1)};
-        MvPre<TY, 2, U> pre;
-        pre.load(pay, hdr, cols, rr, lane, ng);
-        load_x_swz<TY>(xs, x, cols);
-        __syncthreads();
-        float acc[2] = {0.f, 0.f};
-        for (int g = lane; g < ng; g += 32 * U) {
-            if (g != lane) pre.load(pay, hdr, cols, rr, g, ng);
-            pre.add(acc, g, ng, xs);
-        }
-        float a0 = warp_sum(acc[0]), a1 = warp_sum(acc[1]);
-        if (lane == 0 && ra < rows) {
-            j.y[(i64)slot * rows + ra] = a0;
-            if (ra + 1 < rows) j.y[(i64)slot * rows + ra + 1] = a1;
-        }
-        return;
-    }
     load_x_swz<TY>(xs, x, cols);
     __syncthreads();
     // the warp's two rows in one loop: both rows' loads are in flight together (one after the
@@ -434,7 +408,6 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
     }
 }
 
-template <bool WIDE>
 __device__ __forceinline__ void matvec_grouped_main(const MvJob* __restrict__ jobs, int njobs) {
     extern __shared__ float4 xs_dyn[];
     __shared__ u64 gsm[256];
@@ -447,24 +420,18 @@ __device__ __forceinline__ void matvec_grouped_main(const MvJob* __restrict__ jo
         for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
     int lb = b - j.block0;
     switch (j.w.type) {
-        case T_F32: mv_block<T_F32, WIDE>(j, lb, xs_dyn, gsm); break;
-        case T_F16: mv_block<T_F16, WIDE>(j, lb, xs_dyn, gsm); break;
-        case T_Q8_0: mv_block<T_Q8_0, WIDE>(j, lb, xs_dyn, gsm); break;
-        case T_IQ2_XXS: mv_block<T_IQ2_XXS, WIDE>(j, lb, xs_dyn, gsm); break;
-        case T_Q2_K: mv_block<T_Q2_K, WIDE>(j, lb, xs_dyn, gsm); break;
-        default: mv_block<T_Q4_K, WIDE>(j, lb, xs_dyn, gsm); break;
+        case T_F32: mv_block<T_F32>(j, lb, xs_dyn, gsm); break;
+        case T_F16: mv_block<T_F16>(j, lb, xs_dyn, gsm); break;
+        case T_Q8_0: mv_block<T_Q8_0>(j, lb, xs_dyn, gsm); break;
+        case T_IQ2_XXS: mv_block<T_IQ2_XXS>(j, lb, xs_dyn, gsm); break;
+        case T_Q2_K: mv_block<T_Q2_K>(j, lb, xs_dyn, gsm); break;
+        default: mv_block<T_Q4_K>(j, lb, xs_dyn, gsm); break;
     }
 }
 
 extern "C" __global__ void __launch_bounds__(256, 3) matvec_grouped(const __grid_constant__ JobSet<MvJob> js, int njobs) {
     PDL_ENTRY;
-    matvec_grouped_main<false>(js.j, njobs);
-}
-
-// The same with the F32 / F16 / Q8_0 rows' loads issued a trip ahead of their use (MvPre).
-extern "C" __global__ void __launch_bounds__(256) matvec_grouped_w(const __grid_constant__ JobSet<MvJob> js, int njobs) {
-    PDL_ENTRY;
-    matvec_grouped_main<true>(js.j, njobs);
+    matvec_grouped_main(js.j, njobs);
 }
 
 // ------------------------------------------------------------------------------------------

@@ -105,35 +105,8 @@ __device__ __forceinline__ MvqRaw<TY> mvq_ld(const u8* __restrict__ pay, const u
     return w;
 }
 
-// How mvq's IQ2_XXS blocks hold the grid in shared memory (GM). The 64-bit lookups of random
-// entries (GM_U64, 2 KB) conflict on ~3 of 16 bank pairs per half warp: ~6 wavefronts per load
-// instead of 2, ~5 us of shared-memory cycles per SM for a 6-expert gate. Two alternatives,
-// each its own entry point for the kbench sweep, same products (bit-identical):
-// * GM_G4 (mvq_b3c): entry i is 8 bytes of {8, 25, 43}; as codes {0, 1, 2} in the nibbles of
-//   one word (1 KB) an entry is one 32-bit load (random over 32 banks, ~3.5 wavefronts) and
-//   two byte permutes rebuild the bytes;
-// * GM_R16 (mvq_b3r): 16 copies of the 64-bit table (32 KB), lane l reading copy l % 16 at
-//   entry * 16 + copy: the 16 lanes of a half warp always hit 16 different bank pairs (2
-//   wavefronts, the minimum). Filled with 128-bit stores (two copies each).
-#define GM_U64 0
-#define GM_G4 1
-#define GM_R16 2
-#define IQ2_G4_BYTES 0x002b1908u
-__device__ __forceinline__ void iq2_g4_fill(u32* g4) {
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
-        u64 e = IQ2XXS_GRID[i];
-        u32 c = 0;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            u32 b = (u32)(e >> (8 * j)) & 0xffu;
-            c |= (b == 0x08u ? 0u : b == 0x19u ? 1u : 2u) << (4 * j);
-        }
-        g4[i] = c;
-    }
-}
-
 // The dot of loaded group g with the quantized x group (xq: 8 words, dx scale, sx = dx * sum(q)).
-template <int TY, int GM = GM_U64>
+template <int TY>
 __device__ __forceinline__ float mvq_dot(const MvqRaw<TY>& w, int g, const int* xq, float dx, float sx, const u64* gsm) {
     if constexpr (TY == T_Q8_0) {
         int q[8] = {(int)w.q0.x, (int)w.q0.y, (int)w.q0.z, (int)w.q0.w, (int)w.q1.x, (int)w.q1.y, (int)w.q1.z, (int)w.q1.w};
@@ -146,19 +119,10 @@ __device__ __forceinline__ float mvq_dot(const MvqRaw<TY>& w, int g, const int* 
         int s = 0;
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            u32 lo, hi;
-            if constexpr (GM == GM_G4) {
-                const u32 c = ((const u32*)gsm)[(A >> (8 * k)) & 255];
-                lo = __byte_perm(IQ2_G4_BYTES, 0u, c & 0xffffu);
-                hi = __byte_perm(IQ2_G4_BYTES, 0u, c >> 16);
-            } else {
-                const u64 gr = GM == GM_R16 ? gsm[(((A >> (8 * k)) & 255) << 4) | (threadIdx.x & 15)] : gsm[(A >> (8 * k)) & 255];
-                lo = (u32)gr;
-                hi = (u32)(gr >> 32);
-            }
+            u64 gr = gsm[(A >> (8 * k)) & 255];
             uint2 m = iq2_signs((B >> (7 * k)) & 127);
-            s = __dp4a(iq2_signed(lo, m.x), xq[2 * k], s);
-            s = __dp4a(iq2_signed(hi, m.y), xq[2 * k + 1], s);
+            s = __dp4a(iq2_signed((u32)gr, m.x), xq[2 * k], s);
+            s = __dp4a(iq2_signed((u32)(gr >> 32), m.y), xq[2 * k + 1], s);
         }
         return h2f((u16)w.d) * (0.5f + (float)(B >> 28)) * 0.25f * dx * (float)s;
     } else if constexpr (TY == T_Q2_K) {
@@ -196,7 +160,7 @@ __device__ constexpr int mvq_unroll() {
     return 48 / per < 1 ? 1 : (48 / per > 4 ? 4 : 48 / per);
 }
 
-template <int TY, int R, bool P, int GM = GM_U64>
+template <int TY, int R, bool P>
 __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed char* __restrict__ xq,
                                          const float2* __restrict__ xd, const u8* pay, const u8* hdr, const u8* pay2,
                                          const u8* hdr2, int ks, float (*red)[8], const u64* gsm) {
@@ -241,10 +205,10 @@ __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed
             int xv[8] = {(int)v0[u].x, (int)v0[u].y, (int)v0[u].z, (int)v0[u].w, (int)v1[u].x, (int)v1[u].y, (int)v1[u].z, (int)v1[u].w};
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                float a = mvq_dot<TY, GM>(wa[u][r], gu[u], xv, ds[u].x, ds[u].y, gsm);
+                float a = mvq_dot<TY>(wa[u][r], gu[u], xv, ds[u].x, ds[u].y, gsm);
                 if (ok[u]) acc[r] += a;
                 if constexpr (P) {
-                    float b = mvq_dot<TY, GM>(wb[u][r], gu[u], xv, ds[u].x, ds[u].y, gsm);
+                    float b = mvq_dot<TY>(wb[u][r], gu[u], xv, ds[u].x, ds[u].y, gsm);
                     if (ok[u]) acc2[r] += b;
                 }
             }
@@ -260,9 +224,8 @@ __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed
 
 // One block per 16-32 rows (a persistent variant that looped over logical blocks measured no
 // faster in the decode graph: 92.6 vs 92.4 t/s, session 3).
-template <int GM>
 __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int njobs) {
-    __shared__ __align__(16) u64 gsm[GM == GM_R16 ? 16 * 256 : 256];
+    __shared__ u64 gsm[256];
     __shared__ float red[8][8];
     int b = blockIdx.x;
     const int ji = job_of_block(jobs, njobs, b);
@@ -273,28 +236,15 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
     const u8 *pay, *hdr, *pay2, *hdr2;
     mv_place(j, b, slot, row0, rpb, ks, rowA, pay, hdr, pay2, hdr2);
     if (j.w.type == T_IQ2_XXS) {  // block-uniform branch
-        if constexpr (GM == GM_G4) {
-            iq2_g4_fill((u32*)gsm);
-        } else if constexpr (GM == GM_R16) {
-            for (int i = threadIdx.x; i < 256; i += blockDim.x) {
-                const u64 e = IQ2XXS_GRID[i];
-                const uint4 two = make_uint4((u32)e, (u32)(e >> 32), (u32)e, (u32)(e >> 32));
-#pragma unroll
-                for (int c = 0; c < 16; c += 2) *(uint4*)&gsm[i * 16 + c] = two;
-            }
-        } else {
-            for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
-        }
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
         __syncthreads();
     }
     const signed char* xq = j.xq + (i64)slot * j.x_slot;
     const float2* xd = j.xd + (i64)slot * (j.x_slot >> 5);
-    // (GM changes only the IQ2_XXS bodies)
-#define MVQ_GM(TY) (TY == T_IQ2_XXS ? GM : GM_U64)
-#define MVQ_RP(TY, P)                                                                                         \
-    if (j.rpw == 4) mvq_body<TY, 4, P, MVQ_GM(TY)>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);      \
-    else if (j.rpw == 2) mvq_body<TY, 2, P, MVQ_GM(TY)>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm); \
-    else mvq_body<TY, 1, P, MVQ_GM(TY)>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);
+#define MVQ_RP(TY, P)                                                                             \
+    if (j.rpw == 4) mvq_body<TY, 4, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);      \
+    else if (j.rpw == 2) mvq_body<TY, 2, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm); \
+    else mvq_body<TY, 1, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);
 #define MVQ_R(TY)             \
     if (pay2) { MVQ_RP(TY, true) } \
     else { MVQ_RP(TY, false) }
@@ -306,26 +256,16 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
     }
 #undef MVQ_R
 #undef MVQ_RP
-#undef MVQ_GM
     __syncthreads();
     mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, j.w2.pay != nullptr, j.clamp, j.wts, slot, j.y, j.yq, j.yd);
 }
 
-// Same kernel under two register caps (minimum resident blocks per SM), and mvq_b3 with the
-// other IQ2_XXS grid layouts (GM_G4: mvq_b3c, GM_R16: mvq_b3r).
+// Same kernel under two register caps (minimum resident blocks per SM).
 extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
-    mvq_main<GM_U64>(js.j, njobs);
+    mvq_main(js.j, njobs);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
-    mvq_main<GM_U64>(js.j, njobs);
-}
-extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3c(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
-    PDL_ENTRY;
-    mvq_main<GM_G4>(js.j, njobs);
-}
-extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3r(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
-    PDL_ENTRY;
-    mvq_main<GM_R16>(js.j, njobs);
+    mvq_main(js.j, njobs);
 }
