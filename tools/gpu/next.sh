@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# One device call: fixtures, the int8 decode matvec bench (read floor, sweeps), and the base
-# binary (.gpu/base, tools/gpu/base.sh REV) against this one in the decode graph at 2K and 8K.
-# Carry .gpu/{ds4-bench,ds4-gguf,fix,kz,base}.
+# One device call: fixtures (once per FIXMODES setting), kernel benches (KB="mode ...", each
+# also under KBENV when set), and the base binary (.gpu/base, tools/gpu/base.sh REV) against
+# this one in the decode graph at CTXS, then EXTRA settings of this binary at EXTRA_CTXS (each
+# run twice). Carry .gpu/{ds4-bench,ds4-gguf,fix,kz,base}.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 setup_caches
 synth_start
 fixtures_in ${FIXMODES:-X=1}
-if [ -n "${KB:-}" ]; then
-  echo "== kbench $KB"
-  DS4_KBENCH=$KB timeout 200 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_$KB.txt" | head -40
-fi
+for kb in ${KB:-}; do
+  for e in X=1 ${KBENV:-}; do
+    echo "== kbench $kb $e"
+    env $e DS4_KBENCH=$kb timeout 200 "$BIN" --kernel-bench 2>&1 | tee -a "$OUT/kbench_$kb.txt" | grep -vE "^\s*$" | head -${KBLINES:-40}
+  done
+done
 synth_wait
 for ctx in ${CTXS:-2048 8192}; do
   for i in 1 2; do
@@ -23,7 +26,8 @@ for ctx in ${CTXS:-2048 8192}; do
     done
   done
 done
-# extra settings of this binary at 2K (EXTRA="VAR=value ...", each run twice)
-for v in ${EXTRA:-}; do
-  for i in 1 2; do decode_at "$v" 2048 48; done
+for ctx in ${EXTRA_CTXS:-2048}; do
+  for v in ${EXTRA:-}; do
+    for i in 1 2; do decode_at "$v" $ctx 48; done
+  done
 done

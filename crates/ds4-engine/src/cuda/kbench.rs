@@ -1666,7 +1666,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         let fnb = gpu.alloc(fnv.len() * 2)?;
         gpu.htod(fnb.ptr, &fnv)?;
         let (pdot, pss) = (gpu.alloc(t * split * m * 4)?, gpu.alloc(t * split * 8)?);
-        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
+        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, z: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
         // y = 0 keeps S unchanged, so every repetition sees the same input
         let run = || launch_hc_post_mix(gpu, &b, t, 0, ny, fnb.ptr, m);
         run()?;
@@ -1699,7 +1699,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
 /// timing loop (its tickets must reset). The process is small, so Nsight Compute's kernel
 /// replay can profile hc_step here (on the full model it did not finish).
 pub fn hc_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcBufs, HcFinish};
+    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, hc_side_enabled, HcBufs, HcFinish};
     println!(
         "{:<34} {:>8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>5} {:>4} {:>4}",
         "hyper-connection step (T=1)", "old us", "new us", "speedup", "S rel", "post/comb", "xn rel", "q8!", "nan", "det"
@@ -1726,8 +1726,10 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
         gpu.htod(fnb.ptr, &fnv)?;
         // one state per path: S, post, comb, partial sums, ticket, xn, int8 copy
         let state = || -> Result<(HcBufs, Vec<DevBuf>)> {
-            let bufs = vec![up(&s0)?, up(&post0)?, up(&comb0)?, gpu.alloc(split * m * 4)?, gpu.alloc(split * 8)?, gpu.alloc_zeroed(4)?, gpu.alloc(d * 4)?, gpu.alloc(d)?, gpu.alloc(d / 32 * 8)?];
-            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
+            let bufs = vec![up(&s0)?, up(&post0)?, up(&comb0)?, gpu.alloc(split * m * 4)?, gpu.alloc(split * 8)?, gpu.alloc_zeroed(4)?, gpu.alloc(d * 4)?, gpu.alloc(d)?, gpu.alloc(d / 32 * 8)?, gpu.alloc(n * n * 4)?];
+            // (the decode configuration: hc_sinkhorn on the side stream unless DS4_HC_SIDE=0)
+            let z = if hc_side_enabled() { bufs[9].ptr } else { 0 };
+            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
             Ok((b, bufs))
         };
         let (bo, so) = state()?;
@@ -1802,7 +1804,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
         let (e, mx, tk) = (col(0), col(1), col(2));
         let f = &tv[3 * split..];
         let trace_line = format!(
-            "  trace us: block entry med {:.2} max {:.2} | mixes done med {:.2} max {:.2} | ticket med {:.2} max {:.2} | last block: partials {:.2} collapse {:.2} barrier {:.2} sinkhorn {:.2} int8 {:.2}",
+            "  trace us: block entry med {:.2} max {:.2} | mixes done med {:.2} max {:.2} | ticket med {:.2} max {:.2} | last block: partials {:.2} collapse {:.2} barrier {:.2} sinkhorn (side: logits) {:.2} int8 {:.2}",
             e.0, e.1, mx.0, mx.1, tk.0, tk.1, us(f[0]), us(f[2]), us(f[3]), us(f[1]), us(f[4])
         );
         println!(

@@ -151,6 +151,7 @@ struct HcStepArgs {
     xn_out: u64,
     q8s: u64,
     q8d: u64,
+    z_out: u64,
     m: i32,
     d: i32,
     n: i32,
@@ -185,6 +186,9 @@ pub(crate) struct HcBufs {
     pub pdot: DevPtr,
     pub pss: DevPtr,
     pub ticket: DevPtr,
+    /// hc_step's comb logits [T][N][N] for hc_sinkhorn on the side stream (0: the finishing
+    /// block runs the Sinkhorn itself)
+    pub z: DevPtr,
     /// 32-column slices (D / 32 rounded up)
     pub split: usize,
     pub d: usize,
@@ -198,6 +202,7 @@ pub(crate) struct HcBufs {
 /// outputs added in slot order; y == 0: none) and the partial sums of the next hc_pre with
 /// mixing weights `fn_ptr` (`m` mixes), for `t` tokens.
 pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize) -> Result<()> {
+    gpu.join_side()?; // reads comb (hc_sinkhorn's output)
     let args = Args::new()
         .a(b.s)
         .a(y)
@@ -219,6 +224,7 @@ pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny:
 /// The finish of hc_pre `f` for tokens [t0, t0+t) (its partial sums from launch_hc_post_mix),
 /// xn rows written from `f.out` on (`f.q8` is not written here: see launch_quant_q8).
 pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &HcFinish) -> Result<()> {
+    gpu.join_side()?; // writes comb (as a pending hc_sinkhorn may)
     let (ns, n, d, m) = (b.split, b.n, b.d, f.m);
     let args = Args::new()
         .a(b.s + (t0 * n * d * 4) as u64)
@@ -250,7 +256,10 @@ pub(crate) fn launch_hc_step(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usi
 /// {entry, mixes done, ticket taken}, then the finishing block's {partials reduced, Sinkhorn
 /// done, collapse done, group barrier passed, int8 rows written} (the kernel bench reads them).
 pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish, trace: DevPtr) -> Result<()> {
+    gpu.join_side()?; // reads comb (hc_sinkhorn's output)
     let (q8s, q8d) = f.q8.unwrap_or((0, 0));
+    let side = f.m > b.n && b.z != 0;
+    let z_out = if side { b.z } else { 0 };
     let a = HcStepArgs {
         s: b.s,
         y,
@@ -268,6 +277,7 @@ pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, 
         xn_out: f.out,
         q8s,
         q8d,
+        z_out,
         m: f.m as i32,
         d: b.d as i32,
         n: b.n as i32,
@@ -278,7 +288,20 @@ pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, 
         pad: 0,
         trace,
     };
-    gpu.launch("hc_step", (b.split as u32, t as u32, 1), 1024, (2 * b.d * 4) as u32, Args::new().a(a))
+    gpu.launch("hc_step", (b.split as u32, t as u32, 1), 1024, (2 * b.d * 4) as u32, Args::new().a(a))?;
+    if side {
+        // comb is read by the next hc launch only (which joins): the Sinkhorn overlaps the layer
+        let args = Args::new().a(b.z).a(b.comb).a(b.n as i32).a(b.iters as i32).a(b.hc_eps);
+        gpu.launch_side("hc_sinkhorn", (t as u32, 1, 1), 32, 0, args)?;
+    }
+    Ok(())
+}
+
+/// `DS4_HC_SIDE=0` keeps the Sinkhorn in hc_step's finishing block instead of hc_sinkhorn on
+/// the side stream (read once).
+pub(crate) fn hc_side_enabled() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_HC_SIDE").map(|v| v != "0").unwrap_or(true))
 }
 
 /// `DS4_HC_STEP=0` keeps decode's separate hc_post_mix / hc_finish / quant_q8 launches
@@ -1101,6 +1124,8 @@ struct Scratch {
     pss: DevBuf,
     /// hc_step's per-token "last block" tickets (zero between launches)
     ticket: DevBuf,
+    /// hc_step's comb logits for hc_sinkhorn [HC_STEP_MAX_T][N][N]
+    hcz: DevBuf,
     /// router_dec's ticket
     rticket: DevBuf,
     qa: DevBuf,
@@ -1542,6 +1567,7 @@ impl CudaSession {
             pdot: f4(t * hc_split * 24)?,
             pss: gpu.alloc(t * hc_split * 8)?,
             ticket: gpu.alloc_zeroed(4 * HC_STEP_MAX_T)?,
+            hcz: f4(HC_STEP_MAX_T * n * n)?,
             rticket: gpu.alloc_zeroed(4)?,
             qa: f4(t * d.rq)?,
             qr: f4(t * d.rq)?,
@@ -1997,6 +2023,7 @@ impl CudaSession {
             pdot: sc.pdot.ptr,
             pss: sc.pss.ptr,
             ticket: sc.ticket.ptr,
+            z: if hc_side_enabled() { sc.hcz.ptr } else { 0 },
             split: self.hc_split,
             d: d.d,
             n: d.n_hc,

@@ -184,6 +184,41 @@ __device__ __forceinline__ void sinkhorn_nt(float (&c)[MAXN][MAXN], int iters, f
     }
 }
 
+// The Sinkhorn of the N x N logits in c (replicated in every lane of a warp), lane a*N+b
+// storing C[a][b] at out[a*N+b] (selected by unrolled compares: no local-memory indexing).
+__device__ __forceinline__ void sinkhorn_warp_store(float (&c)[MAXN][MAXN], int N, int iters, float hc_eps, int lane, float* out) {
+    switch (N) {
+        case 1: sinkhorn_nt<1>(c, iters, hc_eps); break;
+        case 2: sinkhorn_nt<2>(c, iters, hc_eps); break;
+        case 3: sinkhorn_nt<3>(c, iters, hc_eps); break;
+        default: sinkhorn_nt<4>(c, iters, hc_eps); break;  // N <= MAXN (checked by the host)
+    }
+    float mine = 0.f;
+#pragma unroll
+    for (int a = 0; a < MAXN; a++)
+#pragma unroll
+        for (int b = 0; b < MAXN; b++)
+            if (a < N && b < N && lane == a * N + b) mine = c[a][b];
+    if (lane < N * N) out[lane] = mine;
+}
+
+// Decode's Sinkhorn off hc_step's critical path: hc_step's finishing block stores the comb
+// logits (z_out) and this one-warp launch, on a side stream forked after hc_step and joined
+// before the next hc launch, turns them into comb while the layer's next kernels run (20
+// dependent iterations: ~4.5 us that were the finishing block's tail). grid T, 32 threads.
+extern "C" __global__ void __launch_bounds__(32) hc_sinkhorn(const float* __restrict__ z, float* __restrict__ comb, int N, int iters,
+                                                            float hc_eps) {
+    PDL_ENTRY;
+    int t = blockIdx.x, lane = threadIdx.x;
+    const float* zt = z + (i64)t * N * N;
+    float c[MAXN][MAXN];
+#pragma unroll
+    for (int a = 0; a < MAXN; a++)
+#pragma unroll
+        for (int b = 0; b < MAXN; b++) c[a][b] = (a < N && b < N) ? zt[a * N + b] : 0.f;
+    sinkhorn_warp_store(c, N, iters, hc_eps, lane, comb + (i64)t * N * N);
+}
+
 // Columns per thread whose streams hc_finish_tok loads before the partial sums (covers
 // D = 4096 at 1024 threads with the Sinkhorn warp aside).
 #define HC_PRE 5
@@ -203,7 +238,7 @@ __device__ __forceinline__ void sinkhorn_nt(float (&c)[MAXN][MAXN], int iters, f
 __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, int ps, const double* pss, int nsplit, int M, int D,
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
                               const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,
-                              float* comb_out, float* xn_out, signed char* q8s, float2* q8d, float* xsh,
+                              float* comb_out, float* z_out, float* xn_out, signed char* q8s, float2* q8d, float* xsh,
                               u64* tr = nullptr) {
     __shared__ double shd[32];
     __shared__ float mix_s[MAXM];
@@ -251,8 +286,8 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
     if (tr && threadIdx.x == 0) tr[0] = gtimer();
     float rs = rs_s;
     if (sink && w == 0) {
-        // post and the Sinkhorn iterations (they need only the mixes), overlapped with the
-        // other warps' collapse. Every lane holds the whole N x N matrix in registers (no
+        // post and the Sinkhorn iterations (they need only the mixes; with z_out only their
+        // logits), overlapped with the other warps' collapse. Every lane holds the whole N x N matrix in registers (no
         // shuffles: the row and column sums of an iteration are independent chains) and sums
         // in index order (same arithmetic as the CPU's serial loops).
         if (lane < N) post_out[t * N + lane] = 2.f * sigmoidf_((mix_s[N + lane] * rs) * sb_s[1] + sb_s[3 + N + lane]);
@@ -262,20 +297,12 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
 #pragma unroll
             for (int b = 0; b < MAXN; b++)
                 c[a][b] = (a < N && b < N) ? (mix_s[2 * N + a * N + b] * rs) * sb_s[2] + sb_s[3 + 2 * N + a * N + b] : 0.f;
-        switch (N) {
-            case 1: sinkhorn_nt<1>(c, iters, hc_eps); break;
-            case 2: sinkhorn_nt<2>(c, iters, hc_eps); break;
-            case 3: sinkhorn_nt<3>(c, iters, hc_eps); break;
-            default: sinkhorn_nt<4>(c, iters, hc_eps); break;  // N <= MAXN (checked by the host)
+        if (z_out) {
+            // the logits for hc_sinkhorn (decode: the Sinkhorn runs on a side stream)
+            if (lane < N * N) z_out[t * N * N + lane] = (mix_s[2 * N + lane] * rs) * sb_s[2] + sb_s[3 + 2 * N + lane];
+        } else {
+            sinkhorn_warp_store(c, N, iters, hc_eps, lane, comb_out + t * N * N);
         }
-        // lane a*N+b stores C[a][b] (selected by unrolled compares: no local-memory indexing)
-        float mine = 0.f;
-#pragma unroll
-        for (int a = 0; a < MAXN; a++)
-#pragma unroll
-            for (int b = 0; b < MAXN; b++)
-                if (a < N && b < N && lane == a * N + b) mine = c[a][b];
-        if (lane < N * N) comb_out[t * N * N + lane] = mine;
         if (tr && lane == 0) tr[1] = gtimer();
         return;  // the other warps synchronize among themselves (named barrier 1) from here on
     }
@@ -349,8 +376,8 @@ extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __rest
                                                             float* xn_out) {
     PDL_ENTRY;
     extern __shared__ float xsh[];
-    hc_finish_tok(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, xn_out,
-                  nullptr, nullptr, xsh);
+    hc_finish_tok(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, nullptr,
+                  xn_out, nullptr, nullptr, xsh);
 }
 
 // Decode (small T): hc_post_mix and hc_finish in one launch. grid (D/32, T), 1024 threads: a
@@ -379,6 +406,7 @@ struct HcStepArgs {
     float* xn_out;
     signed char* q8s;     // optional int8 copy of xn_out (nullptr: none)
     float2* q8d;
+    float* z_out;         // nullptr: the finishing block runs the Sinkhorn; else its logits, for hc_sinkhorn
     int M, D, N, ny, iters;
     float eps, hc_eps;
     u64* trace;           // kernel bench only (nullptr: off): phase times, see hc_bench
@@ -474,7 +502,7 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
     if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 2] = gtimer();
     if (!last_s) return;
     hc_finish_tok(t, a.S, a.pdot, nsplit, 1, a.pss, nsplit, M, D, N, a.scale, a.base, a.norm_w, a.eps, a.iters, a.hc_eps, a.post_out,
-                  a.comb_out, a.xn_out, a.q8s, a.q8d, xsh, a.trace ? a.trace + 3 * nsplit : nullptr);
+                  a.comb_out, a.z_out, a.xn_out, a.q8s, a.q8d, xsh, a.trace ? a.trace + 3 * nsplit : nullptr);
 }
 
 // Rotate interleaved pairs of the last R values of v (shared memory) at position pos.
