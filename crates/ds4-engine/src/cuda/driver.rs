@@ -38,7 +38,8 @@ pub fn kernel_source() -> String {
         .collect::<String>()
         + &format!("static_assert(GR_ST == {}, \"GR_ST differs from session.rs\");\n", super::session::GR_ST)
         + &format!("static_assert(IDX_ROWS_PER_BLOCK == {}, \"IDX_ROWS_PER_BLOCK differs from session.rs\");\n", super::session::IDX_ROWS_PER_BLOCK)
-        + &format!("static_assert(MAX_JOBS == {}, \"MAX_JOBS differs from session.rs\");\n", super::session::MAX_JOBS);
+        + &format!("static_assert(MAX_JOBS == {}, \"MAX_JOBS differs from session.rs\");\n", super::session::MAX_JOBS)
+        + &format!("static_assert(T_HC_SK == {}, \"T_HC_SK differs from session.rs\");\n", super::session::T_HC_SK);
     format!(
         "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
         include_str!("kernels/common.cuh"),
@@ -60,7 +61,7 @@ pub const KERNELS: &[&str] = &[
     "hc_post_mix", "hc_finish", "hc_step", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4", "read_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "quant_q8", "mvq_b2", "mvq_b3",
-    "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "router_dec", "hc_sinkhorn",
+    "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "router_dec",
 ];
 
 static NVRTC_PRELOAD: OnceLock<Option<String>> = OnceLock::new();
@@ -347,21 +348,7 @@ pub struct Gpu {
     /// Timing ablation only: kernels named in `DS4_SKIP_KERNELS` (comma list) are not launched,
     /// so a run shows what the rest costs. The results of such a run are meaningless.
     skip: Vec<String>,
-    /// A second stream for small launches off the critical path (decode's hc_sinkhorn): forked
-    /// from the main stream and joined back by events, which graph capture turns into a
-    /// parallel branch. Dropped before the context (declared after `stream`, like it).
-    side: Side,
 }
-
-/// See `Gpu::launch_side`.
-struct Side {
-    stream: Arc<CudaStream>,
-    fork: Event,
-    join: Event,
-    /// Work was queued on the side stream since the last `join_side`.
-    pending: std::sync::atomic::AtomicBool,
-}
-
 // SAFETY: the context is bound per call (bind_to_thread) and all work goes to one stream.
 unsafe impl Send for Gpu {}
 unsafe impl Sync for Gpu {}
@@ -409,19 +396,12 @@ impl Gpu {
             Ok(Event { ev, ctx: ctx.clone() })
         };
         let prof_ev = (mk()?, mk()?);
-        let side = {
-            let ev = || -> Result<Event> {
-                let ev = dr::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(derr("event"))?;
-                Ok(Event { ev, ctx: ctx.clone() })
-            };
-            Side { stream: ctx.new_stream().map_err(derr("stream"))?, fork: ev()?, join: ev()?, pending: Default::default() }
-        };
         let pdl = cc.0 >= 9 && std::env::var("DS4_PDL").map(|v| v == "1").unwrap_or(false);
         let skip: Vec<String> = std::env::var("DS4_SKIP_KERNELS").map(|v| v.split(',').map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect()).unwrap_or_default();
         if !skip.is_empty() {
             eprintln!("ds4: DS4_SKIP_KERNELS set (timing ablation, outputs are meaningless): {skip:?}");
         }
-        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, smem_optin, compile_s, profile, prof_ev, pdl, skip, side, blas: OnceLock::new(), seq: Default::default() };
+        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, smem_optin, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default() };
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_step", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
@@ -562,7 +542,6 @@ impl Gpu {
         if dst.is_empty() {
             return Ok(());
         }
-        self.join_side()?;
         // SAFETY: src holds at least dst.len() elements (caller); dst outlives the sync below.
         unsafe { dr::memcpy_dtoh_async(dst, src, self.cu_stream()) }.map_err(derr("dtoh"))?;
         self.sync()
@@ -578,7 +557,6 @@ impl Gpu {
     }
 
     pub fn sync(&self) -> Result<()> {
-        self.join_side()?;
         // SAFETY: valid stream.
         unsafe { dr::stream::synchronize(self.cu_stream()) }.map_err(derr("synchronize"))
     }
@@ -620,36 +598,6 @@ impl Gpu {
             }
             Ok(())
         })
-    }
-
-    /// Launch `name` on the side stream, after everything queued on the main stream so far and
-    /// concurrently with what is queued there next, until `join_side` (which `sync`,
-    /// `end_capture` and the readers of its output call). For work that the next few main-stream
-    /// kernels do not read. With `DS4_PROFILE` it runs on the main stream (timed like the rest).
-    pub fn launch_side(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, mut args: Args) -> Result<()> {
-        if self.profile.is_some() {
-            return self.launch(name, grid, block, smem, args);
-        }
-        self.bump();
-        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || self.skip.iter().any(|k| k == name) {
-            return Ok(());
-        }
-        self.record(&self.side.fork)?;
-        self.side.fork.wait_on(&self.side.stream)?;
-        // SAFETY: args match the kernel's parameter list (checked by construction in callers);
-        // the side stream belongs to our context.
-        unsafe { dr::launch_kernel(self.f(name), grid, (block, 1, 1), smem, self.side.stream.cu_stream(), args.ptrs()) }.map_err(derr(name))?;
-        self.side.join.record_on(&self.side.stream)?;
-        self.side.pending.store(true, std::sync::atomic::Ordering::Release);
-        Ok(())
-    }
-
-    /// Make the main stream wait for the side stream's launches so far (no-op when none).
-    pub fn join_side(&self) -> Result<()> {
-        if self.side.pending.swap(false, std::sync::atomic::Ordering::AcqRel) {
-            self.side.join.wait_on(&self.stream)?;
-        }
-        Ok(())
     }
 
     /// Run `f` (work queued on our stream by a library, e.g. cuBLAS) and, when `DS4_PROFILE`
@@ -704,8 +652,6 @@ impl Gpu {
         .map_err(derr("begin capture"))
     }
     pub fn end_capture(&self) -> Result<Graph> {
-        // a forked branch must rejoin the capturing stream before the capture ends
-        self.join_side()?;
         // SAFETY: capture begun on this stream.
         let g = unsafe { dr::stream::end_capture(self.cu_stream()) }.map_err(derr("end capture"))?;
         // SAFETY: g is a valid captured graph.

@@ -1460,7 +1460,7 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
 /// max |new-old| / max |old|, non-finite outputs, and `det`: the new kernel's output after
 /// the timing loop (hundreds of launches: the counters must reset) bit-identical to its first.
 pub fn dec_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{attn_dec_bufs, attn_dec_nsplit, launch_attn_dec, launch_attn_dec_traced, launch_attn_simt, launch_route, launch_router_dec, nsplit_decode, AttnIo, RouterDecArgs};
+    use super::session::{attn_dec_bufs, attn_dec_nsplit, launch_attn_dec, launch_attn_dec_traced, launch_attn_simt, launch_route, launch_router_dec, nsplit_decode, AttnIo, HcSk, RouterDecArgs};
     let reps = 200usize;
     let time = |f: &dyn Fn() -> Result<()>| graph_us(gpu, reps, f);
     let cmp = |y: &[f32], r: &[f32]| -> (f64, usize) {
@@ -1598,8 +1598,25 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
         println!("{:<44} {:>8.2} {:>8.2} {:>6.2}x {:>10} {:>4} {:>4}", name, us_old, us_new, us_old / us_new, rel_s, mism, if det { "ok" } else { "NO" });
     }
     // router_dec (matvec + selection in one launch) against matvec_grouped + moe_route_w:
-    // logits, choices and weights must be bit-identical (same row_dot arithmetic)
-    println!("{:<44} {:>8} {:>8} {:>7} {:>10} {:>4} {:>4}", "decode router matvec + route", "old us", "new us", "speedup", "identical", "sel!", "det");
+    // logits, choices and weights must be bit-identical (same row_dot arithmetic). router_dec
+    // also runs a deferred Sinkhorn (its extra block), checked against the CPU's (ops::sinkhorn)
+    println!("{:<44} {:>8} {:>8} {:>7} {:>10} {:>4} {:>4} {:>9}", "decode router matvec + route", "old us", "new us", "speedup", "identical", "sel!", "det", "sk rel");
+    let (skz, skc, sk_ref) = {
+        let mut seed = 0x5eed_u64;
+        let z: Vec<f32> = (0..16).map(|_| frand(&mut seed) * 6.0 - 3.0).collect();
+        let mut c = vec![0f32; 16];
+        crate::ops::sinkhorn(&z, 4, 20, 1e-6, &mut c);
+        let zb = gpu.alloc(16 * 4)?;
+        gpu.htod(zb.ptr, &z)?;
+        (zb, gpu.alloc(16 * 4)?, c)
+    };
+    let sk = HcSk { z: skz.ptr, comb: skc.ptr, n: 4, iters: 20, eps: 1e-6, pad: 0 };
+    let sk_rel = || -> Result<f64> {
+        let mut c = vec![0f32; 16];
+        gpu.dtoh(&mut c, skc.ptr)?;
+        let rel = c.iter().zip(&sk_ref).fold(0f64, |m, (a, b)| m.max(((*a as f64) - (*b as f64)).abs() / (*b as f64).abs().max(1e-30)));
+        Ok(if c.iter().all(|v| v.is_finite()) { rel } else { f64::INFINITY })
+    };
     for &(e, k, dd, ty) in &[(256usize, 6usize, 4096usize, GgmlType::F16), (256, 6, 4096, GgmlType::Q8_0), (8, 2, 256, GgmlType::F16)] {
         let name = format!("router {ty:?} E{e} K{k} D{dd}");
         let data = random_blocks(ty, dd * e, 77 + e as u64);
@@ -1618,10 +1635,12 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
             table.run(gpu, 1)?;
             launch_route(gpu, true, 1, lo.ptr, bb.ptr, 0, 0, e, k, 1.5, true, so.ptr, wo.ptr)
         };
-        let a = RouterDecArgs { w: m.wmat(), x: xb.ptr, logits: ln.ptr, bias: bb.ptr, sel: sn.ptr, wts: wn.ptr, ticket: ticket.ptr, e: e as i32, k: k as i32, wscale: 1.5, wnorm: 1 };
+        let a = RouterDecArgs { w: m.wmat(), x: xb.ptr, logits: ln.ptr, bias: bb.ptr, sel: sn.ptr, wts: wn.ptr, ticket: ticket.ptr, e: e as i32, k: k as i32, wscale: 1.5, wnorm: 1, sk };
         let new = || launch_router_dec(gpu, a);
         old()?;
+        gpu.memset0(skc.ptr, 16 * 4)?;
         new()?;
+        let skr = sk_rel()?;
         let got = |l: u64, s: u64, w: u64| -> Result<(Vec<f32>, Vec<i32>, Vec<f32>)> {
             let (mut lv, mut sv, mut wv) = (vec![0f32; e], vec![0i32; k], vec![0f32; k]);
             gpu.dtoh(&mut lv, l)?;
@@ -1640,8 +1659,17 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
         let same = bits(&l0, &l1) && bits(&w0, &w1) && s0 == s1;
         let det = bits(&l1, &l2) && bits(&w1, &w2) && s1 == s2 && tz[0] == 0;
         let mism = s0.iter().zip(&s1).filter(|(a, b)| a != b).count();
-        println!("{:<44} {:>8.2} {:>8.2} {:>6.2}x {:>10} {:>4} {:>4}", name, us_old, us_new, us_old / us_new, if same { "yes" } else { "NO" }, mism, if det { "ok" } else { "NO" });
+        println!("{:<44} {:>8.2} {:>8.2} {:>6.2}x {:>10} {:>4} {:>4} {:>9.2e}{}", name, us_old, us_new, us_old / us_new, if same { "yes" } else { "NO" }, mism, if det { "ok" } else { "NO" }, skr, if skr < 1e-5 { "" } else { " FAIL" });
     }
+    // the same Sinkhorn as a matvec_grouped job (MvJob::hc_sk) next to a matvec
+    gpu.memset0(skc.ptr, 16 * 4)?;
+    let skr = {
+        let m = upload_raw_mat(gpu, "sk", GgmlType::F16, vec![256, 64], &random_blocks(GgmlType::F16, 256 * 64, 5))?;
+        let (x, y) = (gpu.alloc_zeroed(256 * 4)?, gpu.alloc(64 * 4)?);
+        JobTable::new(gpu, &mut [MvJob::plain(m.wmat(), x.ptr, y.ptr), MvJob::hc_sk(&sk)])?.run(gpu, 2)?;
+        sk_rel()?
+    };
+    println!("{} matvec_grouped Sinkhorn job vs ops::sinkhorn: max rel {skr:.2e}", if skr < 1e-5 { "ok  " } else { "FAIL" });
     gpu.sync()
 }
 
@@ -1699,7 +1727,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
 /// timing loop (its tickets must reset). The process is small, so Nsight Compute's kernel
 /// replay can profile hc_step here (on the full model it did not finish).
 pub fn hc_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, hc_side_enabled, HcBufs, HcFinish};
+    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcBufs, HcFinish, HcSk};
     println!(
         "{:<34} {:>8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>5} {:>4} {:>4}",
         "hyper-connection step (T=1)", "old us", "new us", "speedup", "S rel", "post/comb", "xn rel", "q8!", "nan", "det"
@@ -1727,8 +1755,8 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
         // one state per path: S, post, comb, partial sums, ticket, xn, int8 copy
         let state = || -> Result<(HcBufs, Vec<DevBuf>)> {
             let bufs = vec![up(&s0)?, up(&post0)?, up(&comb0)?, gpu.alloc(split * m * 4)?, gpu.alloc(split * 8)?, gpu.alloc_zeroed(4)?, gpu.alloc(d * 4)?, gpu.alloc(d)?, gpu.alloc(d / 32 * 8)?, gpu.alloc(n * n * 4)?];
-            // (the decode configuration: hc_sinkhorn on the side stream unless DS4_HC_SIDE=0)
-            let z = if hc_side_enabled() { bufs[9].ptr } else { 0 };
+            // (the decode configuration: the Sinkhorn deferred to a job of the next launch)
+            let z = bufs[9].ptr;
             let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
             Ok((b, bufs))
         };
@@ -1744,7 +1772,18 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
                 None => Ok(()),
             }
         };
-        let new = || launch_hc_step(gpu, &bn, 1, yb.ptr, ny, fnb.ptr, &fnw);
+        // decode's pair: hc_step deferring the Sinkhorn, then the next launch's job for it (here
+        // a launch of that job alone; not timed: us_new is hc_step's own time)
+        let sk = HcSk { z: bn.z, comb: bn.comb, n: n as i32, iters: 20, eps: 1e-6, pad: 0 };
+        let sk_job = JobTable::new(gpu, &mut [MvJob::hc_sk(&sk)])?;
+        let step = || launch_hc_step(gpu, &bn, 1, yb.ptr, ny, fnb.ptr, &fnw);
+        let new = || -> Result<()> {
+            step()?;
+            if m > n {
+                sk_job.run(gpu, 1)?;
+            }
+            Ok(())
+        };
         old()?;
         new()?;
         gpu.sync()?;
@@ -1779,7 +1818,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
         // timing keeps stepping the same state (post-mix and finish feed each other as in
         // decode); the repeat check re-runs one step from the original inputs
         let us_old = graph_us(gpu, 200, &old)?;
-        let us_new = graph_us(gpu, 200, &new)?;
+        let us_new = graph_us(gpu, 200, &step)?;
         gpu.htod(bn.s, &s0)?;
         gpu.htod(bn.post, &post0)?;
         gpu.htod(bn.comb, &comb0)?;
@@ -1804,7 +1843,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
         let (e, mx, tk) = (col(0), col(1), col(2));
         let f = &tv[3 * split..];
         let trace_line = format!(
-            "  trace us: block entry med {:.2} max {:.2} | mixes done med {:.2} max {:.2} | ticket med {:.2} max {:.2} | last block: partials {:.2} collapse {:.2} barrier {:.2} sinkhorn (side: logits) {:.2} int8 {:.2}",
+            "  trace us: block entry med {:.2} max {:.2} | mixes done med {:.2} max {:.2} | ticket med {:.2} max {:.2} | last block: partials {:.2} collapse {:.2} barrier {:.2} sinkhorn (deferred: logits) {:.2} int8 {:.2}",
             e.0, e.1, mx.0, mx.1, tk.0, tk.1, us(f[0]), us(f[2]), us(f[3]), us(f[1]), us(f[4])
         );
         println!(

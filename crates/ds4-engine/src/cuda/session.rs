@@ -68,6 +68,11 @@ impl MvJob {
     pub(crate) fn plain(w: WMat, x: u64, y: u64) -> MvJob {
         MvJob { w, x, y, x_grp_rows: w.rows, nslots: 1, ..Default::default() }
     }
+    /// Not a matvec: the deferred Sinkhorn `sk` as a one-block job (matmul.cuh `T_HC_SK`).
+    pub(crate) fn hc_sk(sk: &HcSk) -> MvJob {
+        let w = WMat { ty: T_HC_SK, rows: sk.n, cols: sk.iters, ..Default::default() };
+        MvJob { w, x: sk.z, y: sk.comb, x_grp_rows: sk.n, nslots: 1, pad: sk.eps.to_bits() as i32, ..Default::default() }
+    }
 }
 
 #[repr(C)]
@@ -186,8 +191,8 @@ pub(crate) struct HcBufs {
     pub pdot: DevPtr,
     pub pss: DevPtr,
     pub ticket: DevPtr,
-    /// hc_step's comb logits [T][N][N] for hc_sinkhorn on the side stream (0: the finishing
-    /// block runs the Sinkhorn itself)
+    /// hc_step's comb logits [T][N][N], for the next launch's Sinkhorn job (`MvJob::hc_sk`,
+    /// router_dec's `sk`); 0: the finishing block runs the Sinkhorn itself
     pub z: DevPtr,
     /// 32-column slices (D / 32 rounded up)
     pub split: usize,
@@ -202,7 +207,6 @@ pub(crate) struct HcBufs {
 /// outputs added in slot order; y == 0: none) and the partial sums of the next hc_pre with
 /// mixing weights `fn_ptr` (`m` mixes), for `t` tokens.
 pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize) -> Result<()> {
-    gpu.join_side()?; // reads comb (hc_sinkhorn's output)
     let args = Args::new()
         .a(b.s)
         .a(y)
@@ -224,7 +228,6 @@ pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny:
 /// The finish of hc_pre `f` for tokens [t0, t0+t) (its partial sums from launch_hc_post_mix),
 /// xn rows written from `f.out` on (`f.q8` is not written here: see launch_quant_q8).
 pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &HcFinish) -> Result<()> {
-    gpu.join_side()?; // writes comb (as a pending hc_sinkhorn may)
     let (ns, n, d, m) = (b.split, b.n, b.d, f.m);
     let args = Args::new()
         .a(b.s + (t0 * n * d * 4) as u64)
@@ -243,7 +246,7 @@ pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &H
         .a(b.post + (t0 * n * 4) as u64)
         .a(b.comb + (t0 * n * n * 4) as u64)
         .a(f.out);
-    gpu.launch("hc_finish", (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, (2 * d * 4) as u32, args)
+    gpu.launch("hc_finish", (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, hc_fin_smem(n, d), args)
 }
 
 /// hc_post_mix + hc_finish (+ the int8 copy of xn when `f.q8`) in one launch (model.cuh
@@ -256,10 +259,8 @@ pub(crate) fn launch_hc_step(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usi
 /// {entry, mixes done, ticket taken}, then the finishing block's {partials reduced, Sinkhorn
 /// done, collapse done, group barrier passed, int8 rows written} (the kernel bench reads them).
 pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish, trace: DevPtr) -> Result<()> {
-    gpu.join_side()?; // reads comb (hc_sinkhorn's output)
     let (q8s, q8d) = f.q8.unwrap_or((0, 0));
-    let side = f.m > b.n && b.z != 0;
-    let z_out = if side { b.z } else { 0 };
+    let z_out = if f.m > b.n { b.z } else { 0 };
     let a = HcStepArgs {
         s: b.s,
         y,
@@ -288,20 +289,20 @@ pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, 
         pad: 0,
         trace,
     };
-    gpu.launch("hc_step", (b.split as u32, t as u32, 1), 1024, (2 * b.d * 4) as u32, Args::new().a(a))?;
-    if side {
-        // comb is read by the next hc launch only (which joins): the Sinkhorn overlaps the layer
-        let args = Args::new().a(b.z).a(b.comb).a(b.n as i32).a(b.iters as i32).a(b.hc_eps);
-        gpu.launch_side("hc_sinkhorn", (t as u32, 1, 1), 32, 0, args)?;
-    }
-    Ok(())
+    gpu.launch("hc_step", (b.split as u32, t as u32, 1), 1024, hc_fin_smem(b.n, b.d), Args::new().a(a))
 }
 
-/// `DS4_HC_SIDE=0` keeps the Sinkhorn in hc_step's finishing block instead of hc_sinkhorn on
-/// the side stream (read once).
-pub(crate) fn hc_side_enabled() -> bool {
+/// Dynamic shared memory of hc_finish_tok's callers (model.cuh `HC_FIN_SMEM`: the staged
+/// streams and norm weights).
+fn hc_fin_smem(n: usize, d: usize) -> u32 {
+    ((n + 1) * d * 4) as u32
+}
+
+/// `DS4_HC_SK=0` keeps decode's Sinkhorn in hc_step's finishing block instead of deferring it
+/// to a job of the next launch (read once).
+fn hc_sk_enabled() -> bool {
     static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_HC_SIDE").map(|v| v != "0").unwrap_or(true))
+    *V.get_or_init(|| std::env::var("DS4_HC_SK").map(|v| v != "0").unwrap_or(true))
 }
 
 /// `DS4_HC_STEP=0` keeps decode's separate hc_post_mix / hc_finish / quant_q8 launches
@@ -697,7 +698,25 @@ pub(crate) struct RouterDecArgs {
     pub k: i32,
     pub wscale: f32,
     pub wnorm: i32,
+    /// a deferred Sinkhorn for router_dec's extra block (z == 0: none)
+    pub sk: HcSk,
 }
+
+/// A Sinkhorn deferred by hc_step to the next launch (model.cuh `HcSk`, `hc_sk_warp`): comb
+/// [N][N] from the logits hc_step stored at z.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct HcSk {
+    pub z: u64,
+    pub comb: u64,
+    pub n: i32,
+    pub iters: i32,
+    pub eps: f32,
+    pub pad: i32,
+}
+
+/// matvec_grouped's job type for a deferred Sinkhorn (matmul.cuh `T_HC_SK`).
+pub(crate) const T_HC_SK: i32 = 99;
 
 /// Whether `router_dec` runs this layer's decode router: a selected (not hash-routed) layer,
 /// E <= 256, K <= 32, an F32 / F16 / Q8_0 router over a row of whole 32-value groups, unless
@@ -711,7 +730,8 @@ pub(crate) fn router_dec_ok(w: &WMat, hashed: bool, e: usize, k: usize) -> bool 
 /// Decode router matvec + selection in one launch (`router_dec`; the caller checks
 /// `router_dec_ok`). `ticket`: one i32, zero between launches (each launch leaves it zero).
 pub(crate) fn launch_router_dec(gpu: &Gpu, a: RouterDecArgs) -> Result<()> {
-    gpu.launch("router_dec", ((a.e as u32).div_ceil(8), 1, 1), 256, a.w.cols as u32 * 4, Args::new().a(a))
+    let blocks = (a.e as u32).div_ceil(8) + (a.sk.z != 0) as u32;
+    gpu.launch("router_dec", (blocks, 1, 1), 256, a.w.cols as u32 * 4, Args::new().a(a))
 }
 
 /// Router for `t` tokens: moe_route_w when `new` and the shape fits (E <= 256, K <= 32), else
@@ -1074,13 +1094,16 @@ impl<J: GridJob> Jobs<J> {
 
 impl GridJob for MvJob {
     fn blocks(&self) -> usize {
+        if self.w.ty == T_HC_SK {
+            return 1;
+        }
         self.nslots as usize * (self.w.rows as usize).div_ceil(MV_ROWS_PER_BLOCK)
     }
     fn set_block0(&mut self, b: i32) {
         self.block0 = b;
     }
     fn smem(&self) -> u32 {
-        self.w.cols as u32 * 4
+        if self.w.ty == T_HC_SK { 0 } else { self.w.cols as u32 * 4 }
     }
 }
 
@@ -1094,7 +1117,10 @@ impl JobTable {
 }
 
 struct LayerJobs {
+    /// q_a, kv and the compressor / indexer projections (`na` jobs), then the deferred
+    /// Sinkhorn job when `hc_sk_enabled` (run only after an hc_step that deferred it)
     a: JobTable,
+    na: usize,
     b: JobTable,
     c: JobTable,
     d: JobTable,
@@ -1124,7 +1150,7 @@ struct Scratch {
     pss: DevBuf,
     /// hc_step's per-token "last block" tickets (zero between launches)
     ticket: DevBuf,
-    /// hc_step's comb logits for hc_sinkhorn [HC_STEP_MAX_T][N][N]
+    /// hc_step's comb logits [HC_STEP_MAX_T][N][N] (HcBufs::z)
     hcz: DevBuf,
     /// router_dec's ticket
     rticket: DevBuf,
@@ -1782,7 +1808,11 @@ impl CudaSession {
             let ly = &self.m.layers[l];
             let xn = sc.xn.ptr;
             let (a, b) = attn_side_mats(ly, sc);
-            let a: Vec<_> = a.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
+            let mut a: Vec<_> = a.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
+            let na = a.len();
+            if hc_sk_enabled() {
+                a.push(MvJob::hc_sk(&self.hc_sk()));
+            }
             let b: Vec<_> = b.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
             let mut oa = job(ly.out_a.wmat(), sc.heads.ptr, sc.low.ptr);
             oa.x_grp_rows = d.ro as i32;
@@ -1804,7 +1834,7 @@ impl CudaSession {
             ue.sel = sc.esel.ptr;
             let f = vec![ge, ue];
             let mk = |mut v: Vec<MvJob>| JobTable::new(&gpu, &mut v);
-            all.push(LayerJobs { a: mk(a)?, b: mk(b)?, c: mk(c)?, d: mk(dd)?, e: mk(e)?, f: mk(f)? });
+            all.push(LayerJobs { a: mk(a)?, na, b: mk(b)?, c: mk(c)?, d: mk(dd)?, e: mk(e)?, f: mk(f)? });
         }
         self.jobs = all;
         self.head_job = JobTable::new(&gpu, &mut [job(self.m.output.wmat(), sc.yhead.ptr, sc.logits.ptr)])?;
@@ -2023,7 +2053,7 @@ impl CudaSession {
             pdot: sc.pdot.ptr,
             pss: sc.pss.ptr,
             ticket: sc.ticket.ptr,
-            z: if hc_side_enabled() { sc.hcz.ptr } else { 0 },
+            z: sc.hcz.ptr,
             split: self.hc_split,
             d: d.d,
             n: d.n_hc,
@@ -2045,13 +2075,19 @@ impl CudaSession {
 
     /// hc_post (with layer output `y`, `ny` rows summed; y == 0: none) and the partial sums
     /// of the next hc_pre (weights `fn_ptr`), then that hc_pre's finish when `fin` is given:
-    /// one fused launch for decode, else hc_post_mix + hc_finish (+ quant_q8).
-    fn hc_step(&self, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, fin: Option<HcFinish>) -> Result<()> {
-        let (gpu, b) = (self.gpu(), self.hc_bufs());
+    /// one fused launch for decode, else hc_post_mix + hc_finish (+ quant_q8). `defer`: the
+    /// caller's next launch can run the Sinkhorn job (`hc_sk`); returns whether it must.
+    fn hc_step(&self, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, fin: Option<HcFinish>, defer: bool) -> Result<bool> {
+        let (gpu, mut b) = (self.gpu(), self.hc_bufs());
         match fin {
             Some(f) if self.hc_fused(t) => {
                 debug_assert_eq!(f.m, m);
-                launch_hc_step(gpu, &b, t, y, ny, fn_ptr, &f)
+                let defer = defer && t == 1 && hc_sk_enabled() && f.m > b.n;
+                if !defer {
+                    b.z = 0;
+                }
+                launch_hc_step(gpu, &b, t, y, ny, fn_ptr, &f)?;
+                Ok(defer)
             }
             _ => {
                 launch_hc_post_mix(gpu, &b, t, y, ny, fn_ptr, m)?;
@@ -2061,9 +2097,15 @@ impl CudaSession {
                         launch_quant_q8(gpu, f.out, t * b.d, 0, 0, qs, qd)?;
                     }
                 }
-                Ok(())
+                Ok(false)
             }
         }
+    }
+
+    /// The Sinkhorn job of a deferring hc_step (one token: decode).
+    fn hc_sk(&self) -> HcSk {
+        let d = &self.m.dims;
+        HcSk { z: self.sc.hcz.ptr, comb: self.sc.comb.ptr, n: d.n_hc as i32, iters: d.sinkhorn as i32, eps: d.hc_eps, pad: 0 }
     }
 
     /// The finish of layer `l`'s attention-side hc_pre (-> sc.xn).
@@ -2127,7 +2169,8 @@ impl CudaSession {
         let mhc = nhc * (nhc + 2);
         // embedding and the first hc_pre partials
         gpu.launch("embed_rows", (t as u32, 1, 1), 256, 0, Args::new().a(self.m.tok_embd.ptr).a(sc.tok.ptr).a(sc.s.ptr).a(d.d as i32).a(nhc as i32))?;
-        self.hc_step(t, 0, 1, self.m.layers[0].hc_attn_fn.ptr, mhc, Some(self.attn_fin(0)))?;
+        // sk: the last hc_step deferred its Sinkhorn to the next launch (a job of it)
+        let mut sk = self.hc_step(t, 0, 1, self.m.layers[0].hc_attn_fn.ptr, mhc, Some(self.attn_fin(0)), decode)?;
         let idx_active = idx_rows > d.topk;
         for l in 0..d.n_layer {
             let ly = &self.m.layers[l];
@@ -2136,7 +2179,7 @@ impl CudaSession {
             let omega = if ratio == 0 { self.m.omega_main.ptr } else { self.m.omega_comp.ptr };
             // ---- attention (its hc_pre was finished by the previous hc_step) ----
             if decode {
-                self.jobs[l].a.run(gpu, self.jobs[l].a.len())?;
+                self.jobs[l].a.run(gpu, self.jobs[l].na + sk as usize)?;
             } else {
                 self.gemm(ly.q_a.wmat(), sc.xn.ptr, d.d, sc.qa.ptr, d.rq, t, None)?;
                 self.gemm(ly.kv.wmat(), sc.xn.ptr, d.d, sc.kvp.ptr, d.dh, t, None)?;
@@ -2279,11 +2322,12 @@ impl CudaSession {
             // ---- FFN (decode with int8 activations: the step also quantizes xn) ----
             let q8 = (decode && self.q8).then_some(sc.qx.at(0));
             let ffn_fin = HcFinish { m: mhc, scale: ly.hc_ffn_scale.ptr, base: ly.hc_ffn_base.ptr, norm: ly.ffn_norm.ptr, out: sc.xn.ptr, q8 };
-            self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin))?;
             let bias = ly.probs_b.as_ref().map(|b| b.ptr).unwrap_or(0);
             let tid2eid = ly.tid2eid.as_ref().map(|b| b.ptr).unwrap_or(0);
             let gw = ly.gate_inp.wmat();
             let fused_router = decode && self.q8 && t == 1 && router_dec_ok(&gw, tid2eid != 0, d.e, d.k);
+            // (only router_dec takes a Sinkhorn job on the FFN side)
+            sk = self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin), fused_router)?;
             if fused_router {
                 let a = RouterDecArgs {
                     w: gw,
@@ -2297,6 +2341,7 @@ impl CudaSession {
                     k: d.k as i32,
                     wscale: d.w_scale,
                     wnorm: d.w_norm as i32,
+                    sk: if sk { self.hc_sk() } else { HcSk::default() },
                 };
                 launch_router_dec(gpu, a)?;
             } else if decode && self.q8 {
@@ -2385,11 +2430,11 @@ impl CudaSession {
             } else {
                 (self.m.out_hc_fn.ptr, nhc, self.hc_fused(t).then(|| self.head_fin()))
             };
-            if decode && self.q8 {
-                self.hc_step(t, sc.ypair.ptr, d.k + 1, next_fn, next_m, fin)?;
+            sk = if decode && self.q8 {
+                self.hc_step(t, sc.ypair.ptr, d.k + 1, next_fn, next_m, fin, decode)?
             } else {
-                self.hc_step(t, sc.ffn_out.ptr, 1, next_fn, next_m, fin)?;
-            }
+                self.hc_step(t, sc.ffn_out.ptr, 1, next_fn, next_m, fin, decode)?
+            };
         }
         Ok(())
     }
@@ -2857,7 +2902,7 @@ pub(crate) fn kernel_arg_layouts() -> Vec<(&'static str, usize, usize)> {
             (stringify!($t), size_of::<$t>(), align_of::<$t>())
         };
     }
-    vec![l!(WMat), l!(MvJob), l!(MvJob2), l!(MvJobQ), l!(GemmArgs), l!(CompArgs), l!(HcStepArgs), l!(AttnArgs), l!(AttnTcArgs), l!(AttnDecArgs), l!(IdxTcArgs), l!(RouterDecArgs)]
+    vec![l!(WMat), l!(MvJob), l!(MvJob2), l!(MvJobQ), l!(GemmArgs), l!(CompArgs), l!(HcStepArgs), l!(AttnArgs), l!(AttnTcArgs), l!(AttnDecArgs), l!(IdxTcArgs), l!(RouterDecArgs), l!(HcSk)]
 }
 
 #[cfg(test)]

@@ -514,6 +514,7 @@ struct RouterDecArgs {
     int K;
     float wscale;
     int wnorm;
+    HcSk sk;  // a deferred Sinkhorn, run by one extra block (sk.z == nullptr: none)
 };
 
 // A warp's row with its loads issued before x is staged (MvPre: at 4096 F16 columns the whole
@@ -541,6 +542,11 @@ extern "C" __global__ void __launch_bounds__(256) router_dec(RouterDecArgs a) {
     PDL_ENTRY;
     extern __shared__ float4 xs_dyn[];
     __shared__ int last_s;
+    const int nrb = (a.E + 7) / 8;  // router blocks (8 rows each); block nrb: the Sinkhorn
+    if ((int)blockIdx.x == nrb) {
+        if (threadIdx.x < 32) hc_sk_warp(a.sk.z, a.sk.comb, a.sk.n, a.sk.iters, a.sk.eps);
+        return;
+    }
     switch (a.w.type) {  // the host launches F32 / F16 / Q8_0 routers only (no grid table needed)
         case T_F32: router_rows<T_F32>(a, xs_dyn); break;
         case T_F16: router_rows<T_F16>(a, xs_dyn); break;
@@ -550,7 +556,7 @@ extern "C" __global__ void __launch_bounds__(256) router_dec(RouterDecArgs a) {
     if (threadIdx.x == 0) {
         __threadfence();
         int k = atomicAdd(a.ticket, 1);
-        last_s = k == (int)gridDim.x - 1;
+        last_s = k == nrb - 1;
         if (last_s) {
             __threadfence();
             *a.ticket = 0;

@@ -202,39 +202,50 @@ __device__ __forceinline__ void sinkhorn_warp_store(float (&c)[MAXN][MAXN], int 
     if (lane < N * N) out[lane] = mine;
 }
 
-// Decode's Sinkhorn off hc_step's critical path: hc_step's finishing block stores the comb
-// logits (z_out) and this one-warp launch, on a side stream forked after hc_step and joined
-// before the next hc launch, turns them into comb while the layer's next kernels run (20
-// dependent iterations: ~4.5 us that were the finishing block's tail). grid T, 32 threads.
-extern "C" __global__ void __launch_bounds__(32) hc_sinkhorn(const float* __restrict__ z, float* __restrict__ comb, int N, int iters,
-                                                            float hc_eps) {
-    PDL_ENTRY;
-    int t = blockIdx.x, lane = threadIdx.x;
-    const float* zt = z + (i64)t * N * N;
+// A Sinkhorn deferred by hc_step (z_out) to a job of the launch that follows it (MvJob::hc_sk
+// in matvec_grouped, router_dec's sk): comb [n][n] from the logits z, by one warp. The 20
+// dependent iterations were the tail of hc_step's finishing block (~4-6 us per step); the
+// next launch runs them in one extra block next to its matvec blocks, and comb is first read
+// by the hc_step after that.
+struct HcSk {
+    const float* z;  // nullptr: none
+    float* comb;
+    int n, iters;
+    float eps;
+    int pad;
+};
+__device__ void hc_sk_warp(const float* z, float* comb, int n, int iters, float hc_eps) {
+    const int lane = threadIdx.x & 31;
     float c[MAXN][MAXN];
 #pragma unroll
     for (int a = 0; a < MAXN; a++)
 #pragma unroll
-        for (int b = 0; b < MAXN; b++) c[a][b] = (a < N && b < N) ? zt[a * N + b] : 0.f;
-    sinkhorn_warp_store(c, N, iters, hc_eps, lane, comb + (i64)t * N * N);
+        for (int b = 0; b < MAXN; b++) c[a][b] = (a < n && b < n) ? z[a * n + b] : 0.f;
+    sinkhorn_warp_store(c, n, iters, hc_eps, lane, comb);
 }
-
-// Columns per thread whose streams hc_finish_tok loads before the partial sums (covers
-// D = 4096 at 1024 threads with the Sinkhorn warp aside).
-#define HC_PRE 5
 
 // Finish hc_pre for token t: mix, pre/post/Sinkhorn (M == N*(N+2)) or head pre only
 // (M == N), collapse the streams and apply the following weighted RMSNorm; optionally also
 // the int8 blocks of the normalized row (q8s/q8d, the layout of quant_q8, D % 32 == 0).
-// Called by a whole block (blockDim a multiple of 32, >= 64), smem xsh of 2*D floats. The
-// partials are reduced by one warp per mix (lane-strided, then a butterfly), every thread
-// derives the N pre weights itself, and warp 0 runs the Sinkhorn iterations (in registers)
-// while the other warps write the normalized row, synchronizing among themselves only (the
-// Sinkhorn is off their critical path; no block-wide barrier after the first). Loads bypass
-// L1 (__ldcg): in hc_step the last block reads what the other blocks of the same grid wrote.
+// Called by a whole block (blockDim a multiple of 32, >= 64), dynamic smem xsh of
+// HC_FIN_SMEM(N, D) floats. The streams and norm weights are staged into shared memory by
+// cp.async, issued before the partials are read, so both are one round trip (the register
+// copies they replace spilled in hc_step: a store to local memory right after each load waited
+// for the load). The partials are reduced by one warp per mix (lane-strided, then a
+// butterfly), every thread derives the N pre weights itself, and warp 0 runs the Sinkhorn
+// iterations (in registers; with z_out only their logits, for the next launch's hc_sk job)
+// while the other warps write the normalized row, synchronizing among themselves only (no
+// block-wide barrier after the first). The streams bypass L1 (cp.async.cg, __ldcg): in hc_step
+// the last block reads what the other blocks of the same grid wrote.
 // pdot layout: token t's partial of mix m from split s at t*M*nsplit + m*pm + s*ps: hc_step
 // writes [t][m][split] (pm = nsplit, ps = 1: the finishing block's loads coalesce), hc_post_mix
 // [t][split][m] (pm = 1, ps = M: its warps store 24 consecutive floats).
+#define HC_FIN_SMEM(N, D) (((N) + 1) * (D))
+// a / n as a product when n is a power of two (the same value: exact scaling), else the
+// division (a 64-bit division is a called routine: ~0.1-0.2 us on a critical path)
+__device__ __forceinline__ double div_n(double a, int n) {
+    return (n & (n - 1)) == 0 ? a * __longlong_as_double((long long)(1023 - (31 - __clz(n))) << 52) : a / (double)n;
+}
 __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, int ps, const double* pss, int nsplit, int M, int D,
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
                               const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,
@@ -247,22 +258,18 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     // the small parameters are fetched alongside the partials (published by the barrier below)
     if ((int)threadIdx.x < 3 + M) sb_s[threadIdx.x] = threadIdx.x < 3 ? scale[threadIdx.x] : base[threadIdx.x - 3];
-    float* nsh = xsh + D;  // norm_w staged by the collapse loop (one round trip instead of two)
-    // The streams (final: the ticket's fence ordered every block's writes) and norm weights this
-    // thread collapses, loaded together with the partials below: one round trip for both.
-    const bool sink = M > N;
-    const int w0 = sink ? 1 : 0;
-    const int first = (int)threadIdx.x - 32 * w0, stride = (int)blockDim.x - 32 * w0;
+    // stage: ssh[s*D + d] = stream s (final: the ticket's fence ordered every block's writes),
+    // nsh = norm_w; the collapse then writes x over stream 0 (each d by the thread that read it)
+    float* ssh = xsh;
+    float* nsh = xsh + N * D;
     const float* St = S + (i64)t * N * D;
-    float sv[HC_PRE][MAXN], nwv[HC_PRE];
-#pragma unroll
-    for (int k = 0; k < HC_PRE; k++) {
-        int d = first + k * stride;
-        bool in = w >= w0 && d < D;
-#pragma unroll
-        for (int s = 0; s < MAXN; s++) sv[k][s] = in && s < N ? __ldcg(St + (i64)s * D + d) : 0.f;
-        nwv[k] = in ? norm_w[d] : 0.f;
+    if ((D & 3) == 0) {  // always in hc_step (D % 32 == 0): S 16-byte aligned, L2 only
+        for (int i = threadIdx.x; i < N * D / 4; i += blockDim.x) cp_async16(smem_u32(ssh + 4 * i), St + 4 * i, 16);
+    } else {  // hc_finish only (a separate launch after S was written: L1 is safe)
+        for (int i = threadIdx.x; i < N * D; i += blockDim.x) cp_async4(smem_u32(ssh + i), St + i, 4);
     }
+    for (int i = threadIdx.x; i < D; i += blockDim.x) cp_async4(smem_u32(nsh + i), norm_w + i, 4);
+    cp_commit();
     // the partials: every load issued before any sum (one memory round trip when nw > M)
     for (int m = w; m <= M; m += nw) {
         if (m < M) {
@@ -279,28 +286,30 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
 #pragma unroll 4
             for (int s = lane; s < nsplit; s += 32) a += __ldcg(pss + (i64)t * nsplit + s);
             a = warp_sum_d(a);
-            if (lane == 0) rs_s = 1.f / sqrtf((float)(a / (double)(N * D)) + eps);
+            if (lane == 0) rs_s = 1.f / sqrtf((float)div_n(a, N * D) + eps);
         }
     }
+    cp_wait<0>();
     __syncthreads();
     if (tr && threadIdx.x == 0) tr[0] = gtimer();
     float rs = rs_s;
+    const bool sink = M > N;
+    const int w0 = sink ? 1 : 0;
     if (sink && w == 0) {
         // post and the Sinkhorn iterations (they need only the mixes; with z_out only their
-        // logits), overlapped with the other warps' collapse. Every lane holds the whole N x N matrix in registers (no
-        // shuffles: the row and column sums of an iteration are independent chains) and sums
-        // in index order (same arithmetic as the CPU's serial loops).
+        // logits), overlapped with the other warps' collapse. Every lane holds the whole N x N
+        // matrix in registers (no shuffles: the row and column sums of an iteration are
+        // independent chains) and sums in index order (same arithmetic as the CPU's serial loops).
         if (lane < N) post_out[t * N + lane] = 2.f * sigmoidf_((mix_s[N + lane] * rs) * sb_s[1] + sb_s[3 + N + lane]);
-        float c[MAXN][MAXN];
-#pragma unroll
-        for (int a = 0; a < MAXN; a++)
-#pragma unroll
-            for (int b = 0; b < MAXN; b++)
-                c[a][b] = (a < N && b < N) ? (mix_s[2 * N + a * N + b] * rs) * sb_s[2] + sb_s[3 + 2 * N + a * N + b] : 0.f;
         if (z_out) {
-            // the logits for hc_sinkhorn (decode: the Sinkhorn runs on a side stream)
             if (lane < N * N) z_out[t * N * N + lane] = (mix_s[2 * N + lane] * rs) * sb_s[2] + sb_s[3 + 2 * N + lane];
         } else {
+            float c[MAXN][MAXN];
+#pragma unroll
+            for (int a = 0; a < MAXN; a++)
+#pragma unroll
+                for (int b = 0; b < MAXN; b++)
+                    c[a][b] = (a < N && b < N) ? (mix_s[2 * N + a * N + b] * rs) * sb_s[2] + sb_s[3 + 2 * N + a * N + b] : 0.f;
             sinkhorn_warp_store(c, N, iters, hc_eps, lane, comb_out + t * N * N);
         }
         if (tr && lane == 0) tr[1] = gtimer();
@@ -312,33 +321,21 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
         float mv = a < N ? mix_s[a] * rs : 0.f;
         pre[a] = a < N ? sigmoidf_(mv * sb_s[0] + sb_s[3 + a]) + hc_eps : 0.f;
     }
-    // the collapse by the warps not running the Sinkhorn (all of them without one): the
-    // prefetched columns, then any beyond HC_PRE per thread
+    // the collapse by the warps not running the Sinkhorn (all of them without one)
+    const int first = (int)threadIdx.x - 32 * w0, stride = (int)blockDim.x - 32 * w0;
     int gw = w - w0, ngw = nw - w0;
     double ss = 0.0;
-    auto collapse = [&](int d, const float (&v)[MAXN], float nwd) {
-        float x = pre[0] * v[0];
+#pragma unroll 4
+    for (int d = first; d < D; d += stride) {
+        float x = pre[0] * ssh[d];
 #pragma unroll
         for (int s = 1; s < MAXN; s++)
-            if (s < N) x += pre[s] * v[s];
-        xsh[d] = x;
-        nsh[d] = nwd;
+            if (s < N) x += pre[s] * ssh[s * D + d];
+        ssh[d] = x;
         ss += (double)x * (double)x;
-    };
-#pragma unroll
-    for (int k = 0; k < HC_PRE; k++) {
-        int d = first + k * stride;
-        if (d < D) collapse(d, sv[k], nwv[k]);
-    }
-#pragma unroll 4
-    for (int d = first + HC_PRE * stride; d < D; d += stride) {
-        float v[MAXN];
-#pragma unroll
-        for (int s = 0; s < MAXN; s++) v[s] = s < N ? __ldcg(St + (i64)s * D + d) : 0.f;
-        collapse(d, v, norm_w[d]);
     }
     // sum over the collapsing warps in warp order (a named barrier: warp 0 may still be in the
-    // Sinkhorn); the barrier also publishes xsh and nsh to the group
+    // Sinkhorn); the barrier also publishes the collapsed row to the group
     ss = warp_sum_d(ss);
     if (lane == 0) shd[gw] = ss;
     if (tr && gw == 0 && lane == 0) tr[2] = gtimer();
@@ -346,7 +343,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
     if (tr && gw == 0 && lane == 0) tr[3] = gtimer();
     double tss = 0.0;
     for (int i = 0; i < ngw; i++) tss += shd[i];
-    float rsn = 1.f / sqrtf((float)(tss / (double)D) + eps);
+    float rsn = 1.f / sqrtf((float)div_n(tss, D) + eps);
     float* xo = xn_out + (i64)t * D;
     if (q8s) {
         // one warp per 32-value block (D % 32 == 0): the values quant_q8 would produce
@@ -355,7 +352,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
         for (int b = gw; b < nb; b += 2 * ngw) {
             int b1 = b + ngw < nb ? b + ngw : -1;
             int d0 = b * 32 + lane, d1 = (b1 < 0 ? b : b1) * 32 + lane;
-            float v0 = (xsh[d0] * rsn) * nsh[d0], v1 = (xsh[d1] * rsn) * nsh[d1];
+            float v0 = (ssh[d0] * rsn) * nsh[d0], v1 = (ssh[d1] * rsn) * nsh[d1];
             xo[d0] = v0;
             if (b1 >= 0) xo[d1] = v1;
             q8_block2(v0, v1, lane, b, b1, q8s + (i64)t * D, q8d + (i64)t * (D >> 5));
@@ -363,10 +360,10 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
         if (tr && gw == 0 && lane == 0) tr[4] = gtimer();
         return;
     }
-    for (int d = first; d < D; d += stride) xo[d] = (xsh[d] * rsn) * nsh[d];
+    for (int d = first; d < D; d += stride) xo[d] = (ssh[d] * rsn) * nsh[d];
 }
 
-// grid T, dynamic smem 2*D floats (the prefill path; decode uses hc_step).
+// grid T, dynamic smem HC_FIN_SMEM(N, D) floats (the prefill path; decode uses hc_step).
 extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
                                                             const double* __restrict__ pss, int nsplit, int M, int D,
                                                             int N, const float* __restrict__ scale,
