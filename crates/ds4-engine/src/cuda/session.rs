@@ -68,11 +68,7 @@ impl MvJob {
     pub(crate) fn plain(w: WMat, x: u64, y: u64) -> MvJob {
         MvJob { w, x, y, x_grp_rows: w.rows, nslots: 1, ..Default::default() }
     }
-    /// Not a matvec: the deferred Sinkhorn `sk` as a one-block job (matmul.cuh `T_HC_SK`).
-    pub(crate) fn hc_sk(sk: &HcSk) -> MvJob {
-        let w = WMat { ty: T_HC_SK, rows: sk.n, cols: sk.iters, ..Default::default() };
-        MvJob { w, x: sk.z, y: sk.comb, x_grp_rows: sk.n, nslots: 1, pad: sk.eps.to_bits() as i32, ..Default::default() }
-    }
+
 }
 
 #[repr(C)]
@@ -191,8 +187,8 @@ pub(crate) struct HcBufs {
     pub pdot: DevPtr,
     pub pss: DevPtr,
     pub ticket: DevPtr,
-    /// hc_step's comb logits [T][N][N], for the next launch's Sinkhorn job (`MvJob::hc_sk`,
-    /// router_dec's `sk`); 0: the finishing block runs the Sinkhorn itself
+    /// hc_step's comb logits [T][N][N], for the Sinkhorn block of a later launch (attn_prep,
+    /// router_dec: `HcSk`); 0: the finishing block runs the Sinkhorn itself
     pub z: DevPtr,
     /// 32-column slices (D / 32 rounded up)
     pub split: usize,
@@ -299,7 +295,7 @@ fn hc_fin_smem(n: usize, d: usize) -> u32 {
 }
 
 /// `DS4_HC_SK=0` keeps decode's Sinkhorn in hc_step's finishing block instead of deferring it
-/// to a job of the next launch (read once).
+/// to an extra block of attn_prep / router_dec (read once).
 fn hc_sk_enabled() -> bool {
     static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *V.get_or_init(|| std::env::var("DS4_HC_SK").map(|v| v != "0").unwrap_or(true))
@@ -715,9 +711,6 @@ pub(crate) struct HcSk {
     pub pad: i32,
 }
 
-/// matvec_grouped's job type for a deferred Sinkhorn (matmul.cuh `T_HC_SK`).
-pub(crate) const T_HC_SK: i32 = 99;
-
 /// Whether `router_dec` runs this layer's decode router: a selected (not hash-routed) layer,
 /// E <= 256, K <= 32, an F32 / F16 / Q8_0 router over a row of whole 32-value groups, unless
 /// DS4_ROUTER=old (read once) or DS4_ROUTE=old.
@@ -1094,16 +1087,13 @@ impl<J: GridJob> Jobs<J> {
 
 impl GridJob for MvJob {
     fn blocks(&self) -> usize {
-        if self.w.ty == T_HC_SK {
-            return 1;
-        }
         self.nslots as usize * (self.w.rows as usize).div_ceil(MV_ROWS_PER_BLOCK)
     }
     fn set_block0(&mut self, b: i32) {
         self.block0 = b;
     }
     fn smem(&self) -> u32 {
-        if self.w.ty == T_HC_SK { 0 } else { self.w.cols as u32 * 4 }
+        self.w.cols as u32 * 4
     }
 }
 
@@ -1117,10 +1107,7 @@ impl JobTable {
 }
 
 struct LayerJobs {
-    /// q_a, kv and the compressor / indexer projections (`na` jobs), then the deferred
-    /// Sinkhorn job when `hc_sk_enabled` (run only after an hc_step that deferred it)
     a: JobTable,
-    na: usize,
     b: JobTable,
     c: JobTable,
     d: JobTable,
@@ -1808,11 +1795,7 @@ impl CudaSession {
             let ly = &self.m.layers[l];
             let xn = sc.xn.ptr;
             let (a, b) = attn_side_mats(ly, sc);
-            let mut a: Vec<_> = a.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
-            let na = a.len();
-            if hc_sk_enabled() {
-                a.push(MvJob::hc_sk(&self.hc_sk()));
-            }
+            let a: Vec<_> = a.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
             let b: Vec<_> = b.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
             let mut oa = job(ly.out_a.wmat(), sc.heads.ptr, sc.low.ptr);
             oa.x_grp_rows = d.ro as i32;
@@ -1834,7 +1817,7 @@ impl CudaSession {
             ue.sel = sc.esel.ptr;
             let f = vec![ge, ue];
             let mk = |mut v: Vec<MvJob>| JobTable::new(&gpu, &mut v);
-            all.push(LayerJobs { a: mk(a)?, na, b: mk(b)?, c: mk(c)?, d: mk(dd)?, e: mk(e)?, f: mk(f)? });
+            all.push(LayerJobs { a: mk(a)?, b: mk(b)?, c: mk(c)?, d: mk(dd)?, e: mk(e)?, f: mk(f)? });
         }
         self.jobs = all;
         self.head_job = JobTable::new(&gpu, &mut [job(self.m.output.wmat(), sc.yhead.ptr, sc.logits.ptr)])?;
@@ -2075,8 +2058,8 @@ impl CudaSession {
 
     /// hc_post (with layer output `y`, `ny` rows summed; y == 0: none) and the partial sums
     /// of the next hc_pre (weights `fn_ptr`), then that hc_pre's finish when `fin` is given:
-    /// one fused launch for decode, else hc_post_mix + hc_finish (+ quant_q8). `defer`: the
-    /// caller's next launch can run the Sinkhorn job (`hc_sk`); returns whether it must.
+    /// one fused launch for decode, else hc_post_mix + hc_finish (+ quant_q8). `defer`: a later
+    /// launch of the caller can run the Sinkhorn (`hc_sk`); returns whether it must.
     fn hc_step(&self, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, fin: Option<HcFinish>, defer: bool) -> Result<bool> {
         let (gpu, mut b) = (self.gpu(), self.hc_bufs());
         match fin {
@@ -2169,7 +2152,7 @@ impl CudaSession {
         let mhc = nhc * (nhc + 2);
         // embedding and the first hc_pre partials
         gpu.launch("embed_rows", (t as u32, 1, 1), 256, 0, Args::new().a(self.m.tok_embd.ptr).a(sc.tok.ptr).a(sc.s.ptr).a(d.d as i32).a(nhc as i32))?;
-        // sk: the last hc_step deferred its Sinkhorn to the next launch (a job of it)
+        // sk: the last hc_step deferred its Sinkhorn (to attn_prep or router_dec)
         let mut sk = self.hc_step(t, 0, 1, self.m.layers[0].hc_attn_fn.ptr, mhc, Some(self.attn_fin(0)), decode)?;
         let idx_active = idx_rows > d.topk;
         for l in 0..d.n_layer {
@@ -2179,7 +2162,7 @@ impl CudaSession {
             let omega = if ratio == 0 { self.m.omega_main.ptr } else { self.m.omega_comp.ptr };
             // ---- attention (its hc_pre was finished by the previous hc_step) ----
             if decode {
-                self.jobs[l].a.run(gpu, self.jobs[l].na + sk as usize)?;
+                self.jobs[l].a.run(gpu, self.jobs[l].a.len())?;
             } else {
                 self.gemm(ly.q_a.wmat(), sc.xn.ptr, d.d, sc.qa.ptr, d.rq, t, None)?;
                 self.gemm(ly.kv.wmat(), sc.xn.ptr, d.d, sc.kvp.ptr, d.dh, t, None)?;
@@ -2217,7 +2200,9 @@ impl CudaSession {
                 Some(_) => args.a(sc.qqr.q.ptr).a(sc.qqr.d.ptr),
                 None => args.a(0u64).a(0u64),
             };
-            gpu.launch("attn_prep", (t as u32, 1, 1), 512, ((d.rq + d.dh) * 4) as u32, args)?;
+            // its extra block runs the Sinkhorn the attention hc_step deferred
+            let args = args.a(if sk { self.hc_sk() } else { HcSk::default() });
+            gpu.launch("attn_prep", (t as u32 + sk as u32, 1, 1), 512, ((d.rq + d.dh) * 4) as u32, args)?;
             if ratio > 0 {
                 self.compressor(l, t, false)?;
             }

@@ -363,11 +363,6 @@ struct MvJob {
     int pad;
 };
 
-// A job of type T_HC_SK is not a matvec but a deferred Sinkhorn (model.cuh hc_sk_warp: x =
-// logits, y = comb, w.rows = N, w.cols = iterations, pad = eps bits; one block).
-#define T_HC_SK 99
-__device__ void hc_sk_warp(const float* z, float* comb, int n, int iters, float hc_eps);
-
 #define MV_ROWS_PER_WARP 2
 #define MV_WARPS 8
 #define MV_ROWS_PER_BLOCK (MV_ROWS_PER_WARP * MV_WARPS)
@@ -419,10 +414,6 @@ __device__ __forceinline__ void matvec_grouped_main(const MvJob* __restrict__ jo
     int b = blockIdx.x;
     const int ji = job_of_block(jobs, njobs, b);
     MvJob j = jobs[ji];
-    if (j.w.type == T_HC_SK) {
-        if (threadIdx.x < 32) hc_sk_warp(j.x, j.y, j.w.rows, j.w.cols, __int_as_float(j.pad));
-        return;
-    }
     // only IQ2_XXS blocks need the grid (2 KB per block otherwise wasted); mv_block's barrier
     // after staging x publishes it
     if (j.w.type == T_IQ2_XXS)

@@ -202,11 +202,12 @@ __device__ __forceinline__ void sinkhorn_warp_store(float (&c)[MAXN][MAXN], int 
     if (lane < N * N) out[lane] = mine;
 }
 
-// A Sinkhorn deferred by hc_step (z_out) to a job of the launch that follows it (MvJob::hc_sk
-// in matvec_grouped, router_dec's sk): comb [n][n] from the logits z, by one warp. The 20
-// dependent iterations were the tail of hc_step's finishing block (~4-6 us per step); the
-// next launch runs them in one extra block next to its matvec blocks, and comb is first read
-// by the hc_step after that.
+// A Sinkhorn deferred by hc_step (z_out) to a later launch of the same sublayer (attn_prep on
+// the attention side, router_dec on the FFN side): comb [n][n] from the logits z, by one warp
+// of one extra block. The 20 dependent iterations were the tail of hc_step's finishing block
+// (~4-6 us per step); the extra block runs next to that launch's own blocks, and comb is first
+// read by the next hc_step. (As a job of matvec_grouped it made ptxas spill the matvec paths:
+// frame 8 -> 72 bytes.)
 struct HcSk {
     const float* z;  // nullptr: none
     float* comb;
@@ -641,15 +642,20 @@ __device__ void hadamard_fp4_smem(float* v, int n, int* ties = nullptr, int laye
 #define AP_PRE 2
 
 // q LoRA norm and the KV row: qr = rmsnorm_w(qa), k = rope(rmsnorm_w(kv)), FP8 sim on the
-// non-rotary part, stored into the raw ring at pos % cap. grid T, smem (Rq + Dh) floats.
+// non-rotary part, stored into the raw ring at pos % cap. grid T (+ 1 with hsk.z: the
+// Sinkhorn block), smem (Rq + Dh) floats.
 extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restrict__ qa, const float* __restrict__ kvp,
                                                             const float* __restrict__ qa_norm,
                                                             const float* __restrict__ kv_norm, int Rq, int Dh, int R,
                                                             float eps, const int* __restrict__ pos,
                                                             const float* __restrict__ omega, float* qr_out, float* raw,
                                                             int cap, int qat, int layer, int* ties, signed char* qrq,
-                                                            float2* qrd) {
+                                                            float2* qrd, const HcSk hsk) {
     PDL_ENTRY;
+    if (hsk.z && blockIdx.x == gridDim.x - 1) {  // the extra block: a deferred Sinkhorn (decode)
+        if (threadIdx.x < 32) hc_sk_warp(hsk.z, hsk.comb, hsk.n, hsk.iters, hsk.eps);
+        return;
+    }
     extern __shared__ float sm[];
     __shared__ double shd[2][32];
     int t = blockIdx.x, p = pos[t];
