@@ -295,7 +295,8 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
     if (tr && threadIdx.x == 0) tr[0] = gtimer();
     float rs = rs_s;
     const bool sink = M > N;
-    const int w0 = sink ? 1 : 0;
+    // warp 0 keeps out of the collapse only while it runs the Sinkhorn here
+    const int w0 = sink && !z_out ? 1 : 0;
     if (sink && w == 0) {
         // post and the Sinkhorn iterations (they need only the mixes; with z_out only their
         // logits), overlapped with the other warps' collapse. Every lane holds the whole N x N
@@ -304,6 +305,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
         if (lane < N) post_out[t * N + lane] = 2.f * sigmoidf_((mix_s[N + lane] * rs) * sb_s[1] + sb_s[3 + N + lane]);
         if (z_out) {
             if (lane < N * N) z_out[t * N * N + lane] = (mix_s[2 * N + lane] * rs) * sb_s[2] + sb_s[3 + 2 * N + lane];
+            if (tr && lane == 0) tr[1] = gtimer();
         } else {
             float c[MAXN][MAXN];
 #pragma unroll
@@ -312,9 +314,9 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
                 for (int b = 0; b < MAXN; b++)
                     c[a][b] = (a < N && b < N) ? (mix_s[2 * N + a * N + b] * rs) * sb_s[2] + sb_s[3 + 2 * N + a * N + b] : 0.f;
             sinkhorn_warp_store(c, N, iters, hc_eps, lane, comb_out + t * N * N);
+            if (tr && lane == 0) tr[1] = gtimer();
+            return;  // the other warps synchronize among themselves (named barrier 1) from here on
         }
-        if (tr && lane == 0) tr[1] = gtimer();
-        return;  // the other warps synchronize among themselves (named barrier 1) from here on
     }
     float pre[MAXN];
 #pragma unroll
@@ -322,7 +324,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
         float mv = a < N ? mix_s[a] * rs : 0.f;
         pre[a] = a < N ? sigmoidf_(mv * sb_s[0] + sb_s[3 + a]) + hc_eps : 0.f;
     }
-    // the collapse by the warps not running the Sinkhorn (all of them without one)
+    // the collapse by the warps not running the Sinkhorn (all of them with z_out or without one)
     const int first = (int)threadIdx.x - 32 * w0, stride = (int)blockDim.x - 32 * w0;
     int gw = w - w0, ngw = nw - w0;
     double ss = 0.0;
@@ -335,15 +337,16 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
         ssh[d] = x;
         ss += (double)x * (double)x;
     }
-    // sum over the collapsing warps in warp order (a named barrier: warp 0 may still be in the
-    // Sinkhorn); the barrier also publishes the collapsed row to the group
+    // sum over the collapsing warps (a named barrier: warp 0 may still be in the Sinkhorn); the
+    // barrier also publishes the collapsed row to the group
     ss = warp_sum_d(ss);
     if (lane == 0) shd[gw] = ss;
     if (tr && gw == 0 && lane == 0) tr[2] = gtimer();
     asm volatile("bar.sync 1, %0;" ::"r"(ngw * 32) : "memory");
     if (tr && gw == 0 && lane == 0) tr[3] = gtimer();
-    double tss = 0.0;
-    for (int i = 0; i < ngw; i++) tss += shd[i];
+    // (a butterfly over the warps' sums: every thread summing all 32 in turn was ~500 issue
+    // slots per scheduler in this one-block phase)
+    const double tss = warp_sum_d(lane < ngw ? shd[lane] : 0.0);
     float rsn = 1.f / sqrtf((float)div_n(tss, D) + eps);
     float* xo = xn_out + (i64)t * D;
     if (q8s) {
