@@ -897,7 +897,7 @@ extern "C" __global__ void comp_state(CompArgs a) {
 // otherwise the token's slot only). Four launches per ratio-4 layer and two per ratio-128
 // layer were ~2.5 us each in the graph, mostly empty (a row closes every 4th / 128th token).
 // 512 threads (>= d), smem max d floats.
-extern "C" __global__ void __launch_bounds__(512) comp_dec(const __grid_constant__ CompArgs a0, const __grid_constant__ CompArgs a1) {
+extern "C" __global__ void __launch_bounds__(512) comp_dec(CompArgs a0, CompArgs a1) {
     PDL_ENTRY;
     extern __shared__ float pooled[];
     __shared__ double shd[32];
