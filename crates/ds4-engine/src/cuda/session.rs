@@ -294,12 +294,6 @@ fn hc_fin_smem(n: usize, d: usize) -> u32 {
     ((n + 1) * d * 4) as u32
 }
 
-/// `DS4_COMP_DEC=0` keeps decode's separate comp_emit / comp_state launches (read once).
-fn comp_dec_enabled() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_COMP_DEC").map(|v| v != "0").unwrap_or(true))
-}
-
 /// `DS4_HC_SK=0` keeps decode's Sinkhorn in hc_step's finishing block instead of deferring it
 /// to an extra block of attn_prep / router_dec (read once).
 fn hc_sk_enabled() -> bool {
@@ -2135,27 +2129,6 @@ impl CudaSession {
         }
     }
 
-    /// Layer `l`'s compressors (KV when ratio > 0, the indexer's too at ratio 4): for one token
-    /// both in one comp_dec launch (unless `DS4_COMP_DEC=0`), else comp_emit + comp_state each.
-    fn compressors(&self, l: usize, t: usize, ratio: usize) -> Result<()> {
-        let mut list = Vec::new();
-        if ratio > 0 {
-            list.push(self.comp_args(l, t, false));
-        }
-        if ratio == 4 {
-            list.push(self.comp_args(l, t, true));
-        }
-        let dmax = list.iter().map(|a| a.d as u32).max().unwrap_or(0);
-        if t == 1 && !list.is_empty() && dmax <= 512 && comp_dec_enabled() {
-            let args = Args::new().a(list[0]).a(*list.last().unwrap());
-            return self.gpu().launch("comp_dec", (list.len() as u32, 1, 1), dmax.div_ceil(32) * 32, dmax * 4, args);
-        }
-        for (i, _) in list.iter().enumerate() {
-            self.compressor(l, t, i == 1)?;
-        }
-        Ok(())
-    }
-
     fn compressor(&self, l: usize, t: usize, indexer: bool) -> Result<()> {
         let a = self.comp_args(l, t, indexer);
         let r = a.r as usize;
@@ -2230,7 +2203,12 @@ impl CudaSession {
             // its extra block runs the Sinkhorn the attention hc_step deferred
             let args = args.a(if sk { self.hc_sk() } else { HcSk::default() });
             gpu.launch("attn_prep", (t as u32 + sk as u32, 1, 1), 512, ((d.rq + d.dh) * 4) as u32, args)?;
-            self.compressors(l, t, ratio)?;
+            if ratio > 0 {
+                self.compressor(l, t, false)?;
+            }
+            if ratio == 4 {
+                self.compressor(l, t, true)?;
+            }
             let use_idx = ratio == 4 && idx_active;
             if let Some(a) = att {
                 a.b.run(gpu, if use_idx { a.b.len() } else { 1 })?;

@@ -776,10 +776,14 @@ __device__ __forceinline__ void comp_load8(const CompArgs& a, int p0, int c, int
     }
 }
 
-// Window c's compressed row (MODEL.md §2.5.5): softmax pooling over its tokens, RMSNorm, RoPE
-// on the tail, the QAT rounding; by one block (blockDim >= d), smem pooled of d floats.
-__device__ void comp_emit_row(const CompArgs& a, int p0, int c, float* pooled, double* shd) {
+extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
+    PDL_ENTRY;
+    extern __shared__ float pooled[];
+    __shared__ double shd[32];
+    int p0 = a.pos[0];
     int r = a.r, d = a.d;
+    int c = p0 / r + blockIdx.x;
+    if ((c + 1) * r > p0 + a.T) return;  // no window closes for this block
     int i = threadIdx.x;
     if (i < d) {
         float m = -INF_F;
@@ -831,21 +835,13 @@ __device__ void comp_emit_row(const CompArgs& a, int p0, int c, float* pooled, d
     if (i < d) a.rows[(i64)c * d + i] = pooled[i];
 }
 
-extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
+// Frontier update after the batch (runs after comp_emit, which reads the old state).
+extern "C" __global__ void comp_state(CompArgs a) {
     PDL_ENTRY;
-    extern __shared__ float pooled[];
-    __shared__ double shd[32];
-    int p0 = a.pos[0];
-    int c = p0 / a.r + blockIdx.x;
-    if ((c + 1) * a.r > p0 + a.T) return;  // no window closes for this block
-    comp_emit_row(a, p0, c, pooled, shd);
-}
-
-// Element idx (< nres * w) of the frontier update after the batch: the state rows that the
-// batch's tokens replace (ratio 4: the current window's slot, and on a window change the
-// previous window's); an element no token of the batch touches keeps its value.
-__device__ __forceinline__ void comp_state_elem(const CompArgs& a, i64 idx) {
     int w = (a.r == 4 ? 2 : 1) * a.d;
+    int nres = (a.r == 4) ? 4 : a.r;
+    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (i64)nres * w) return;
     int j = (int)(idx / w), col = (int)(idx % w);
     int p0 = a.pos[0], P1 = p0 + a.T;
     int r = a.r;
@@ -878,38 +874,6 @@ __device__ __forceinline__ void comp_state_elem(const CompArgs& a, i64 idx) {
             a.ssc[(i64)j * w + col] = s;
         }
     }
-}
-
-// Frontier update after the batch (runs after comp_emit, which reads the old state).
-extern "C" __global__ void comp_state(CompArgs a) {
-    PDL_ENTRY;
-    int w = (a.r == 4 ? 2 : 1) * a.d;
-    int nres = (a.r == 4) ? 4 : a.r;
-    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (i64)nres * w) return;
-    comp_state_elem(a, idx);
-}
-
-// Decode (T == 1): comp_emit and comp_state of up to two compressors (a layer's KV and
-// indexer compressors share the ratio) in one launch of one block per compressor: the row if
-// this token closes a window, then, after a barrier (the row reads the old state), the state
-// elements the token replaces (ratio 4: all 4 slots, which shift when the window closes;
-// otherwise the token's slot only). Four launches per ratio-4 layer and two per ratio-128
-// layer were ~2.5 us each in the graph, mostly empty (a row closes every 4th / 128th token).
-// 512 threads (>= d), smem max d floats.
-extern "C" __global__ void __launch_bounds__(512) comp_dec(CompArgs a0, CompArgs a1) {
-    PDL_ENTRY;
-    extern __shared__ float pooled[];
-    __shared__ double shd[32];
-    const CompArgs& a = blockIdx.x == 0 ? a0 : a1;
-    const int p0 = a.pos[0], r = a.r;
-    const int c = p0 / r;
-    if ((c + 1) * r <= p0 + 1) comp_emit_row(a, p0, c, pooled, shd);  // block-uniform
-    __syncthreads();
-    const int w = (r == 4 ? 2 : 1) * a.d;
-    const int nres = r == 4 ? 4 : 1;
-    const i64 base = r == 4 ? 0 : (i64)(p0 % r) * w;
-    for (int k = threadIdx.x; k < nres * w; k += blockDim.x) comp_state_elem(a, base + k);
 }
 
 // ------------------------------------------------------------------------------------------
