@@ -698,7 +698,7 @@ pub(crate) struct RouterDecArgs {
     pub sk: HcSk,
 }
 
-/// A Sinkhorn deferred by hc_step to the next launch (model.cuh `HcSk`, `hc_sk_warp`): comb
+/// A Sinkhorn deferred by hc_step to a later launch (model.cuh `HcSk`, `hc_sk_warp`): comb
 /// [N][N] from the logits hc_step stored at z.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
