@@ -81,10 +81,11 @@ unpack_kz() {
 }
 # ncu_source MODE REGEX: per-SASS-instruction warp stall samples (densest sampling) of the first
 # launch of REGEX inside the kernel bench DS4_KBENCH=MODE -> $OUT/ncu_src_MODE.csv.gz
+# (NCU_CACHE=none: caches not flushed before the profiled launch, as in the decode graph)
 # (tools/gpu/ncu_source.py ranks the instructions and totals the stall reasons).
 ncu_source() {
   local ncu; ncu=$(ncu_bin)
-  DS4_KBENCH=$1 timeout ${NCU_TIMEOUT:-150} "$ncu" --clock-control none -k "regex:$2" --launch-count 1 --warp-sampling-interval 0 \
+  DS4_KBENCH=$1 timeout ${NCU_TIMEOUT:-150} "$ncu" --clock-control none --cache-control ${NCU_CACHE:-all} -k "regex:$2" --launch-count 1 --warp-sampling-interval 0 \
     --section SourceCounters --section WarpStateStats -o /tmp/ncu_src_$1 -f "$BIN" --kernel-bench > /tmp/ncu_src_$1.log 2>&1
   echo "ncu source $1 rc=$?"
   "$ncu" --import /tmp/ncu_src_$1.ncu-rep --page source --csv --print-source sass 2>/dev/null | gzip > "$OUT/ncu_src_$1.csv.gz"
