@@ -1774,7 +1774,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
         // one state per path: S, post, comb, partial sums, ticket, xn, int8 copy
         let state = || -> Result<(HcBufs, Vec<DevBuf>)> {
             let bufs = vec![up(&s0)?, up(&post0)?, up(&comb0)?, gpu.alloc(split * m * 4)?, gpu.alloc(split * 8)?, gpu.alloc_zeroed(4)?, gpu.alloc(d * 4)?, gpu.alloc(d)?, gpu.alloc(d / 32 * 8)?, gpu.alloc(n * n * 4)?];
-            // (the decode configuration: the Sinkhorn deferred to a job of the next launch)
+            // (the decode configuration: the Sinkhorn deferred to a later launch)
             let z = bufs[9].ptr;
             let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
             Ok((b, bufs))

@@ -234,7 +234,7 @@ __device__ void hc_sk_warp(const float* z, float* comb, int n, int iters, float 
 // copies they replace spilled in hc_step: a store to local memory right after each load waited
 // for the load). The partials are reduced by one warp per mix (lane-strided, then a
 // butterfly), every thread derives the N pre weights itself, and warp 0 runs the Sinkhorn
-// iterations (in registers; with z_out only their logits, for the next launch's hc_sk job)
+// iterations (in registers; with z_out only their logits, for a later launch's hc_sk_warp)
 // while the other warps write the normalized row, synchronizing among themselves only (no
 // block-wide barrier after the first). The streams bypass L1 (cp.async.cg, __ldcg): in hc_step
 // the last block reads what the other blocks of the same grid wrote.
@@ -407,7 +407,7 @@ struct HcStepArgs {
     float* xn_out;
     signed char* q8s;     // optional int8 copy of xn_out (nullptr: none)
     float2* q8d;
-    float* z_out;         // nullptr: the finishing block runs the Sinkhorn; else its logits, for hc_sinkhorn
+    float* z_out;         // nullptr: the finishing block runs the Sinkhorn; else its logits (hc_sk_warp)
     int M, D, N, ny, iters;
     float eps, hc_eps;
     u64* trace;           // kernel bench only (nullptr: off): phase times, see hc_bench
