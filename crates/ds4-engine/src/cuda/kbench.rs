@@ -165,7 +165,7 @@ pub fn run() -> Result<()> {
                 (w, 0)
             };
             let mut j = [MvJob { w, x: x.ptr, y: y.ptr, sel: selp, x_slot: 0, nslots: c.slots as i32, x_grp_rows: w.rows, block0: 0, pad: 0 }];
-            tables.push(JobTable::new(&gpu, &mut j)?);
+            tables.push(JobTable::new(&mut j)?);
             let mut j2 = [MvJob2 { sel: selp, nslots: c.slots as i32, ..MvJob2::plain(w, x.ptr, y.ptr) }];
             tables2.push(JobTable2::new(&gpu, &mut j2)?);
             specs.push(j2[0]);
@@ -312,7 +312,7 @@ fn q8_bench(gpu: &Gpu) -> Result<()> {
             let mut j2 = [MvJob2 { sel: selp, nslots: slots as i32, x_slot: x_slot as i64, ..MvJob2::plain(w, x.ptr, y.ptr) }];
             t32.push(JobTable2::new(gpu, &mut j2)?);
             let mut jq = [MvJobQ { sel: selp, nslots: slots as i32, x_slot: x_slot as i64, ..MvJobQ::plain(w, (qs.ptr, qd.ptr), y.ptr) }];
-            tq.push(JobTableQ::new(gpu, &mut jq)?);
+            tq.push(JobTableQ::new(&mut jq)?);
             specs.push(jq[0]);
         }
         let n_out = rows * slots;
@@ -389,6 +389,32 @@ fn q8_bench(gpu: &Gpu) -> Result<()> {
 }
 
 /// `DS4_KBENCH=q8o`: the int8 decode launches of session 9 at the real shapes, each against an
+/// attn_prep's q LoRA width in the kernel benches (the published model's).
+const AP_RQ: usize = 1024;
+
+/// attn_prep for one token on random inputs from `seed` (q LoRA AP_RQ, head 512, rotary 64),
+/// also writing qr quantized to `qq` = (values, scales) unless 0, and running `sk` in its
+/// extra block when `sk.z` != 0 (grid 2). Returns qr.
+fn run_attn_prep(gpu: &Gpu, seed: u64, qq: (u64, u64), sk: super::session::HcSk) -> Result<DevBuf> {
+    let (rq, dh, r) = (AP_RQ, 512usize, 64usize);
+    let mut seed = seed;
+    let mut up = |k: usize| -> Result<DevBuf> {
+        let v: Vec<f32> = (0..k).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
+        let b = gpu.alloc(k * 4)?;
+        gpu.htod(b.ptr, &v)?;
+        Ok(b)
+    };
+    let (qa, kvp, qn_w, kvn_w, omega) = (up(rq)?, up(dh)?, up(rq)?, up(dh)?, up(r / 2)?);
+    let pos = gpu.alloc(4)?;
+    gpu.htod(pos.ptr, &[7i32])?;
+    let (qr, raw) = (gpu.alloc(rq * 4)?, gpu.alloc(dh * 4)?);
+    let args = Args::new().a(qa.ptr).a(kvp.ptr).a(qn_w.ptr).a(kvn_w.ptr).a(rq as i32).a(dh as i32).a(r as i32).a(1e-6f32).a(pos.ptr).a(omega.ptr);
+    let args = args.a(qr.ptr).a(raw.ptr).a(1i32).a(0i32).a(0i32).a(0u64).a(qq.0).a(qq.1).a(sk);
+    gpu.launch("attn_prep", (1 + (sk.z != 0) as u32, 1, 1), 512, ((rq + dh) * 4) as u32, args)?;
+    gpu.sync()?;
+    Ok(qr)
+}
+
 /// independent path (prints FAIL lines; exit status stays 0):
 /// * out_a as 8 slots of one 1024-row matrix (`MvJobQ::row_groups`) against matvec_grouped's
 ///   block-diagonal f32 matvec (x_grp_rows), within int8 activation error;
@@ -429,7 +455,7 @@ fn q8o_check(gpu: &Gpu) -> Result<()> {
     let x = up(&rnd(g * hg))?;
     let yref = gpu.alloc(g * ro * 4)?;
     let mut jr = [MvJob { x_grp_rows: ro as i32, ..MvJob::plain(m.wmat(), x.ptr, yref.ptr) }];
-    JobTable::new(gpu, &mut jr)?.run(gpu, 1)?;
+    JobTable::new(&mut jr)?.run(gpu, 1)?;
     let (qx, qxd) = quant(x.ptr, g * hg)?;
     let ids: Vec<i32> = (0..g as i32).collect();
     let idb = gpu.alloc(g * 4)?;
@@ -437,7 +463,7 @@ fn q8o_check(gpu: &Gpu) -> Result<()> {
     let (y, yq, yd) = (gpu.alloc(g * ro * 4)?, gpu.alloc(g * ro)?, gpu.alloc(g * ro / 32 * 8)?);
     let mut c = MvJobQ::row_groups(&m, g, (qx.ptr, qxd.ptr), y.ptr, idb.ptr);
     (c.yq, c.yd) = (yq.ptr, yd.ptr);
-    JobTableQ::new(gpu, &mut [c])?.run(gpu, 1)?;
+    JobTableQ::new(&mut [c])?.run(gpu, 1)?;
     let (mut a, mut b) = (vec![0f32; g * ro], vec![0f32; g * ro]);
     gpu.dtoh(&mut a, yref.ptr)?;
     gpu.dtoh(&mut b, y.ptr)?;
@@ -466,18 +492,12 @@ fn q8o_check(gpu: &Gpu) -> Result<()> {
     (fr.nslots, fr.sel, fr.wts, fr.yq, fr.yd) = (k as i32, selb.ptr, wts.ptr, qm.ptr, qmd.ptr);
     let mut fs = MvJobQ::paired(gs.wmat(), us.wmat(), (qn.ptr, qnd.ptr), mid.ptr + (k * f * 4) as u64, 10.0);
     (fs.yq, fs.yd) = (qm.ptr + (k * f) as u64, qmd.ptr + (k * f / 32 * 8) as u64);
-    JobTableQ::new(gpu, &mut [fs, fr])?.run(gpu, 2)?;
+    JobTableQ::new(&mut [fs, fr])?.run(gpu, 2)?;
     same_q8("gate/up mids (6 routed + shared)", mid.ptr, qm.ptr, qmd.ptr, (k + 1) * f, &mut fails)?;
     // attn_prep's quantized qr (the int8 q_b input) against quant_q8 of its f32 qr
-    let (rq, dh, r) = (1024usize, 512usize, 64usize);
-    let (qa, kvp, qn_w, kvn_w, omega) = (up(&rnd(rq))?, up(&rnd(dh))?, up(&rnd(rq))?, up(&rnd(dh))?, up(&rnd(r / 2))?);
-    let pos = gpu.alloc(4)?;
-    gpu.htod(pos.ptr, &[7i32])?;
-    let (qr, raw, qq, qqd) = (gpu.alloc(rq * 4)?, gpu.alloc(dh * 4)?, gpu.alloc(rq)?, gpu.alloc(rq / 32 * 8)?);
-    let args = Args::new().a(qa.ptr).a(kvp.ptr).a(qn_w.ptr).a(kvn_w.ptr).a(rq as i32).a(dh as i32).a(r as i32).a(1e-6f32).a(pos.ptr).a(omega.ptr);
-    let args = args.a(qr.ptr).a(raw.ptr).a(1i32).a(0i32).a(0i32).a(0u64).a(qq.ptr).a(qqd.ptr).a(super::session::HcSk::default());
-    gpu.launch("attn_prep", (1, 1, 1), 512, ((rq + dh) * 4) as u32, args)?;
-    same_q8("attn_prep qr", qr.ptr, qq.ptr, qqd.ptr, rq, &mut fails)?;
+    let (qq, qqd) = (gpu.alloc(AP_RQ)?, gpu.alloc(AP_RQ / 32 * 8)?);
+    let qr = run_attn_prep(gpu, 31, (qq.ptr, qqd.ptr), super::session::HcSk::default())?;
+    same_q8("attn_prep qr", qr.ptr, qq.ptr, qqd.ptr, AP_RQ, &mut fails)?;
     gpu.sync()?;
     println!("q8o: {fails} failed");
     Ok(())
@@ -509,7 +529,7 @@ fn sweep_splits<J: Split>(gpu: &Gpu, specs: &[J], kernels: &[&'static str], y: u
     for wk in [1, 2, 4, 8] {
         for r in [1, 2, 4] {
             for &kern in kernels {
-                let ts = specs.iter().map(|sp| Jobs::upload(gpu, &mut [sp.with_split(wk, r)], kern)).collect::<Result<Vec<_>>>()?;
+                let ts = specs.iter().map(|sp| Jobs::with_kernel(&mut [sp.with_split(wk, r)], kern)).collect::<Result<Vec<_>>>()?;
                 gpu.memset0(y, reference.len() * 4)?;
                 ts[0].run(gpu, 1)?;
                 gpu.dtoh(&mut out, y)?;
@@ -1630,7 +1650,7 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
         gpu.htod(bb.ptr, &bias)?;
         let (lo, so, wo, ln, sn, wn) = (f4(e)?, f4(k)?, f4(k)?, f4(e)?, f4(k)?, f4(k)?);
         let mut jobs = [MvJob { w: m.wmat(), x: xb.ptr, y: lo.ptr, sel: 0, x_slot: 0, nslots: 1, x_grp_rows: e as i32, block0: 0, pad: 0 }];
-        let table = JobTable::new(gpu, &mut jobs)?;
+        let table = JobTable::new(&mut jobs)?;
         let old = || -> Result<()> {
             table.run(gpu, 1)?;
             launch_route(gpu, true, 1, lo.ptr, bb.ptr, 0, 0, e, k, 1.5, true, so.ptr, wo.ptr)
@@ -1664,24 +1684,10 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
     // the same Sinkhorn as attn_prep's extra block, next to its own (whose qr must not change)
     gpu.memset0(skc.ptr, 16 * 4)?;
     let (skr, qr_same) = {
-        let (rq, dh, r) = (1024usize, 512usize, 64usize);
-        let mut seed = 0x77_u64;
-        let mut rnd = |k: usize| -> Vec<f32> { (0..k).map(|_| frand(&mut seed) * 2.0 - 1.0).collect() };
-        let up = |v: &[f32]| -> Result<DevBuf> {
-            let b = gpu.alloc(v.len() * 4)?;
-            gpu.htod(b.ptr, v)?;
-            Ok(b)
-        };
-        let (qa, kvp, qn_w, kvn_w, omega) = (up(&rnd(rq))?, up(&rnd(dh))?, up(&rnd(rq))?, up(&rnd(dh))?, up(&rnd(r / 2))?);
-        let pos = gpu.alloc(4)?;
-        gpu.htod(pos.ptr, &[7i32])?;
         let mut qrs = Vec::new();
-        for (grid, skv) in [(1u32, HcSk::default()), (2, sk)] {
-            let (qr, raw) = (gpu.alloc(rq * 4)?, gpu.alloc(dh * 4)?);
-            let args = Args::new().a(qa.ptr).a(kvp.ptr).a(qn_w.ptr).a(kvn_w.ptr).a(rq as i32).a(dh as i32).a(r as i32).a(1e-6f32).a(pos.ptr).a(omega.ptr);
-            let args = args.a(qr.ptr).a(raw.ptr).a(1i32).a(0i32).a(0i32).a(0u64).a(0u64).a(0u64).a(skv);
-            gpu.launch("attn_prep", (grid, 1, 1), 512, ((rq + dh) * 4) as u32, args)?;
-            let mut v = vec![0f32; rq];
+        for skv in [HcSk::default(), sk] {
+            let qr = run_attn_prep(gpu, 0x77, (0, 0), skv)?;
+            let mut v = vec![0f32; AP_RQ];
             gpu.dtoh(&mut v, qr.ptr)?;
             qrs.push(v);
         }

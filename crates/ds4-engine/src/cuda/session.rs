@@ -288,7 +288,7 @@ pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, 
     gpu.launch("hc_step", (b.split as u32, t as u32, 1), 1024, hc_fin_smem(b.n, b.d), Args::new().a(a))
 }
 
-/// Dynamic shared memory of hc_finish_tok's callers (model.cuh `HC_FIN_SMEM`: the staged
+/// Dynamic shared memory of hc_finish_tok's callers (model.cuh: the staged
 /// streams and norm weights).
 fn hc_fin_smem(n: usize, d: usize) -> u32 {
     ((n + 1) * d * 4) as u32
@@ -867,11 +867,7 @@ impl JobTable2 {
             j.plan(gpu.sm_count.max(1) as usize);
         }
         // the 3-blocks-per-SM register cap was best or within 5% of best at every shape
-        Self::planned(gpu, jobs, MV2_KERNELS[2])
-    }
-    /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
-    pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJob2], kern: &'static str) -> Result<JobTable2> {
-        Jobs::upload(gpu, jobs, kern)
+        Jobs::with_kernel(jobs, MV2_KERNELS[2])
     }
 }
 
@@ -965,7 +961,7 @@ impl GridJob for MvJobQ {
 pub(crate) type JobTableQ = Jobs<MvJobQ>;
 
 impl JobTableQ {
-    pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
+    pub(crate) fn new(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
         for j in jobs.iter_mut() {
             j.plan();
         }
@@ -973,11 +969,7 @@ impl JobTableQ {
         // register cap (q_b 14.6 vs 15.6 us, out_a 12.6 vs 13.4), the 2-bit expert formats
         // under 3 (IQ2_XXS gate 13.0 vs 14.5, Q2_K down 12.2 vs 13.8)
         let q8_only = jobs.iter().all(|j| j.w.ty == 8);
-        Self::planned(gpu, jobs, MVQ_KERNELS[if q8_only { 0 } else { 1 }])
-    }
-    /// Jobs whose `wk`/`rpw` are already set (benchmark sweeps), run by entry point `kern`.
-    pub(crate) fn planned(gpu: &Gpu, jobs: &mut [MvJobQ], kern: &'static str) -> Result<JobTableQ> {
-        Jobs::upload(gpu, jobs, kern)
+        Jobs::with_kernel(jobs, MVQ_KERNELS[if q8_only { 0 } else { 1 }])
     }
 }
 
@@ -1058,7 +1050,9 @@ pub(crate) struct Jobs<J> {
 }
 
 impl<J: GridJob> Jobs<J> {
-    pub(crate) fn upload(_gpu: &Gpu, jobs: &mut [J], kern: &'static str) -> Result<Jobs<J>> {
+    /// `jobs` (their `wk`/`rpw` already planned, e.g. by a benchmark sweep) as the table of
+    /// entry point `kern`.
+    pub(crate) fn with_kernel(jobs: &mut [J], kern: &'static str) -> Result<Jobs<J>> {
         if jobs.len() > MAX_JOBS {
             return Err(CudaError::Other(format!("{kern}: {} jobs in one launch, at most {MAX_JOBS}", jobs.len())));
         }
@@ -1101,8 +1095,8 @@ impl GridJob for MvJob {
 pub(crate) type JobTable = Jobs<MvJob>;
 
 impl JobTable {
-    pub(crate) fn new(gpu: &Gpu, jobs: &mut [MvJob]) -> Result<JobTable> {
-        Jobs::upload(gpu, jobs, "matvec_grouped")
+    pub(crate) fn new(jobs: &mut [MvJob]) -> Result<JobTable> {
+        Jobs::with_kernel(jobs, "matvec_grouped")
     }
 }
 
@@ -1674,7 +1668,7 @@ impl CudaSession {
             st,
             sc,
             jobs: Vec::new(),
-            head_job: JobTable::new(&gpu, &mut [])?,
+            head_job: JobTable::new(&mut [])?,
             routers: Vec::new(),
             q8: false,
             jobsq: Vec::new(),
@@ -1787,7 +1781,6 @@ impl CudaSession {
 
     fn build_jobs(&mut self) -> Result<()> {
         let d = self.m.dims.clone();
-        let gpu = self.m.gpu.clone();
         let sc = &self.sc;
         let job = MvJob::plain;
         let mut all = Vec::new();
@@ -1816,11 +1809,11 @@ impl CudaSession {
             ue.nslots = d.k as i32;
             ue.sel = sc.esel.ptr;
             let f = vec![ge, ue];
-            let mk = |mut v: Vec<MvJob>| JobTable::new(&gpu, &mut v);
+            let mk = |mut v: Vec<MvJob>| JobTable::new(&mut v);
             all.push(LayerJobs { a: mk(a)?, b: mk(b)?, c: mk(c)?, d: mk(dd)?, e: mk(e)?, f: mk(f)? });
         }
         self.jobs = all;
-        self.head_job = JobTable::new(&gpu, &mut [job(self.m.output.wmat(), sc.yhead.ptr, sc.logits.ptr)])?;
+        self.head_job = JobTable::new(&mut [job(self.m.output.wmat(), sc.yhead.ptr, sc.logits.ptr)])?;
         Ok(())
     }
 
@@ -1845,7 +1838,6 @@ impl CudaSession {
         if !ok {
             return Ok(());
         }
-        let gpu = self.m.gpu.clone();
         let sc = &self.sc;
         let qx = sc.qx.at(0);
         let qm = sc.qmid.at(0);
@@ -1870,7 +1862,7 @@ impl CudaSession {
             // (gate/up writing the mids quantized, as out_a does, measured 1.5 % slower in the
             // decode graph than the quant_q8 launch: the shared expert's gate/up then needs 32-row
             // blocks, 64 long ones, and the launch a second partial wave; session 9)
-            all.push(LayerJobsQ { f: JobTableQ::new(&gpu, &mut [f, fs])?, g: JobTableQ::new(&gpu, &mut [gd, gs])?, att });
+            all.push(LayerJobsQ { f: JobTableQ::new(&mut [f, fs])?, g: JobTableQ::new(&mut [gd, gs])?, att });
         }
         self.jobsq = all;
         self.q8 = true;
@@ -1882,20 +1874,19 @@ impl CudaSession {
         let d = &self.m.dims;
         let sc = &self.sc;
         let ly = &self.m.layers[l];
-        let gpu = &self.m.gpu;
         let mut b = vec![MvJobQ::plain(ly.q_b.wmat(), sc.qqr.at(0), sc.q.ptr)];
         let mut bi = None;
         if let Some(m) = &ly.idx_q_b {
             if m.wmat().ty == 8 {
                 b.push(MvJobQ::plain(m.wmat(), sc.qqr.at(0), sc.iq.ptr));
             } else {
-                bi = Some(JobTable::new(gpu, &mut [MvJob::plain(m.wmat(), sc.qr.ptr, sc.iq.ptr)])?);
+                bi = Some(JobTable::new(&mut [MvJob::plain(m.wmat(), sc.qr.ptr, sc.iq.ptr)])?);
             }
         }
         let mut c = MvJobQ::row_groups(&ly.out_a, d.g, sc.qheads.at(0), sc.low.ptr, sc.grp_ids.ptr);
         (c.yq, c.yd) = sc.qlow.at(0);
         let dd = MvJobQ::plain(ly.out_b.wmat(), sc.qlow.at(0), sc.attn_out.ptr);
-        Ok(AttnJobsQ { b: JobTableQ::new(gpu, &mut b)?, bi, c: JobTableQ::new(gpu, &mut [c])?, d: JobTableQ::new(gpu, &mut [dd])? })
+        Ok(AttnJobsQ { b: JobTableQ::new(&mut b)?, bi, c: JobTableQ::new(&mut [c])?, d: JobTableQ::new(&mut [dd])? })
     }
 
     // ---------------------------------------------------------------------------------------

@@ -544,7 +544,7 @@ extern "C" __global__ void __launch_bounds__(256) router_dec(RouterDecArgs a) {
     __shared__ int last_s;
     const int nrb = (a.E + 7) / 8;  // router blocks (8 rows each); block nrb: the Sinkhorn
     if ((int)blockIdx.x == nrb) {
-        if (threadIdx.x < 32) hc_sk_warp(a.sk.z, a.sk.comb, a.sk.n, a.sk.iters, a.sk.eps);
+        if (threadIdx.x < 32) hc_sk_warp(a.sk);
         return;
     }
     switch (a.w.type) {  // the host launches F32 / F16 / Q8_0 routers only (no grid table needed)

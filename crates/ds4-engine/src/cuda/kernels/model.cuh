@@ -215,21 +215,25 @@ struct HcSk {
     float eps;
     int pad;
 };
-__device__ void hc_sk_warp(const float* z, float* comb, int n, int iters, float hc_eps) {
-    const int lane = threadIdx.x & 31;
+// The logits from logit(k) (k = a*N + b), then sinkhorn_warp_store.
+template <typename F>
+__device__ __forceinline__ void sinkhorn_warp_from(F logit, int N, int iters, float hc_eps, float* out) {
     float c[MAXN][MAXN];
 #pragma unroll
     for (int a = 0; a < MAXN; a++)
 #pragma unroll
-        for (int b = 0; b < MAXN; b++) c[a][b] = (a < n && b < n) ? z[a * n + b] : 0.f;
-    sinkhorn_warp_store(c, n, iters, hc_eps, lane, comb);
+        for (int b = 0; b < MAXN; b++) c[a][b] = (a < N && b < N) ? logit(a * N + b) : 0.f;
+    sinkhorn_warp_store(c, N, iters, hc_eps, threadIdx.x & 31, out);
+}
+__device__ void hc_sk_warp(const HcSk& sk) {
+    sinkhorn_warp_from([&](int k) { return sk.z[k]; }, sk.n, sk.iters, sk.eps, sk.comb);
 }
 
 // Finish hc_pre for token t: mix, pre/post/Sinkhorn (M == N*(N+2)) or head pre only
 // (M == N), collapse the streams and apply the following weighted RMSNorm; optionally also
 // the int8 blocks of the normalized row (q8s/q8d, the layout of quant_q8, D % 32 == 0).
-// Called by a whole block (blockDim a multiple of 32, >= 64), dynamic smem xsh of
-// HC_FIN_SMEM(N, D) floats. The streams and norm weights are staged into shared memory by
+// Called by a whole block (blockDim a multiple of 32, >= 64), dynamic smem xsh of (N + 1) * D
+// floats (session.rs hc_fin_smem). The streams and norm weights are staged into shared memory by
 // cp.async, issued before the partials are read, so both are one round trip (the register
 // copies they replace spilled in hc_step: a store to local memory right after each load waited
 // for the load). The partials are reduced by one warp per mix (lane-strided, then a
@@ -241,7 +245,6 @@ __device__ void hc_sk_warp(const float* z, float* comb, int n, int iters, float 
 // pdot layout: token t's partial of mix m from split s at t*M*nsplit + m*pm + s*ps: hc_step
 // writes [t][m][split] (pm = nsplit, ps = 1: the finishing block's loads coalesce), hc_post_mix
 // [t][split][m] (pm = 1, ps = M: its warps store 24 consecutive floats).
-#define HC_FIN_SMEM(N, D) (((N) + 1) * (D))
 // a / n as a product when n is a power of two (the same value: exact scaling), else the
 // division (a 64-bit division is a called routine: ~0.1-0.2 us on a critical path)
 __device__ __forceinline__ double div_n(double a, int n) {
@@ -367,7 +370,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
     for (int d = first; d < D; d += stride) xo[d] = (ssh[d] * rsn) * nsh[d];
 }
 
-// grid T, dynamic smem HC_FIN_SMEM(N, D) floats (the prefill path; decode uses hc_step).
+// grid T, dynamic smem (N + 1) * D floats (the prefill path; decode uses hc_step).
 extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
                                                             const double* __restrict__ pss, int nsplit, int M, int D,
                                                             int N, const float* __restrict__ scale,
@@ -656,7 +659,7 @@ extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restr
                                                             float2* qrd, const HcSk hsk) {
     PDL_ENTRY;
     if (hsk.z && blockIdx.x == gridDim.x - 1) {  // the extra block: a deferred Sinkhorn (decode)
-        if (threadIdx.x < 32) hc_sk_warp(hsk.z, hsk.comb, hsk.n, hsk.iters, hsk.eps);
+        if (threadIdx.x < 32) hc_sk_warp(hsk);
         return;
     }
     extern __shared__ float sm[];
