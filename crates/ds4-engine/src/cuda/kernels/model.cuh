@@ -673,12 +673,15 @@ extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restr
     // trip instead of two), then both sums of squares in one block reduction (per-thread sums in
     // index order, then warps in order: the order of the two separate norms it replaced).
     const int tid = threadIdx.x, bd = blockDim.x, lane = tid & 31, w = tid >> 5, nw = (bd + 31) >> 5;
-    float xq[AP_PRE], xk[AP_PRE];
+    // (the norm weights too: loaded after the reduction they were one more round trip)
+    float xq[AP_PRE], xk[AP_PRE], nq[AP_PRE], nk[AP_PRE];
 #pragma unroll
     for (int j = 0; j < AP_PRE; j++) {
         int i = tid + j * bd;
         xq[j] = i < Rq ? qs[i] : 0.f;
         xk[j] = i < Dh ? ks[i] : 0.f;
+        nq[j] = i < Rq ? qa_norm[i] : 0.f;
+        nk[j] = i < Dh ? kv_norm[i] : 0.f;
     }
     double sq = 0.0, sk = 0.0;
 #pragma unroll
@@ -693,20 +696,27 @@ extern "C" __global__ void __launch_bounds__(512) attn_prep(const float* __restr
     sk = warp_sum_d(sk);
     if (lane == 0) { shd[0][w] = sq; shd[1][w] = sk; }
     __syncthreads();
-    double tq = 0.0, tk = 0.0;
-    for (int i = 0; i < nw; i++) { tq += shd[0][i]; tk += shd[1][i]; }
-    float rq = 1.f / sqrtf((float)(tq / (double)Rq) + eps), rk = 1.f / sqrtf((float)(tk / (double)Dh) + eps);
+    // the warps' sums by a butterfly (every thread summing them in turn was a chain of nw
+    // dependent shared loads and adds), the means by div_n (no 64-bit division call)
+    const double tq = warp_sum_d(lane < nw ? shd[0][lane] : 0.0), tk = warp_sum_d(lane < nw ? shd[1][lane] : 0.0);
+    float rq = 1.f / sqrtf((float)div_n(tq, Rq) + eps), rk = 1.f / sqrtf((float)div_n(tk, Dh) + eps);
     // qrq != 0: qr also quantized for the int8 q_b matvecs (Rq and the block size are multiples
-    // of 32, checked by the host, so each warp covers whole 32-value blocks)
-    for (int i0 = 0; i0 < Rq; i0 += bd) {
-        const int i = i0 + tid;
-        if (i >= Rq) break;
-        float v = (q[i] * rq) * qa_norm[i];
+    // of 32, checked by the host, so each warp covers whole 32-value blocks: the conditions
+    // below are warp-uniform)
+    auto qout = [&](int i, float wn) {
+        float v = (q[i] * rq) * wn;
         q[i] = v;
         qr_out[(i64)t * Rq + i] = v;
         if (qrq) q8_block(v, lane, (int)(((i64)t * Rq + i) >> 5), qrq, qrd);
+    };
+#pragma unroll
+    for (int j = 0; j < AP_PRE; j++) {
+        const int i = tid + j * bd;
+        if (i < Rq) qout(i, nq[j]);
+        if (i < Dh) k[i] = (k[i] * rk) * nk[j];
     }
-    for (int i = tid; i < Dh; i += bd) k[i] = (k[i] * rk) * kv_norm[i];
+    for (int i = tid + AP_PRE * bd; i < Rq; i += bd) qout(i, qa_norm[i]);
+    for (int i = tid + AP_PRE * bd; i < Dh; i += bd) k[i] = (k[i] * rk) * kv_norm[i];
     __syncthreads();
     rope_tail_smem(k, Dh, R, p, omega, 1.f);
     __syncthreads();
