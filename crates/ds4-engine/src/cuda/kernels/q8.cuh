@@ -46,22 +46,46 @@ struct MvJobQ {
     float2* yd;
 };
 
-// Byte mask 0xFF at byte i where bit i of s (0..15) is set: the four bits are spread to bits
-// 0, 8, 16, 24 by one multiply (the shifted copies do not overlap, so no carries).
-__device__ __forceinline__ u32 sign_mask4(u32 s) { return ((s * 0x00204081u) & 0x01010101u) * 0xFFu; }
-
-// The 8 sign bits of an IQ2_XXS group (7 stored, the 8th makes the count even) as byte masks
-// of the low and high 4 weights. Computed rather than looked up: a 128-entry table in shared
-// memory measured 8% slower (its lookups add to the grid's in the shared-memory pipe; H200
-// kernel bench, IQ2_XXS gate 17.8 -> 16.4 us; equal in the decode graph).
-__device__ __forceinline__ uint2 iq2_signs(u32 s7) {
-    u32 sg = s7 | ((u32)(__popc(s7) & 1) << 7);
-    return make_uint2(sign_mask4(sg & 15u), sign_mask4(sg >> 4));
+// IQ2_XXS to signed int8 words by byte permutes. Each group of 8 weights is a grid entry of 8
+// magnitudes in {8, 25, 43} (codes 0, 1, 2) and 8 signs (7 stored, the 8th makes the count
+// even). A prmt picks byte v of {IQ2_POS, IQ2_NEG} per output byte: v = code + 4 * sign, so a
+// selector word of 8 nibbles (code in bits 0-1, sign in bit 2) gives both int8 words of the 8
+// weights in two prmts. The sign bits reach bit 2 of their nibbles by one multiply-add:
+// s7 * 0x00810204 places four shifted copies of the 7 bits side by side (no carries) and the
+// parity lands at bit 30; masking bit 2 of each nibble leaves the sign of weight PI[n] in
+// nibble n, PI = {0, 4, 1, 5, 2, 6, 3, 7}. The grid's code nibbles are
+// stored in that order (iq2_sel) and the x words are permuted the same way once per group and
+// loop trip (iq2_xperm), shared by every row. About 13 instructions per 8 weights where the
+// byte-mask arithmetic took ~28 (Nsight Compute on the IQ2_XXS gate: issue-bound, math and
+// not_selected stalls on the mask LOP3s).
+#define IQ2_POS 0x002B1908u  // bytes 8, 25, 43, 0
+#define IQ2_NEG 0x00D5E7F8u  // bytes -8, -25, -43, 0
+// prmt in its default mode: __byte_perm masks every selector nibble to 3 bits first (a LOP3 per
+// call); the selectors here never set bit 3 (which would replicate the byte's sign).
+__device__ __forceinline__ int iq2_prmt(u32 sel) {
+    u32 r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(IQ2_POS), "r"(IQ2_NEG), "r"(sel));
+    return (int)r;
 }
-
-// Four grid magnitudes (bytes, all in 1..127) with the bytes under mask m negated:
-// (g ^ 0xFF) + 1 = 256 - g per byte, and no byte carries into the next (256 - g <= 255).
-__device__ __forceinline__ int iq2_signed(u32 g, u32 m) { return (int)((g ^ m) + (m & 0x01010101u)); }
+__device__ __forceinline__ u32 iq2_sel(u64 g) {
+    const int pi[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+    u32 s = 0;
+#pragma unroll
+    for (int n = 0; n < 8; n++) {
+        u32 b = (u32)(g >> (8 * pi[n])) & 255u;
+        s |= ((u32)(b > 8) + (u32)(b > 25)) << (4 * n);
+    }
+    return s;
+}
+// x bytes of a group's 8-value chunk k in nibble order PI: {x0, x4, x1, x5}, {x2, x6, x3, x7}.
+__device__ __forceinline__ void iq2_xperm(int* x) {
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        u32 a = (u32)x[2 * k], b = (u32)x[2 * k + 1];
+        x[2 * k] = (int)__byte_perm(a, b, 0x5140);
+        x[2 * k + 1] = (int)__byte_perm(a, b, 0x7362);
+    }
+}
 
 // One 32-value column group g of `row`, as loaded (mvq_ld) and as used (mvq_dot): the loads
 // of a loop trip are all issued before any of them is used. (With load and use in one
@@ -107,22 +131,22 @@ __device__ __forceinline__ MvqRaw<TY> mvq_ld(const u8* __restrict__ pay, const u
 
 // The dot of loaded group g with the quantized x group (xq: 8 words, dx scale, sx = dx * sum(q)).
 template <int TY>
-__device__ __forceinline__ float mvq_dot(const MvqRaw<TY>& w, int g, const int* xq, float dx, float sx, const u64* gsm) {
+__device__ __forceinline__ float mvq_dot(const MvqRaw<TY>& w, int g, const int* xq, float dx, float sx, const u32* gsel) {
     if constexpr (TY == T_Q8_0) {
         int q[8] = {(int)w.q0.x, (int)w.q0.y, (int)w.q0.z, (int)w.q0.w, (int)w.q1.x, (int)w.q1.y, (int)w.q1.z, (int)w.q1.w};
         int s = 0;
 #pragma unroll
         for (int k = 0; k < 8; k++) s = __dp4a(q[k], xq[k], s);
         return h2f((u16)w.d) * dx * (float)s;
-    } else if constexpr (TY == T_IQ2_XXS) {
+    } else if constexpr (TY == T_IQ2_XXS) {  // xq: permuted by iq2_xperm
         u32 A = w.q.x, B = w.q.y;
         int s = 0;
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            u64 gr = gsm[(A >> (8 * k)) & 255];
-            uint2 m = iq2_signs((B >> (7 * k)) & 127);
-            s = __dp4a(iq2_signed((u32)gr, m.x), xq[2 * k], s);
-            s = __dp4a(iq2_signed((u32)(gr >> 32), m.y), xq[2 * k + 1], s);
+            u32 s7 = (B >> (7 * k)) & 127u;
+            u32 sel = ((s7 * 0x00810204u + ((u32)__popc(s7) << 30)) & 0x44444444u) | gsel[(A >> (8 * k)) & 255];
+            s = __dp4a(iq2_prmt(sel), xq[2 * k], s);
+            s = __dp4a(iq2_prmt(sel >> 16), xq[2 * k + 1], s);
         }
         return h2f((u16)w.d) * (0.5f + (float)(B >> 28)) * 0.25f * dx * (float)s;
     } else if constexpr (TY == T_Q2_K) {
@@ -163,7 +187,7 @@ __device__ constexpr int mvq_unroll() {
 template <int TY, int R, bool P>
 __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed char* __restrict__ xq,
                                          const float2* __restrict__ xd, const u8* pay, const u8* hdr, const u8* pay2,
-                                         const u8* hdr2, int ks, float (*red)[8], const u64* gsm) {
+                                         const u8* hdr2, int ks, float (*red)[8], const u32* gsel) {
     constexpr int U = mvq_unroll<TY, R, P>();
     int cols = j.w.cols, rows = j.w.rows;
     int ng = cols >> 5;
@@ -203,12 +227,13 @@ __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed
 #pragma unroll
         for (int u = 0; u < U; u++) {
             int xv[8] = {(int)v0[u].x, (int)v0[u].y, (int)v0[u].z, (int)v0[u].w, (int)v1[u].x, (int)v1[u].y, (int)v1[u].z, (int)v1[u].w};
+            if constexpr (TY == T_IQ2_XXS) iq2_xperm(xv);
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                float a = mvq_dot<TY>(wa[u][r], gu[u], xv, ds[u].x, ds[u].y, gsm);
+                float a = mvq_dot<TY>(wa[u][r], gu[u], xv, ds[u].x, ds[u].y, gsel);
                 if (ok[u]) acc[r] += a;
                 if constexpr (P) {
-                    float b = mvq_dot<TY>(wb[u][r], gu[u], xv, ds[u].x, ds[u].y, gsm);
+                    float b = mvq_dot<TY>(wb[u][r], gu[u], xv, ds[u].x, ds[u].y, gsel);
                     if (ok[u]) acc2[r] += b;
                 }
             }
@@ -225,7 +250,7 @@ __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed
 // One block per 16-32 rows (a persistent variant that looped over logical blocks measured no
 // faster in the decode graph: 92.6 vs 92.4 t/s, session 3).
 __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int njobs) {
-    __shared__ u64 gsm[256];
+    __shared__ u32 gsel[256];
     __shared__ float red[8][8];
     int b = blockIdx.x;
     const int ji = job_of_block(jobs, njobs, b);
@@ -236,15 +261,15 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
     const u8 *pay, *hdr, *pay2, *hdr2;
     mv_place(j, b, slot, row0, rpb, ks, rowA, pay, hdr, pay2, hdr2);
     if (j.w.type == T_IQ2_XXS) {  // block-uniform branch
-        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsel[i] = iq2_sel(IQ2XXS_GRID[i]);
         __syncthreads();
     }
     const signed char* xq = j.xq + (i64)slot * j.x_slot;
     const float2* xd = j.xd + (i64)slot * (j.x_slot >> 5);
 #define MVQ_RP(TY, P)                                                                             \
-    if (j.rpw == 4) mvq_body<TY, 4, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);      \
-    else if (j.rpw == 2) mvq_body<TY, 2, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm); \
-    else mvq_body<TY, 1, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsm);
+    if (j.rpw == 4) mvq_body<TY, 4, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);      \
+    else if (j.rpw == 2) mvq_body<TY, 2, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel); \
+    else mvq_body<TY, 1, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);
 #define MVQ_R(TY)             \
     if (pay2) { MVQ_RP(TY, true) } \
     else { MVQ_RP(TY, false) }
