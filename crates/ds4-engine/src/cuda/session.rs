@@ -851,6 +851,10 @@ impl GridJob for MvJob2 {
         self.block0 = b;
     }
     fn check(&self) -> Result<()> {
+        // mv_place computes with log2 of both
+        if ![1, 2, 4].contains(&self.rpw) || ![1, 2, 4, 8].contains(&self.wk) {
+            return Err(CudaError::Other(format!("mv2: unsupported split (rpw {}, wk {})", self.rpw, self.wk)));
+        }
         if self.x_grp_rows as usize % self.rows_per_block() != 0 {
             return Err(CudaError::Other("mv2: rows per block must divide the input group rows".into()));
         }
@@ -1037,6 +1041,7 @@ pub(crate) const MAX_JOBS: usize = 8;
 #[derive(Clone, Copy)]
 struct JobSet<J> {
     j: [J; MAX_JOBS],
+    b0: [i32; MAX_JOBS],
 }
 
 /// Jobs for launches of kernel `kern` (passed by value as the kernel's `JobSet`); `run(n)` runs
@@ -1058,15 +1063,17 @@ impl<J: GridJob> Jobs<J> {
         }
         let (mut blocks, mut smem) = (Vec::new(), Vec::new());
         let (mut b, mut s) = (0usize, 0u32);
-        for j in jobs.iter_mut() {
+        let mut b0 = [0i32; MAX_JOBS];
+        for (k, j) in jobs.iter_mut().enumerate() {
             j.check()?;
             j.set_block0(b as i32);
+            b0[k] = b as i32;
             b += j.blocks();
             s = s.max(j.smem());
             blocks.push(b as u32);
             smem.push(s);
         }
-        let mut set = JobSet { j: [J::default(); MAX_JOBS] };
+        let mut set = JobSet { j: [J::default(); MAX_JOBS], b0 };
         set.j[..jobs.len()].copy_from_slice(jobs);
         Ok(Jobs { set, blocks, smem, kern, _job: std::marker::PhantomData })
     }
@@ -2878,7 +2885,7 @@ pub(crate) fn kernel_arg_layouts() -> Vec<(&'static str, usize, usize)> {
             (stringify!($t), size_of::<$t>(), align_of::<$t>())
         };
     }
-    vec![l!(WMat), l!(MvJob), l!(MvJob2), l!(MvJobQ), l!(GemmArgs), l!(CompArgs), l!(HcStepArgs), l!(AttnArgs), l!(AttnTcArgs), l!(AttnDecArgs), l!(IdxTcArgs), l!(RouterDecArgs), l!(HcSk)]
+    vec![l!(WMat), l!(MvJob), l!(MvJob2), l!(MvJobQ), l!(GemmArgs), l!(CompArgs), l!(HcStepArgs), l!(AttnArgs), l!(AttnTcArgs), l!(AttnDecArgs), l!(IdxTcArgs), l!(RouterDecArgs), l!(HcSk), l!(JobSet<MvJob>), l!(JobSet<MvJob2>), l!(JobSet<MvJobQ>)]
 }
 
 #[cfg(test)]

@@ -84,25 +84,44 @@ __device__ __forceinline__ double warp_sum_d(double v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
-// The job of block b in a grouped launch: the last of the first njobs (<= MAX_JOBS, checked by
-// the host) whose block0 <= b. The block0 loads are independent (one L2 round trip); the old
-// scan loaded jobs[ji + 1].block0 only after jobs[ji]'s, up to 6 dependent round trips for the
-// last job of the q_a / kv / compressor group.
 #define MAX_JOBS 8
 // A launch's job table, passed by value (`const __grid_constant__ JobSet<J>`): the jobs are
 // read from the constant bank, not in two dependent L2 round trips (every job's block0, then
 // the block's job) before a block's first weight load. jobs point into the parameter space,
-// so plain loads (no __ldg).
+// so plain loads (no __ldg). The jobs' first blocks are also kept together in b0: job_of_block
+// reads them all, and spread over the jobs (184 bytes apart for mvq) they were one
+// constant-cache miss each, every block's first stall (Nsight Compute on mvq: ~8 % of its warp
+// samples).
 template <typename J>
 struct JobSet {
     J j[MAX_JOBS];
+    int b0[MAX_JOBS];  // = j[k].block0
 };
-template <typename J>
-__device__ __forceinline__ int job_of_block(const J* __restrict__ jobs, int njobs, int b) {
+// Global loads kept in program order among themselves (volatile asm): a kernel prologue's
+// independent round trips issued back to back before the first of them is used (the compiler
+// otherwise placed each load after the previous one's use).
+__device__ __forceinline__ int ld_early(const int* p) {
+    int v;
+    asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ float ld_early(const float* p) {
+    float v;
+    asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ u64 ld_early(const u64* p) {
+    u64 v;
+    asm volatile("ld.global.nc.b64 %0, [%1];" : "=l"(v) : "l"(p));
+    return v;
+}
+// The job of block b in a grouped launch: the last of the first njobs (<= MAX_JOBS, checked by
+// the host) whose first block b0 <= b.
+__device__ __forceinline__ int job_of_block(const int* b0, int njobs, int b) {
     int ji = 0;
 #pragma unroll
     for (int k = 1; k < MAX_JOBS; k++)
-        if (k < njobs && jobs[k].block0 <= b) ji = k;
+        if (k < njobs && b0[k] <= b) ji = k;
     return ji;
 }
 // Sum of p[q * stride] over q < n in q order, the loads of up to 8 terms issued before any

@@ -408,17 +408,17 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
     }
 }
 
-__device__ __forceinline__ void matvec_grouped_main(const MvJob* __restrict__ jobs, int njobs) {
+__device__ __forceinline__ void matvec_grouped_main(const MvJob* __restrict__ jobs, const int* b0, int njobs) {
     extern __shared__ float4 xs_dyn[];
     __shared__ u64 gsm[256];
     int b = blockIdx.x;
-    const int ji = job_of_block(jobs, njobs, b);
+    const int ji = job_of_block(b0, njobs, b);
     MvJob j = jobs[ji];
     // only IQ2_XXS blocks need the grid (2 KB per block otherwise wasted); mv_block's barrier
     // after staging x publishes it
     if (j.w.type == T_IQ2_XXS)
         for (int i = threadIdx.x; i < 256; i += blockDim.x) gsm[i] = IQ2XXS_GRID[i];
-    int lb = b - j.block0;
+    int lb = b - b0[ji];
     switch (j.w.type) {
         case T_F32: mv_block<T_F32>(j, lb, xs_dyn, gsm); break;
         case T_F16: mv_block<T_F16>(j, lb, xs_dyn, gsm); break;
@@ -431,7 +431,7 @@ __device__ __forceinline__ void matvec_grouped_main(const MvJob* __restrict__ jo
 
 extern "C" __global__ void __launch_bounds__(256, 3) matvec_grouped(const __grid_constant__ JobSet<MvJob> js, int njobs) {
     PDL_ENTRY;
-    matvec_grouped_main(js.j, njobs);
+    matvec_grouped_main(js.j, js.b0, njobs);
 }
 
 // ------------------------------------------------------------------------------------------

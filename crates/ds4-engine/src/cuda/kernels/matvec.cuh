@@ -139,8 +139,8 @@ __device__ __forceinline__ void mv2_body(const MvJob2& j, int slot, int rowA, co
     const int G = XG<TY>::G;
     int cols = j.w.cols, rows = j.w.rows;
     int ng = cols / G;
-    // 32-bit: ng * wk is small (a 64-bit division is a called routine with a stack frame)
-    int g0 = ng * ks / j.wk, g1 = ng * (ks + 1) / j.wk;
+    int lwk = __ffs(j.wk) - 1;  // wk is a power of two (mv_place)
+    int g0 = (ng * ks) >> lwk, g1 = (ng * (ks + 1)) >> lwk;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     bool paired = pay2 != nullptr;
     int rr[R];
@@ -167,26 +167,32 @@ __device__ __forceinline__ void mv2_body(const MvJob2& j, int slot, int rowA, co
     }
 }
 
-// Where block b of a split-K matvec launch (mv2 / mvq job J) works: its slot and first row,
-// rows per block, this warp's column split ks and first row rowA, and the weight pointers
-// (of the slot's expert when the job selects experts).
+// Where block lb (counted from its job's first) of a split-K matvec launch (mv2 / mvq job J)
+// works: its slot and first row, rows per block, this warp's column split ks and first row
+// rowA, the weight pointers (of the slot's expert when the job selects experts) and the slot's
+// routing weight wsl (paired jobs with weights; else 1), loaded together with the expert id.
 template <class J>
-__device__ __forceinline__ void mv_place(const J& j, int b, int& slot, int& row0, int& rpb, int& ks, int& rowA, const u8*& pay,
-                                         const u8*& hdr, const u8*& pay2, const u8*& hdr2) {
-    int lb = b - j.block0;
-    rpb = j.rpw * (8 / j.wk);  // rows per warp x row groups per block
-    int bps = (j.w.rows + rpb - 1) / rpb;
-    slot = lb / bps;
-    row0 = (lb % bps) * rpb;
+__device__ __forceinline__ void mv_place(const J& j, int lb, int& slot, int& row0, int& rpb, int& ks, int& rowA, const u8*& pay,
+                                         const u8*& hdr, const u8*& pay2, const u8*& hdr2, float& wsl) {
+    // rpw and wk are powers of two (checked by the host), so only the slot needs a division:
+    // a float one, exact while lb < 2^20 (the quotient's error stays below 0.5 / bps); these
+    // run before the expert id's load, on every block's path to its first weight load
+    int lwk = __ffs(j.wk) - 1;
+    rpb = (j.rpw * 8) >> lwk;  // rows per warp x row groups per block (a power of two)
+    int lrpb = __ffs(rpb) - 1;
+    int bps = (j.w.rows + rpb - 1) >> lrpb;
+    slot = (int)__fdividef((float)lb + 0.5f, (float)bps);
+    row0 = (lb - slot * bps) << lrpb;
     int warp = threadIdx.x >> 5;
-    ks = warp % j.wk;
-    rowA = row0 + (warp / j.wk) * j.rpw;
+    ks = warp & (j.wk - 1);
+    rowA = row0 + (warp >> lwk) * j.rpw;
     pay = j.w.pay;
     hdr = j.w.hdr;
     pay2 = j.w2.pay;
     hdr2 = j.w2.hdr;
+    i64 e = j.sel ? ld_early(j.sel + slot) : 0;
+    wsl = pay2 && j.wts ? ld_early(j.wts + slot) : 1.f;
     if (j.sel) {
-        i64 e = j.sel[slot];
         pay += e * j.w.e_pay;
         hdr += e * j.w.e_hdr;
         if (pay2) { pay2 += e * j.w2.e_pay; hdr2 += e * j.w2.e_hdr; }
@@ -195,16 +201,17 @@ __device__ __forceinline__ void mv_place(const J& j, int b, int& slot, int& row0
 
 // The split-K combine of mv2 / mvq after the block barrier: thread (row group g, row r) sums
 // the wk column slices of its row in order (red[unit][2r]: w, [2r + 1]: the paired w2) and
-// writes y, through the clamped SwiGLU (times the slot's routing weight) for paired jobs.
+// writes y, through the clamped SwiGLU (times the slot's routing weight wsl, loaded by the
+// caller before its main loop) for paired jobs. rpw and wk are powers of two.
 // yq != 0 (mvq jobs of 32 rows per block, rows a multiple of 32: checked by the host): warp 0
 // holds one whole 32-value block of y and also writes it quantized (q8_block, as quant_q8
 // would: the next int8 matvec reads it without a quantization launch).
 __device__ __forceinline__ void mv_split_combine(const float (*red)[8], int row0, int rpb, int rpw, int wk, int rows, bool paired,
-                                                 float clamp, const float* wts, int slot, float* y, signed char* yq = nullptr,
+                                                 float clamp, float wsl, int slot, float* y, signed char* yq = nullptr,
                                                  float2* yd = nullptr) {
     int t = threadIdx.x;
     if (t >= rpb || row0 + t >= rows) return;
-    int g = t / rpw, r = t % rpw;
+    int g = t >> (__ffs(rpw) - 1), r = t & (rpw - 1);
     float a = 0.f, c = 0.f;
     for (int k = 0; k < wk; k++) {
         a += red[g * wk + k][2 * r];
@@ -214,23 +221,23 @@ __device__ __forceinline__ void mv_split_combine(const float (*red)[8], int row0
     if (paired) {
         float gg = fminf(a, clamp);
         float uu = fminf(fmaxf(c, -clamp), clamp);
-        v = siluf_(gg) * uu;
-        if (wts) v *= wts[slot];
+        v = siluf_(gg) * uu * wsl;
     }
     y[(i64)slot * rows + row0 + t] = v;
     if (yq) q8_block(v, t, (slot * rows + row0) >> 5, yq, yd);
 }
 
 // Shared body of the mv2 entry points (which differ only in their register cap).
-__device__ __forceinline__ void mv2_main(const MvJob2* __restrict__ jobs, int njobs) {
+__device__ __forceinline__ void mv2_main(const MvJob2* __restrict__ jobs, const int* b0, int njobs) {
     __shared__ u64 gsm[256];
     __shared__ float red[8][8];
     int b = blockIdx.x;
-    const int ji = job_of_block(jobs, njobs, b);
+    const int ji = job_of_block(b0, njobs, b);
     const MvJob2 j = jobs[ji];
     int slot, row0, rpb, ks, rowA;
     const u8 *pay, *hdr, *pay2, *hdr2;
-    mv_place(j, b, slot, row0, rpb, ks, rowA, pay, hdr, pay2, hdr2);
+    float wsl;
+    mv_place(j, b - b0[ji], slot, row0, rpb, ks, rowA, pay, hdr, pay2, hdr2, wsl);
     // the IQ2_XXS grid is only needed (and only copied) by IQ2_XXS jobs; block-uniform branch
     bool iq2 = j.w.type == T_IQ2_XXS;
     if (iq2) {
@@ -253,24 +260,24 @@ __device__ __forceinline__ void mv2_main(const MvJob2* __restrict__ jobs, int nj
     }
 #undef MV2_R
     __syncthreads();
-    mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, j.w2.pay != nullptr, j.clamp, j.wts, slot, j.y);
+    mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, j.w2.pay != nullptr, j.clamp, wsl, slot, j.y);
 }
 
 // Entry points: the same kernel under different register caps (minimum resident blocks per
 // SM), chosen per job table by the session (occupancy vs. loads in flight per lane).
 extern "C" __global__ void __launch_bounds__(256, 1) mv2(const __grid_constant__ JobSet<MvJob2> js, int njobs) {
     PDL_ENTRY;
-    mv2_main(js.j, njobs);
+    mv2_main(js.j, js.b0, njobs);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) mv2_b2(const __grid_constant__ JobSet<MvJob2> js, int njobs) {
     PDL_ENTRY;
-    mv2_main(js.j, njobs);
+    mv2_main(js.j, js.b0, njobs);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) mv2_b3(const __grid_constant__ JobSet<MvJob2> js, int njobs) {
     PDL_ENTRY;
-    mv2_main(js.j, njobs);
+    mv2_main(js.j, js.b0, njobs);
 }
 extern "C" __global__ void __launch_bounds__(256, 4) mv2_b4(const __grid_constant__ JobSet<MvJob2> js, int njobs) {
     PDL_ENTRY;
-    mv2_main(js.j, njobs);
+    mv2_main(js.j, js.b0, njobs);
 }

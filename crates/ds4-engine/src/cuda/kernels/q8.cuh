@@ -191,8 +191,8 @@ __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed
     constexpr int U = mvq_unroll<TY, R, P>();
     int cols = j.w.cols, rows = j.w.rows;
     int ng = cols >> 5;
-    // 32-bit: ng * wk is small (a 64-bit division is a called routine with a stack frame)
-    int g0 = ng * ks / j.wk, g1 = ng * (ks + 1) / j.wk;
+    int lwk = __ffs(j.wk) - 1;  // wk is a power of two (mv_place)
+    int g0 = (ng * ks) >> lwk, g1 = (ng * (ks + 1)) >> lwk;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int rr[R];
 #pragma unroll
@@ -249,19 +249,24 @@ __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed
 
 // One block per 16-32 rows (a persistent variant that looped over logical blocks measured no
 // faster in the decode graph: 92.6 vs 92.4 t/s, session 3).
-__device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int njobs) {
+__device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, const int* b0, int njobs) {
     __shared__ u32 gsel[256];
     __shared__ float red[8][8];
     int b = blockIdx.x;
-    const int ji = job_of_block(jobs, njobs, b);
+    const int ji = job_of_block(b0, njobs, b);
     // the job and its expert id (mv_place) are loaded before the grid copy's barrier, so the
     // expert-id round trip overlaps the grid's (as mv2_main does)
     const MvJobQ j = jobs[ji];
     int slot, row0, rpb, ks, rowA;
     const u8 *pay, *hdr, *pay2, *hdr2;
-    mv_place(j, b, slot, row0, rpb, ks, rowA, pay, hdr, pay2, hdr2);
-    if (j.w.type == T_IQ2_XXS) {  // block-uniform branch
-        for (int i = threadIdx.x; i < 256; i += blockDim.x) gsel[i] = iq2_sel(IQ2XXS_GRID[i]);
+    // an IQ2_XXS block's grid entry (one per thread: mvq runs 256 threads) is loaded before
+    // mv_place's expert id and routing weight and converted after them: the round trips overlap
+    const bool iq2 = j.w.type == T_IQ2_XXS;  // block-uniform
+    u64 gr = iq2 ? ld_early(IQ2XXS_GRID + (threadIdx.x & 255)) : 0;
+    float wsl;
+    mv_place(j, b - b0[ji], slot, row0, rpb, ks, rowA, pay, hdr, pay2, hdr2, wsl);
+    if (iq2) {
+        gsel[threadIdx.x & 255] = iq2_sel(gr);
         __syncthreads();
     }
     const signed char* xq = j.xq + (i64)slot * j.x_slot;
@@ -282,15 +287,15 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, int nj
 #undef MVQ_R
 #undef MVQ_RP
     __syncthreads();
-    mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, j.w2.pay != nullptr, j.clamp, j.wts, slot, j.y, j.yq, j.yd);
+    mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, j.w2.pay != nullptr, j.clamp, wsl, slot, j.y, j.yq, j.yd);
 }
 
 // Same kernel under two register caps (minimum resident blocks per SM).
 extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
-    mvq_main(js.j, njobs);
+    mvq_main(js.j, js.b0, njobs);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
-    mvq_main(js.j, njobs);
+    mvq_main(js.j, js.b0, njobs);
 }
