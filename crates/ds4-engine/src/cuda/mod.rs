@@ -61,31 +61,58 @@ mod tests {
                 n += 1;
             }
         }
-        assert_eq!(n, listed.len(), "kernel_arg_layouts lists a struct the kernel source does not define");
+        // (the listed instances of a template, JobSet<...>, are checked by their static_asserts)
+        assert_eq!(n, listed.iter().filter(|l| !l.contains('<')).count(), "kernel_arg_layouts lists a struct the kernel source does not define");
     }
 
-    /// mvq's IQ2_XXS sign trick (q8.cuh `iq2_signs` / `iq2_signed`, mirrored here): for
-    /// every grid entry and every stored 7-bit sign pattern, the packed bytes must equal the
-    /// format's definition, magnitude times -1 where sign bit i (of the 7 bits plus the parity
-    /// bit that makes the count even) is set.
+    /// mvq's IQ2_XXS decode by byte permutes (q8.cuh `iq2_sel`, `iq2_prmt`, `iq2_xperm` and
+    /// the sign multiply-add of `mvq_dot`, mirrored here): for every grid entry and every stored
+    /// 7-bit sign pattern, byte n of the two prmt words must be weight PI[n] (and PI[4 + n]) as
+    /// the format defines it, magnitude times -1 where sign bit i (of the 7 bits plus the
+    /// parity bit that makes the count even) is set; and the x permutes must put x byte PI[n]
+    /// in the same places, so the dp4a pairs each weight with its own x.
     #[test]
-    fn iq2_sign_bytes_match_the_definition() {
+    fn iq2_prmt_bytes_match_the_definition() {
         let inc = include_str!("kernels/iq2xxs_grid.inc");
         let grid: Vec<u64> = inc.split(|c: char| c == ',' || c.is_whitespace()).filter_map(|t| t.strip_prefix("0x")).map(|t| u64::from_str_radix(t.trim_end_matches("ull"), 16).unwrap()).collect();
         assert_eq!(grid.len(), 256);
-        let mask4 = |s: u32| (s.wrapping_mul(0x0020_4081) & 0x0101_0101).wrapping_mul(0xFF);
-        let signed = |g: u32, m: u32| (g ^ m).wrapping_add(m & 0x0101_0101);
-        for s in 0u32..128 {
-            let sg = s | ((s.count_ones() & 1) << 7);
-            let (m0, m1) = (mask4(sg & 15), mask4(sg >> 4));
-            for &e in &grid {
-                let got = (signed(e as u32, m0) as u64) | ((signed((e >> 32) as u32, m1) as u64) << 32);
-                for i in 0..8 {
+        const PI: [usize; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
+        // PTX prmt.b32 (default mode): byte n = byte (sel nibble n) of {a, b}, sign-replicated
+        // when the nibble's bit 3 is set
+        let prmt = |a: u32, b: u32, sel: u32| -> u32 {
+            let src = ((b as u64) << 32) | a as u64;
+            (0..4).fold(0u32, |r, n| {
+                let c = (sel >> (4 * n)) & 15;
+                let byte = ((src >> (8 * (c & 7))) & 0xFF) as u32;
+                let byte = if c & 8 != 0 { if byte & 0x80 != 0 { 0xFF } else { 0 } } else { byte };
+                r | (byte << (8 * n))
+            })
+        };
+        let sel_of = |g: u64| (0..8).fold(0u32, |s, n| {
+            let b = ((g >> (8 * PI[n])) & 0xFF) as u32;
+            s | (((b > 8) as u32 + (b > 25) as u32) << (4 * n))
+        });
+        let (pos, neg) = (0x002B_1908u32, 0x00D5_E7F8u32);
+        for &e in &grid {
+            let code = sel_of(e);
+            for s7 in 0u32..128 {
+                let sel = (s7.wrapping_mul(0x0081_0204).wrapping_add(s7.count_ones() << 30) & 0x4444_4444) | code;
+                let (lo, hi) = (prmt(pos, neg, sel), prmt(pos, neg, sel >> 16));
+                let sg = s7 | ((s7.count_ones() & 1) << 7);
+                for n in 0..8 {
+                    let i = PI[n];
                     let mag = ((e >> (8 * i)) & 0xFF) as i32;
                     let want = if (sg >> i) & 1 == 1 { -mag } else { mag };
-                    assert_eq!(((got >> (8 * i)) & 0xFF) as u8 as i8 as i32, want, "grid {e:#x} signs {s} byte {i}");
+                    let w = if n < 4 { lo } else { hi };
+                    assert_eq!(((w >> (8 * (n % 4))) & 0xFF) as u8 as i8 as i32, want, "grid {e:#x} signs {s7} weight {i}");
                 }
             }
+        }
+        let (x0, x1) = (0x0302_0100u32, 0x0706_0504u32);  // x byte i = i
+        let (xl, xh) = (prmt(x0, x1, 0x5140), prmt(x0, x1, 0x7362));
+        for n in 0..8 {
+            let w = if n < 4 { xl } else { xh };
+            assert_eq!((w >> (8 * (n % 4))) & 0xFF, PI[n] as u32, "x permute, place {n}");
         }
     }
 
