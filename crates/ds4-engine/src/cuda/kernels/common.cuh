@@ -97,6 +97,11 @@ struct JobSet {
     J j[MAX_JOBS];
     int b0[MAX_JOBS];  // = j[k].block0
 };
+// n / d for 0 <= n < 2^20 and d >= 1 by one approximate float division: (n + 0.5) / d lies at
+// least 0.5 / d from an integer and __fdividef's relative error (~2^-22) keeps it there. An
+// integer division is a ~20-instruction sequence with a reciprocal on a block's path to its
+// first load.
+__device__ __forceinline__ int div_small(int n, int d) { return (int)__fdividef((float)n + 0.5f, (float)d); }
 // Global loads kept in program order among themselves (volatile asm): a kernel prologue's
 // independent round trips issued back to back before the first of them is used (the compiler
 // otherwise placed each load after the previous one's use).

@@ -174,14 +174,14 @@ __device__ __forceinline__ void mv2_body(const MvJob2& j, int slot, int rowA, co
 template <class J>
 __device__ __forceinline__ void mv_place(const J& j, int lb, int& slot, int& row0, int& rpb, int& ks, int& rowA, const u8*& pay,
                                          const u8*& hdr, const u8*& pay2, const u8*& hdr2, float& wsl) {
-    // rpw and wk are powers of two (checked by the host), so only the slot needs a division:
-    // a float one, exact while lb < 2^20 (the quotient's error stays below 0.5 / bps); these
-    // run before the expert id's load, on every block's path to its first weight load
+    // rpw and wk are powers of two (checked by the host), so only the slot needs a division
+    // (div_small); these run before the expert id's load, on every block's path to its first
+    // weight load
     int lwk = __ffs(j.wk) - 1;
     rpb = (j.rpw * 8) >> lwk;  // rows per warp x row groups per block (a power of two)
     int lrpb = __ffs(rpb) - 1;
     int bps = (j.w.rows + rpb - 1) >> lrpb;
-    slot = (int)__fdividef((float)lb + 0.5f, (float)bps);
+    slot = div_small(lb, bps);
     row0 = (lb - slot * bps) << lrpb;
     int warp = threadIdx.x >> 5;
     ks = warp & (j.wk - 1);
