@@ -930,10 +930,15 @@ impl MvJobQ {
         self.nslots as usize * (self.w.rows as usize).div_ceil(self.rows_per_block())
     }
     /// Same rule as `MvJob2::plan` with 32-value column groups (the kbench q8 sweep reports
-    /// whether another split is faster). A quantized output needs one 32-value block per
-    /// block: whole rows per warp, 4 rows per warp (the best split of the big shapes anyway).
+    /// whether another split is faster), except that rows of 8192 or more columns split in two
+    /// (out_b, 8192 -> 4096: 11.9 us against 12.5 for whole rows, kbench q8 sweep, session 11).
+    /// A quantized output needs one 32-value block per block: whole rows per warp, 4 rows per
+    /// warp (the best split of the big shapes anyway).
     fn plan(&mut self) {
         (self.wk, self.rpw) = split_plan(32, self.w.cols as usize, self.w.rows as usize * self.nslots.max(1) as usize);
+        if self.rpw == 4 && self.wk == 1 && self.w.cols >= 8192 {
+            self.wk = 2;
+        }
         if self.yq != 0 {
             (self.wk, self.rpw) = (1, 4);
         }
