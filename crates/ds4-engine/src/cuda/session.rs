@@ -969,11 +969,32 @@ impl GridJob for MvJobQ {
 /// `mvq` jobs.
 pub(crate) type JobTableQ = Jobs<MvJobQ>;
 
+/// A layer's int8 gate/up launch: the routed experts' job `f` and the shared expert's `fs`.
+/// Experiment knob DS4_MVQ_SH=wk,rpw[,first]: the shared job's split (and it placed first).
+fn gate_up_table(f: MvJobQ, fs: MvJobQ) -> Result<JobTableQ> {
+    let Ok(v) = std::env::var("DS4_MVQ_SH") else {
+        return JobTableQ::new(&mut [f, fs]);
+    };
+    let p: Vec<&str> = v.split(',').collect();
+    let num = |i: usize| p.get(i).and_then(|t| t.parse::<i32>().ok());
+    let (Some(wk), Some(rpw)) = (num(0), num(1)) else {
+        return Err(CudaError::Other(format!("DS4_MVQ_SH={v}: expected wk,rpw[,first]")));
+    };
+    let (mut f, mut fs) = (f, fs);
+    f.plan();
+    (fs.wk, fs.rpw) = (wk, rpw);
+    if p.get(2) == Some(&"first") { JobTableQ::planned(&mut [fs, f]) } else { JobTableQ::planned(&mut [f, fs]) }
+}
+
 impl JobTableQ {
     pub(crate) fn new(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
         for j in jobs.iter_mut() {
             j.plan();
         }
+        Self::planned(jobs)
+    }
+    /// `jobs` with their work split as given.
+    pub(crate) fn planned(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
         // kbench q8 sweep (H200, session 9): Q8_0 matrices run best under the 2-blocks-per-SM
         // register cap (q_b 14.6 vs 15.6 us, out_a 12.6 vs 13.4), the 2-bit expert formats
         // under 3 (IQ2_XXS gate 13.0 vs 14.5, Q2_K down 12.2 vs 13.8)
@@ -1874,7 +1895,7 @@ impl CudaSession {
             // (gate/up writing the mids quantized, as out_a does, measured 1.5 % slower in the
             // decode graph than the quant_q8 launch: the shared expert's gate/up then needs 32-row
             // blocks, 64 long ones, and the launch a second partial wave; session 9)
-            all.push(LayerJobsQ { f: JobTableQ::new(&mut [f, fs])?, g: JobTableQ::new(&mut [gd, gs])?, att });
+            all.push(LayerJobsQ { f: gate_up_table(f, fs)?, g: JobTableQ::new(&mut [gd, gs])?, att });
         }
         self.jobsq = all;
         self.q8 = true;
