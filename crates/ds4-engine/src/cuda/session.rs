@@ -930,13 +930,21 @@ impl MvJobQ {
         self.nslots as usize * (self.w.rows as usize).div_ceil(self.rows_per_block())
     }
     /// Same rule as `MvJob2::plan` with 32-value column groups (the kbench q8 sweep reports
-    /// whether another split is faster), except that rows of 8192 or more columns split in two
-    /// (out_b, 8192 -> 4096: 11.9 us against 12.5 for whole rows, kbench q8 sweep, session 11).
+    /// whether another split is faster), except: rows of 8192 or more columns split in two
+    /// (out_b, 8192 -> 4096: 11.9 us against 12.5 for whole rows, kbench q8 sweep, session 11;
+    /// DS4_MVQ_WIDE2=0 off), and few rows split their columns over half as many warps (the
+    /// shared expert's gate/up, 2048 x 4096, wk 2 instead of 4: 256 blocks instead of 512 in
+    /// the layer's gate/up launch, +1.5 % decode at 8K against wk 4; session 11, call 6).
     /// A quantized output needs one 32-value block per block: whole rows per warp, 4 rows per
     /// warp (the best split of the big shapes anyway).
     fn plan(&mut self) {
-        (self.wk, self.rpw) = split_plan(32, self.w.cols as usize, self.w.rows as usize * self.nslots.max(1) as usize);
-        if self.rpw == 4 && self.wk == 1 && self.w.cols >= 8192 {
+        let total_rows = self.w.rows as usize * self.nslots.max(1) as usize;
+        (self.wk, self.rpw) = split_plan(32, self.w.cols as usize, total_rows);
+        if total_rows < 4096 {
+            self.wk = (self.wk / 2).max(1);
+        }
+        let wide2 = std::env::var("DS4_MVQ_WIDE2").map(|v| v != "0").unwrap_or(true);
+        if wide2 && self.rpw == 4 && self.wk == 1 && self.w.cols >= 8192 {
             self.wk = 2;
         }
         if self.yq != 0 {
