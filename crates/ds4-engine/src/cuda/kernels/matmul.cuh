@@ -371,8 +371,8 @@ template <int TY>
 __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
     int rows = j.w.rows, cols = j.w.cols;
     int blocks_per_slot = (rows + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK;
-    int slot = div_small(lb, blocks_per_slot);
-    int row0 = (lb - slot * blocks_per_slot) * MV_ROWS_PER_BLOCK;
+    int slot = lb / blocks_per_slot;
+    int row0 = (lb % blocks_per_slot) * MV_ROWS_PER_BLOCK;
     const u8* pay = j.w.pay;
     const u8* hdr = j.w.hdr;
     if (j.sel) {
@@ -380,43 +380,18 @@ __device__ void mv_block(const MvJob& j, int lb, float4* xs, const u64* gsm) {
         pay += (i64)e * j.w.e_pay;
         hdr += (i64)e * j.w.e_hdr;
     }
-    const float* x = j.x + (i64)slot * j.x_slot + (i64)div_small(row0, j.x_grp_rows) * cols;
+    const float* x = j.x + (i64)slot * j.x_slot + (i64)(row0 / j.x_grp_rows) * cols;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     static_assert(MV_ROWS_PER_WARP == 2, "mv_block walks two rows per warp");
-    const int ra = row0 + warp * MV_ROWS_PER_WARP;
-    const int ng = cols / XG<TY>::G;
-    if constexpr (TY == T_F32 || TY == T_F16 || TY == T_Q8_0) {
-        // F32 / F16 / Q8_0 (the decode attention side's q_a, kv, compressor and indexer rows):
-        // the warp's two rows through MvPre, U column groups per row and loop trip, the first
-        // trip's loads issued before x is staged (a 4096-column F16 row pair: 4 trips of 8
-        // loads in flight per lane where gdot's unroll 2 took 8 trips of 4, each trip a memory
-        // latency). Same sums in the same order as gdot's loop: the same bits.
-        constexpr int U = TY == T_F32 ? 2 : 4;  // 32-40 registers of loads
-        const int rr[2] = {min(ra, rows - 1), min(ra + 1, rows - 1)};  // tail rows: recomputed, not stored
-        MvPre<TY, 2, U> pre;
-        if (ra < rows) pre.load(pay, hdr, cols, rr, lane, ng);
-        load_x_swz<TY>(xs, x, cols);
-        __syncthreads();
-        if (ra >= rows) return;
-        float acc[2] = {0.f, 0.f};
-        for (int g = lane; g < ng; g += 32 * U) {
-            if (g != lane) pre.load(pay, hdr, cols, rr, g, ng);
-            pre.add(acc, g, ng, xs);
-        }
-        const float a0 = warp_sum(acc[0]), a1 = warp_sum(acc[1]);
-        if (lane == 0) {
-            j.y[(i64)slot * rows + ra] = a0;
-            if (ra + 1 < rows) j.y[(i64)slot * rows + ra + 1] = a1;
-        }
-        return;
-    }
     load_x_swz<TY>(xs, x, cols);
     __syncthreads();
     // the warp's two rows in one loop: both rows' loads are in flight together (one after the
     // other, each row waited for its own loads behind the other's reduction); each row's sum
     // keeps its order, so the results are the same bits
+    const int ra = row0 + warp * MV_ROWS_PER_WARP;
     if (ra < rows) {
         const int rb = min(ra + 1, rows - 1);  // a tail row recomputes row ra, not stored
+        const int ng = cols / XG<TY>::G;
         float a0 = 0.f, a1 = 0.f;
         // unroll 2 x 2 rows: as many loads per lane in flight as row_dot's unroll 4
 #pragma unroll 2
@@ -454,9 +429,7 @@ __device__ __forceinline__ void matvec_grouped_main(const MvJob* __restrict__ jo
     }
 }
 
-// (2 blocks per SM: MvPre's loads in flight took 80 registers plus a spill frame under a cap of 3;
-// a decode layer's attention-side launch is ~260 blocks, one wave either way)
-extern "C" __global__ void __launch_bounds__(256, 2) matvec_grouped(const __grid_constant__ JobSet<MvJob> js, int njobs) {
+extern "C" __global__ void __launch_bounds__(256, 3) matvec_grouped(const __grid_constant__ JobSet<MvJob> js, int njobs) {
     PDL_ENTRY;
     matvec_grouped_main(js.j, js.b0, njobs);
 }
