@@ -99,3 +99,15 @@ setup_caches() {
   for f in .gpu/base/kz/*.gz; do [ -e "$f" ] && gunzip -c "$f" > ".gpu/base/kcache/$(basename "$f" .gz)"; done
   return 0
 }
+# nsys_decode CTX: Nsight Systems trace of a decode run in the CUDA graph, each graph node
+# traced as its own kernel (--cuda-graph-trace=node) -> $OUT/nsys_kern.csv.gz (per-kernel
+# name, start, duration: the in-graph durations and gaps the ablation table only sums up).
+nsys_decode() {
+  local nsys; nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys 2>/dev/null | head -1)
+  if [ -z "$nsys" ]; then echo "nsys not found"; return 1; fi
+  timeout ${NSYS_TIMEOUT:-150} "$nsys" profile -t cuda --cuda-graph-trace=node -o /tmp/nsys_dec -f true \
+    "$BIN" --cuda -m "$M" --random-prompt $(($1 + 40)) --ctx-start "$1" --ctx-max "$1" --gen-tokens 16 > /tmp/nsys_run.txt 2>&1
+  echo "nsys rc=$?"
+  "$nsys" stats -r cuda_gpu_trace -f csv -o /tmp/nsys_dec /tmp/nsys_dec.nsys-rep > /dev/null 2>&1
+  gzip -c /tmp/nsys_dec_cuda_gpu_trace.csv > "$OUT/nsys_kern.csv.gz" 2>/dev/null && echo "nsys trace written"
+}
