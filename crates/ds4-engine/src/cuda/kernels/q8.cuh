@@ -254,8 +254,6 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, const 
     __shared__ float red[8][8];
     int b = blockIdx.x;
     const int ji = job_of_block(b0, njobs, b);
-    // the job and its expert id (mv_place) are loaded before the grid copy's barrier, so the
-    // expert-id round trip overlaps the grid's (as mv2_main does)
     const MvJobQ j = jobs[ji];
     int slot, row0, rpb, ks, rowA;
     const u8 *pay, *hdr, *pay2, *hdr2;
