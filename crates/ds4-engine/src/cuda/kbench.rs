@@ -164,7 +164,7 @@ pub fn run() -> Result<()> {
                 }
                 (w, 0)
             };
-            let mut j = [MvJob { w, x: x.ptr, y: y.ptr, sel: selp, x_slot: 0, nslots: c.slots as i32, x_grp_rows: w.rows, block0: 0, pad: 0 }];
+            let mut j = [MvJob { w, x: x.ptr, y: y.ptr, sel: selp, x_slot: 0, nslots: c.slots as i32, x_grp_rows: w.rows }];
             tables.push(JobTable::new(&mut j)?);
             let mut j2 = [MvJob2 { sel: selp, nslots: c.slots as i32, ..MvJob2::plain(w, x.ptr, y.ptr) }];
             tables2.push(JobTable2::new(&gpu, &mut j2)?);
@@ -1649,7 +1649,7 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
         gpu.htod(xb.ptr, &xs)?;
         gpu.htod(bb.ptr, &bias)?;
         let (lo, so, wo, ln, sn, wn) = (f4(e)?, f4(k)?, f4(k)?, f4(e)?, f4(k)?, f4(k)?);
-        let mut jobs = [MvJob { w: m.wmat(), x: xb.ptr, y: lo.ptr, sel: 0, x_slot: 0, nslots: 1, x_grp_rows: e as i32, block0: 0, pad: 0 }];
+        let mut jobs = [MvJob { w: m.wmat(), x: xb.ptr, y: lo.ptr, sel: 0, x_slot: 0, nslots: 1, x_grp_rows: e as i32 }];
         let table = JobTable::new(&mut jobs)?;
         let old = || -> Result<()> {
             table.run(gpu, 1)?;

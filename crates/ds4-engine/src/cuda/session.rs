@@ -59,8 +59,6 @@ pub(crate) struct MvJob {
     pub x_slot: i64,
     pub nslots: i32,
     pub x_grp_rows: i32,
-    pub block0: i32,
-    pub pad: i32,
 }
 
 impl MvJob {
@@ -68,7 +66,6 @@ impl MvJob {
     pub(crate) fn plain(w: WMat, x: u64, y: u64) -> MvJob {
         MvJob { w, x, y, x_grp_rows: w.rows, nslots: 1, ..Default::default() }
     }
-
 }
 
 #[repr(C)]
@@ -806,10 +803,10 @@ pub(crate) struct MvJob2 {
     pub x_slot: i64,
     pub nslots: i32,
     pub x_grp_rows: i32,
-    pub block0: i32,
     pub rpw: i32,
     pub wk: i32,
     pub clamp: f32,
+    pub pad: i32,
 }
 
 impl MvJob2 {
@@ -846,9 +843,6 @@ pub(crate) const MV2_KERNELS: [&str; 4] = ["mv2", "mv2_b2", "mv2_b3", "mv2_b4"];
 impl GridJob for MvJob2 {
     fn blocks(&self) -> usize {
         MvJob2::blocks(self)
-    }
-    fn set_block0(&mut self, b: i32) {
-        self.block0 = b;
     }
     fn check(&self) -> Result<()> {
         // mv_place computes with log2 of both
@@ -890,11 +884,9 @@ pub(crate) struct MvJobQ {
     /// values between slot inputs (multiple of 32)
     pub x_slot: i64,
     pub nslots: i32,
-    pub block0: i32,
     pub rpw: i32,
     pub wk: i32,
     pub clamp: f32,
-    pub pad: i32,
     /// y also written quantized (int8 values, per-32 {scale, scale * sum}) when nonzero: the
     /// next int8 matvec's input without a quant_q8 launch (32 rows per block, see `plan`)
     pub yq: u64,
@@ -934,7 +926,8 @@ impl MvJobQ {
     /// (out_b, 8192 -> 4096: 11.9 us against 12.5 for whole rows, kbench q8 sweep, session 11;
     /// DS4_MVQ_WIDE2=0 off), and few rows split their columns over half as many warps (the
     /// shared expert's gate/up, 2048 x 4096, wk 2 instead of 4: 256 blocks instead of 512 in
-    /// the layer's gate/up launch, +1.5 % decode at 8K against wk 4; session 11, call 6).
+    /// the layer's gate/up launch, +1.5 % decode at 8K against wk 4 in a sweep of the shared
+    /// job's split; session 11, call 6).
     /// A quantized output needs one 32-value block per block: whole rows per warp, 4 rows per
     /// warp (the best split of the big shapes anyway).
     fn plan(&mut self) {
@@ -943,8 +936,7 @@ impl MvJobQ {
         if total_rows < 4096 {
             self.wk = (self.wk / 2).max(1);
         }
-        let wide2 = std::env::var("DS4_MVQ_WIDE2").map(|v| v != "0").unwrap_or(true);
-        if wide2 && self.rpw == 4 && self.wk == 1 && self.w.cols >= 8192 {
+        if mvq_wide2() && self.rpw == 4 && self.wk == 1 && self.w.cols >= 8192 {
             self.wk = 2;
         }
         if self.yq != 0 {
@@ -953,15 +945,18 @@ impl MvJobQ {
     }
 }
 
+/// `DS4_MVQ_WIDE2=0`: rows of 8192+ columns whole per warp in the int8 matvecs (read once).
+fn mvq_wide2() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_MVQ_WIDE2").map(|v| v != "0").unwrap_or(true))
+}
+
 /// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
 pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
 
 impl GridJob for MvJobQ {
     fn blocks(&self) -> usize {
         MvJobQ::blocks(self)
-    }
-    fn set_block0(&mut self, b: i32) {
-        self.block0 = b;
     }
     fn check(&self) -> Result<()> {
         if !mvq_type_ok(self.w.ty) || self.w.cols % 256 != 0 || self.x_slot % 32 != 0 || ![1, 2, 4].contains(&self.rpw) || ![1, 2, 4, 8].contains(&self.wk) {
@@ -977,32 +972,11 @@ impl GridJob for MvJobQ {
 /// `mvq` jobs.
 pub(crate) type JobTableQ = Jobs<MvJobQ>;
 
-/// A layer's int8 gate/up launch: the routed experts' job `f` and the shared expert's `fs`.
-/// Experiment knob DS4_MVQ_SH=wk,rpw[,first]: the shared job's split (and it placed first).
-fn gate_up_table(f: MvJobQ, fs: MvJobQ) -> Result<JobTableQ> {
-    let Ok(v) = std::env::var("DS4_MVQ_SH") else {
-        return JobTableQ::new(&mut [f, fs]);
-    };
-    let p: Vec<&str> = v.split(',').collect();
-    let num = |i: usize| p.get(i).and_then(|t| t.parse::<i32>().ok());
-    let (Some(wk), Some(rpw)) = (num(0), num(1)) else {
-        return Err(CudaError::Other(format!("DS4_MVQ_SH={v}: expected wk,rpw[,first]")));
-    };
-    let (mut f, mut fs) = (f, fs);
-    f.plan();
-    (fs.wk, fs.rpw) = (wk, rpw);
-    if p.get(2) == Some(&"first") { JobTableQ::planned(&mut [fs, f]) } else { JobTableQ::planned(&mut [f, fs]) }
-}
-
 impl JobTableQ {
     pub(crate) fn new(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
         for j in jobs.iter_mut() {
             j.plan();
         }
-        Self::planned(jobs)
-    }
-    /// `jobs` with their work split as given.
-    pub(crate) fn planned(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
         // kbench q8 sweep (H200, session 9): Q8_0 matrices run best under the 2-blocks-per-SM
         // register cap (q_b 14.6 vs 15.6 us, out_a 12.6 vs 13.4), the 2-bit expert formats
         // under 3 (IQ2_XXS gate 13.0 vs 14.5, Q2_K down 12.2 vs 13.8)
@@ -1055,7 +1029,6 @@ struct AttnJobsQ {
 pub(crate) trait GridJob: Copy + Default + 'static {
     /// Blocks the job needs.
     fn blocks(&self) -> usize;
-    fn set_block0(&mut self, b: i32);
     /// Dynamic shared memory its blocks need.
     fn smem(&self) -> u32 {
         0
@@ -1100,7 +1073,6 @@ impl<J: GridJob> Jobs<J> {
         let mut b0 = [0i32; MAX_JOBS];
         for (k, j) in jobs.iter_mut().enumerate() {
             j.check()?;
-            j.set_block0(b as i32);
             b0[k] = b as i32;
             b += j.blocks();
             s = s.max(j.smem());
@@ -1123,9 +1095,6 @@ impl<J: GridJob> Jobs<J> {
 impl GridJob for MvJob {
     fn blocks(&self) -> usize {
         self.nslots as usize * (self.w.rows as usize).div_ceil(MV_ROWS_PER_BLOCK)
-    }
-    fn set_block0(&mut self, b: i32) {
-        self.block0 = b;
     }
     fn smem(&self) -> u32 {
         self.w.cols as u32 * 4
@@ -1903,7 +1872,7 @@ impl CudaSession {
             // (gate/up writing the mids quantized, as out_a does, measured 1.5 % slower in the
             // decode graph than the quant_q8 launch: the shared expert's gate/up then needs 32-row
             // blocks, 64 long ones, and the launch a second partial wave; session 9)
-            all.push(LayerJobsQ { f: gate_up_table(f, fs)?, g: JobTableQ::new(&mut [gd, gs])?, att });
+            all.push(LayerJobsQ { f: JobTableQ::new(&mut [f, fs])?, g: JobTableQ::new(&mut [gd, gs])?, att });
         }
         self.jobsq = all;
         self.q8 = true;

@@ -88,14 +88,14 @@ __device__ __forceinline__ double warp_sum_d(double v) {
 // A launch's job table, passed by value (`const __grid_constant__ JobSet<J>`): the jobs are
 // read from the constant bank, not in two dependent L2 round trips (every job's block0, then
 // the block's job) before a block's first weight load. jobs point into the parameter space,
-// so plain loads (no __ldg). The jobs' first blocks are also kept together in b0: job_of_block
-// reads them all, and spread over the jobs (184 bytes apart for mvq) they were one
-// constant-cache miss each, every block's first stall (Nsight Compute on mvq: ~8 % of its warp
-// samples).
+// so plain loads (no __ldg). The jobs' first blocks are kept together in b0 (not in the jobs):
+// job_of_block reads them all, and spread over the jobs (184 bytes apart for mvq) they were
+// one constant-cache miss each, every block's first stall (Nsight Compute on mvq: ~8 % of its
+// warp samples).
 template <typename J>
 struct JobSet {
     J j[MAX_JOBS];
-    int b0[MAX_JOBS];  // = j[k].block0
+    int b0[MAX_JOBS];  // job k's first block in the launch
 };
 // n / d for 0 <= n < 2^20 and d >= 1 by one approximate float division: (n + 0.5) / d lies at
 // least 0.5 / d from an integer and __fdividef's relative error (~2^-22) keeps it there. An

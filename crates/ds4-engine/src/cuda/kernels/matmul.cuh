@@ -359,8 +359,6 @@ struct MvJob {
     i64 x_slot;        // floats between slot inputs
     int nslots;
     int x_grp_rows;    // rows sharing one x slice (== rows for a plain matvec)
-    int block0;        // first block index of this job in the launch
-    int pad;
 };
 
 #define MV_ROWS_PER_WARP 2

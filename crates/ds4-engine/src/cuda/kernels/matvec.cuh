@@ -24,10 +24,10 @@ struct MvJob2 {
     i64 x_slot;           // floats between slot inputs (0: every slot reads the same x)
     int nslots;
     int x_grp_rows;       // rows sharing one x slice (block-diagonal weights), multiple of rows/block
-    int block0;           // first block of this job in the launch
     int rpw;              // rows per warp R: 1, 2 or 4
     int wk;               // warps splitting one row group's columns: 1, 2, 4 or 8
     float clamp;          // paired: SwiGLU clamp
+    int pad;
 };
 
 // One column group (G values) of x in registers.

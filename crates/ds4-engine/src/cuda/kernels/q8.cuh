@@ -37,11 +37,9 @@ struct MvJobQ {
     const float* wts;        // paired jobs: per-slot routing weight (nullptr: 1)
     i64 x_slot;              // values between slot inputs (multiple of 32; 0: every slot reads the same x)
     int nslots;
-    int block0;              // first block of this job in the launch
     int rpw;                 // rows per warp R: 1, 2 or 4
     int wk;                  // warps splitting one row group's columns: 1, 2, 4 or 8
     float clamp;             // paired: SwiGLU clamp
-    int pad;
     signed char* yq;         // y also quantized (q8 layout) when set: 32 rows per block
     float2* yd;
 };
