@@ -97,8 +97,9 @@ struct JobSet {
     J j[MAX_JOBS];
     int b0[MAX_JOBS];  // job k's first block in the launch
 };
-// n / d for 0 <= n < 2^20 and d >= 1 by one approximate float division: (n + 0.5) / d lies at
-// least 0.5 / d from an integer and __fdividef's relative error (~2^-22) keeps it there. An
+// n / d for 0 <= n < 2^21 and d >= 1 by one approximate float division: (n + 0.5) / d lies at
+// least 0.5 / d from an integer, and __fdividef's relative error (2 ulp: 2^-22) moves it by less
+// than (n + 0.5) / d * 2^-22 < 0.5 / d (token positions of a 1M context are < 2^20). An
 // integer division is a ~20-instruction sequence with a reciprocal on a block's path to its
 // first load.
 __device__ __forceinline__ int div_small(int n, int d) { return (int)__fdividef((float)n + 0.5f, (float)d); }

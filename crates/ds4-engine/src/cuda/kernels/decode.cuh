@@ -97,10 +97,11 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
     const int Dh = a.Dh, dq = Dh >> 2;
     const int p = a.pos[0];
     const int nraw = min(p + 1, a.W);
-    const int ncv = a.ratio ? (p + 1) / a.ratio : 0;
+    // (div_small: these divisions sit between the position's load and the first row copy)
+    const int ncv = a.ratio ? div_small(p + 1, a.ratio) : 0;
     const bool use_sel = (a.ratio == 4) && (ncv > a.topk);
     const int n = nraw + (use_sel ? a.topk : ncv);
-    const int chunk = (n + a.nsplit - 1) / a.nsplit;
+    const int chunk = div_small(n + a.nsplit - 1, a.nsplit);
     const int r0 = min(n, sp * chunk), r1 = min(n, r0 + chunk);
 
     // cp.async of rows [tb, tb + cnt) into the tile: rows [0, hlf) then [hlf, cnt) as two
@@ -114,7 +115,10 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
         const float* src = a.raw;
         if (myr < b1) {
             int r = tb + myr;
-            if (r < nraw) src = a.raw + (i64)((p - nraw + 1 + r) % a.cap) * Dh;
+            if (r < nraw) {
+                const int q = p - nraw + 1 + r;
+                src = a.raw + (i64)(q - div_small(q, a.cap) * a.cap) * Dh;
+            }
             else {
                 int ci = r - nraw;
                 int c = use_sel ? a.sel[ci] : ci;

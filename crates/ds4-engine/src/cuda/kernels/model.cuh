@@ -756,11 +756,11 @@ __device__ __forceinline__ void comp_tok(const CompArgs& a, int p0, int q, int c
     if (q >= p0) {
         i64 o = (i64)(q - p0) * w + col;
         v = a.kv[o];
-        s = a.sc[o] + h2f(a.ape[(i64)(q % a.r) * w + col]);
+        s = a.sc[o] + h2f(a.ape[(i64)(q - div_small(q, a.r) * a.r) * w + col]);
     } else {
         int row;
         if (a.r == 4) row = (q >= 4 * (p0 / 4)) ? 4 + (q & 3) : (q & 3);
-        else row = q % a.r;
+        else row = q - div_small(q, a.r) * a.r;
         v = a.skv[(i64)row * w + col];
         s = a.ssc[(i64)row * w + col];
     }
@@ -795,7 +795,9 @@ extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
     __shared__ double shd[32];
     int p0 = a.pos[0];
     int r = a.r, d = a.d;
-    int c = p0 / r + blockIdx.x;
+    // (div_small here and in comp_tok: comp_load8's eight q % r were eight integer divisions
+    // between the position's load and the token loads)
+    int c = div_small(p0, r) + blockIdx.x;
     if ((c + 1) * r > p0 + a.T) return;  // no window closes for this block
     int i = threadIdx.x;
     if (i < d) {
