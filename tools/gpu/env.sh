@@ -111,3 +111,16 @@ nsys_decode() {
   "$nsys" stats -r cuda_gpu_trace -f csv -o /tmp/nsys_dec /tmp/nsys_dec.nsys-rep > /dev/null 2>&1
   gzip -c /tmp/nsys_dec_cuda_gpu_trace.csv > "$OUT/nsys_kern.csv.gz" 2>/dev/null && echo "nsys trace written"
 }
+# cupti_decode CTX: the decode graph at CTX under the CUPTI kernel tracer (.gpu/cupti from
+# tools/gpu/cupti_build.sh; every graph node's start and end) -> $OUT/cupti_kern.csv.gz (read it
+# with tools/gpu/nsys_gaps.py). The traced run's t/s is printed to show the tracer's own cost.
+cupti_decode() {
+  [ -f .gpu/cupti/cupti_trace.so ] || { echo "no .gpu/cupti (tools/gpu/cupti_build.sh)"; return 1; }
+  [ -f .gpu/cupti/libcupti.so.13 ] || gunzip -c .gpu/cupti/libcupti.so.13.gz > .gpu/cupti/libcupti.so.13
+  echo "== cupti trace ctx $1"
+  CUDA_INJECTION64_PATH=$PWD/.gpu/cupti/cupti_trace.so DS4_CUPTI_OUT=/tmp/cupti_kern.csv \
+    timeout ${CUPTI_TIMEOUT:-150} "$BIN" --cuda -m "$M" --random-prompt $(($1 + 40)) --ctx-start "$1" --ctx-max "$1" --gen-tokens ${CUPTI_GEN:-32} 2>&1 \
+    | tr '\r' '\n' | grep -E "^ctx [0-9]|rror|panic" | tail -2
+  echo "cupti rc=$? records=$(wc -l < /tmp/cupti_kern.csv 2>/dev/null)"
+  gzip -c /tmp/cupti_kern.csv > "$OUT/cupti_kern.csv.gz" 2>/dev/null || true
+}

@@ -2,7 +2,8 @@
 # One device call: fixtures (once per FIXMODES setting), kernel benches (KB="mode ...", each
 # also under KBENV when set), and the base binary (.gpu/base, tools/gpu/base.sh REV) against
 # this one in the decode graph at CTXS, then EXTRA settings of this binary at EXTRA_CTXS (each
-# run twice). Carry .gpu/{ds4-bench,ds4-gguf,fix,kz,base}.
+# run twice), and with NSYS=CTX / CUPTI=CTX a kernel trace of the decode graph (nsys / the
+# CUPTI tracer, tools/gpu/cupti_build.sh). Carry .gpu/{ds4-bench,ds4-gguf,fix,kz,base}.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
@@ -31,3 +32,7 @@ for ctx in ${EXTRA_CTXS:-2048}; do
     for i in 1 2; do decode_at "$v" $ctx 48; done
   done
 done
+# NSYS=CTX: an Nsight Systems trace of the decode graph at CTX (env.sh nsys_decode)
+if [ -n "${NSYS:-}" ]; then nsys_decode "$NSYS"; fi
+# CUPTI=CTX: the same with the CUPTI tracer (env.sh cupti_decode; carry .gpu/cupti too)
+if [ -n "${CUPTI:-}" ]; then cupti_decode "$CUPTI"; fi
