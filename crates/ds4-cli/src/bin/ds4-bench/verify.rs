@@ -424,6 +424,16 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                 pr.extend_from_slice(ref_chunk.logits().map_err(|e| anyhow!("{e}"))?);
             }
             t.check(&tag("payload save/load + decode"), &cmp(&pr, &gd, vocab, nd), 1e-5, 1e-6, true);
+            // the GPU's greedy sampler (argmax_excl) against the host argmax of the same logits,
+            // with nothing excluded and with the winner excluded
+            {
+                let lg = ref_chunk.logits().map_err(|e| anyhow!("{e}"))?.to_vec();
+                let w0 = super::greedy_excluding(&lg, None);
+                let w1 = super::greedy_excluding(&lg, Some(w0));
+                let g0 = ref_chunk.argmax(None).map_err(|e| anyhow!("{e}"))?;
+                let g1 = ref_chunk.argmax(Some(w0)).map_err(|e| anyhow!("{e}"))?;
+                t.flag(&tag("gpu argmax"), g0 == w0 && g1 == w1, &format!("greedy {g0} (host {w0}), excluding it {g1} (host {w1})"));
+            }
             // cross-backend state through the engine's Backend trait: GPU prefix -> CPU decode,
             // CPU prefix -> GPU decode (payloads/snapshots are portable across backends)
             {

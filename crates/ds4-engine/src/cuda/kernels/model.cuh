@@ -414,6 +414,7 @@ struct HcStepArgs {
     int M, D, N, ny, iters;
     float eps, hc_eps;
     u64* trace;           // kernel bench only (nullptr: off): phase times, see hc_bench
+    L2Pf pf;              // the following matvecs' weights (l2pf_issue; all n == 0: none)
 };
 
 extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
@@ -421,6 +422,7 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
     extern __shared__ float xsh[];
     __shared__ int last_s;
     int sp = blockIdx.x, nsplit = gridDim.x, t = blockIdx.y;
+    l2pf_issue(a.pf, t * nsplit + sp, nsplit * gridDim.y);
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     int D = a.D, N = a.N, M = a.M;
     int d = sp * 32 + lane;
@@ -1549,29 +1551,45 @@ extern "C" __global__ void moe_combine(const float* __restrict__ ypair, const in
 }
 
 // argmax over x[0..n) skipping index `excl` (-1: none); ties to the smaller index.
-extern "C" __global__ void __launch_bounds__(1024) argmax_excl(const float* __restrict__ x, int n, int excl, int* out) {
+// Greedy sampling: the index of the largest x[i], i != excl (NaN never wins; ties go to the
+// lowest index; 0x7fffffff when nothing qualifies). Many blocks (one 1024-thread block was a
+// 52 us serial scan of the 129K logits, 0.7 % of a decoded token): each block's best as a
+// 64-bit key (orderable value bits, then the inverted index) into an integer atomicMax, which
+// is exact and order independent (deterministic); the last block by ticket publishes the
+// index and leaves key and ticket zero for the next launch. st: u32 [0] out, [1] ticket,
+// [2..4) the key (8-byte aligned).
+extern "C" __global__ void __launch_bounds__(256) argmax_excl(const float* __restrict__ x, int n, int excl, u32* st) {
     PDL_ENTRY;
-    __shared__ float bv[32];
-    __shared__ int bi[32];
-    float v = -INF_F;
-    int idx = 0x7fffffff;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        if (i == excl) continue;
+    __shared__ unsigned long long bk[8];
+    __shared__ int last_s;
+    unsigned long long key = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         float xi = x[i];
-        if (xi > v || (xi == v && i < idx)) { v = xi; idx = i; }
+        if (i == excl || xi != xi) continue;
+        u32 u = __float_as_uint(xi);
+        u32 ord = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+        unsigned long long k = ((unsigned long long)ord << 32) | (u32)(0xffffffffu - (u32)i);
+        key = k > key ? k : key;
     }
     for (int o = 16; o > 0; o >>= 1) {
-        float ov = __shfl_xor_sync(0xffffffffu, v, o);
-        int oi = __shfl_xor_sync(0xffffffffu, idx, o);
-        if (ov > v || (ov == v && oi < idx)) { v = ov; idx = oi; }
+        unsigned long long ok = __shfl_xor_sync(0xffffffffu, key, o);
+        key = ok > key ? ok : key;
     }
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    if (lane == 0) { bv[w] = v; bi[w] = idx; }
+    if (lane == 0) bk[w] = key;
     __syncthreads();
+    unsigned long long* slot = (unsigned long long*)(st + 2);
     if (threadIdx.x == 0) {
-        for (int k = 1; k < (int)(blockDim.x >> 5); k++)
-            if (bv[k] > v || (bv[k] == v && bi[k] < idx)) { v = bv[k]; idx = bi[k]; }
-        out[0] = idx;
+        for (int k = 1; k < (int)(blockDim.x >> 5); k++) key = bk[k] > key ? bk[k] : key;
+        if (key) atomicMax(slot, key);
+        __threadfence();
+        last_s = atomicAdd(st + 1, 1u) == gridDim.x - 1;
+        if (last_s) {
+            __threadfence();
+            unsigned long long best = atomicExch(slot, 0ull);
+            st[0] = best ? 0xffffffffu - (u32)best : 0x7fffffffu;
+            st[1] = 0;
+        }
     }
 }
 
