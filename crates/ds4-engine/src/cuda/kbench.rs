@@ -705,7 +705,6 @@ impl AttnInputs {
             ratio: s.ratio,
             nsplit,
             eps: 1e-6,
-            pf: Default::default(),
         }
     }
 }
@@ -1720,7 +1719,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         let fnb = gpu.alloc(fnv.len() * 2)?;
         gpu.htod(fnb.ptr, &fnv)?;
         let (pdot, pss) = (gpu.alloc(t * split * m * 4)?, gpu.alloc(t * split * 8)?);
-        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, z: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, pf: Default::default() };
+        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, z: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
         // y = 0 keeps S unchanged, so every repetition sees the same input
         let run = || launch_hc_post_mix(gpu, &b, t, 0, ny, fnb.ptr, m);
         run()?;
@@ -1783,7 +1782,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
             let bufs = vec![up(&s0)?, up(&post0)?, up(&comb0)?, gpu.alloc(split * m * 4)?, gpu.alloc(split * 8)?, gpu.alloc_zeroed(4)?, gpu.alloc(d * 4)?, gpu.alloc(d)?, gpu.alloc(d / 32 * 8)?, gpu.alloc(n * n * 4)?];
             // (the decode configuration: the Sinkhorn deferred to a later launch)
             let z = bufs[9].ptr;
-            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, pf: Default::default() };
+            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
             Ok((b, bufs))
         };
         let (bo, so) = state()?;

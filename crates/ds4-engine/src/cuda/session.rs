@@ -159,49 +159,6 @@ struct HcStepArgs {
     hc_eps: f32,
     pad: i32,
     trace: u64,
-    pf: L2Pf,
-}
-
-/// Mirror of `struct L2Pf` in common.cuh: byte ranges of a later kernel's weights that a
-/// latency-bound kernel (hc_step, attn_dec) asks L2 to fetch (`l2pf_issue`); n == 0: unused.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub(crate) struct L2Pf {
-    pub p: [u64; 8],
-    pub n: [u64; 8],
-}
-
-impl L2Pf {
-    /// The payload and header ranges of `mats` in order, at most `cap` bytes in all (the
-    /// ranges beyond it cut or dropped), at most 8 ranges.
-    pub(crate) fn of(mats: &[&super::weights::GMat], cap: usize) -> L2Pf {
-        let mut pf = L2Pf::default();
-        let (mut k, mut left) = (0, cap);
-        for m in mats {
-            for (p, n) in std::iter::once((m.pay.ptr, m.pay.bytes)).chain(m.hdr.as_ref().map(|h| (h.ptr, h.bytes))) {
-                let n = n.min(left);
-                if k < 8 && n >= 16 {
-                    (pf.p[k], pf.n[k]) = (p, n as u64);
-                    k += 1;
-                    left -= n;
-                }
-            }
-        }
-        pf
-    }
-}
-
-/// Which decode kernels prefetch the following weights into L2 (`L2Pf`), a bit mask read once
-/// from DS4_L2PF: 1 the attention-side hc_step (the next layer's q_a, kv, q_b), 2 attn_dec
-/// (out_a), 4 the FFN-side hc_step (router, shared gate / up / down); DS4_L2PF_MB caps the
-/// bytes per site (MB).
-pub(crate) fn l2pf_sites() -> (u32, usize) {
-    static V: std::sync::OnceLock<(u32, usize)> = std::sync::OnceLock::new();
-    *V.get_or_init(|| {
-        let m = std::env::var("DS4_L2PF").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-        let cap = std::env::var("DS4_L2PF_MB").ok().and_then(|v| v.parse::<usize>().ok()).map(|mb| mb << 20).unwrap_or(usize::MAX);
-        (m, cap)
-    })
 }
 
 /// The hc_pre that follows an hc_post: its weights, the normalized row it writes, and
@@ -237,8 +194,6 @@ pub(crate) struct HcBufs {
     pub eps: f32,
     pub iters: usize,
     pub hc_eps: f32,
-    /// weights hc_step asks L2 for (`L2Pf`; default: none)
-    pub pf: L2Pf,
 }
 
 /// hc_post with the layer output `y` (`ny` > 1: the sum of `ny` consecutive D-rows, MoE slot
@@ -326,7 +281,6 @@ pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, 
         hc_eps: b.hc_eps,
         pad: 0,
         trace,
-        pf: b.pf,
     };
     gpu.launch("hc_step", (b.split as u32, t as u32, 1), 1024, hc_fin_smem(b.n, b.d), Args::new().a(a))
 }
@@ -423,8 +377,6 @@ pub(crate) struct AttnIo {
     pub ratio: usize,
     pub nsplit: usize,
     pub eps: f32,
-    /// weights attn_dec asks L2 for (`L2Pf`; default: none)
-    pub pf: L2Pf,
 }
 
 /// Prefill attention on tensor cores for Precision::Fast unless `DS4_ATTN=simt` (read once).
@@ -673,7 +625,6 @@ struct AttnDecArgs {
     eps: f32,
     pad: i32,
     trace: u64,
-    pf: L2Pf,
 }
 
 /// One-kernel decode attention for one token: `part` / `cnt` as sized by attn_dec_bufs (the
@@ -710,7 +661,6 @@ pub(crate) fn launch_attn_dec_traced(gpu: &Gpu, io: &AttnIo, part: DevPtr, cnt: 
         eps: io.eps,
         pad: 0,
         trace,
-        pf: io.pf,
     };
     gpu.launch("attn_dec", (io.h.div_ceil(8) as u32, aa.nsplit as u32, 1), 256, attn_dec_smem(io.dh) as u32, Args::new().a(aa))
 }
@@ -2095,7 +2045,6 @@ impl CudaSession {
             eps: d.rms_eps,
             iters: d.sinkhorn,
             hc_eps: d.hc_eps,
-            pf: L2Pf::default(),
         }
     }
 
@@ -2109,32 +2058,12 @@ impl CudaSession {
         t <= HC_STEP_MAX_T && hc_step_enabled() && self.m.dims.d % 32 == 0
     }
 
-    /// The L2 prefetch of `mats` when site bit `site` of DS4_L2PF is on (`l2pf_sites`).
-    fn l2pf(&self, site: u32, mats: &[&super::weights::GMat]) -> L2Pf {
-        let (on, cap) = l2pf_sites();
-        if on & site == 0 {
-            return L2Pf::default();
-        }
-        L2Pf::of(mats, cap)
-    }
-
-    /// Layer `l`'s attention-side prefetch (site 1, one-token decode with int8 attention):
-    /// q_a and kv (the matvec_grouped right after hc_step), then q_b.
-    fn attn_l2pf(&self, l: usize, t: usize, decode: bool) -> L2Pf {
-        let ly = &self.m.layers[l];
-        if !(decode && t == 1 && self.q8 && self.jobsq.get(l).is_some_and(|j| j.att.is_some())) {
-            return L2Pf::default();
-        }
-        self.l2pf(1, &[&ly.q_a, &ly.kv, &ly.q_b])
-    }
-
     /// hc_post (with layer output `y`, `ny` rows summed; y == 0: none) and the partial sums
     /// of the next hc_pre (weights `fn_ptr`), then that hc_pre's finish when `fin` is given:
     /// one fused launch for decode, else hc_post_mix + hc_finish (+ quant_q8). `defer`: a later
     /// launch of the caller can run the Sinkhorn (`hc_sk`); returns whether it must.
-    fn hc_step(&self, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, fin: Option<HcFinish>, defer: bool, pf: L2Pf) -> Result<bool> {
+    fn hc_step(&self, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, fin: Option<HcFinish>, defer: bool) -> Result<bool> {
         let (gpu, mut b) = (self.gpu(), self.hc_bufs());
-        b.pf = pf;
         match fin {
             Some(f) if self.hc_fused(t) => {
                 debug_assert_eq!(f.m, m);
@@ -2226,7 +2155,7 @@ impl CudaSession {
         // embedding and the first hc_pre partials
         gpu.launch("embed_rows", (t as u32, 1, 1), 256, 0, Args::new().a(self.m.tok_embd.ptr).a(sc.tok.ptr).a(sc.s.ptr).a(d.d as i32).a(nhc as i32))?;
         // sk: the last hc_step deferred its Sinkhorn (to attn_prep or router_dec)
-        let mut sk = self.hc_step(t, 0, 1, self.m.layers[0].hc_attn_fn.ptr, mhc, Some(self.attn_fin(0)), decode, self.attn_l2pf(0, t, decode))?;
+        let mut sk = self.hc_step(t, 0, 1, self.m.layers[0].hc_attn_fn.ptr, mhc, Some(self.attn_fin(0)), decode)?;
         let idx_active = idx_rows > d.topk;
         for l in 0..d.n_layer {
             let ly = &self.m.layers[l];
@@ -2351,8 +2280,6 @@ impl CudaSession {
                 ratio,
                 nsplit,
                 eps: d.rms_eps,
-                // the int8 out_a (the next matvec) into L2 while the attention runs
-                pf: if att.is_some() && t == 1 { self.l2pf(2, &[&ly.out_a]) } else { L2Pf::default() },
             };
             if !decode && self.opts.precision == Precision::Fast && sc.kv16.is_some() {
                 launch_attn_tc(gpu, &io)?;
@@ -2387,8 +2314,7 @@ impl CudaSession {
             let gw = ly.gate_inp.wmat();
             let fused_router = decode && self.q8 && t == 1 && router_dec_ok(&gw, tid2eid != 0, d.e, d.k);
             // (only router_dec takes a Sinkhorn job on the FFN side)
-            let pf = if decode && self.q8 && t == 1 { self.l2pf(4, &[&ly.gate_inp, &ly.gate_sh, &ly.up_sh, &ly.down_sh]) } else { L2Pf::default() };
-            sk = self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin), fused_router, pf)?;
+            sk = self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin), fused_router)?;
             if fused_router {
                 let a = RouterDecArgs {
                     w: gw,
@@ -2491,11 +2417,10 @@ impl CudaSession {
             } else {
                 (self.m.out_hc_fn.ptr, nhc, self.hc_fused(t).then(|| self.head_fin()))
             };
-            let pf = if l + 1 < d.n_layer { self.attn_l2pf(l + 1, t, decode) } else { L2Pf::default() };
             sk = if decode && self.q8 {
-                self.hc_step(t, sc.ypair.ptr, d.k + 1, next_fn, next_m, fin, decode, pf)?
+                self.hc_step(t, sc.ypair.ptr, d.k + 1, next_fn, next_m, fin, decode)?
             } else {
-                self.hc_step(t, sc.ffn_out.ptr, 1, next_fn, next_m, fin, decode, pf)?
+                self.hc_step(t, sc.ffn_out.ptr, 1, next_fn, next_m, fin, decode)?
             };
         }
         Ok(())
@@ -2965,7 +2890,7 @@ pub(crate) fn kernel_arg_layouts() -> Vec<(&'static str, usize, usize)> {
             (stringify!($t), size_of::<$t>(), align_of::<$t>())
         };
     }
-    vec![l!(WMat), l!(MvJob), l!(MvJob2), l!(MvJobQ), l!(GemmArgs), l!(CompArgs), l!(HcStepArgs), l!(AttnArgs), l!(AttnTcArgs), l!(AttnDecArgs), l!(IdxTcArgs), l!(RouterDecArgs), l!(HcSk), l!(L2Pf), l!(JobSet<MvJob>), l!(JobSet<MvJob2>), l!(JobSet<MvJobQ>)]
+    vec![l!(WMat), l!(MvJob), l!(MvJob2), l!(MvJobQ), l!(GemmArgs), l!(CompArgs), l!(HcStepArgs), l!(AttnArgs), l!(AttnTcArgs), l!(AttnDecArgs), l!(IdxTcArgs), l!(RouterDecArgs), l!(HcSk), l!(JobSet<MvJob>), l!(JobSet<MvJob2>), l!(JobSet<MvJobQ>)]
 }
 
 #[cfg(test)]

@@ -30,32 +30,6 @@ typedef long long i64;
 #define INF_F (__int_as_float(0x7f800000))
 
 // Global nanosecond timer (kernel-bench phase traces only).
-// L2 prefetch of a later kernel's weights, issued by a latency-bound kernel that runs before
-// it (hc_step, attn_dec): up to L2PF_N byte ranges (p, n; n == 0: unused), each split evenly
-// over the launch's blocks and issued as bulk prefetches of at most 64 KB (one per thread).
-// The copies are fire and forget: the issuing kernel does not wait for them, so DRAM streams
-// the next matrix into L2 while the latency-bound chain runs.
-#define L2PF_N 8
-struct L2Pf {
-    u64 p[L2PF_N];
-    u64 n[L2PF_N];
-};
-__device__ __forceinline__ void l2pf_issue(const L2Pf& pf, int blk, int nblk) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#pragma unroll 1
-    for (int r = 0; r < L2PF_N; r++) {
-        const u64 n = pf.n[r];
-        if (n == 0) continue;
-        const u64 sl = ((n + (u64)nblk - 1) / (u64)nblk + 15) & ~15ull;
-        const u64 b0 = sl * (u64)blk, b1 = min(n, b0 + sl) & ~15ull;
-        for (u64 o = b0 + ((u64)threadIdx.x << 16); o < b1; o += (u64)blockDim.x << 16) {
-            const u32 sz = (u32)min(b1 - o, (u64)65536);
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(pf.p[r] + o), "r"(sz) : "memory");
-        }
-    }
-#endif
-}
-
 __device__ __forceinline__ u64 gtimer() {
     u64 t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

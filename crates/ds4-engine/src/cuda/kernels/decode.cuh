@@ -74,7 +74,6 @@ struct AttnDecArgs {
     float eps;
     int pad;
     u64* trace;  // kernel bench only (nullptr: off): ADC_TRACE phase times per block
-    L2Pf pf;     // the output projection's weights (l2pf_issue; all n == 0: none)
 };
 
 // Phase k of this block's trace (%globaltimer, thread 0): 0 entry, 1 q prologue done, 2 rows
@@ -95,7 +94,6 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = blockIdx.x, sp = blockIdx.y;
     ADC_TRACE(0);
-    l2pf_issue(a.pf, sp * gridDim.x + g, gridDim.x * gridDim.y);
     const int Dh = a.Dh, dq = Dh >> 2;
     const int p = a.pos[0];
     const int nraw = min(p + 1, a.W);

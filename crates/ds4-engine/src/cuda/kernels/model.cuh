@@ -414,7 +414,6 @@ struct HcStepArgs {
     int M, D, N, ny, iters;
     float eps, hc_eps;
     u64* trace;           // kernel bench only (nullptr: off): phase times, see hc_bench
-    L2Pf pf;              // the following matvecs' weights (l2pf_issue; all n == 0: none)
 };
 
 extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
@@ -422,7 +421,6 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
     extern __shared__ float xsh[];
     __shared__ int last_s;
     int sp = blockIdx.x, nsplit = gridDim.x, t = blockIdx.y;
-    l2pf_issue(a.pf, t * nsplit + sp, nsplit * gridDim.y);
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     int D = a.D, N = a.N, M = a.M;
     int d = sp * 32 + lane;
