@@ -1471,6 +1471,97 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
             bad_s
         );
     }
+    idx_dec_bench(gpu)
+}
+
+/// One-token (decode) indexer: `idx_score_w` against `idx_score` on the same FP4 inputs at the
+/// real shape for 8K / 32K / 64K contexts (and the fixtures' shape), then `topk_select` on the
+/// result. Per case: us per call in a graph, rel / max error against idx_score, whether both
+/// select the same rows, and `det` (the new scores bit-identical over the timing loop).
+fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
+    use super::session::{idx_w_shape_ok, launch_idx_score, launch_idx_score_w, launch_topk, IdxIo};
+    println!(
+        "{:<30} {:>9} {:>9} {:>9} {:>10} {:>10} {:>6} {:>4}",
+        "indexer (decode)", "old us", "new us", "topk us", "rel err", "max rel", "same", "det"
+    );
+    for (hi, di, topk, rows) in [(16usize, 32usize, 8usize, 300usize), (64, 128, 512, 2048), (64, 128, 512, 8192), (64, 128, 512, 16384)] {
+        if !idx_w_shape_ok(hi, di) {
+            continue;
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ rows as u64;
+        let qv = fp4_vectors(hi * di, &mut seed);
+        let kv = fp4_vectors(rows * di, &mut seed);
+        let wv: Vec<f32> = (0..hi).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
+        let f4 = |n: usize| gpu.alloc(n * 4);
+        let (qb, kb, wb, pb) = (f4(qv.len())?, f4(kv.len())?, f4(wv.len())?, f4(1)?);
+        gpu.htod(qb.ptr, &qv)?;
+        gpu.htod(kb.ptr, &kv)?;
+        gpu.htod(wb.ptr, &wv)?;
+        // the last position that sees exactly `rows` compressed rows
+        gpu.htod(pb.ptr, &[(4 * rows + 3) as i32])?;
+        let (s_old, s_new, sel_old, sel_new) = (f4(rows)?, f4(rows)?, f4(topk)?, f4(topk)?);
+        gpu.htod(s_new.ptr, &vec![f32::NAN; rows])?;
+        let io = IdxIo {
+            q: qb.ptr,
+            w: wb.ptr,
+            k: kb.ptr,
+            pos: pb.ptr,
+            scores: s_old.ptr,
+            ldsc: rows,
+            t: 1,
+            rows,
+            hi,
+            di,
+            wscale: 1.0 / ((hi * di) as f32).sqrt(),
+            topk,
+            h16: 0,
+            hsc: 0,
+        };
+        let io_new = IdxIo { scores: s_new.ptr, ..io };
+        launch_idx_score(gpu, &io)?;
+        launch_idx_score_w(gpu, &io_new)?;
+        launch_topk(gpu, &io, sel_old.ptr, 0, 0)?;
+        launch_topk(gpu, &io_new, sel_new.ptr, 0, 0)?;
+        gpu.sync()?;
+        let (mut r, mut y) = (vec![0f32; rows], vec![0f32; rows]);
+        gpu.dtoh(&mut r, s_old.ptr)?;
+        gpu.dtoh(&mut y, s_new.ptr)?;
+        let (mut so, mut sn) = (vec![0i32; topk], vec![0i32; topk]);
+        gpu.dtoh(&mut so, sel_old.ptr)?;
+        gpu.dtoh(&mut sn, sel_new.ptr)?;
+        let us_old = graph_us(gpu, 100, &|| launch_idx_score(gpu, &io))?;
+        let us_new = graph_us(gpu, 100, &|| launch_idx_score_w(gpu, &io_new))?;
+        let us_topk = graph_us(gpu, 100, &|| launch_topk(gpu, &io_new, sel_new.ptr, 0, 0))?;
+        let mut y2 = vec![0f32; rows];
+        gpu.dtoh(&mut y2, s_new.ptr)?;
+        let det = y.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits());
+        let (mut num, mut den, mut mx, mut mref, mut bad) = (0f64, 0f64, 0f64, 0f64, 0usize);
+        for (a, b) in y.iter().zip(&r) {
+            if !a.is_finite() {
+                bad += 1;
+                continue;
+            }
+            let e = (*a as f64) - (*b as f64);
+            num += e * e;
+            den += (*b as f64) * (*b as f64);
+            mx = mx.max(e.abs());
+            mref = mref.max((*b as f64).abs());
+        }
+        let rel = if bad > 0 { f64::NAN } else { (num / den.max(1e-300)).sqrt() };
+        let bad_s = if bad > 0 { format!("  {bad} NON-FINITE") } else { String::new() };
+        println!(
+            "{:<30} {:>9.2} {:>9.2} {:>9.2} {:>10.2e} {:>10.2e} {:>6} {:>4}{}",
+            format!("idx {hi}x{di} k{topk} rows {rows}"),
+            us_old,
+            us_new,
+            us_topk,
+            rel,
+            mx / mref.max(1e-300),
+            if so == sn { "yes" } else { "NO" },
+            if det { "ok" } else { "NO" },
+            bad_s
+        );
+    }
     gpu.sync()
 }
 

@@ -455,7 +455,57 @@ pub(crate) fn idx_tc_bufs(t: usize, hi: usize, rows: usize) -> (usize, usize) {
 /// equal by the kernel source).
 pub(crate) const IDX_ROWS_PER_BLOCK: usize = 16;
 
+/// Shapes of the register-blocked decode scores (`idx_score_w`): Hi = 8 warps x {2, 4, 8}
+/// heads, Di = 32 lanes x {1, 2, 4} values.
+pub(crate) fn idx_w_shape_ok(hi: usize, di: usize) -> bool {
+    [16, 32, 64].contains(&hi) && [32, 64, 128].contains(&di)
+}
+
+/// Whether one-token indexer scores use `idx_score_w` (read once; DS4_IDX_W=0: idx_score).
+fn idx_w_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| !matches!(std::env::var("DS4_IDX_W").as_deref(), Ok("0")))
+}
+
+/// Rows per idx_score_w block for a score matrix of `rows` rows: about 256 blocks (two per
+/// SM), 8 to IDXW_MAX_RPB rows each.
+pub(crate) fn idx_w_rpb(rows: usize) -> usize {
+    (rows.div_ceil(256).next_multiple_of(2)).clamp(8, IDXW_MAX_RPB)
+}
+/// `IDXW_MAX_RPB` in model.cuh (asserted equal by the kernel source).
+pub(crate) const IDXW_MAX_RPB: usize = 128;
+
+/// SIMT indexer scores: `idx_score_w` for one token where the shape fits, else `idx_score`.
 pub(crate) fn launch_idx_simt(gpu: &Gpu, io: &IdxIo) -> Result<()> {
+    if io.t == 1 && idx_w_enabled() && idx_w_shape_ok(io.hi, io.di) {
+        launch_idx_score_w(gpu, io)
+    } else {
+        launch_idx_score(gpu, io)
+    }
+}
+
+/// The register-blocked scores (`idx_score_w`; the caller checks `idx_w_shape_ok`).
+pub(crate) fn launch_idx_score_w(gpu: &Gpu, io: &IdxIo) -> Result<()> {
+    {
+        let rpb = idx_w_rpb(io.rows);
+        let args = Args::new()
+            .a(io.q)
+            .a(io.w)
+            .a(io.k)
+            .a(io.pos)
+            .a(io.scores)
+            .a(io.ldsc as i32)
+            .a(io.hi as i32)
+            .a(io.di as i32)
+            .a(io.wscale)
+            .a(io.topk as i32)
+            .a(rpb as i32);
+        gpu.launch("idx_score_w", (io.rows.div_ceil(rpb) as u32, io.t as u32, 1), 256, 0, args)
+    }
+}
+
+/// The shared-memory staged scores (`idx_score`: any shape, any batch).
+pub(crate) fn launch_idx_score(gpu: &Gpu, io: &IdxIo) -> Result<()> {
     let smem = ((io.hi * (io.di + 1) + io.hi + 8 * io.di) * 4) as u32;
     let args = Args::new()
         .a(io.q)

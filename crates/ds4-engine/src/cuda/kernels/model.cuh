@@ -1037,6 +1037,107 @@ extern "C" __global__ void __launch_bounds__(256) idx_score(const float* __restr
     }
 }
 
+// Decode indexer scores (one query token per grid row y), register blocked: idx_score staged
+// the whole q (Hi x Di, 32 KB) into shared memory per 16 rows and read two shared operands per
+// FMA, so at 64K context (16K rows) it was shared-memory bound at ~44 us per call. Here warp w
+// holds heads [w*HPW, (w+1)*HPW) of q in registers, lane l the k values [l*KPL, (l+1)*KPL) of
+// every head (Hi = 8*HPW, Di = 32*KPL); a row costs one coalesced KPL-float load per lane,
+// HPW*KPL FMAs, a reduce-scatter of the HPW lane partials (each lane ends with one head's
+// full dot, log2(HPW) halving steps then a butterfly), relu * weight, and a butterfly over the
+// warp's heads. The 8 warps' partials of a row are summed in warp order: deterministic.
+// grid (ceil(rows / rpb), T), block 256; rows [blockIdx.x*rpb, +rpb) of the n visible.
+#define IDXW_MAX_RPB 128
+template <int HPW, int KPL>
+__device__ __forceinline__ void idxw_rows(const float* __restrict__ qt, const float* __restrict__ wt, const float* __restrict__ krows,
+                                          float* __restrict__ out, int c0, int c1, float wscale, float* part) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    constexpr int Di = 32 * KPL;
+    float q[HPW][KPL];
+#pragma unroll
+    for (int h = 0; h < HPW; h++) {
+        const float* qh = qt + (i64)(w * HPW + h) * Di + lane * KPL;
+        if constexpr (KPL == 4) {
+            float4 v = *(const float4*)qh;
+            q[h][0] = v.x; q[h][1] = v.y; q[h][2] = v.z; q[h][3] = v.w;
+        } else {
+#pragma unroll
+            for (int k = 0; k < KPL; k++) q[h][k] = qh[k];
+        }
+    }
+    // the head this lane's reduce-scatter ends with
+    int hl = 0;
+#pragma unroll
+    for (int s = 0; (HPW >> s) > 1; s++) hl += (lane & (16 >> s)) ? (HPW >> (s + 1)) : 0;
+    const float wl = wt[w * HPW + hl] * wscale;
+    for (int c = c0; c < c1; c++) {
+        const float* kr = krows + (i64)c * Di + lane * KPL;
+        float kv[KPL];
+        if constexpr (KPL == 4) {
+            float4 v = __ldg((const float4*)kr);
+            kv[0] = v.x; kv[1] = v.y; kv[2] = v.z; kv[3] = v.w;
+        } else {
+#pragma unroll
+            for (int k = 0; k < KPL; k++) kv[k] = __ldg(kr + k);
+        }
+        float v[HPW];
+#pragma unroll
+        for (int h = 0; h < HPW; h++) {
+            float a = q[h][0] * kv[0];
+#pragma unroll
+            for (int k = 1; k < KPL; k++) a += q[h][k] * kv[k];
+            v[h] = a;
+        }
+        // reduce-scatter: at each step a lane keeps half of its heads (the upper half when its
+        // offset bit is set) and adds the partner's partials of them
+#pragma unroll
+        for (int s = 0; (HPW >> s) > 1; s++) {
+            const int half = HPW >> (s + 1), off = 16 >> s;
+            const bool up = (lane & off) != 0;
+#pragma unroll
+            for (int i = 0; i < half; i++) {
+                const float give = up ? v[i] : v[i + half], keep = up ? v[i + half] : v[i];
+                v[i] = keep + __shfl_xor_sync(0xffffffffu, give, off);
+            }
+        }
+#pragma unroll
+        for (int off = 16 / HPW; off >= 1; off >>= 1) v[0] += __shfl_xor_sync(0xffffffffu, v[0], off);
+        float r = fmaxf(v[0], 0.f) * wl;
+        // sum over the warp's heads (the lane bits the reduce-scatter consumed)
+#pragma unroll
+        for (int off = 16; off >= 32 / HPW; off >>= 1) r += __shfl_xor_sync(0xffffffffu, r, off);
+        if (lane == 0) part[(c - c0) * 8 + w] = r;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < c1 - c0; i += blockDim.x) {
+        float s = part[i * 8];
+#pragma unroll
+        for (int k = 1; k < 8; k++) s += part[i * 8 + k];
+        out[c0 + i] = s;
+    }
+}
+extern "C" __global__ void __launch_bounds__(256) idx_score_w(const float* __restrict__ qi, const float* __restrict__ wt,
+                                                              const float* __restrict__ krows, const int* __restrict__ pos,
+                                                              float* scores, int ldsc, int Hi, int Di, float wscale, int topk,
+                                                              int rpb) {
+    PDL_ENTRY;
+    __shared__ float part[IDXW_MAX_RPB * 8];
+    const int t = blockIdx.y;
+    const int n = (pos[t] + 1) / 4;
+    if (n <= topk) return;
+    const int c0 = blockIdx.x * rpb;
+    if (c0 >= n) return;
+    const int c1 = min(n, c0 + rpb);
+    const float* qt = qi + (i64)t * Hi * Di;
+    const float* w = wt + (i64)t * Hi;
+    float* out = scores + (i64)t * ldsc;
+    // (session.rs idx_w_shape_ok: Hi in {16, 32, 64}, Di in {32, 64, 128})
+#define IDXW_CASE(H, K) \
+    if (Hi == 8 * H && Di == 32 * K) { idxw_rows<H, K>(qt, w, krows, out, c0, c1, wscale, part); return; }
+    IDXW_CASE(8, 4) IDXW_CASE(8, 2) IDXW_CASE(8, 1) IDXW_CASE(4, 4) IDXW_CASE(4, 2) IDXW_CASE(4, 1)
+    IDXW_CASE(2, 4) IDXW_CASE(2, 2) IDXW_CASE(2, 1)
+#undef IDXW_CASE
+}
+
 __device__ __forceinline__ u32 fkey(float f) {
     u32 u = __float_as_uint(f);
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
@@ -1077,10 +1178,18 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
         for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
         __syncthreads();
         if (cached) {
+            // warp-aggregated: the lanes of one bin add their count once (the first pass puts
+            // nearly every score in one bin: one shared atomic per key serialized at 16K rows)
 #pragma unroll
             for (int c = 0; c < KC; c++) {
                 int i = threadIdx.x + c * (int)blockDim.x;
-                if (i < n && (kc[c] & mask) == prefix) atomicAdd(&hist[(kc[c] >> shift) & 255], 1u);
+                const bool act = i < n && (kc[c] & mask) == prefix;
+                const u32 am = __ballot_sync(0xffffffffu, act);
+                if (act) {
+                    const u32 bin = (kc[c] >> shift) & 255;
+                    const u32 peers = __match_any_sync(am, bin);
+                    if ((int)(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&hist[bin], (u32)__popc(peers));
+                }
             }
         } else {
             for (int i = threadIdx.x; i < n; i += blockDim.x) {
@@ -1134,6 +1243,54 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
     __syncthreads();
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     u32 below = 0;  // largest key under the cut (near-tie margin only); every real key is > 0
+    if (cached && blockDim.x == 1024) {
+        // The cached keys in one go: each (chunk c, warp) count of keys above / at the cut, an
+        // exclusive scan over them in index order (f = c * 32 + warp), then every thread writes
+        // its selected rows: 3 barriers instead of 3 per 1024-row chunk.
+        __shared__ u32 og_s[KC * 32], oe_s[KC * 32], wt_s[2][KC];
+        const u32 lm = (1u << lane) - 1u;
+#pragma unroll
+        for (int c = 0; c < KC; c++) {
+            const int i = threadIdx.x + c * 1024;
+            const u32 k = kc[c];
+            const u32 bg = __ballot_sync(0xffffffffu, i < n && k > kth), be = __ballot_sync(0xffffffffu, i < n && k == kth);
+            if (ties && i < n && k < kth) below = max(below, k);
+            if (lane == 0) { og_s[c * 32 + warp] = __popc(bg); oe_s[c * 32 + warp] = __popc(be); }
+        }
+        __syncthreads();
+        u32 g = 0, e = 0, gi = 0, ei = 0;
+        if (threadIdx.x < KC * 32) {
+            g = og_s[threadIdx.x];
+            e = oe_s[threadIdx.x];
+            gi = g;
+            ei = e;
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const u32 a = __shfl_up_sync(0xffffffffu, gi, o), b = __shfl_up_sync(0xffffffffu, ei, o);
+                if (lane >= o) { gi += a; ei += b; }
+            }
+            if (lane == 31) { wt_s[0][warp] = gi; wt_s[1][warp] = ei; }
+        }
+        __syncthreads();
+        if (threadIdx.x < KC * 32) {
+            u32 pg = 0, pe = 0;
+            for (int w2 = 0; w2 < warp; w2++) { pg += wt_s[0][w2]; pe += wt_s[1][w2]; }
+            og_s[threadIdx.x] = pg + gi - g;
+            oe_s[threadIdx.x] = pe + ei - e;
+            if (threadIdx.x == KC * 32 - 1) { base_cnt[0] = pg + gi; base_cnt[1] = pe + ei; }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int c = 0; c < KC; c++) {
+            const int i = threadIdx.x + c * 1024;
+            const u32 k = kc[c];
+            const bool gt = i < n && k > kth, eq = i < n && k == kth;
+            const u32 bg = __ballot_sync(0xffffffffu, gt), be = __ballot_sync(0xffffffffu, eq);
+            const u32 rg = og_s[c * 32 + warp] + __popc(bg & lm), re = oe_s[c * 32 + warp] + __popc(be & lm);
+            if (gt) sel[(i64)t * topk + rg + min(re, remaining)] = i;
+            if (eq && re < remaining) sel[(i64)t * topk + rg + re] = i;
+        }
+    } else
     for (int c0 = 0; c0 < n; c0 += blockDim.x) {
         int i = c0 + threadIdx.x;
         u32 k = (i < n) ? fkey(sc[i]) : 0u;
