@@ -1037,28 +1037,64 @@ extern "C" __global__ void __launch_bounds__(256) idx_score(const float* __restr
     }
 }
 
-// Decode indexer scores (one query token per grid row y), register blocked: idx_score staged
-// the whole q (Hi x Di, 32 KB) into shared memory per 16 rows and read two shared operands per
-// FMA, so at 64K context (16K rows) it was shared-memory bound at ~44 us per call. Here warp w
-// holds heads [w*HPW, (w+1)*HPW) of q in registers, lane l the k values [l*KPL, (l+1)*KPL) of
-// every head (Hi = 8*HPW, Di = 32*KPL); a row costs one coalesced KPL-float load per lane,
-// HPW*KPL FMAs, a reduce-scatter of the HPW lane partials (each lane ends with one head's
-// full dot, log2(HPW) halving steps then a butterfly), relu * weight, and a butterfly over the
-// warp's heads. The 8 warps' partials of a row are summed in warp order: deterministic.
-// grid (ceil(rows / rpb), T), block 256; rows [blockIdx.x*rpb, +rpb) of the n visible.
-#define IDXW_MAX_RPB 128
+// Decode indexer scores (one query token per grid row y). idx_score staged the whole q (Hi x
+// Di, 32 KB) into shared memory per 16 rows and read two shared operands per FMA: at 64K
+// context (16K rows) ~44 us per call. Here a block first requests all its rows' k (cp.async,
+// rpb x Di floats: the only DRAM reads, all in flight at once: a row-by-row register loop was
+// latency bound at one DRAM round trip per row), while warp w loads heads [w*HPW, (w+1)*HPW)
+// of q into registers, lane l holding the k positions [l*KPL, (l+1)*KPL) (Hi = 8*HPW, Di =
+// 32*KPL). Per row and warp: HPW*KPL FMAs, a reduce-scatter of the HPW lane partials (each
+// lane ends with one head's full dot: log2(HPW) halving steps, then a butterfly), relu *
+// weight, and a butterfly over the warp's heads; two rows per step (independent shuffle
+// chains). The 8 warps' partials of a row are summed in warp order: deterministic.
+// It also counts the scores' keys by their top IDX_HBITS bits into hist ([T][2^16], zero
+// before; topk_select, given it, starts from it and zeroes it again).
+// grid (ceil(rows / rpb), T), block 256, dynamic smem rpb * Di floats.
+#define IDXW_MAX_RPB 64
+// Order-preserving u32 key of a float (larger float, larger key); NaN keys sort outside.
+__device__ __forceinline__ u32 fkey(float f) {
+    u32 u = __float_as_uint(f);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+// Bins of the key histogram idx_score_w hands to topk_select: the keys' top 16 bits.
+#define IDX_HBITS 16
+template <int HPW, int KPL>
+__device__ __forceinline__ void idxw_dot(const float (&q)[HPW][KPL], const float* kr, float (&v)[HPW]) {
+    float kv[KPL];
+    if constexpr (KPL == 4) {
+        const float4 t = *(const float4*)kr;
+        kv[0] = t.x; kv[1] = t.y; kv[2] = t.z; kv[3] = t.w;
+    } else {
+#pragma unroll
+        for (int k = 0; k < KPL; k++) kv[k] = kr[k];
+    }
+#pragma unroll
+    for (int h = 0; h < HPW; h++) {
+        float a = q[h][0] * kv[0];
+#pragma unroll
+        for (int k = 1; k < KPL; k++) a += q[h][k] * kv[k];
+        v[h] = a;
+    }
+}
 template <int HPW, int KPL>
 __device__ __forceinline__ void idxw_rows(const float* __restrict__ qt, const float* __restrict__ wt, const float* __restrict__ krows,
-                                          float* __restrict__ out, int c0, int c1, float wscale, float* part) {
+                                          float* __restrict__ out, int c0, int c1, float wscale, float* ks, float* part,
+                                          u32* __restrict__ hist) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     constexpr int Di = 32 * KPL;
+    const int nr = c1 - c0;
+    {
+        const float* src = krows + (i64)c0 * Di;
+        for (int i = threadIdx.x; i < nr * Di / 4; i += blockDim.x) cp_async16(smem_u32(ks + 4 * i), src + 4 * i, 16);
+        cp_commit();
+    }
     float q[HPW][KPL];
 #pragma unroll
     for (int h = 0; h < HPW; h++) {
         const float* qh = qt + (i64)(w * HPW + h) * Di + lane * KPL;
         if constexpr (KPL == 4) {
-            float4 v = *(const float4*)qh;
-            q[h][0] = v.x; q[h][1] = v.y; q[h][2] = v.z; q[h][3] = v.w;
+            const float4 t = *(const float4*)qh;
+            q[h][0] = t.x; q[h][1] = t.y; q[h][2] = t.z; q[h][3] = t.w;
         } else {
 #pragma unroll
             for (int k = 0; k < KPL; k++) q[h][k] = qh[k];
@@ -1069,24 +1105,14 @@ __device__ __forceinline__ void idxw_rows(const float* __restrict__ qt, const fl
 #pragma unroll
     for (int s = 0; (HPW >> s) > 1; s++) hl += (lane & (16 >> s)) ? (HPW >> (s + 1)) : 0;
     const float wl = wt[w * HPW + hl] * wscale;
-    for (int c = c0; c < c1; c++) {
-        const float* kr = krows + (i64)c * Di + lane * KPL;
-        float kv[KPL];
-        if constexpr (KPL == 4) {
-            float4 v = __ldg((const float4*)kr);
-            kv[0] = v.x; kv[1] = v.y; kv[2] = v.z; kv[3] = v.w;
-        } else {
-#pragma unroll
-            for (int k = 0; k < KPL; k++) kv[k] = __ldg(kr + k);
-        }
-        float v[HPW];
-#pragma unroll
-        for (int h = 0; h < HPW; h++) {
-            float a = q[h][0] * kv[0];
-#pragma unroll
-            for (int k = 1; k < KPL; k++) a += q[h][k] * kv[k];
-            v[h] = a;
-        }
+    cp_wait<0>();
+    __syncthreads();
+    for (int r = 0; r < nr; r += 2) {
+        // an odd last row is computed twice (its copy discarded): the rows stay uniform
+        const int r1 = min(r + 1, nr - 1);
+        float v[2][HPW];
+        idxw_dot<HPW, KPL>(q, ks + r * Di + lane * KPL, v[0]);
+        idxw_dot<HPW, KPL>(q, ks + r1 * Di + lane * KPL, v[1]);
         // reduce-scatter: at each step a lane keeps half of its heads (the upper half when its
         // offset bit is set) and adds the partner's partials of them
 #pragma unroll
@@ -1094,32 +1120,56 @@ __device__ __forceinline__ void idxw_rows(const float* __restrict__ qt, const fl
             const int half = HPW >> (s + 1), off = 16 >> s;
             const bool up = (lane & off) != 0;
 #pragma unroll
-            for (int i = 0; i < half; i++) {
-                const float give = up ? v[i] : v[i + half], keep = up ? v[i + half] : v[i];
-                v[i] = keep + __shfl_xor_sync(0xffffffffu, give, off);
-            }
-        }
+            for (int i = 0; i < half; i++)
 #pragma unroll
-        for (int off = 16 / HPW; off >= 1; off >>= 1) v[0] += __shfl_xor_sync(0xffffffffu, v[0], off);
-        float r = fmaxf(v[0], 0.f) * wl;
+                for (int j = 0; j < 2; j++) {
+                    const float give = up ? v[j][i] : v[j][i + half], keep = up ? v[j][i + half] : v[j][i];
+                    v[j][i] = keep + __shfl_xor_sync(0xffffffffu, give, off);
+                }
+        }
+        float rr[2];
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+#pragma unroll
+            for (int off = 16 / HPW; off >= 1; off >>= 1) v[j][0] += __shfl_xor_sync(0xffffffffu, v[j][0], off);
+            rr[j] = fmaxf(v[j][0], 0.f) * wl;
+        }
         // sum over the warp's heads (the lane bits the reduce-scatter consumed)
 #pragma unroll
-        for (int off = 16; off >= 32 / HPW; off >>= 1) r += __shfl_xor_sync(0xffffffffu, r, off);
-        if (lane == 0) part[(c - c0) * 8 + w] = r;
+        for (int off = 16; off >= 32 / HPW; off >>= 1)
+#pragma unroll
+            for (int j = 0; j < 2; j++) rr[j] += __shfl_xor_sync(0xffffffffu, rr[j], off);
+        if (lane == 0) {
+            part[r * 8 + w] = rr[0];
+            part[r1 * 8 + w] = rr[1];
+        }
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < c1 - c0; i += blockDim.x) {
-        float s = part[i * 8];
+    // each row's score, and its key's top bits counted in the histogram (one atomic per bin
+    // and warp; integer counts: deterministic)
+    for (int i0 = 0; i0 < nr; i0 += blockDim.x) {
+        const int i = i0 + threadIdx.x;
+        float s = 0.f;
+        if (i < nr) {
+            s = part[i * 8];
 #pragma unroll
-        for (int k = 1; k < 8; k++) s += part[i * 8 + k];
-        out[c0 + i] = s;
+            for (int k = 1; k < 8; k++) s += part[i * 8 + k];
+            out[c0 + i] = s;
+        }
+        const u32 am = __ballot_sync(0xffffffffu, i < nr);
+        if (i < nr) {
+            const u32 bin = fkey(s) >> (32 - IDX_HBITS);
+            const u32 peers = __match_any_sync(am, bin);
+            if ((int)(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(hist + bin, (u32)__popc(peers));
+        }
     }
 }
 extern "C" __global__ void __launch_bounds__(256) idx_score_w(const float* __restrict__ qi, const float* __restrict__ wt,
                                                               const float* __restrict__ krows, const int* __restrict__ pos,
                                                               float* scores, int ldsc, int Hi, int Di, float wscale, int topk,
-                                                              int rpb) {
+                                                              int rpb, u32* hist) {
     PDL_ENTRY;
+    extern __shared__ float4 idxw_sm4[];
     __shared__ float part[IDXW_MAX_RPB * 8];
     const int t = blockIdx.y;
     const int n = (pos[t] + 1) / 4;
@@ -1130,18 +1180,15 @@ extern "C" __global__ void __launch_bounds__(256) idx_score_w(const float* __res
     const float* qt = qi + (i64)t * Hi * Di;
     const float* w = wt + (i64)t * Hi;
     float* out = scores + (i64)t * ldsc;
+    float* ks = (float*)idxw_sm4;
     // (session.rs idx_w_shape_ok: Hi in {16, 32, 64}, Di in {32, 64, 128})
 #define IDXW_CASE(H, K) \
-    if (Hi == 8 * H && Di == 32 * K) { idxw_rows<H, K>(qt, w, krows, out, c0, c1, wscale, part); return; }
+    if (Hi == 8 * H && Di == 32 * K) { idxw_rows<H, K>(qt, w, krows, out, c0, c1, wscale, ks, part, hist + ((i64)t << IDX_HBITS)); return; }
     IDXW_CASE(8, 4) IDXW_CASE(8, 2) IDXW_CASE(8, 1) IDXW_CASE(4, 4) IDXW_CASE(4, 2) IDXW_CASE(4, 1)
     IDXW_CASE(2, 4) IDXW_CASE(2, 2) IDXW_CASE(2, 1)
 #undef IDXW_CASE
 }
 
-__device__ __forceinline__ u32 fkey(float f) {
-    u32 u = __float_as_uint(f);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
 __device__ __forceinline__ float fkey_inv(u32 k) {
     return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
 }
@@ -1150,7 +1197,7 @@ __device__ __forceinline__ float fkey_inv(u32 k) {
 // ties to the smaller index, written in ascending index order. grid T, block 1024.
 extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __restrict__ scores, int ldsc,
                                                                const int* __restrict__ pos, int topk, int* sel,
-                                                               int layer, int* ties) {
+                                                               int layer, int* ties, u32* hist16) {
     PDL_ENTRY;
     __shared__ u32 hist[256];
     __shared__ u32 sh_prefix, sh_remaining, sh_below;
@@ -1174,7 +1221,54 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
         }
     }
     u32 prefix = 0, mask = 0, remaining = topk;
-    for (int shift = 24; shift >= 0; shift -= 8) {
+    int shift0 = 24;
+    if (hist16) {
+        // idx_score_w's histogram of the keys' top 16 bits replaces the first two passes: the
+        // cut bin is the largest b whose suffix count S(b) reaches topk. Thread j owns bins
+        // [64j, 64j + 64) (all 1024 threads), reads and re-zeroes them for the next launch.
+        u32* h = hist16 + ((i64)t << IDX_HBITS);
+        const int j = threadIdx.x, lane = j & 31, wp = j >> 5;
+        uint4* hj = (uint4*)(h + 64 * j);
+        u32 tot = 0;
+#pragma unroll
+        for (int b = 0; b < 16; b++) {
+            const uint4 v = hj[b];
+            tot += v.x + v.y + v.z + v.w;
+        }
+        // suffix sum over threads j..1023: within the warp, then over the warps above
+        u32 incl = tot;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const u32 v = __shfl_down_sync(0xffffffffu, incl, o);
+            if (lane + o < 32) incl += v;
+        }
+        if (lane == 0) wcnt[0][wp] = incl;
+        __syncthreads();
+        u32 above = incl - tot;  // bins of higher threads
+        for (int w2 = wp + 1; w2 < 32; w2++) above += wcnt[0][w2];
+        if (above < remaining && above + tot >= remaining) {
+            // the one thread whose bins hold the cut: S(b) crosses topk at exactly one b
+            u32 sfx = above;
+            for (int b = 63; b >= 0; b--) {
+                const u32 sb = sfx + h[64 * j + b];
+                if (sb >= remaining) {
+                    sh_prefix = (u32)(64 * j + b) << 16;
+                    sh_remaining = remaining - sfx;
+                    break;
+                }
+                sfx = sb;
+            }
+        }
+#pragma unroll
+        for (int b = 0; b < 16; b++) hj[b] = make_uint4(0, 0, 0, 0);
+        __syncthreads();
+        prefix = sh_prefix;
+        remaining = sh_remaining;
+        mask = 0xffff0000u;
+        shift0 = 8;
+        __syncthreads();
+    }
+    for (int shift = shift0; shift >= 0; shift -= 8) {
         for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
         __syncthreads();
         if (cached) {
