@@ -1403,7 +1403,6 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
             topk,
             h16: h16.ptr,
             hsc: hsc.ptr,
-            hist: 0,
         };
         let io_tc = IdxIo { scores: s_tc.ptr, ..io };
         // poison: unwritten visible scores show up as NaN
@@ -1475,17 +1474,16 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
     idx_dec_bench(gpu)
 }
 
-/// One-token (decode) indexer: `idx_score_w` + `topk_select` from its key histogram against
-/// `idx_score` + the four-pass `topk_select` on the same FP4 inputs, at the real shape for 8K /
-/// 32K / 64K contexts (and the fixtures' shape). Per case: us per pair in a graph, rel / max
-/// score error against idx_score, whether both select the same rows, and `det` (scores and
-/// selection of a run after the timing loops, which must leave the histogram zero, identical
-/// to the first run's).
+/// One-token (decode) indexer: `idx_score_w` against `idx_score` on the same FP4 inputs at the
+/// real shape for 8K / 32K / 64K contexts (and the fixtures' shape), each followed by
+/// `topk_select`. Per case: us per call of each scores kernel and of topk_select in a graph,
+/// rel / max score error against idx_score, whether both select the same rows, and `det`
+/// (scores and selection of a run after the timing loops identical to the first run's).
 fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{idx_w_shape_ok, launch_idx_score, launch_idx_score_w, launch_topk, IdxIo, IDX_HIST};
+    use super::session::{idx_w_shape_ok, launch_idx_score, launch_idx_score_w, launch_topk, IdxIo};
     println!(
-        "{:<30} {:>9} {:>9} {:>10} {:>10} {:>6} {:>4}",
-        "indexer (decode)", "old us", "new us", "rel err", "max rel", "same", "det"
+        "{:<30} {:>9} {:>9} {:>9} {:>10} {:>10} {:>6} {:>4}",
+        "indexer (decode)", "old us", "new us", "topk us", "rel err", "max rel", "same", "det"
     );
     for (hi, di, topk, rows) in [(16usize, 32usize, 8usize, 300usize), (64, 128, 512, 2048), (64, 128, 512, 8192), (64, 128, 512, 16384)] {
         if !idx_w_shape_ok(hi, di) {
@@ -1504,7 +1502,6 @@ fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
         gpu.htod(pb.ptr, &[(4 * rows - 1) as i32])?;
         let (s_old, s_new, sel_old, sel_new) = (f4(rows)?, f4(rows)?, f4(topk)?, f4(topk)?);
         gpu.htod(s_new.ptr, &vec![f32::NAN; rows])?;
-        let hist = gpu.alloc_zeroed(IDX_HIST * 4)?;
         let io = IdxIo {
             q: qb.ptr,
             w: wb.ptr,
@@ -1520,9 +1517,8 @@ fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
             topk,
             h16: 0,
             hsc: 0,
-            hist: 0,
         };
-        let io_new = IdxIo { scores: s_new.ptr, hist: hist.ptr, ..io };
+        let io_new = IdxIo { scores: s_new.ptr, ..io };
         launch_idx_score(gpu, &io)?;
         launch_idx_score_w(gpu, &io_new)?;
         launch_topk(gpu, &io, sel_old.ptr, 0, 0)?;
@@ -1534,8 +1530,9 @@ fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
         let (mut so, mut sn) = (vec![0i32; topk], vec![0i32; topk]);
         gpu.dtoh(&mut so, sel_old.ptr)?;
         gpu.dtoh(&mut sn, sel_new.ptr)?;
-        let us_old = graph_us(gpu, 100, &|| launch_idx_score(gpu, &io).and_then(|_| launch_topk(gpu, &io, sel_old.ptr, 0, 0)))?;
-        let us_new = graph_us(gpu, 100, &|| launch_idx_score_w(gpu, &io_new).and_then(|_| launch_topk(gpu, &io_new, sel_new.ptr, 0, 0)))?;
+        let us_old = graph_us(gpu, 100, &|| launch_idx_score(gpu, &io))?;
+        let us_new = graph_us(gpu, 100, &|| launch_idx_score_w(gpu, &io_new))?;
+        let us_topk = graph_us(gpu, 100, &|| launch_topk(gpu, &io_new, sel_new.ptr, 0, 0))?;
         gpu.htod(s_new.ptr, &vec![f32::NAN; rows])?;
         launch_idx_score_w(gpu, &io_new)?;
         launch_topk(gpu, &io_new, sel_new.ptr, 0, 0)?;
@@ -1559,10 +1556,11 @@ fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
         let rel = if bad > 0 { f64::NAN } else { (num / den.max(1e-300)).sqrt() };
         let bad_s = if bad > 0 { format!("  {bad} NON-FINITE") } else { String::new() };
         println!(
-            "{:<30} {:>9.2} {:>9.2} {:>10.2e} {:>10.2e} {:>6} {:>4}{}",
+            "{:<30} {:>9.2} {:>9.2} {:>9.2} {:>10.2e} {:>10.2e} {:>6} {:>4}{}",
             format!("idx {hi}x{di} k{topk} rows {rows}"),
             us_old,
             us_new,
+            us_topk,
             rel,
             mx / mref.max(1e-300),
             if so == sn { "yes" } else { "NO" },

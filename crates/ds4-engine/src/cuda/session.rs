@@ -424,10 +424,6 @@ pub(crate) struct IdxIo {
     /// tensor-core path only: f16 copies ([T*hi + rows][128] u16) and their scales ([T*hi + rows] f32)
     pub h16: u64,
     pub hsc: u64,
-    /// one-token decode: the key histogram ([t][2^16] u32, zero between launches) through
-    /// which idx_score_w hands topk_select its first two radix passes; 0: idx_score, and
-    /// topk_select makes all four passes
-    pub hist: u64,
 }
 
 /// Prefill indexer scores on tensor cores for Precision::Fast with the FP4 step on, unless
@@ -471,8 +467,7 @@ pub(crate) fn idx_w_ok(t: usize, hi: usize, di: usize) -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     t == 1 && *ON.get_or_init(|| !matches!(std::env::var("DS4_IDX_W").as_deref(), Ok("0"))) && idx_w_shape_ok(hi, di)
 }
-/// Entries of the key histogram of `IdxIo::hist` per token (`IDX_HBITS` in model.cuh).
-pub(crate) const IDX_HIST: usize = 1 << 16;
+
 
 /// Rows per idx_score_w block for a score matrix of `rows` rows: about 512 blocks, 8 to
 /// IDXW_MAX_RPB rows each (each block's rows are one batch of cp.async copies).
@@ -482,20 +477,20 @@ pub(crate) fn idx_w_rpb(rows: usize) -> usize {
 /// `IDXW_MAX_RPB` in model.cuh (asserted equal by the kernel source).
 pub(crate) const IDXW_MAX_RPB: usize = 64;
 
-/// SIMT indexer scores: `idx_score_w` when the batch brings the key histogram (`IdxIo::hist`,
-/// see `idx_w_ok`), else `idx_score`.
+/// SIMT indexer scores: `idx_score_w` for one token where the shape fits (`idx_w_ok`), else
+/// `idx_score`.
 pub(crate) fn launch_idx_simt(gpu: &Gpu, io: &IdxIo) -> Result<()> {
-    if io.hist != 0 {
+    if idx_w_ok(io.t, io.hi, io.di) {
         launch_idx_score_w(gpu, io)
     } else {
         launch_idx_score(gpu, io)
     }
 }
 
-/// The register-blocked scores and key histogram (`idx_score_w`; needs `io.hist`).
+/// The register-blocked scores (`idx_score_w`).
 pub(crate) fn launch_idx_score_w(gpu: &Gpu, io: &IdxIo) -> Result<()> {
-    if io.hist == 0 || !idx_w_shape_ok(io.hi, io.di) {
-        return Err(CudaError::Other(format!("idx_score_w: no key histogram or an unsupported shape ({} x {})", io.hi, io.di)));
+    if !idx_w_shape_ok(io.hi, io.di) {
+        return Err(CudaError::Other(format!("idx_score_w: unsupported shape ({} x {})", io.hi, io.di)));
     }
     {
         let rpb = idx_w_rpb(io.rows);
@@ -510,8 +505,7 @@ pub(crate) fn launch_idx_score_w(gpu: &Gpu, io: &IdxIo) -> Result<()> {
             .a(io.di as i32)
             .a(io.wscale)
             .a(io.topk as i32)
-            .a(rpb as i32)
-            .a(io.hist);
+            .a(rpb as i32);
         gpu.launch("idx_score_w", (io.rows.div_ceil(rpb) as u32, io.t as u32, 1), 256, (rpb * io.di * 4) as u32, args)
     }
 }
@@ -567,7 +561,7 @@ pub(crate) fn launch_idx_tc(gpu: &Gpu, io: &IdxIo) -> Result<()> {
 
 /// topk_select over the scores of `io` into `sel` ([T][topk]); `ties` 0 or the near-tie log.
 pub(crate) fn launch_topk(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u64) -> Result<()> {
-    let args = Args::new().a(io.scores).a(io.ldsc as i32).a(io.pos).a(io.topk as i32).a(sel).a(layer as i32).a(ties).a(io.hist);
+    let args = Args::new().a(io.scores).a(io.ldsc as i32).a(io.pos).a(io.topk as i32).a(sel).a(layer as i32).a(ties);
     gpu.launch("topk_select", (io.t as u32, 1, 1), 1024, 0, args)
 }
 
@@ -1264,7 +1258,6 @@ struct Scratch {
     pair_w: DevBuf,
     yhead: DevBuf,
     logits: DevBuf,
-    ihist: DevBuf,
     amax: DevBuf,
     /// attn_dec (decode attention) cross-cluster partials and its counters (zeroed here; every
     /// launch leaves them zero, so graph replays need no reset).
@@ -1716,8 +1709,6 @@ impl CudaSession {
             pair_w: f4(t * d.k)?,
             yhead: f4(d.d)?,
             logits: f4(d.vocab)?,
-            // idx_score_w -> topk_select key histogram of one token (zero between launches)
-            ihist: gpu.alloc_zeroed(IDX_HIST * 4)?,
             // argmax_excl's index, ticket and 64-bit key (zero between launches)
             amax: gpu.alloc_zeroed(16)?,
             dec_part: f4(attn_dec_bufs(d.h, d.dh).0)?,
@@ -2311,10 +2302,8 @@ impl CudaSession {
                     topk: d.topk,
                     h16: sc.idx16.as_ref().map_or(0, |b| b.0.ptr),
                     hsc: sc.idx16.as_ref().map_or(0, |b| b.1.ptr),
-                    hist: 0,
                 };
                 let tc = !decode && sc.idx16.is_some();
-                let io = IdxIo { hist: if !tc && idx_w_ok(t, d.hi, d.di) { sc.ihist.ptr } else { 0 }, ..io };
                 // the f16 buffers exist only for Fast precision with the FP4 step on
                 if tc {
                     launch_idx_tc(gpu, &io)?;

@@ -1047,8 +1047,6 @@ extern "C" __global__ void __launch_bounds__(256) idx_score(const float* __restr
 // lane ends with one head's full dot: log2(HPW) halving steps, then a butterfly), relu *
 // weight, and a butterfly over the warp's heads; two rows per step (independent shuffle
 // chains). The 8 warps' partials of a row are summed in warp order: deterministic.
-// It also counts the scores' keys by their top IDX_HBITS bits into hist ([T][2^16], zero
-// before; topk_select, given it, starts from it and zeroes it again).
 // grid (ceil(rows / rpb), T), block 256, dynamic smem rpb * Di floats.
 #define IDXW_MAX_RPB 64
 // Order-preserving u32 key of a float (larger float, larger key); NaN keys sort outside.
@@ -1056,8 +1054,6 @@ __device__ __forceinline__ u32 fkey(float f) {
     u32 u = __float_as_uint(f);
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
-// Bins of the key histogram idx_score_w hands to topk_select: the keys' top 16 bits.
-#define IDX_HBITS 16
 template <int HPW, int KPL>
 __device__ __forceinline__ void idxw_dot(const float (&q)[HPW][KPL], const float* kr, float (&v)[HPW]) {
     float kv[KPL];
@@ -1078,8 +1074,7 @@ __device__ __forceinline__ void idxw_dot(const float (&q)[HPW][KPL], const float
 }
 template <int HPW, int KPL>
 __device__ __forceinline__ void idxw_rows(const float* __restrict__ qt, const float* __restrict__ wt, const float* __restrict__ krows,
-                                          float* __restrict__ out, int c0, int c1, float wscale, float* ks, float* part,
-                                          u32* __restrict__ hist) {
+                                          float* __restrict__ out, int c0, int c1, float wscale, float* ks, float* part) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     constexpr int Di = 32 * KPL;
     const int nr = c1 - c0;
@@ -1145,29 +1140,17 @@ __device__ __forceinline__ void idxw_rows(const float* __restrict__ qt, const fl
         }
     }
     __syncthreads();
-    // each row's score, and its key's top bits counted in the histogram (one atomic per bin
-    // and warp; integer counts: deterministic)
-    for (int i0 = 0; i0 < nr; i0 += blockDim.x) {
-        const int i = i0 + threadIdx.x;
-        float s = 0.f;
-        if (i < nr) {
-            s = part[i * 8];
+    for (int i = threadIdx.x; i < nr; i += blockDim.x) {
+        float s = part[i * 8];
 #pragma unroll
-            for (int k = 1; k < 8; k++) s += part[i * 8 + k];
-            out[c0 + i] = s;
-        }
-        const u32 am = __ballot_sync(0xffffffffu, i < nr);
-        if (i < nr) {
-            const u32 bin = fkey(s) >> (32 - IDX_HBITS);
-            const u32 peers = __match_any_sync(am, bin);
-            if ((int)(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(hist + bin, (u32)__popc(peers));
-        }
+        for (int k = 1; k < 8; k++) s += part[i * 8 + k];
+        out[c0 + i] = s;
     }
 }
 extern "C" __global__ void __launch_bounds__(256) idx_score_w(const float* __restrict__ qi, const float* __restrict__ wt,
                                                               const float* __restrict__ krows, const int* __restrict__ pos,
                                                               float* scores, int ldsc, int Hi, int Di, float wscale, int topk,
-                                                              int rpb, u32* hist) {
+                                                              int rpb) {
     PDL_ENTRY;
     extern __shared__ float4 idxw_sm4[];
     __shared__ float part[IDXW_MAX_RPB * 8];
@@ -1183,7 +1166,7 @@ extern "C" __global__ void __launch_bounds__(256) idx_score_w(const float* __res
     float* ks = (float*)idxw_sm4;
     // (session.rs idx_w_shape_ok: Hi in {16, 32, 64}, Di in {32, 64, 128})
 #define IDXW_CASE(H, K) \
-    if (Hi == 8 * H && Di == 32 * K) { idxw_rows<H, K>(qt, w, krows, out, c0, c1, wscale, ks, part, hist + ((i64)t << IDX_HBITS)); return; }
+    if (Hi == 8 * H && Di == 32 * K) { idxw_rows<H, K>(qt, w, krows, out, c0, c1, wscale, ks, part); return; }
     IDXW_CASE(8, 4) IDXW_CASE(8, 2) IDXW_CASE(8, 1) IDXW_CASE(4, 4) IDXW_CASE(4, 2) IDXW_CASE(4, 1)
     IDXW_CASE(2, 4) IDXW_CASE(2, 2) IDXW_CASE(2, 1)
 #undef IDXW_CASE
@@ -1197,7 +1180,7 @@ __device__ __forceinline__ float fkey_inv(u32 k) {
 // ties to the smaller index, written in ascending index order. grid T, block 1024.
 extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __restrict__ scores, int ldsc,
                                                                const int* __restrict__ pos, int topk, int* sel,
-                                                               int layer, int* ties, u32* hist16) {
+                                                               int layer, int* ties) {
     PDL_ENTRY;
     __shared__ u32 hist[256];
     __shared__ u32 sh_prefix, sh_remaining, sh_below;
@@ -1221,54 +1204,7 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
         }
     }
     u32 prefix = 0, mask = 0, remaining = topk;
-    int shift0 = 24;
-    if (hist16) {
-        // idx_score_w's histogram of the keys' top 16 bits replaces the first two passes: the
-        // cut bin is the largest b whose suffix count S(b) reaches topk. Thread j owns bins
-        // [64j, 64j + 64) (all 1024 threads), reads and re-zeroes them for the next launch.
-        u32* h = hist16 + ((i64)t << IDX_HBITS);
-        const int j = threadIdx.x, lane = j & 31, wp = j >> 5;
-        uint4* hj = (uint4*)(h + 64 * j);
-        u32 tot = 0;
-#pragma unroll
-        for (int b = 0; b < 16; b++) {
-            const uint4 v = hj[b];
-            tot += v.x + v.y + v.z + v.w;
-        }
-        // suffix sum over threads j..1023: within the warp, then over the warps above
-        u32 incl = tot;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const u32 v = __shfl_down_sync(0xffffffffu, incl, o);
-            if (lane + o < 32) incl += v;
-        }
-        if (lane == 0) wcnt[0][wp] = incl;
-        __syncthreads();
-        u32 above = incl - tot;  // bins of higher threads
-        for (int w2 = wp + 1; w2 < 32; w2++) above += wcnt[0][w2];
-        if (above < remaining && above + tot >= remaining) {
-            // the one thread whose bins hold the cut: S(b) crosses topk at exactly one b
-            u32 sfx = above;
-            for (int b = 63; b >= 0; b--) {
-                const u32 sb = sfx + h[64 * j + b];
-                if (sb >= remaining) {
-                    sh_prefix = (u32)(64 * j + b) << 16;
-                    sh_remaining = remaining - sfx;
-                    break;
-                }
-                sfx = sb;
-            }
-        }
-#pragma unroll
-        for (int b = 0; b < 16; b++) hj[b] = make_uint4(0, 0, 0, 0);
-        __syncthreads();
-        prefix = sh_prefix;
-        remaining = sh_remaining;
-        mask = 0xffff0000u;
-        shift0 = 8;
-        __syncthreads();
-    }
-    for (int shift = shift0; shift >= 0; shift -= 8) {
+    for (int shift = 24; shift >= 0; shift -= 8) {
         for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
         __syncthreads();
         if (cached) {
