@@ -1208,18 +1208,10 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
         for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
         __syncthreads();
         if (cached) {
-            // warp-aggregated: the lanes of one bin add their count once (the first pass puts
-            // nearly every score in one bin: one shared atomic per key serialized at 16K rows)
 #pragma unroll
             for (int c = 0; c < KC; c++) {
                 int i = threadIdx.x + c * (int)blockDim.x;
-                const bool act = i < n && (kc[c] & mask) == prefix;
-                const u32 am = __ballot_sync(0xffffffffu, act);
-                if (act) {
-                    const u32 bin = (kc[c] >> shift) & 255;
-                    const u32 peers = __match_any_sync(am, bin);
-                    if ((int)(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&hist[bin], (u32)__popc(peers));
-                }
+                if (i < n && (kc[c] & mask) == prefix) atomicAdd(&hist[(kc[c] >> shift) & 255], 1u);
             }
         } else {
             for (int i = threadIdx.x; i < n; i += blockDim.x) {
@@ -1273,54 +1265,6 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
     __syncthreads();
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     u32 below = 0;  // largest key under the cut (near-tie margin only); every real key is > 0
-    if (cached && blockDim.x == 1024) {
-        // The cached keys in one go: each (chunk c, warp) count of keys above / at the cut, an
-        // exclusive scan over them in index order (f = c * 32 + warp), then every thread writes
-        // its selected rows: 3 barriers instead of 3 per 1024-row chunk.
-        __shared__ u32 og_s[KC * 32], oe_s[KC * 32], wt_s[2][KC];
-        const u32 lm = (1u << lane) - 1u;
-#pragma unroll
-        for (int c = 0; c < KC; c++) {
-            const int i = threadIdx.x + c * 1024;
-            const u32 k = kc[c];
-            const u32 bg = __ballot_sync(0xffffffffu, i < n && k > kth), be = __ballot_sync(0xffffffffu, i < n && k == kth);
-            if (ties && i < n && k < kth) below = max(below, k);
-            if (lane == 0) { og_s[c * 32 + warp] = __popc(bg); oe_s[c * 32 + warp] = __popc(be); }
-        }
-        __syncthreads();
-        u32 g = 0, e = 0, gi = 0, ei = 0;
-        if (threadIdx.x < KC * 32) {
-            g = og_s[threadIdx.x];
-            e = oe_s[threadIdx.x];
-            gi = g;
-            ei = e;
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const u32 a = __shfl_up_sync(0xffffffffu, gi, o), b = __shfl_up_sync(0xffffffffu, ei, o);
-                if (lane >= o) { gi += a; ei += b; }
-            }
-            if (lane == 31) { wt_s[0][warp] = gi; wt_s[1][warp] = ei; }
-        }
-        __syncthreads();
-        if (threadIdx.x < KC * 32) {
-            u32 pg = 0, pe = 0;
-            for (int w2 = 0; w2 < warp; w2++) { pg += wt_s[0][w2]; pe += wt_s[1][w2]; }
-            og_s[threadIdx.x] = pg + gi - g;
-            oe_s[threadIdx.x] = pe + ei - e;
-            if (threadIdx.x == KC * 32 - 1) { base_cnt[0] = pg + gi; base_cnt[1] = pe + ei; }
-        }
-        __syncthreads();
-#pragma unroll
-        for (int c = 0; c < KC; c++) {
-            const int i = threadIdx.x + c * 1024;
-            const u32 k = kc[c];
-            const bool gt = i < n && k > kth, eq = i < n && k == kth;
-            const u32 bg = __ballot_sync(0xffffffffu, gt), be = __ballot_sync(0xffffffffu, eq);
-            const u32 rg = og_s[c * 32 + warp] + __popc(bg & lm), re = oe_s[c * 32 + warp] + __popc(be & lm);
-            if (gt) sel[(i64)t * topk + rg + min(re, remaining)] = i;
-            if (eq && re < remaining) sel[(i64)t * topk + rg + re] = i;
-        }
-    } else
     for (int c0 = 0; c0 < n; c0 += blockDim.x) {
         int i = c0 + threadIdx.x;
         u32 k = (i < n) ? fkey(sc[i]) : 0u;
