@@ -566,6 +566,24 @@ fn print_sweep(name: &str, res: &[(f64, String)], tbs: impl Fn(f64) -> f64) {
 }
 
 /// Mean milliseconds per call of `reps` back-to-back calls of `f` (CUDA events).
+/// Error of `y` against the reference `r`: (rel rms, max |y - r|, max |r|, non-finite y
+/// values; rel is NaN when there are any).
+fn err_stats(y: &[f32], r: &[f32]) -> (f64, f64, f64, usize) {
+    let (mut num, mut den, mut mx, mut mref, mut bad) = (0f64, 0f64, 0f64, 0f64, 0usize);
+    for (a, b) in y.iter().zip(r) {
+        if !a.is_finite() {
+            bad += 1;
+            continue;
+        }
+        let e = (*a as f64) - (*b as f64);
+        num += e * e;
+        den += (*b as f64) * (*b as f64);
+        mx = mx.max(e.abs());
+        mref = mref.max((*b as f64).abs());
+    }
+    (if bad > 0 { f64::NAN } else { (num / den.max(1e-300)).sqrt() }, mx, mref, bad)
+}
+
 fn time_ms(gpu: &Gpu, reps: usize, f: &dyn Fn() -> Result<()>) -> Result<f64> {
     let (e0, e1) = (gpu.event()?, gpu.event()?);
     gpu.record(&e0)?;
@@ -759,18 +777,7 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
         let mut y2 = vec![0f32; t * h * dh];
         gpu.dtoh(&mut y2, out_tc.ptr)?;
         let det = y.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits());
-        let (mut num, mut den, mut mx, mut bad) = (0f64, 0f64, 0f64, 0usize);
-        for (a, b) in y.iter().zip(&r) {
-            if !a.is_finite() {
-                bad += 1;
-                continue;
-            }
-            let e = (*a as f64) - (*b as f64);
-            num += e * e;
-            den += (*b as f64) * (*b as f64);
-            mx = mx.max(e.abs());
-        }
-        let rel = if bad > 0 { f64::NAN } else { (num / den.max(1e-300)).sqrt() };
+        let (rel, mx, _, bad) = err_stats(&y, &r);
         // 2 GEMMs x 2 flops per multiply-add x h x dh per visible row
         let rows: usize = (0..t)
             .map(|i| {
@@ -1541,19 +1548,7 @@ fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
         gpu.dtoh(&mut y2, s_new.ptr)?;
         gpu.dtoh(&mut sn2, sel_new.ptr)?;
         let det = y.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits()) && sn == sn2;
-        let (mut num, mut den, mut mx, mut mref, mut bad) = (0f64, 0f64, 0f64, 0f64, 0usize);
-        for (a, b) in y.iter().zip(&r) {
-            if !a.is_finite() {
-                bad += 1;
-                continue;
-            }
-            let e = (*a as f64) - (*b as f64);
-            num += e * e;
-            den += (*b as f64) * (*b as f64);
-            mx = mx.max(e.abs());
-            mref = mref.max((*b as f64).abs());
-        }
-        let rel = if bad > 0 { f64::NAN } else { (num / den.max(1e-300)).sqrt() };
+        let (rel, mx, mref, bad) = err_stats(&y, &r);
         let bad_s = if bad > 0 { format!("  {bad} NON-FINITE") } else { String::new() };
         println!(
             "{:<30} {:>9.2} {:>9.2} {:>9.2} {:>10.2e} {:>10.2e} {:>6} {:>4}{}",

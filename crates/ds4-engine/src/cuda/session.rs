@@ -487,44 +487,24 @@ pub(crate) fn launch_idx_simt(gpu: &Gpu, io: &IdxIo) -> Result<()> {
     }
 }
 
+/// The arguments idx_score and idx_score_w share.
+fn idx_score_args(io: &IdxIo) -> Args {
+    Args::new().a(io.q).a(io.w).a(io.k).a(io.pos).a(io.scores).a(io.ldsc as i32).a(io.hi as i32).a(io.di as i32).a(io.wscale).a(io.topk as i32)
+}
+
 /// The register-blocked scores (`idx_score_w`).
 pub(crate) fn launch_idx_score_w(gpu: &Gpu, io: &IdxIo) -> Result<()> {
     if !idx_w_shape_ok(io.hi, io.di) {
         return Err(CudaError::Other(format!("idx_score_w: unsupported shape ({} x {})", io.hi, io.di)));
     }
-    {
-        let rpb = idx_w_rpb(io.rows);
-        let args = Args::new()
-            .a(io.q)
-            .a(io.w)
-            .a(io.k)
-            .a(io.pos)
-            .a(io.scores)
-            .a(io.ldsc as i32)
-            .a(io.hi as i32)
-            .a(io.di as i32)
-            .a(io.wscale)
-            .a(io.topk as i32)
-            .a(rpb as i32);
-        gpu.launch("idx_score_w", (io.rows.div_ceil(rpb) as u32, io.t as u32, 1), 256, (rpb * io.di * 4) as u32, args)
-    }
+    let rpb = idx_w_rpb(io.rows);
+    gpu.launch("idx_score_w", (io.rows.div_ceil(rpb) as u32, io.t as u32, 1), 256, (rpb * io.di * 4) as u32, idx_score_args(io).a(rpb as i32))
 }
 
 /// The shared-memory staged scores (`idx_score`: any shape, any batch).
 pub(crate) fn launch_idx_score(gpu: &Gpu, io: &IdxIo) -> Result<()> {
     let smem = ((io.hi * (io.di + 1) + io.hi + 8 * io.di) * 4) as u32;
-    let args = Args::new()
-        .a(io.q)
-        .a(io.w)
-        .a(io.k)
-        .a(io.pos)
-        .a(io.scores)
-        .a(io.ldsc as i32)
-        .a(io.hi as i32)
-        .a(io.di as i32)
-        .a(io.wscale)
-        .a(io.topk as i32);
-    gpu.launch("idx_score", (io.rows.div_ceil(IDX_ROWS_PER_BLOCK) as u32, io.t as u32, 1), 256, smem, args)
+    gpu.launch("idx_score", (io.rows.div_ceil(IDX_ROWS_PER_BLOCK) as u32, io.t as u32, 1), 256, smem, idx_score_args(io))
 }
 
 /// Tensor-core indexer scores (kernels/idx.cuh): scaled f16 copies of q and the rows, then
