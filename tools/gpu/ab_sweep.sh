@@ -21,7 +21,7 @@ tps() { grep -oE "decode [0-9.]+" | awk '{print $2}'; }
 # run_b CTX: the B side (the switch, or the base binary with its kernel cache)
 run_b() {
   if [ "$AB" = base ]; then
-    BIN=.gpu/base/ds4-bench DS4_KERNEL_CACHE=$PWD/.gpu/base/kcache decode_at "X=1 DS4_KERNEL_CACHE=$PWD/.gpu/base/kcache" "$1" 48
+    BIN=.gpu/base/ds4-bench decode_at "DS4_KERNEL_CACHE=$PWD/.gpu/base/kcache" "$1" 48
   else
     decode_at "$AB" "$1" 48
   fi

@@ -121,6 +121,7 @@ cupti_decode() {
   CUDA_INJECTION64_PATH=$PWD/.gpu/cupti/cupti_trace.so DS4_CUPTI_OUT=/tmp/cupti_kern.csv \
     timeout ${CUPTI_TIMEOUT:-150} "$BIN" --cuda -m "$M" --random-prompt $(($1 + 40)) --ctx-start "$1" --ctx-max "$1" --gen-tokens ${CUPTI_GEN:-32} 2>&1 \
     | tr '\r' '\n' | grep -E "^ctx [0-9]|rror|panic" | tail -2
-  echo "cupti rc=$? records=$(wc -l < /tmp/cupti_kern.csv 2>/dev/null)"
+  local rc=${PIPESTATUS[0]}
+  echo "cupti rc=$rc records=$(wc -l < /tmp/cupti_kern.csv 2>/dev/null)"
   gzip -c /tmp/cupti_kern.csv > "$OUT/cupti_kern.csv.gz" 2>/dev/null || true
 }

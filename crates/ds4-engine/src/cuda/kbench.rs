@@ -565,7 +565,6 @@ fn print_sweep(name: &str, res: &[(f64, String)], tbs: impl Fn(f64) -> f64) {
     }
 }
 
-/// Mean milliseconds per call of `reps` back-to-back calls of `f` (CUDA events).
 /// Error of `y` against the reference `r`: (rel rms, max |y - r|, max |r|, non-finite y
 /// values; rel is NaN when there are any).
 fn err_stats(y: &[f32], r: &[f32]) -> (f64, f64, f64, usize) {
@@ -584,6 +583,7 @@ fn err_stats(y: &[f32], r: &[f32]) -> (f64, f64, f64, usize) {
     (if bad > 0 { f64::NAN } else { (num / den.max(1e-300)).sqrt() }, mx, mref, bad)
 }
 
+/// Mean milliseconds per call of `reps` back-to-back calls of `f` (CUDA events).
 fn time_ms(gpu: &Gpu, reps: usize, f: &dyn Fn() -> Result<()>) -> Result<f64> {
     let (e0, e1) = (gpu.event()?, gpu.event()?);
     gpu.record(&e0)?;

@@ -468,7 +468,6 @@ pub(crate) fn idx_w_ok(t: usize, hi: usize, di: usize) -> bool {
     t == 1 && *ON.get_or_init(|| !matches!(std::env::var("DS4_IDX_W").as_deref(), Ok("0"))) && idx_w_shape_ok(hi, di)
 }
 
-
 /// Rows per idx_score_w block for a score matrix of `rows` rows: about 512 blocks, 8 to
 /// IDXW_MAX_RPB rows each (each block's rows are one batch of cp.async copies).
 pub(crate) fn idx_w_rpb(rows: usize) -> usize {
@@ -2283,9 +2282,8 @@ impl CudaSession {
                     h16: sc.idx16.as_ref().map_or(0, |b| b.0.ptr),
                     hsc: sc.idx16.as_ref().map_or(0, |b| b.1.ptr),
                 };
-                let tc = !decode && sc.idx16.is_some();
                 // the f16 buffers exist only for Fast precision with the FP4 step on
-                if tc {
+                if !decode && sc.idx16.is_some() {
                     launch_idx_tc(gpu, &io)?;
                 } else {
                     launch_idx_simt(gpu, &io)?;

@@ -1049,7 +1049,8 @@ extern "C" __global__ void __launch_bounds__(256) idx_score(const float* __restr
 // chains). The 8 warps' partials of a row are summed in warp order: deterministic.
 // grid (ceil(rows / rpb), T), block 256, dynamic smem rpb * Di floats.
 #define IDXW_MAX_RPB 64
-// Order-preserving u32 key of a float (larger float, larger key); NaN keys sort outside.
+// Order-preserving u32 key of a float (larger float, larger key; a positive NaN above +inf,
+// so callers that must not pick NaN skip it).
 __device__ __forceinline__ u32 fkey(float f) {
     u32 u = __float_as_uint(f);
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
@@ -1679,7 +1680,6 @@ extern "C" __global__ void moe_combine(const float* __restrict__ ypair, const in
     out[(i64)t * D + d] = acc + shared[(i64)t * D + d];
 }
 
-// argmax over x[0..n) skipping index `excl` (-1: none); ties to the smaller index.
 // Greedy sampling: the index of the largest x[i], i != excl (NaN never wins; ties go to the
 // lowest index; 0x7fffffff when nothing qualifies). Many blocks (one 1024-thread block was a
 // 52 us serial scan of the 129K logits, 0.7 % of a decoded token): each block's best as a
@@ -1690,14 +1690,11 @@ extern "C" __global__ void moe_combine(const float* __restrict__ ypair, const in
 extern "C" __global__ void __launch_bounds__(256) argmax_excl(const float* __restrict__ x, int n, int excl, u32* st) {
     PDL_ENTRY;
     __shared__ unsigned long long bk[8];
-    __shared__ int last_s;
     unsigned long long key = 0;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         float xi = x[i];
         if (i == excl || xi != xi) continue;
-        u32 u = __float_as_uint(xi);
-        u32 ord = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-        unsigned long long k = ((unsigned long long)ord << 32) | (u32)(0xffffffffu - (u32)i);
+        unsigned long long k = ((unsigned long long)fkey(xi) << 32) | (u32)(0xffffffffu - (u32)i);
         key = k > key ? k : key;
     }
     for (int o = 16; o > 0; o >>= 1) {
@@ -1712,8 +1709,7 @@ extern "C" __global__ void __launch_bounds__(256) argmax_excl(const float* __res
         for (int k = 1; k < (int)(blockDim.x >> 5); k++) key = bk[k] > key ? bk[k] : key;
         if (key) atomicMax(slot, key);
         __threadfence();
-        last_s = atomicAdd(st + 1, 1u) == gridDim.x - 1;
-        if (last_s) {
+        if (atomicAdd(st + 1, 1u) == gridDim.x - 1) {
             __threadfence();
             unsigned long long best = atomicExch(slot, 0ull);
             st[0] = best ? 0xffffffffu - (u32)best : 0x7fffffffu;
