@@ -132,9 +132,13 @@ impl Bk {
             _ => bail!("snapshot from another backend"),
         }
     }
-    /// One greedy step: argmax (never `excl`) of the current logits, then decode it.
+    /// One greedy step: argmax (never `excl`) of the current logits, then decode it. On the
+    /// GPU the token stays on the device (eval_greedy: the step may still be running when
+    /// this returns; `wait` before reading a clock); DS4_GREEDY=host: argmax read back, then
+    /// eval (the host round trip per token).
     fn step(&mut self, excl: Option<u32>) -> Result<u32> {
         match self {
+            Bk::Cuda(s) if !greedy_host() => s.eval_greedy(excl).map_err(|e| anyhow!("{e}")),
             Bk::Cuda(s) => {
                 let t = s.argmax(excl).map_err(|e| anyhow!("{e}"))?;
                 s.eval(t).map_err(|e| anyhow!("{e}"))?;
@@ -147,6 +151,18 @@ impl Bk {
             }
         }
     }
+    /// Wait for the queued decode work.
+    fn wait(&mut self) -> Result<()> {
+        match self {
+            Bk::Cuda(s) => s.wait().map_err(|e| anyhow!("{e}")),
+            Bk::Cpu(_) => Ok(()),
+        }
+    }
+}
+
+/// `DS4_GREEDY=host`: greedy decoding through the host (see `Bk::step`).
+fn greedy_host() -> bool {
+    std::env::var("DS4_GREEDY").is_ok_and(|v| v == "host")
 }
 
 /// Argmax of `logits` never returning `excl` (ties to the smaller id), as the GPU kernel does.
@@ -335,6 +351,7 @@ fn bench(a: &Args) -> Result<()> {
             for _ in 0..a.gen_tokens {
                 bk.step(eos)?;
             }
+            bk.wait()?;
             let gt = t1.elapsed().as_secs_f64();
             bk.restore(snap)?;
             print_profile(&bk, f, "decode");

@@ -325,6 +325,12 @@ pub struct Gpu {
     seq: std::sync::atomic::AtomicU64,
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
+    /// A second stream for independent work inside a decode step (`fork` .. `join`: a
+    /// parallel branch of the decode graph); launches go to it while `on_side` is set.
+    side: Arc<CudaStream>,
+    on_side: std::sync::atomic::AtomicBool,
+    /// fork (recorded on the main stream) and join (on the side stream) events
+    fork_ev: (Event, Event),
     _module: sys::CUmodule,
     funcs: HashMap<&'static str, sys::CUfunction>,
     pub name: String,
@@ -349,7 +355,8 @@ pub struct Gpu {
     /// so a run shows what the rest costs. The results of such a run are meaningless.
     skip: Vec<String>,
 }
-// SAFETY: the context is bound per call (bind_to_thread) and all work goes to one stream.
+// SAFETY: the context is bound per call (bind_to_thread) and all work goes to one stream
+// (and its side stream between fork and join, ordered by events).
 unsafe impl Send for Gpu {}
 unsafe impl Sync for Gpu {}
 
@@ -369,6 +376,7 @@ impl Gpu {
         // SAFETY: no CudaSlice of cudarc's safe API is used across streams.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(derr("stream"))?;
+        let side = ctx.new_stream().map_err(derr("stream"))?;
         let cc = ctx.compute_capability().map_err(derr("cc"))?;
         let name = ctx.name().unwrap_or_default();
         let sm_count = ctx
@@ -396,12 +404,18 @@ impl Gpu {
             Ok(Event { ev, ctx: ctx.clone() })
         };
         let prof_ev = (mk()?, mk()?);
+        let mk_sync = || -> Result<Event> {
+            let ev = dr::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(derr("event"))?;
+            Ok(Event { ev, ctx: ctx.clone() })
+        };
+        let fork_ev = (mk_sync()?, mk_sync()?);
         let pdl = cc.0 >= 9 && std::env::var("DS4_PDL").map(|v| v == "1").unwrap_or(false);
         let skip: Vec<String> = std::env::var("DS4_SKIP_KERNELS").map(|v| v.split(',').map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect()).unwrap_or_default();
         if !skip.is_empty() {
             eprintln!("ds4: DS4_SKIP_KERNELS set (timing ablation, outputs are meaningless): {skip:?}");
         }
-        let g = Gpu { ctx, stream, _module: module, funcs, name, sm_count, cc, total_mem, smem_optin, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default() };
+        let on_side = Default::default();
+        let g = Gpu { ctx, stream, side, on_side, fork_ev, _module: module, funcs, name, sm_count, cc, total_mem, smem_optin, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default() };
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_step", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
@@ -482,8 +496,49 @@ impl Gpu {
         dr::mem_get_info().ok().map(|(free, _)| free)
     }
 
+    /// The stream work is queued on: the main one, or the side one between `fork` and `to_main`.
     pub fn cu_stream(&self) -> sys::CUstream {
-        self.stream.cu_stream()
+        if self.on_side.load(std::sync::atomic::Ordering::Relaxed) {
+            self.side.cu_stream()
+        } else {
+            self.stream.cu_stream()
+        }
+    }
+
+    /// Start a branch: work queued from here until `to_main` goes to the side stream, after
+    /// everything queued so far and concurrent with what the main stream gets after
+    /// `to_main`, until `join`. False (nothing changed; the branch's work stays in order on
+    /// the main stream) when kernels are timed one by one (DS4_PROFILE) or launched with PDL
+    /// (its programmatic edges are per stream).
+    pub fn fork(&self) -> Result<bool> {
+        if self.pdl || self.profile.is_some() {
+            return Ok(false);
+        }
+        self.end_branch();
+        // SAFETY: live events and streams of this context.
+        unsafe {
+            dr::event::record(self.fork_ev.0.ev, self.stream.cu_stream()).map_err(derr("fork record"))?;
+            dr::stream::wait_event(self.side.cu_stream(), self.fork_ev.0.ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT).map_err(derr("fork wait"))?;
+        }
+        self.on_side.store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(true)
+    }
+    /// Back to the main stream (the branch's work keeps running on the side stream).
+    pub fn to_main(&self) {
+        self.end_branch();
+    }
+    /// The main stream waits for the branch's work.
+    pub fn join(&self) -> Result<()> {
+        self.end_branch();
+        // SAFETY: as in fork.
+        unsafe {
+            dr::event::record(self.fork_ev.1.ev, self.side.cu_stream()).map_err(derr("join record"))?;
+            dr::stream::wait_event(self.stream.cu_stream(), self.fork_ev.1.ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT).map_err(derr("join wait"))
+        }
+    }
+    /// Queue on the main stream again (also after an error inside a branch).
+    fn end_branch(&self) {
+        self.on_side.store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn alloc(&self, bytes: usize) -> Result<DevBuf> {
@@ -547,6 +602,18 @@ impl Gpu {
         self.sync()
     }
 
+    /// Copy `bytes` device -> pinned host memory without waiting (ordered on our stream): the
+    /// data is there once an event recorded after it has completed.
+    pub fn dtoh_pinned(&self, dst: &mut Pinned, src: DevPtr, bytes: usize) -> Result<()> {
+        let d = dst.as_mut_slice();
+        if bytes > d.len() {
+            return Err(CudaError::Other(format!("dtoh_pinned: {bytes} bytes into {}", d.len())));
+        }
+        // SAFETY: pinned memory owned by `dst`, which outlives the copy (its owner waits on an
+        // event after it, or synchronizes, before reading or freeing it).
+        unsafe { dr::memcpy_dtoh_async(&mut d[..bytes], src, self.cu_stream()) }.map_err(derr("dtoh pinned"))
+    }
+
     pub fn dtod(&self, dst: DevPtr, src: DevPtr, bytes: usize) -> Result<()> {
         self.bump();
         if bytes == 0 {
@@ -556,8 +623,11 @@ impl Gpu {
         unsafe { dr::memcpy_dtod_async(dst, src, bytes, self.cu_stream()) }.map_err(derr("dtod"))
     }
 
+    /// Wait for all queued work (a branch left unjoined by an error included).
     pub fn sync(&self) -> Result<()> {
-        // SAFETY: valid stream.
+        self.end_branch();
+        // SAFETY: valid streams.
+        unsafe { dr::stream::synchronize(self.side.cu_stream()) }.map_err(derr("synchronize"))?;
         unsafe { dr::stream::synchronize(self.cu_stream()) }.map_err(derr("synchronize"))
     }
 
@@ -652,6 +722,7 @@ impl Gpu {
         .map_err(derr("begin capture"))
     }
     pub fn end_capture(&self) -> Result<Graph> {
+        self.end_branch();
         // SAFETY: capture begun on this stream.
         let g = unsafe { dr::stream::end_capture(self.cu_stream()) }.map_err(derr("end capture"))?;
         // SAFETY: g is a valid captured graph.

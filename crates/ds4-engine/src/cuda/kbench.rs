@@ -527,9 +527,14 @@ fn sweep_splits<J: Split>(gpu: &Gpu, specs: &[J], kernels: &[&'static str], y: u
     let mut out = vec![0f32; reference.len()];
     let mut res = Vec::new();
     for wk in [1, 2, 4, 8] {
-        for r in [1, 2, 4] {
+        for r in [1, 2, 4, 8] {
             for &kern in kernels {
-                let ts = specs.iter().map(|sp| Jobs::with_kernel(&mut [sp.with_split(wk, r)], kern)).collect::<Result<Vec<_>>>()?;
+                let ts = specs.iter().map(|sp| Jobs::with_kernel(&mut [sp.with_split(wk, r)], kern)).collect::<Result<Vec<_>>>();
+                // 8 rows per warp: only the entry points and jobs that have it (mvq_b2, Q8_0)
+                let ts = match ts {
+                    Err(_) if r == 8 => continue,
+                    t => t?,
+                };
                 gpu.memset0(y, reference.len() * 4)?;
                 ts[0].run(gpu, 1)?;
                 gpu.dtoh(&mut out, y)?;
@@ -1482,7 +1487,7 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
 }
 
 /// One-token (decode) indexer: `idx_score_w` against `idx_score` on the same FP4 inputs at the
-/// real shape for 8K / 32K / 64K contexts (and the fixtures' shape), each followed by
+/// real shape for 8K / 32K / 64K / 80K contexts (and the fixtures' shape), each followed by
 /// `topk_select`. Per case: us per call of each scores kernel and of topk_select in a graph,
 /// rel / max score error against idx_score, whether both select the same rows, and `det`
 /// (scores and selection of a run after the timing loops identical to the first run's).
@@ -1492,7 +1497,7 @@ fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
         "{:<30} {:>9} {:>9} {:>9} {:>10} {:>10} {:>6} {:>4}",
         "indexer (decode)", "old us", "new us", "topk us", "rel err", "max rel", "same", "det"
     );
-    for (hi, di, topk, rows) in [(16usize, 32usize, 8usize, 300usize), (64, 128, 512, 2048), (64, 128, 512, 8192), (64, 128, 512, 16384)] {
+    for (hi, di, topk, rows) in [(16usize, 32usize, 8usize, 300usize), (64, 128, 512, 2048), (64, 128, 512, 8192), (64, 128, 512, 16384), (64, 128, 512, 20000)] {
         if !idx_w_shape_ok(hi, di) {
             continue;
         }

@@ -2,7 +2,7 @@
 //! step that is captured once into a CUDA graph (per position bucket) and replayed. Logits stay
 //! on the device until asked for; greedy decoding reads back only the argmax.
 
-use super::driver::{wgmma_built, Args, CudaError, DevBuf, DevPtr, Gpu, Graph, Result};
+use super::driver::{wgmma_built, Args, CudaError, DevBuf, DevPtr, Event, Gpu, Graph, Pinned, Result};
 use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, launch_x_to_f16, Blas, DenseCall, Dense16, ExpCall};
 use super::weights::{CudaModel, GMat, WMat};
 use ds4_gguf::GgmlType;
@@ -879,7 +879,7 @@ impl GridJob for MvJob2 {
     fn blocks(&self) -> usize {
         MvJob2::blocks(self)
     }
-    fn check(&self) -> Result<()> {
+    fn check(&self, _kern: &str) -> Result<()> {
         // mv_place computes with log2 of both
         if ![1, 2, 4].contains(&self.rpw) || ![1, 2, 4, 8].contains(&self.wk) {
             return Err(CudaError::Other(format!("mv2: unsupported split (rpw {}, wk {})", self.rpw, self.wk)));
@@ -980,6 +980,37 @@ impl MvJobQ {
     }
 }
 
+impl MvJobQ {
+    /// 8 rows per warp (64 rows per block) for an unpaired plain Q8_0 job of short rows whose
+    /// plan gave whole rows to 4-row warps: q_b and the indexer's q_b (1024 columns) then
+    /// stream 70 KB per block instead of 35 (q_b took 16-17 us in the decode graph against 11
+    /// for out_a / out_b of the same 35.6 MB, session 12 trace). Only mvq_b2 (all-Q8_0 tables)
+    /// has the instantiation.
+    fn plan_r8(&mut self) {
+        if self.w.ty == 8 && self.w2.pay == 0 && self.sel == 0 && self.yq == 0 && self.rpw == 4 && self.wk == 1 && self.w.cols <= 1024 {
+            self.rpw = 8;
+        }
+    }
+}
+
+/// `DS4_FORK=0`: no parallel branch in a decode step (see `layers`).
+fn fork_on() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_FORK").map(|v| v != "0").unwrap_or(true))
+}
+
+/// `DS4_FORK_FFN=0` (or DS4_FORK=0): no shared-expert branch in a decode step (see `layers`).
+fn fork_ffn_on() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| fork_on() && std::env::var("DS4_FORK_FFN").map(|v| v != "0").unwrap_or(true))
+}
+
+/// `DS4_MVQ_R8=0`: no 8-row warps (`MvJobQ::plan_r8`).
+fn mvq_r8() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_MVQ_R8").map(|v| v != "0").unwrap_or(true))
+}
+
 /// `DS4_MVQ_WIDE2=0`: rows of 8192+ columns whole per warp in the int8 matvecs (read once).
 fn mvq_wide2() -> bool {
     static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -993,9 +1024,13 @@ impl GridJob for MvJobQ {
     fn blocks(&self) -> usize {
         MvJobQ::blocks(self)
     }
-    fn check(&self) -> Result<()> {
-        if !mvq_type_ok(self.w.ty) || self.w.cols % 256 != 0 || self.x_slot % 32 != 0 || ![1, 2, 4].contains(&self.rpw) || ![1, 2, 4, 8].contains(&self.wk) {
+    fn check(&self, kern: &str) -> Result<()> {
+        if !mvq_type_ok(self.w.ty) || self.w.cols % 256 != 0 || self.x_slot % 32 != 0 || ![1, 2, 4, 8].contains(&self.rpw) || ![1, 2, 4, 8].contains(&self.wk) {
             return Err(CudaError::Other(format!("mvq: unsupported job (type {}, cols {})", self.w.ty, self.w.cols)));
+        }
+        // 8 rows per warp: instantiated for unpaired Q8_0 jobs in mvq_b2 only (q8.cuh mvq_main)
+        if self.rpw == 8 && (kern != MVQ_KERNELS[0] || self.w.ty != 8 || self.w2.pay != 0) {
+            return Err(CudaError::Other(format!("mvq: 8 rows per warp needs an unpaired Q8_0 job in {} (type {}, {kern})", MVQ_KERNELS[0], self.w.ty)));
         }
         if self.yq != 0 && (self.rows_per_block() != 32 || self.w.rows % 32 != 0) {
             return Err(CudaError::Other(format!("mvq: a quantized output needs 32 rows per block ({} rows)", self.w.rows)));
@@ -1016,6 +1051,11 @@ impl JobTableQ {
         // register cap (q_b 14.6 vs 15.6 us, out_a 12.6 vs 13.4), the 2-bit expert formats
         // under 3 (IQ2_XXS gate 13.0 vs 14.5, Q2_K down 12.2 vs 13.8)
         let q8_only = jobs.iter().all(|j| j.w.ty == 8);
+        if q8_only && mvq_r8() {
+            for j in jobs.iter_mut() {
+                j.plan_r8();
+            }
+        }
         Jobs::with_kernel(jobs, MVQ_KERNELS[if q8_only { 0 } else { 1 }])
     }
 }
@@ -1034,6 +1074,9 @@ struct LayerJobsQ {
     f: JobTableQ,
     /// routed experts down (slot i reads quantized mid i) + shared down (slot K)
     g: JobTableQ,
+    /// f's and g's shared-expert jobs alone: the shared expert in a branch (DS4_FORK_FFN)
+    fs: JobTableQ,
+    gs: JobTableQ,
     /// the attention side on int8 activations too (`DS4_DECODE_Q8_ATTN`, on by default)
     att: Option<AttnJobsQ>,
 }
@@ -1051,6 +1094,8 @@ pub(crate) fn attn_q8_fits(d: &super::dims::Dims, out_a_rows: usize, tys: [i32; 
 /// quantized heads, writing the output LoRA also quantized, `d` out_b on that.
 struct AttnJobsQ {
     b: JobTableQ,
+    /// the indexer's q_b alone when it is Q8_0 (b's second job; run by itself in a branch)
+    ib: Option<JobTableQ>,
     /// the indexer's q_b when it is not Q8_0 (F16 in the published files): f32 on qr
     bi: Option<JobTable>,
     c: JobTableQ,
@@ -1068,8 +1113,8 @@ pub(crate) trait GridJob: Copy + Default + 'static {
     fn smem(&self) -> u32 {
         0
     }
-    /// Reject a job the kernel cannot run.
-    fn check(&self) -> Result<()> {
+    /// Reject a job that entry point `kern` cannot run.
+    fn check(&self, _kern: &str) -> Result<()> {
         Ok(())
     }
 }
@@ -1107,7 +1152,7 @@ impl<J: GridJob> Jobs<J> {
         let (mut b, mut s) = (0usize, 0u32);
         let mut b0 = [0i32; MAX_JOBS];
         for (k, j) in jobs.iter_mut().enumerate() {
-            j.check()?;
+            j.check(kern)?;
             b0[k] = b as i32;
             b += j.blocks();
             s = s.max(j.smem());
@@ -1147,7 +1192,10 @@ impl JobTable {
 
 struct LayerJobs {
     a: JobTable,
+    /// q_b, then the indexer's q_b where the layer has one
     b: JobTable,
+    /// the indexer's q_b alone (run by itself in a branch)
+    bi: Option<JobTable>,
     c: JobTable,
     d: JobTable,
     e: JobTable,
@@ -1311,6 +1359,9 @@ pub struct CudaSession {
     jobsq: Vec<LayerJobsQ>,
     graphs: HashMap<usize, Graph>,
     pub graph_captures: usize,
+    /// eval_greedy: the chosen token's pinned landing place and the event after its copy.
+    greedy_tok: Pinned,
+    greedy_ev: Event,
     /// Near-tie list (model.cuh `note_tie`) when `opts.near_ties`.
     ties: Option<DevBuf>,
     /// The activations held in the cuBLAS path's f16 scratch (x, ldx, columns, t) and the
@@ -1720,6 +1771,8 @@ impl CudaSession {
             jobsq: Vec::new(),
             graphs: HashMap::new(),
             graph_captures: 0,
+            greedy_tok: Pinned::new(16)?,
+            greedy_ev: gpu.event()?,
             ties,
             x16_key: Default::default(),
             dense_min_t: dense_min_t(),
@@ -1836,6 +1889,7 @@ impl CudaSession {
             let (a, b) = attn_side_mats(ly, sc);
             let a: Vec<_> = a.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
             let b: Vec<_> = b.into_iter().map(|(w, x, y)| job(w, x, y)).collect();
+            let bi = b.get(1).map(|&j| JobTable::new(&mut [j])).transpose()?;
             let mut oa = job(ly.out_a.wmat(), sc.heads.ptr, sc.low.ptr);
             oa.x_grp_rows = d.ro as i32;
             if d.ro % MV_ROWS_PER_BLOCK != 0 {
@@ -1856,7 +1910,7 @@ impl CudaSession {
             ue.sel = sc.esel.ptr;
             let f = vec![ge, ue];
             let mk = |mut v: Vec<MvJob>| JobTable::new(&mut v);
-            all.push(LayerJobs { a: mk(a)?, b: mk(b)?, c: mk(c)?, d: mk(dd)?, e: mk(e)?, f: mk(f)? });
+            all.push(LayerJobs { a: mk(a)?, b: mk(b)?, bi, c: mk(c)?, d: mk(dd)?, e: mk(e)?, f: mk(f)? });
         }
         self.jobs = all;
         self.head_job = JobTable::new(&mut [job(self.m.output.wmat(), sc.yhead.ptr, sc.logits.ptr)])?;
@@ -1908,7 +1962,13 @@ impl CudaSession {
             // (gate/up writing the mids quantized, as out_a does, measured 1.5 % slower in the
             // decode graph than the quant_q8 launch: the shared expert's gate/up then needs 32-row
             // blocks, 64 long ones, and the launch a second partial wave; session 9)
-            all.push(LayerJobsQ { f: JobTableQ::new(&mut [f, fs])?, g: JobTableQ::new(&mut [gd, gs])?, att });
+            all.push(LayerJobsQ {
+                f: JobTableQ::new(&mut [f, fs])?,
+                g: JobTableQ::new(&mut [gd, gs])?,
+                fs: JobTableQ::new(&mut [fs])?,
+                gs: JobTableQ::new(&mut [gs])?,
+                att,
+            });
         }
         self.jobsq = all;
         self.q8 = true;
@@ -1921,10 +1981,12 @@ impl CudaSession {
         let sc = &self.sc;
         let ly = &self.m.layers[l];
         let mut b = vec![MvJobQ::plain(ly.q_b.wmat(), sc.qqr.at(0), sc.q.ptr)];
-        let mut bi = None;
+        let (mut ib, mut bi) = (None, None);
         if let Some(m) = &ly.idx_q_b {
             if m.wmat().ty == 8 {
-                b.push(MvJobQ::plain(m.wmat(), sc.qqr.at(0), sc.iq.ptr));
+                let j = MvJobQ::plain(m.wmat(), sc.qqr.at(0), sc.iq.ptr);
+                b.push(j);
+                ib = Some(JobTableQ::new(&mut [j])?);
             } else {
                 bi = Some(JobTable::new(&mut [MvJob::plain(m.wmat(), sc.qr.ptr, sc.iq.ptr)])?);
             }
@@ -1932,7 +1994,7 @@ impl CudaSession {
         let mut c = MvJobQ::row_groups(&ly.out_a, d.g, sc.qheads.at(0), sc.low.ptr, sc.grp_ids.ptr);
         (c.yq, c.yd) = sc.qlow.at(0);
         let dd = MvJobQ::plain(ly.out_b.wmat(), sc.qlow.at(0), sc.attn_out.ptr);
-        Ok(AttnJobsQ { b: JobTableQ::new(&mut b)?, bi, c: JobTableQ::new(&mut [c])?, d: JobTableQ::new(&mut [dd])? })
+        Ok(AttnJobsQ { b: JobTableQ::new(&mut b)?, ib, bi, c: JobTableQ::new(&mut [c])?, d: JobTableQ::new(&mut [dd])? })
     }
 
     // ---------------------------------------------------------------------------------------
@@ -2179,6 +2241,74 @@ impl CudaSession {
         self.gpu().launch("comp_state", (((n + 255) / 256) as u32, 1, 1), 256, 0, Args::new().a(a))
     }
 
+    /// Layer `l`'s query up-projections from qr: the attention's (`q`) and the indexer's
+    /// (`idx`); both in one launch where the decode tables allow it.
+    fn q_proj(&self, l: usize, t: usize, decode: bool, att: Option<&AttnJobsQ>, q: bool, idx: bool) -> Result<()> {
+        let (d, sc, ly, gpu) = (&self.m.dims, &self.sc, &self.m.layers[l], self.gpu());
+        let missing = || CudaError::Other(format!("layer {l}: no indexer q_b"));
+        if let Some(a) = att {
+            match (q, idx, &a.ib) {
+                (true, true, Some(_)) => a.b.run(gpu, 2)?,
+                (true, _, _) => a.b.run(gpu, 1)?,
+                (false, true, Some(ib)) => ib.run(gpu, 1)?,
+                _ => {}
+            }
+            if let (true, Some(bi)) = (idx, &a.bi) {
+                bi.run(gpu, 1)?;
+            }
+        } else if decode {
+            let j = &self.jobs[l];
+            match (q, idx) {
+                (true, true) => j.b.run(gpu, 2)?,
+                (true, false) => j.b.run(gpu, 1)?,
+                (false, true) => j.bi.as_ref().ok_or_else(missing)?.run(gpu, 1)?,
+                _ => {}
+            }
+        } else {
+            if q {
+                self.gemm(ly.q_b.wmat(), sc.qr.ptr, d.rq, sc.q.ptr, d.h * d.dh, t, None)?;
+            }
+            if idx {
+                self.gemm(ly.idx_q_b.as_ref().ok_or_else(missing)?.wmat(), sc.qr.ptr, d.rq, sc.iq.ptr, d.hi * d.di, t, None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Layer `l`'s indexer from its q_b output: query prep (Hadamard, FP4), scores of the
+    /// compressed indexer rows, top-k -> sc.isel.
+    fn indexer(&self, l: usize, t: usize, idx_rows: usize, decode: bool) -> Result<()> {
+        let (d, sc, gpu) = (&self.m.dims, &self.sc, self.gpu());
+        let args = Args::new().a(sc.iq.ptr).a(sc.pos.ptr).a(self.m.omega_comp.ptr).a(d.hi as i32).a(d.di as i32).a(d.r as i32).a(self.opts.qat as i32);
+        let args = args.a(l as i32).a(d.topk as i32).a(self.ties_ptr());
+        let args = args.a(t as i32);
+        gpu.launch("idx_q_prep", ((d.hi * t).div_ceil(8) as u32, 1, 1), 256, 0, args)?;
+        let wscale = 1.0f32 / ((d.di * d.hi) as f32).sqrt();
+        let io = IdxIo {
+            q: sc.iq.ptr,
+            w: sc.iw.ptr,
+            k: self.st[l].icomp.as_ref().ok_or_else(|| CudaError::Other(format!("layer {l}: no indexer rows")))?.ptr,
+            pos: sc.pos.ptr,
+            scores: sc.scores.ptr,
+            ldsc: self.idx_ld,
+            t,
+            rows: idx_rows,
+            hi: d.hi,
+            di: d.di,
+            wscale,
+            topk: d.topk,
+            h16: sc.idx16.as_ref().map_or(0, |b| b.0.ptr),
+            hsc: sc.idx16.as_ref().map_or(0, |b| b.1.ptr),
+        };
+        // the f16 buffers exist only for Fast precision with the FP4 step on
+        if !decode && sc.idx16.is_some() {
+            launch_idx_tc(gpu, &io)?;
+        } else {
+            launch_idx_simt(gpu, &io)?;
+        }
+        launch_topk(gpu, &io, sc.isel.ptr, l, self.ties_ptr())
+    }
+
     /// Run all layers for `t` tokens whose positions/ids are already in sc.pos / sc.tok.
     /// `idx_rows`: upper bound of indexer rows visible to any token of the batch (grid size).
     fn layers(&self, t: usize, decode: bool, idx_rows: usize) -> Result<()> {
@@ -2240,55 +2370,39 @@ impl CudaSession {
             // its extra block runs the Sinkhorn the attention hc_step deferred
             let args = args.a(if sk { self.hc_sk() } else { HcSk::default() });
             gpu.launch("attn_prep", (t as u32 + sk as u32, 1, 1), 512, ((d.rq + d.dh) * 4) as u32, args)?;
-            if ratio > 0 {
-                self.compressor(l, t, false)?;
-            }
-            if ratio == 4 {
-                self.compressor(l, t, true)?;
-            }
             let use_idx = ratio == 4 && idx_active;
-            if let Some(a) = att {
-                a.b.run(gpu, if use_idx { a.b.len() } else { 1 })?;
-                if let (true, Some(bi)) = (use_idx, &a.bi) {
-                    bi.run(gpu, 1)?;
+            // Decode: the indexer's chain (its compressor, q_b, scores, top-k) and the
+            // attention's compressor and q_b are independent until attention. With a branch
+            // (DS4_FORK, on by default) the indexer side, or at ratio 128 the compressor, runs
+            // on the side stream: a parallel branch of the decode graph, joined before
+            // attention. Without one, the same work in the same order on one stream.
+            let branch = decode && ratio > 0 && fork_on() && gpu.fork()?;
+            if branch {
+                if ratio == 4 {
+                    self.compressor(l, t, true)?;
+                    if use_idx {
+                        self.q_proj(l, t, decode, att, false, true)?;
+                        self.indexer(l, t, idx_rows, decode)?;
+                    }
+                    gpu.to_main();
                 }
-            } else if decode {
-                self.jobs[l].b.run(gpu, if use_idx { 2 } else { 1 })?;
+                self.compressor(l, t, false)?;
+                if ratio != 4 {
+                    gpu.to_main();
+                }
+                self.q_proj(l, t, decode, att, true, false)?;
+                gpu.join()?;
             } else {
-                self.gemm(ly.q_b.wmat(), sc.qr.ptr, d.rq, sc.q.ptr, d.h * d.dh, t, None)?;
+                if ratio > 0 {
+                    self.compressor(l, t, false)?;
+                }
+                if ratio == 4 {
+                    self.compressor(l, t, true)?;
+                }
+                self.q_proj(l, t, decode, att, true, use_idx)?;
                 if use_idx {
-                    self.gemm(ly.idx_q_b.as_ref().unwrap().wmat(), sc.qr.ptr, d.rq, sc.iq.ptr, d.hi * d.di, t, None)?;
+                    self.indexer(l, t, idx_rows, decode)?;
                 }
-            }
-            if use_idx {
-                let args = Args::new().a(sc.iq.ptr).a(sc.pos.ptr).a(self.m.omega_comp.ptr).a(d.hi as i32).a(d.di as i32).a(d.r as i32).a(self.opts.qat as i32);
-                let args = args.a(l as i32).a(d.topk as i32).a(self.ties_ptr());
-                let args = args.a(t as i32);
-                gpu.launch("idx_q_prep", ((d.hi * t).div_ceil(8) as u32, 1, 1), 256, 0, args)?;
-                let wscale = 1.0f32 / ((d.di * d.hi) as f32).sqrt();
-                let io = IdxIo {
-                    q: sc.iq.ptr,
-                    w: sc.iw.ptr,
-                    k: stl.icomp.as_ref().unwrap().ptr,
-                    pos: sc.pos.ptr,
-                    scores: sc.scores.ptr,
-                    ldsc: self.idx_ld,
-                    t,
-                    rows: idx_rows,
-                    hi: d.hi,
-                    di: d.di,
-                    wscale,
-                    topk: d.topk,
-                    h16: sc.idx16.as_ref().map_or(0, |b| b.0.ptr),
-                    hsc: sc.idx16.as_ref().map_or(0, |b| b.1.ptr),
-                };
-                // the f16 buffers exist only for Fast precision with the FP4 step on
-                if !decode && sc.idx16.is_some() {
-                    launch_idx_tc(gpu, &io)?;
-                } else {
-                    launch_idx_simt(gpu, &io)?;
-                }
-                launch_topk(gpu, &io, sc.isel.ptr, l, self.ties_ptr())?;
             }
             let nsplit = if decode { nsplit_decode(ratio) } else { 1 };
             let io = AttnIo {
@@ -2350,6 +2464,19 @@ impl CudaSession {
             let fused_router = decode && self.q8 && t == 1 && router_dec_ok(&gw, tid2eid != 0, d.e, d.k);
             // (only router_dec takes a Sinkhorn job on the FFN side)
             sk = self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin), fused_router)?;
+            // Decode: the shared expert (gate/up, quantize, down) needs only xn, not the
+            // router: with DS4_FORK_FFN (on by default) it runs on the side stream while the
+            // router and the routed experts run on the main one, joined before the next
+            // hc_step. Without it, both go through the same launches (f, quant_q8, g).
+            let ffn_branch = decode && self.q8 && fork_ffn_on() && gpu.fork()?;
+            if ffn_branch {
+                let jq = &self.jobsq[l];
+                let qms = sc.qmid.at(d.k * d.f);
+                jq.fs.run(gpu, 1)?;
+                launch_quant_q8(gpu, sc.mids.ptr, d.f, 0, 0, qms.0, qms.1)?;
+                jq.gs.run(gpu, 1)?;
+                gpu.to_main();
+            }
             if fused_router {
                 let a = RouterDecArgs {
                     w: gw,
@@ -2382,9 +2509,17 @@ impl CudaSession {
             }
             let clamp = d.clamp[l];
             if decode && self.q8 {
-                self.jobsq[l].f.run(gpu, 2)?;
-                launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, sc.mids.ptr, d.f, sc.qmid.q.ptr, sc.qmid.d.ptr)?;
-                self.jobsq[l].g.run(gpu, 2)?;
+                let jq = &self.jobsq[l];
+                if ffn_branch {
+                    jq.f.run(gpu, 1)?;
+                    launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, 0, 0, sc.qmid.q.ptr, sc.qmid.d.ptr)?;
+                    jq.g.run(gpu, 1)?;
+                    gpu.join()?;
+                } else {
+                    jq.f.run(gpu, 2)?;
+                    launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, sc.mids.ptr, d.f, sc.qmid.q.ptr, sc.qmid.d.ptr)?;
+                    jq.g.run(gpu, 2)?;
+                }
             } else if decode {
                 self.jobs[l].f.run(gpu, 2)?;
                 let args = Args::new()
@@ -2556,6 +2691,46 @@ impl CudaSession {
         self.check_tokens(&[tok])?;
         let p = self.tokens.len();
         self.upload_batch(&[tok], p)?;
+        self.decode_step(p)?;
+        self.tokens.push(tok);
+        self.logits_host = None;
+        self.has_logits = true;
+        Ok(())
+    }
+
+    /// Greedy decoding without a host round trip per token: the argmax of the current logits
+    /// (never `exclude`) is written on the device as the next step's token and position, the
+    /// step is queued behind it, and the token is read back (pinned copy + event) while the
+    /// step runs. Returns the token that was appended; its logits are then current. Same
+    /// tokens and logits as `argmax` + `eval` (checked by ds4-bench --verify-fixtures); what
+    /// it saves is the readback, the two uploads and the launch gap between steps.
+    pub fn eval_greedy(&mut self, exclude: Option<u32>) -> Result<u32> {
+        self.m.gpu.bind()?;
+        if !self.has_logits {
+            return Err(CudaError::Other("no logits yet".into()));
+        }
+        self.check_tokens(&[0])?;
+        let p = self.tokens.len();
+        self.launch_argmax(exclude, Some(p))?;
+        self.m.gpu.dtoh_pinned(&mut self.greedy_tok, self.sc.amax.ptr, 4)?;
+        self.m.gpu.record(&self.greedy_ev)?;
+        self.decode_step(p)?;
+        self.greedy_ev.synchronize()?;
+        let b = &self.greedy_tok.as_mut_slice()[..4];
+        let tok = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        if tok as usize >= self.m.dims.vocab {
+            // the queued step ran on token 0 at position p: its logits are not the session's
+            self.has_logits = false;
+            return Err(CudaError::Other("greedy decoding: no logit qualified (all NaN?): the model's output is unusable; reset the session".into()));
+        }
+        self.tokens.push(tok);
+        self.logits_host = None;
+        self.has_logits = true;
+        Ok(tok)
+    }
+
+    /// The decode forward of the token and position already in sc.tok / sc.pos (position p).
+    fn decode_step(&mut self, p: usize) -> Result<()> {
         let key = self.decode_key(p);
         let idx_rows = if key == 0 { 0 } else { key };
         if self.opts.graphs {
@@ -2573,10 +2748,26 @@ impl CudaSession {
             self.layers(1, true, idx_rows)?;
             self.head_last(0, 1)?;
         }
-        self.tokens.push(tok);
-        self.logits_host = None;
-        self.has_logits = true;
         Ok(())
+    }
+
+    /// argmax_excl over the logits into sc.amax; with `next_pos`, also the winner and that
+    /// position as the next decode step's input (sc.tok, sc.pos).
+    fn launch_argmax(&self, exclude: Option<u32>, next_pos: Option<usize>) -> Result<()> {
+        let ex = exclude.map(|e| e as i32).unwrap_or(-1);
+        let args = Args::new().a(self.sc.logits.ptr).a(self.m.dims.vocab as i32).a(ex).a(self.sc.amax.ptr);
+        let args = match next_pos {
+            Some(p) => args.a(self.sc.tok.ptr).a(self.sc.pos.ptr).a(p as i32),
+            None => args.a(0u64).a(0u64).a(0i32),
+        };
+        let blocks = (self.m.dims.vocab.div_ceil(1024) as u32).clamp(1, 128);
+        self.gpu().launch("argmax_excl", (blocks, 1, 1), 256, 0, args)
+    }
+
+    /// Wait for all queued work (eval_greedy returns while its step still runs).
+    pub fn wait(&self) -> Result<()> {
+        self.m.gpu.bind()?;
+        self.gpu().sync()
     }
 
     /// Greedy next token from the current logits, skipping `exclude` (e.g. EOS).
@@ -2585,10 +2776,7 @@ impl CudaSession {
         if !self.has_logits {
             return Err(CudaError::Other("no logits yet".into()));
         }
-        let ex = exclude.map(|e| e as i32).unwrap_or(-1);
-        let args = Args::new().a(self.sc.logits.ptr).a(self.m.dims.vocab as i32).a(ex).a(self.sc.amax.ptr);
-        let blocks = (self.m.dims.vocab.div_ceil(1024) as u32).clamp(1, 128);
-        self.gpu().launch("argmax_excl", (blocks, 1, 1), 256, 0, args)?;
+        self.launch_argmax(exclude, None)?;
         let mut o = [0i32];
         self.gpu().dtoh(&mut o, self.sc.amax.ptr)?;
         Ok(o[0] as u32)

@@ -434,6 +434,27 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                 let g1 = ref_chunk.argmax(Some(w0)).map_err(|e| anyhow!("{e}"))?;
                 t.flag(&tag("gpu argmax"), g0 == w0 && g1 == w1, &format!("greedy {g0} (host {w0}), excluding it {g1} (host {w1})"));
             }
+            // greedy decoding with the token kept on the device (eval_greedy) against argmax +
+            // eval from the same state: same tokens, bit-identical logits after every step
+            {
+                let steps = 4.min(ref_chunk.ctx().saturating_sub(ref_chunk.tokens().len()));
+                let start = ref_chunk.save_payload().map_err(|e| anyhow!("{e}"))?;
+                let (mut th, mut lh) = (Vec::new(), Vec::new());
+                for _ in 0..steps {
+                    let tk = ref_chunk.argmax(None).map_err(|e| anyhow!("{e}"))?;
+                    ref_chunk.eval(tk).map_err(|e| anyhow!("{e}"))?;
+                    th.push(tk);
+                    lh.extend_from_slice(ref_chunk.logits().map_err(|e| anyhow!("{e}"))?);
+                }
+                ref_chunk.load_payload(&start).map_err(|e| anyhow!("{e}"))?;
+                let (mut td, mut ld) = (Vec::new(), Vec::new());
+                for _ in 0..steps {
+                    td.push(ref_chunk.eval_greedy(None).map_err(|e| anyhow!("{e}"))?);
+                    ld.extend_from_slice(ref_chunk.logits().map_err(|e| anyhow!("{e}"))?);
+                }
+                let same = lh.len() == ld.len() && lh.iter().zip(&ld).all(|(a, b)| a.to_bits() == b.to_bits());
+                t.flag(&tag("greedy on device"), steps > 0 && td == th && same, &format!("{steps} steps: tokens {td:?} (host path {th:?}), logits bit-identical: {same}"));
+            }
             // cross-backend state through the engine's Backend trait: GPU prefix -> CPU decode,
             // CPU prefix -> GPU decode (payloads/snapshots are portable across backends)
             {

@@ -206,7 +206,8 @@ __device__ __forceinline__ void mv_place(const J& j, int lb, int& slot, int& row
 // yq != 0 (mvq jobs of 32 rows per block, rows a multiple of 32: checked by the host): warp 0
 // holds one whole 32-value block of y and also writes it quantized (q8_block, as quant_q8
 // would: the next int8 matvec reads it without a quantization launch).
-__device__ __forceinline__ void mv_split_combine(const float (*red)[8], int row0, int rpb, int rpw, int wk, int rows, bool paired,
+template <int RS>
+__device__ __forceinline__ void mv_split_combine(const float (*red)[RS], int row0, int rpb, int rpw, int wk, int rows, bool paired,
                                                  float clamp, float wsl, int slot, float* y, signed char* yq = nullptr,
                                                  float2* yd = nullptr) {
     int t = threadIdx.x;

@@ -1192,9 +1192,10 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
     if (n <= topk) return;
     const float* sc = scores + (i64)t * ldsc;
     // This thread's keys (rows threadIdx.x + c * blockDim.x) read once for the four passes
-    // when they fit in KC registers (n <= 16K rows: contexts up to 64K); beyond that each pass
-    // reads them again. The loads are independent: one L2 round trip instead of one per pass.
-    constexpr int KC = 16;
+    // when they fit in KC registers (n <= 20K rows: contexts up to 80K; 24 spills); beyond
+    // that each pass reads them again. The loads are independent: one L2 round trip instead
+    // of one per pass.
+    constexpr int KC = 20;
     const bool cached = n <= KC * (int)blockDim.x;
     u32 kc[KC];
     if (cached) {
@@ -1209,10 +1210,23 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
         for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
         __syncthreads();
         if (cached) {
+            // A warp whose active keys all fall in one bin (common: the first pass bins by
+            // sign and exponent) adds their count with one atomic; otherwise one per key.
+            const int ln = threadIdx.x & 31;
 #pragma unroll
             for (int c = 0; c < KC; c++) {
                 int i = threadIdx.x + c * (int)blockDim.x;
-                if (i < n && (kc[c] & mask) == prefix) atomicAdd(&hist[(kc[c] >> shift) & 255], 1u);
+                bool a = i < n && (kc[c] & mask) == prefix;
+                u32 bin = (kc[c] >> shift) & 255;
+                u32 act = __ballot_sync(0xffffffffu, a);
+                if (act == 0) continue;
+                int src = __ffs(act) - 1;
+                u32 b0 = __shfl_sync(0xffffffffu, bin, src);
+                if (__all_sync(0xffffffffu, !a || bin == b0)) {
+                    if (ln == src) atomicAdd(&hist[b0], (u32)__popc(act));
+                } else if (a) {
+                    atomicAdd(&hist[bin], 1u);
+                }
             }
         } else {
             for (int i = threadIdx.x; i < n; i += blockDim.x) {
@@ -1686,8 +1700,11 @@ extern "C" __global__ void moe_combine(const float* __restrict__ ypair, const in
 // 64-bit key (orderable value bits, then the inverted index) into an integer atomicMax, which
 // is exact and order independent (deterministic); the last block by ticket publishes the
 // index and leaves key and ticket zero for the next launch. st: u32 [0] out, [1] ticket,
-// [2..4) the key (8-byte aligned).
-extern "C" __global__ void __launch_bounds__(256) argmax_excl(const float* __restrict__ x, int n, int excl, u32* st) {
+// [2..4) the key (8-byte aligned). tok (greedy decoding on the device, may be null): the
+// publisher also writes the index as the next decode step's token (0 when nothing qualified:
+// the host reads st[0] and reports that) and next_pos as its position.
+extern "C" __global__ void __launch_bounds__(256) argmax_excl(const float* __restrict__ x, int n, int excl, u32* st, int* tok,
+                                                              int* pos, int next_pos) {
     PDL_ENTRY;
     __shared__ unsigned long long bk[8];
     unsigned long long key = 0;
@@ -1712,8 +1729,13 @@ extern "C" __global__ void __launch_bounds__(256) argmax_excl(const float* __res
         if (atomicAdd(st + 1, 1u) == gridDim.x - 1) {
             __threadfence();
             unsigned long long best = atomicExch(slot, 0ull);
-            st[0] = best ? 0xffffffffu - (u32)best : 0x7fffffffu;
+            u32 win = best ? 0xffffffffu - (u32)best : 0x7fffffffu;
+            st[0] = win;
             st[1] = 0;
+            if (tok) {
+                tok[0] = win < (u32)n ? (int)win : 0;
+                pos[0] = next_pos;
+            }
         }
     }
 }

@@ -37,7 +37,7 @@ struct MvJobQ {
     const float* wts;        // paired jobs: per-slot routing weight (nullptr: 1)
     i64 x_slot;              // values between slot inputs (multiple of 32; 0: every slot reads the same x)
     int nslots;
-    int rpw;                 // rows per warp R: 1, 2 or 4
+    int rpw;                 // rows per warp R: 1, 2 or 4 (8: plain Q8_0 jobs in mvq_b2)
     int wk;                  // warps splitting one row group's columns: 1, 2, 4 or 8
     float clamp;             // paired: SwiGLU clamp
     signed char* yq;         // y also quantized (q8 layout) when set: 32 rows per block
@@ -185,7 +185,7 @@ __device__ constexpr int mvq_unroll() {
 template <int TY, int R, bool P>
 __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed char* __restrict__ xq,
                                          const float2* __restrict__ xd, const u8* pay, const u8* hdr, const u8* pay2,
-                                         const u8* hdr2, int ks, float (*red)[8], const u32* gsel) {
+                                         const u8* hdr2, int ks, float (*red)[16], const u32* gsel) {
     constexpr int U = mvq_unroll<TY, R, P>();
     int cols = j.w.cols, rows = j.w.rows;
     int ng = cols >> 5;
@@ -245,11 +245,31 @@ __device__ __forceinline__ void mvq_body(const MvJobQ& j, int rowA, const signed
     }
 }
 
+// mvq_body at the job's rows per warp (8 only where instantiated: see mvq_main).
+template <int TY, bool P, bool R8>
+__device__ __forceinline__ void mvq_rows(const MvJobQ& j, int rowA, const signed char* __restrict__ xq, const float2* __restrict__ xd,
+                                         const u8* pay, const u8* hdr, const u8* pay2, const u8* hdr2, int ks, float (*red)[16],
+                                         const u32* gsel) {
+    if constexpr (R8 && TY == T_Q8_0 && !P) {
+        if (j.rpw == 8) {
+            mvq_body<TY, 8, false>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);
+            return;
+        }
+    }
+    if (j.rpw == 4) mvq_body<TY, 4, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);
+    else if (j.rpw == 2) mvq_body<TY, 2, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);
+    else mvq_body<TY, 1, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);
+}
+
 // One block per 16-32 rows (a persistent variant that looped over logical blocks measured no
-// faster in the decode graph: 92.6 vs 92.4 t/s, session 3).
+// faster in the decode graph: 92.6 vs 92.4 t/s, session 3), or 64 with 8 rows per warp: R8
+// (mvq_b2 only, whose jobs are all Q8_0; the session gives it to plain jobs of short rows,
+// q_b's 1024 columns, so that a block streams 70 KB instead of 35: q_b took 16-17 us in the
+// decode graph against 11 for out_a / out_b of the same bytes).
+template <bool R8>
 __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, const int* b0, int njobs) {
     __shared__ u32 gsel[256];
-    __shared__ float red[8][8];
+    __shared__ float red[8][16];
     int b = blockIdx.x;
     const int ji = job_of_block(b0, njobs, b);
     const MvJobQ j = jobs[ji];
@@ -267,10 +287,7 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, const 
     }
     const signed char* xq = j.xq + (i64)slot * j.x_slot;
     const float2* xd = j.xd + (i64)slot * (j.x_slot >> 5);
-#define MVQ_RP(TY, P)                                                                             \
-    if (j.rpw == 4) mvq_body<TY, 4, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);      \
-    else if (j.rpw == 2) mvq_body<TY, 2, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel); \
-    else mvq_body<TY, 1, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);
+#define MVQ_RP(TY, P) mvq_rows<TY, P, R8>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);
 #define MVQ_R(TY)             \
     if (pay2) { MVQ_RP(TY, true) } \
     else { MVQ_RP(TY, false) }
@@ -289,9 +306,9 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, const 
 // Same kernel under two register caps (minimum resident blocks per SM).
 extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
-    mvq_main(js.j, js.b0, njobs);
+    mvq_main<true>(js.j, js.b0, njobs);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
-    mvq_main(js.j, js.b0, njobs);
+    mvq_main<false>(js.j, js.b0, njobs);
 }
