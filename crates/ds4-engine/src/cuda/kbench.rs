@@ -1489,15 +1489,19 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
 /// One-token (decode) indexer: `idx_score_w` against `idx_score` on the same FP4 inputs at the
 /// real shape for 8K / 32K / 64K / 80K contexts (and the fixtures' shape), each followed by
 /// `topk_select`. Per case: us per call of each scores kernel and of topk_select in a graph,
-/// rel / max score error against idx_score, whether both select the same rows, and `det`
-/// (scores and selection of a run after the timing loops identical to the first run's).
+/// rel / max score error against idx_score, whether both select the same rows, `host`
+/// (topk_select's rows are the host's top-k of the same scores: a sort, ties to the smaller
+/// index; the row counts cover each of topk_select's key-cache sizes and the uncached path),
+/// and `det` (scores and selection of a run after the timing loops identical to the first
+/// run's).
 fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
     use super::session::{idx_w_shape_ok, launch_idx_score, launch_idx_score_w, launch_topk, IdxIo};
     println!(
-        "{:<30} {:>9} {:>9} {:>9} {:>10} {:>10} {:>6} {:>4}",
-        "indexer (decode)", "old us", "new us", "topk us", "rel err", "max rel", "same", "det"
+        "{:<30} {:>9} {:>9} {:>9} {:>10} {:>10} {:>6} {:>4} {:>4}",
+        "indexer (decode)", "old us", "new us", "topk us", "rel err", "max rel", "same", "host", "det"
     );
-    for (hi, di, topk, rows) in [(16usize, 32usize, 8usize, 300usize), (64, 128, 512, 2048), (64, 128, 512, 8192), (64, 128, 512, 16384), (64, 128, 512, 20000)] {
+    let cases = [(16usize, 32usize, 8usize, 300usize), (64, 128, 512, 2048), (64, 128, 512, 3000), (64, 128, 512, 8192), (64, 128, 512, 16384), (64, 128, 512, 20000), (64, 128, 512, 24000)];
+    for (hi, di, topk, rows) in cases {
         if !idx_w_shape_ok(hi, di) {
             continue;
         }
@@ -1553,10 +1557,14 @@ fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
         gpu.dtoh(&mut y2, s_new.ptr)?;
         gpu.dtoh(&mut sn2, sel_new.ptr)?;
         let det = y.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits()) && sn == sn2;
+        let mut order: Vec<usize> = (0..rows).collect();
+        order.sort_by(|&a, &b| y[b].total_cmp(&y[a]).then(a.cmp(&b)));
+        let mut want: Vec<i32> = order[..topk].iter().map(|&i| i as i32).collect();
+        want.sort_unstable();
         let (rel, mx, mref, bad) = err_stats(&y, &r);
         let bad_s = if bad > 0 { format!("  {bad} NON-FINITE") } else { String::new() };
         println!(
-            "{:<30} {:>9.2} {:>9.2} {:>9.2} {:>10.2e} {:>10.2e} {:>6} {:>4}{}",
+            "{:<30} {:>9.2} {:>9.2} {:>9.2} {:>10.2e} {:>10.2e} {:>6} {:>4} {:>4}{}",
             format!("idx {hi}x{di} k{topk} rows {rows}"),
             us_old,
             us_new,
@@ -1564,6 +1572,7 @@ fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
             rel,
             mx / mref.max(1e-300),
             if so == sn { "yes" } else { "NO" },
+            if sn == want { "ok" } else { "NO" },
             if det { "ok" } else { "NO" },
             bad_s
         );

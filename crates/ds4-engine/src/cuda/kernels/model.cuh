@@ -1179,26 +1179,32 @@ __device__ __forceinline__ float fkey_inv(u32 k) {
 
 // Streaming top-k by radix select (no sort): the topk largest scores of the n visible rows,
 // ties to the smaller index, written in ascending index order. grid T, block 1024.
-extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __restrict__ scores, int ldsc,
-                                                               const int* __restrict__ pos, int topk, int* sel,
-                                                               int layer, int* ties) {
-    PDL_ENTRY;
-    __shared__ u32 hist[256];
-    __shared__ u32 sh_prefix, sh_remaining, sh_below;
-    __shared__ u32 wcnt[2][32];
-    __shared__ u32 base_cnt[2];
-    int t = blockIdx.x;
-    int n = (pos[t] + 1) / 4;
-    if (n <= topk) return;
-    const float* sc = scores + (i64)t * ldsc;
-    // This thread's keys (rows threadIdx.x + c * blockDim.x) read once for the four passes
-    // when they fit in KC registers (n <= 20K rows: contexts up to 80K; 24 spills); beyond
-    // that each pass reads them again. The loads are independent: one L2 round trip instead
-    // of one per pass.
-    constexpr int KC = 20;
-    const bool cached = n <= KC * (int)blockDim.x;
-    u32 kc[KC];
-    if (cached) {
+struct TopkSmem {
+    u32 hist[256];
+    u32 prefix, remaining, below;
+    u32 wcnt[2][32];
+    u32 base_cnt[2];
+};
+
+// One token's selection over n rows of scores sc. Each thread's keys (rows threadIdx.x +
+// c * blockDim.x) are read once for the four passes into KC registers (KC = 0: every pass
+// reads them again, beyond 20K rows: contexts past 80K; 24 registers spilled). The loads are
+// independent: one L2 round trip instead of one per pass. KC is the smallest that holds n
+// (topk_select): every slot costs its test in each pass whether it holds a key or not, and
+// with one 1024-thread block per token those instructions add up (20 slots for 2K rows ran
+// ~0.8 us longer per call than 16 in kbench, session 13).
+template <int KC>
+__device__ __forceinline__ void topk_rows(TopkSmem& s, const float* __restrict__ sc, int n, int t, const int* __restrict__ pos,
+                                          int topk, int* sel, int layer, int* ties) {
+    u32* hist = s.hist;
+    u32& sh_prefix = s.prefix;
+    u32& sh_remaining = s.remaining;
+    u32& sh_below = s.below;
+    u32(*wcnt)[32] = s.wcnt;
+    u32* base_cnt = s.base_cnt;
+    constexpr bool cached = KC > 0;
+    u32 kc[cached ? KC : 1];
+    if constexpr (cached) {
 #pragma unroll
         for (int c = 0; c < KC; c++) {
             int i = threadIdx.x + c * (int)blockDim.x;
@@ -1209,7 +1215,7 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
     for (int shift = 24; shift >= 0; shift -= 8) {
         for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
         __syncthreads();
-        if (cached) {
+        if constexpr (cached) {
             // (one shared atomic per key: aggregating a warp's equal bins, by __match_any_sync or
             // by ballot + shfl + all, cost 4 us per call at 8K in the decode graph, sessions 12-13)
 #pragma unroll
@@ -1306,6 +1312,24 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
             note_tie(ties, layer, pos[t], 4, m);
         }
     }
+}
+
+extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __restrict__ scores, int ldsc,
+                                                               const int* __restrict__ pos, int topk, int* sel,
+                                                               int layer, int* ties) {
+    PDL_ENTRY;
+    __shared__ TopkSmem s;
+    int t = blockIdx.x;
+    int n = (pos[t] + 1) / 4;
+    if (n <= topk) return;
+    const float* sc = scores + (i64)t * ldsc;
+    const int b = blockDim.x;
+    if (n <= 2 * b) topk_rows<2>(s, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 4 * b) topk_rows<4>(s, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 8 * b) topk_rows<8>(s, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 16 * b) topk_rows<16>(s, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 20 * b) topk_rows<20>(s, sc, n, t, pos, topk, sel, layer, ties);
+    else topk_rows<0>(s, sc, n, t, pos, topk, sel, layer, ties);
 }
 
 // ------------------------------------------------------------------------------------------
