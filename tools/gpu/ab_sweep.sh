@@ -4,7 +4,7 @@
 # (AB=base: .gpu/base from tools/gpu/base.sh), two alternating pairs each, then the 2K..64K
 # sweep under whichever decoded faster in sum -> $OUT/h200_q2.csv, and CUPTI kernel traces of
 # the decode graph at 8K and 64K (when .gpu/cupti is carried) -> $OUT/cupti_{8k,64k}.csv.gz.
-# Carry .gpu/{ds4-bench,ds4-gguf,fix,kz} (+ .gpu/cupti or .gpu/base).
+# Carry .gpu/{ds4-bench,ds4-gguf,fix.tgz,kz} (+ .gpu/cupti or .gpu/base).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh

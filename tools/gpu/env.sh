@@ -93,6 +93,7 @@ ncu_source() {
 # The kernel caches of a device call: this binary's (.gpu/kz -> .gpu/kcache, exported as
 # DS4_KERNEL_CACHE) and a base binary's (.gpu/base/kz -> .gpu/base/kcache) when carried.
 setup_caches() {
+  [ -f .gpu/fix.tgz ] && [ ! -d .gpu/fix ] && tar xzf .gpu/fix.tgz -C .gpu
   unpack_kz
   export DS4_KERNEL_CACHE=$PWD/.gpu/kcache
   mkdir -p .gpu/base/kcache
