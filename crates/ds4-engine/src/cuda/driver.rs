@@ -358,7 +358,8 @@ pub struct Gpu {
     skip: Vec<String>,
 }
 // SAFETY: the context is bound per call (bind_to_thread) and all work goes to one stream
-// (and its side stream between fork and join, ordered by events).
+// (and its side stream between fork and join, ordered by events; see `fork` for who may queue
+// work while a branch is open).
 unsafe impl Send for Gpu {}
 unsafe impl Sync for Gpu {}
 
@@ -523,9 +524,11 @@ impl Gpu {
     /// graphs: node priorities, instantiated with USE_NODE_PRIORITY): without it the block
     /// scheduler gave a short branch kernel SM slots only as the main stream's queued blocks
     /// ran out (the indexer's q_b started 13 us late, behind all of q_b's blocks; session 13
-    /// trace). False (nothing changed; the branch's work stays in order on
-    /// the main stream) when kernels are timed one by one (DS4_PROFILE) or launched with PDL
-    /// (its programmatic edges are per stream).
+    /// trace). False (nothing changed; the branch's work stays in order on the main stream)
+    /// when kernels are timed one by one (DS4_PROFILE) or launched with PDL (its programmatic
+    /// edges are per stream). The branch state is the Gpu's, not the thread's: only the
+    /// thread queuing a decode step may queue work while its branch is open (the engine's
+    /// sessions are driven by one thread at a time: the server's worker, the CLI, the bench).
     pub fn fork(&self) -> Result<bool> {
         if self.pdl || self.profile.is_some() {
             return Ok(false);
@@ -643,8 +646,10 @@ impl Gpu {
     pub fn sync(&self) -> Result<()> {
         self.end_branch();
         // SAFETY: valid streams.
-        unsafe { dr::stream::synchronize(self.side.cu_stream()) }.map_err(derr("synchronize"))?;
-        unsafe { dr::stream::synchronize(self.cu_stream()) }.map_err(derr("synchronize"))
+        unsafe {
+            dr::stream::synchronize(self.side.cu_stream()).map_err(derr("synchronize"))?;
+            dr::stream::synchronize(self.stream.cu_stream()).map_err(derr("synchronize"))
+        }
     }
 
     /// Launch `name` with the given argument pointers (each points at one argument value).
@@ -753,9 +758,9 @@ impl Gpu {
         self.end_branch();
         // SAFETY: capture begun on this stream.
         let g = unsafe { dr::stream::end_capture(self.cu_stream()) }.map_err(derr("end capture"))?;
-        // SAFETY: g is a valid captured graph.
         // node priorities: a branch's kernels keep their higher priority in the graph (see fork)
         let flags = sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+        // SAFETY: g is a valid captured graph.
         let exec = unsafe { dr::graph::instantiate(g, flags) }.map_err(derr("instantiate"))?;
         Ok(Graph { graph: g, exec, ctx: self.ctx.clone() })
     }

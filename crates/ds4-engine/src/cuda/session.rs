@@ -1,6 +1,7 @@
 //! A CUDA inference session: KV state on the GPU, layer-major batched prefill, and a decode
 //! step that is captured once into a CUDA graph (per position bucket) and replayed. Logits stay
-//! on the device until asked for; greedy decoding reads back only the argmax.
+//! on the device until asked for; greedy decoding reads back only the argmax (eval_greedy: read
+//! while the next step already runs on it).
 
 use super::driver::{wgmma_built, Args, CudaError, DevBuf, DevPtr, Event, Gpu, Graph, Pinned, Result};
 use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, launch_x_to_f16, Blas, DenseCall, Dense16, ExpCall};
@@ -978,14 +979,12 @@ impl MvJobQ {
             (self.wk, self.rpw) = (1, 4);
         }
     }
-}
-
-impl MvJobQ {
     /// 8 rows per warp (64 rows per block) for an unpaired plain Q8_0 job of short rows whose
     /// plan gave whole rows to 4-row warps: q_b and the indexer's q_b (1024 columns) then
     /// stream 70 KB per block instead of 35 (q_b took 16-17 us in the decode graph against 11
-    /// for out_a / out_b of the same 35.6 MB, session 12 trace). Only mvq_b2 (all-Q8_0 tables)
-    /// has the instantiation.
+    /// for out_a / out_b of the same 35.6 MB, session 12 trace; 15.0-15.9 with this, decode
+    /// t/s the same within noise, session 13). Only mvq_b2 (all-Q8_0 tables) has the
+    /// instantiation.
     fn plan_r8(&mut self) {
         if self.w.ty == 8 && self.w2.pay == 0 && self.sel == 0 && self.yq == 0 && self.rpw == 4 && self.wk == 1 && self.w.cols <= 1024 {
             self.rpw = 8;
