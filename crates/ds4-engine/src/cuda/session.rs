@@ -998,6 +998,12 @@ fn fork_on() -> bool {
     *V.get_or_init(|| std::env::var("DS4_FORK").map(|v| v != "0").unwrap_or(true))
 }
 
+/// `DS4_FORK_GATE=1`: q_b waits for the branch's indexer compressor (see `layers`).
+fn fork_gate() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_FORK_GATE").is_ok_and(|v| v == "1"))
+}
+
 /// `DS4_MVQ_R8=0`: no 8-row warps (`MvJobQ::plan_r8`).
 fn mvq_r8() -> bool {
     static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -2363,9 +2369,17 @@ impl CudaSession {
             // measured slower: 6.98 against 6.93 ms per token at 8K; session 13.) Without a
             // branch, the same work in the same order on one stream.
             let branch = decode && ratio > 0 && fork_on() && gpu.fork()?;
+            // DS4_FORK_GATE=1 (prepared, not yet measured): q_b waits for the indexer's
+            // compressor, so that the indexer's q_b becomes ready with q_b and takes the SMs
+            // first by its priority; without the gate it started ~9 us after q_b (q_b's first
+            // wave held every slot; session 13 trace).
+            let gate = branch && use_idx && fork_gate();
             if branch {
                 if ratio == 4 {
                     self.compressor(l, t, true)?;
+                    if gate {
+                        gpu.mark()?;
+                    }
                     if use_idx {
                         self.q_proj(l, t, decode, att, false, true)?;
                         self.indexer(l, t, idx_rows, decode)?;
@@ -2375,6 +2389,9 @@ impl CudaSession {
                 self.compressor(l, t, false)?;
                 if ratio != 4 {
                     gpu.to_main();
+                }
+                if gate {
+                    gpu.wait_mark()?;
                 }
                 self.q_proj(l, t, decode, att, true, false)?;
                 gpu.join()?;
@@ -3166,6 +3183,42 @@ mod tests {
             assert_eq!(grp as usize % j.rows_per_block(), 0, "{ty} {rows}x{cols}: block straddles input groups");
             assert!(j.blocks() * j.rows_per_block() >= (rows * slots) as usize, "rows not covered");
         }
+    }
+
+    /// 8 rows per warp exist only in mvq_b2 for unpaired Q8_0 jobs (q8.cuh mvq_rows): the
+    /// tables of the published shapes get it where it applies (q_b) and nowhere else, and a
+    /// job table that would run it elsewhere is refused rather than run at the wrong rows.
+    #[test]
+    fn mvq_r8_only_where_instantiated() {
+        let q = (0u64, 0u64);
+        // (a paired job is told by its second matrix's data pointer, as in the kernel)
+        let wmat = |ty, rows, cols| WMat { pay: 1 << 20, ..wmat(ty, rows, cols) };
+        let r8 = std::env::var("DS4_MVQ_R8").map(|v| v != "0").unwrap_or(true);
+        // q_b (Q8_0 32768 x 1024) alone and beside the indexer's q_b (8192 x 1024)
+        let mut b = [MvJobQ::plain(wmat(8, 32768, 1024), q, 0), MvJobQ::plain(wmat(8, 8192, 1024), q, 0)];
+        let t = JobTableQ::new(&mut b).unwrap();
+        assert_eq!(t.kern, MVQ_KERNELS[0]);
+        for j in &b {
+            assert_eq!(j.rpw, if r8 { 8 } else { 4 }, "{}x{}", j.w.rows, j.w.cols);
+            assert!(j.blocks() * j.rows_per_block() >= j.w.rows as usize, "rows not covered");
+        }
+        // out_b (8192 columns) keeps its split; the routed experts' paired IQ2_XXS gate/up next
+        // to the shared expert's Q8_0 pair run in mvq_b3 without it
+        let mut ob = [MvJobQ::plain(wmat(8, 4096, 8192), q, 0)];
+        JobTableQ::new(&mut ob).unwrap();
+        assert_ne!(ob[0].rpw, 8);
+        let mut g = MvJobQ::paired(wmat(16, 2048, 4096), wmat(16, 2048, 4096), q, 0, 7.0);
+        g.nslots = 6;
+        let mut f = [g, MvJobQ::paired(wmat(8, 2048, 4096), wmat(8, 2048, 4096), q, 0, 7.0)];
+        let t = JobTableQ::new(&mut f).unwrap();
+        assert_eq!(t.kern, MVQ_KERNELS[1]);
+        assert!(f.iter().all(|j| j.rpw != 8));
+        // forced where it does not exist: refused
+        let forced = |j: MvJobQ, kern: &'static str| Jobs::with_kernel(&mut [MvJobQ { rpw: 8, wk: 1, ..j }], kern).is_err();
+        assert!(forced(MvJobQ::plain(wmat(8, 32768, 1024), q, 0), MVQ_KERNELS[1]), "Q8_0 in mvq_b3");
+        assert!(forced(MvJobQ::plain(wmat(16, 2048, 4096), q, 0), MVQ_KERNELS[0]), "IQ2_XXS in mvq_b2");
+        assert!(forced(MvJobQ::paired(wmat(8, 2048, 4096), wmat(8, 2048, 4096), q, 0, 7.0), MVQ_KERNELS[0]), "paired");
+        assert!(!forced(MvJobQ::plain(wmat(8, 32768, 1024), q, 0), MVQ_KERNELS[0]), "q_b in mvq_b2");
     }
 
     /// Prefill batches stay in [2048, 8192], multiples of 256, and keep the per-batch indexer
