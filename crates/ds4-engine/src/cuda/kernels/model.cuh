@@ -1179,6 +1179,7 @@ __device__ __forceinline__ float fkey_inv(u32 k) {
 
 // Streaming top-k by radix select (no sort): the topk largest scores of the n visible rows,
 // ties to the smaller index, written in ascending index order. grid T, block 1024.
+// device-only: topk_select's shared memory, handed to its per-size bodies
 struct TopkSmem {
     u32 hist[256];
     u32 prefix, remaining, below;
