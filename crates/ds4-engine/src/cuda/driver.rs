@@ -533,7 +533,7 @@ impl Gpu {
         if self.pdl || self.profile.is_some() {
             return Ok(false);
         }
-        self.end_branch();
+        self.to_main();
         // SAFETY: live events and streams of this context.
         unsafe {
             dr::event::record(self.fork_ev.0.ev, self.stream.cu_stream()).map_err(derr("fork record"))?;
@@ -552,22 +552,19 @@ impl Gpu {
         // SAFETY: as in fork.
         unsafe { dr::stream::wait_event(self.stream.cu_stream(), self.fork_ev.2.ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }.map_err(derr("mark wait"))
     }
-    /// Back to the main stream (the branch's work keeps running on the side stream).
+    /// Queue on the main stream again (the branch's work keeps running on the side stream;
+    /// also after an error inside a branch).
     pub fn to_main(&self) {
-        self.end_branch();
+        self.on_side.store(false, std::sync::atomic::Ordering::Relaxed);
     }
     /// The main stream waits for the branch's work.
     pub fn join(&self) -> Result<()> {
-        self.end_branch();
+        self.to_main();
         // SAFETY: as in fork.
         unsafe {
             dr::event::record(self.fork_ev.1.ev, self.side.cu_stream()).map_err(derr("join record"))?;
             dr::stream::wait_event(self.stream.cu_stream(), self.fork_ev.1.ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT).map_err(derr("join wait"))
         }
-    }
-    /// Queue on the main stream again (also after an error inside a branch).
-    fn end_branch(&self) {
-        self.on_side.store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn alloc(&self, bytes: usize) -> Result<DevBuf> {
@@ -654,7 +651,7 @@ impl Gpu {
 
     /// Wait for all queued work (a branch left unjoined by an error included).
     pub fn sync(&self) -> Result<()> {
-        self.end_branch();
+        self.to_main();
         // SAFETY: valid streams.
         unsafe {
             dr::stream::synchronize(self.side.cu_stream()).map_err(derr("synchronize"))?;
@@ -669,25 +666,23 @@ impl Gpu {
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || (!self.skip.is_empty() && self.skip.iter().any(|k| k == name)) {
             return Ok(());
         }
-        // launch attributes: PDL, and the priority of a branch's kernels
-        let mut attrs: Vec<sys::CUlaunchAttribute> = Vec::new();
+        // launch attributes (no allocation per launch): PDL, and the priority of a branch's kernels
+        // SAFETY: a zeroed attribute is valid; the used ones get their id and value below.
+        let mut attrs: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
+        let mut na = 0;
         if self.pdl {
-            // SAFETY: a zeroed attribute is valid; we set the id and its value.
-            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-            attr.value.programmaticStreamSerializationAllowed = 1;
-            attrs.push(attr);
+            attrs[na].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attrs[na].value.programmaticStreamSerializationAllowed = 1;
+            na += 1;
         }
         if let (Some(p), true) = (self.side_prio, self.on_side.load(std::sync::atomic::Ordering::Relaxed)) {
-            // SAFETY: as above.
-            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY;
-            attr.value.priority = p;
-            attrs.push(attr);
+            attrs[na].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY;
+            attrs[na].value.priority = p;
+            na += 1;
         }
         // the launch, accounted under `name` when profiling
         self.profiled(name, || {
-            if !attrs.is_empty() {
+            if na > 0 {
                 let cfg = sys::CUlaunchConfig {
                     gridDimX: grid.0,
                     gridDimY: grid.1,
@@ -698,7 +693,7 @@ impl Gpu {
                     sharedMemBytes: smem,
                     hStream: self.cu_stream(),
                     attrs: attrs.as_mut_ptr(),
-                    numAttrs: attrs.len() as u32,
+                    numAttrs: na as u32,
                 };
                 // SAFETY: as below; every kernel begins with PDL_ENTRY so dependent accesses wait.
                 let r = unsafe { sys::cuLaunchKernelEx(&cfg, self.f(name), args.as_mut_ptr(), std::ptr::null_mut()) };
@@ -765,7 +760,7 @@ impl Gpu {
         .map_err(derr("begin capture"))
     }
     pub fn end_capture(&self) -> Result<Graph> {
-        self.end_branch();
+        self.to_main();
         // SAFETY: capture begun on this stream.
         let g = unsafe { dr::stream::end_capture(self.cu_stream()) }.map_err(derr("end capture"))?;
         // node priorities: a branch's kernels keep their higher priority in the graph (see fork)

@@ -2375,6 +2375,7 @@ impl CudaSession {
             // wave held every slot; session 13 trace).
             let gate = branch && use_idx && fork_gate();
             if branch {
+                // the side stream
                 if ratio == 4 {
                     self.compressor(l, t, true)?;
                     if gate {
@@ -2384,11 +2385,13 @@ impl CudaSession {
                         self.q_proj(l, t, decode, att, false, true)?;
                         self.indexer(l, t, idx_rows, decode)?;
                     }
-                    gpu.to_main();
+                } else {
+                    self.compressor(l, t, false)?;
                 }
-                self.compressor(l, t, false)?;
-                if ratio != 4 {
-                    gpu.to_main();
+                gpu.to_main();
+                // the main stream
+                if ratio == 4 {
+                    self.compressor(l, t, false)?;
                 }
                 if gate {
                     gpu.wait_mark()?;
@@ -2694,6 +2697,7 @@ impl CudaSession {
         if !self.has_logits {
             return Err(CudaError::Other("no logits yet".into()));
         }
+        // room for one more token (its id, chosen on the device, is in range by construction)
         self.check_tokens(&[0])?;
         let p = self.tokens.len();
         self.launch_argmax(exclude, Some(p))?;

@@ -287,10 +287,9 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, const 
     }
     const signed char* xq = j.xq + (i64)slot * j.x_slot;
     const float2* xd = j.xd + (i64)slot * (j.x_slot >> 5);
-#define MVQ_RP(TY, P) mvq_rows<TY, P, R8>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);
-#define MVQ_R(TY)             \
-    if (pay2) { MVQ_RP(TY, true) } \
-    else { MVQ_RP(TY, false) }
+#define MVQ_R(TY)                                                                     \
+    if (pay2) mvq_rows<TY, true, R8>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel); \
+    else mvq_rows<TY, false, R8>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);
     switch (j.w.type) {
         case T_Q8_0: MVQ_R(T_Q8_0) break;
         case T_IQ2_XXS: MVQ_R(T_IQ2_XXS) break;
@@ -298,7 +297,6 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, const 
         default: MVQ_R(T_Q4_K) break;  // the session only builds jobs of these four types
     }
 #undef MVQ_R
-#undef MVQ_RP
     __syncthreads();
     mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, j.w2.pay != nullptr, j.clamp, wsl, slot, j.y, j.yq, j.yd);
 }
