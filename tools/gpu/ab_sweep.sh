@@ -14,7 +14,7 @@ for kb in ${KB:-}; do
   echo "== kbench $kb"
   DS4_KBENCH=$kb timeout 200 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_$kb.txt" | grep -vE "^\s*$" | tail -${KBLINES:-8}
 done
-fixtures_in X=1
+fixtures_in X=1 DS4_IDX_DTC_MIN=0
 synth_wait
 AB=${AB:-X=1}
 tps() { grep -oE "decode [0-9.]+" | awk '{print $2}'; }

@@ -39,6 +39,7 @@ pub fn kernel_source() -> String {
         + &format!("static_assert(GR_ST == {}, \"GR_ST differs from session.rs\");\n", super::session::GR_ST)
         + &format!("static_assert(IDX_ROWS_PER_BLOCK == {}, \"IDX_ROWS_PER_BLOCK differs from session.rs\");\n", super::session::IDX_ROWS_PER_BLOCK)
         + &format!("static_assert(IDXW_MAX_RPB == {}, \"IDXW_MAX_RPB differs from session.rs\");\n", super::session::IDXW_MAX_RPB)
+        + &format!("static_assert(IDT_R == {}, \"IDT_R differs from session.rs\");\n", super::session::IDT_R)
         + &format!("static_assert(MAX_JOBS == {}, \"MAX_JOBS differs from session.rs\");\n", super::session::MAX_JOBS);
     format!(
         "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
@@ -60,7 +61,7 @@ pub const KERNELS: &[&str] = &[
     "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_finish", "hc_step", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "idx_score_w", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4", "read_f4",
-    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "quant_q8", "mvq_b2", "mvq_b3",
+    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "idx_score_dtc", "quant_q8", "mvq_b2", "mvq_b3",
     "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "router_dec",
 ];
 
@@ -451,6 +452,8 @@ impl Gpu {
         .map_err(derr("carveout attr"))?;
         // tensor-core indexer scores: K tile + two Q tiles + the head weights of up to 128 heads
         g.set_max_smem("idx_score_tc", super::session::idx_tc_smem(128) as i32)?;
+        // top-k selection: the keys of long contexts (session.rs topk_smem_keys)
+        g.set_max_smem("topk_select", (4 * super::session::topk_smem_keys(&g)) as i32)?;
         Ok(g)
     }
 
@@ -504,6 +507,11 @@ impl Gpu {
     }
 
     /// Free device memory in bytes, when the driver can say.
+    /// Shared memory one block may opt into (bytes).
+    pub fn smem_optin(&self) -> usize {
+        self.smem_optin.max(0) as usize
+    }
+
     pub fn free_mem(&self) -> Option<usize> {
         self.bind().ok()?;
         dr::mem_get_info().ok().map(|(free, _)| free)

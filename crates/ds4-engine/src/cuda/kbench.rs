@@ -1487,20 +1487,23 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
 }
 
 /// One-token (decode) indexer: `idx_score_w` against `idx_score` on the same FP4 inputs at the
-/// real shape for 8K / 32K / 64K / 80K contexts (and the fixtures' shape), each followed by
+/// real shape for 8K to 280K contexts (and the fixtures' shape), each followed by
 /// `topk_select`. Per case: us per call of each scores kernel and of topk_select in a graph,
-/// rel / max score error against idx_score, whether both select the same rows, `host`
+/// rel / max score error against idx_score (and the max for `idx_score_dtc`, decode's
+/// tensor-core path), whether both select the same rows (`dtc`: rows idx_score_dtc's top-k
+/// keeps that idx_score_w's does not, near-ties of a different summation order), `host`
 /// (topk_select's rows are the host's top-k of the same scores: a sort, ties to the smaller
-/// index; the row counts cover each of topk_select's key-cache sizes and the uncached path),
+/// index; the row counts cover each of topk_select's key-register counts, keys in shared memory
+/// (24K, 40K) and keys re-read per pass (70K)),
 /// and `det` (scores and selection of a run after the timing loops identical to the first
 /// run's).
 fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{idx_w_shape_ok, launch_idx_score, launch_idx_score_w, launch_topk, IdxIo};
+    use super::session::{idx_w_shape_ok, launch_idx_dtc, launch_idx_score, launch_idx_score_w, launch_topk, IdxIo};
     println!(
-        "{:<30} {:>9} {:>9} {:>9} {:>10} {:>10} {:>6} {:>4} {:>4}",
-        "indexer (decode)", "old us", "new us", "topk us", "rel err", "max rel", "same", "host", "det"
+        "{:<30} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>6} {:>6} {:>4} {:>4}",
+        "indexer (decode)", "old us", "new us", "dtc us", "topk us", "rel err", "max rel", "dtc rel", "same", "dtc", "host", "det"
     );
-    let cases = [(16usize, 32usize, 8usize, 300usize), (64, 128, 512, 2048), (64, 128, 512, 3000), (64, 128, 512, 8192), (64, 128, 512, 16384), (64, 128, 512, 20000), (64, 128, 512, 24000)];
+    let cases = [(16usize, 32usize, 8usize, 300usize), (64, 128, 512, 2048), (64, 128, 512, 3000), (64, 128, 512, 8192), (64, 128, 512, 16384), (64, 128, 512, 20000), (64, 128, 512, 24000), (64, 128, 512, 40000), (64, 128, 512, 70000)];
     for (hi, di, topk, rows) in cases {
         if !idx_w_shape_ok(hi, di) {
             continue;
@@ -1517,6 +1520,7 @@ fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
         // the first position that sees `rows` compressed rows ((p + 1) / 4)
         gpu.htod(pb.ptr, &[(4 * rows - 1) as i32])?;
         let (s_old, s_new, sel_old, sel_new) = (f4(rows)?, f4(rows)?, f4(topk)?, f4(topk)?);
+        let (s_dtc, sel_dtc) = (f4(rows)?, f4(topk)?);
         gpu.htod(s_new.ptr, &vec![f32::NAN; rows])?;
         let io = IdxIo {
             q: qb.ptr,
@@ -1535,11 +1539,21 @@ fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
             hsc: 0,
         };
         let io_new = IdxIo { scores: s_new.ptr, ..io };
+        let io_dtc = IdxIo { scores: s_dtc.ptr, ..io };
         launch_idx_score(gpu, &io)?;
         launch_idx_score_w(gpu, &io_new)?;
+        launch_idx_dtc(gpu, &io_dtc)?;
         launch_topk(gpu, &io, sel_old.ptr, 0, 0)?;
         launch_topk(gpu, &io_new, sel_new.ptr, 0, 0)?;
+        launch_topk(gpu, &io_dtc, sel_dtc.ptr, 0, 0)?;
         gpu.sync()?;
+        // tensor-core scores (decode's path in Fast precision): error against idx_score, and
+        // the rows its top-k keeps that idx_score_w's does not
+        let mut yd = vec![0f32; rows];
+        gpu.dtoh(&mut yd, s_dtc.ptr)?;
+        let mut sd = vec![0i32; topk];
+        gpu.dtoh(&mut sd, sel_dtc.ptr)?;
+        let us_dtc = graph_us(gpu, 100, &|| launch_idx_dtc(gpu, &io_dtc))?;
         let (mut r, mut y) = (vec![0f32; rows], vec![0f32; rows]);
         gpu.dtoh(&mut r, s_old.ptr)?;
         gpu.dtoh(&mut y, s_new.ptr)?;
@@ -1557,22 +1571,31 @@ fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
         gpu.dtoh(&mut y2, s_new.ptr)?;
         gpu.dtoh(&mut sn2, sel_new.ptr)?;
         let det = y.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits()) && sn == sn2;
-        let mut order: Vec<usize> = (0..rows).collect();
-        order.sort_by(|&a, &b| y[b].total_cmp(&y[a]).then(a.cmp(&b)));
-        let mut want: Vec<i32> = order[..topk].iter().map(|&i| i as i32).collect();
-        want.sort_unstable();
+        let host_topk = |y: &[f32]| {
+            let mut order: Vec<usize> = (0..rows).collect();
+            order.sort_by(|&a, &b| y[b].total_cmp(&y[a]).then(a.cmp(&b)));
+            let mut want: Vec<i32> = order[..topk].iter().map(|&i| i as i32).collect();
+            want.sort_unstable();
+            want
+        };
+        let host_ok = sn == host_topk(&y) && sd == host_topk(&yd);
         let (rel, mx, mref, bad) = err_stats(&y, &r);
-        let bad_s = if bad > 0 { format!("  {bad} NON-FINITE") } else { String::new() };
+        let (_, mxd, mrefd, badd) = err_stats(&yd, &r);
+        let bad_s = if bad + badd > 0 { format!("  {} NON-FINITE", bad + badd) } else { String::new() };
+        let dtc_diff = sd.iter().filter(|i| sn.binary_search(i).is_err()).count();
         println!(
-            "{:<30} {:>9.2} {:>9.2} {:>9.2} {:>10.2e} {:>10.2e} {:>6} {:>4} {:>4}{}",
+            "{:<30} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>10.2e} {:>10.2e} {:>10.2e} {:>6} {:>6} {:>4} {:>4}{}",
             format!("idx {hi}x{di} k{topk} rows {rows}"),
             us_old,
             us_new,
+            us_dtc,
             us_topk,
             rel,
             mx / mref.max(1e-300),
+            mxd / mrefd.max(1e-300),
             if so == sn { "yes" } else { "NO" },
-            if sn == want { "ok" } else { "NO" },
+            dtc_diff,
+            if host_ok { "ok" } else { "NO" },
             if det { "ok" } else { "NO" },
             bad_s
         );

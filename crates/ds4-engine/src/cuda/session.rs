@@ -507,6 +507,29 @@ pub(crate) fn launch_idx_score(gpu: &Gpu, io: &IdxIo) -> Result<()> {
     gpu.launch("idx_score", (io.rows.div_ceil(IDX_ROWS_PER_BLOCK) as u32, io.t as u32, 1), 256, smem, idx_score_args(io))
 }
 
+/// Whether a one-token indexer over up to `rows` rows takes `idx_score_dtc` (tensor cores;
+/// kernels/idx.cuh): only where the prefill takes idx_score_tc (Fast precision with the FP4
+/// step: `f16_ok`), for 16, 32 or 64 heads of at most 128 dims, and from
+/// `DS4_IDX_DTC_MIN` rows (default 3072: kernel bench at the published shape, 5.0 against
+/// idx_score_w's 4.1 us at 2048 rows, equal at 3000, 6.5 against 17.5 at 16K; read once;
+/// 0: always, which the fixture check uses to cover it). DS4_IDX_DTC=0 keeps idx_score_w.
+pub(crate) fn idx_dtc_ok(t: usize, rows: usize, hi: usize, di: usize, f16_ok: bool) -> bool {
+    static MIN: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let min = *MIN.get_or_init(|| match std::env::var("DS4_IDX_DTC").as_deref() {
+        Ok("0") => None,
+        _ => Some(std::env::var("DS4_IDX_DTC_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(3072)),
+    });
+    t == 1 && f16_ok && matches!(hi, 16 | 32 | 64) && di % 4 == 0 && di <= 128 && min.is_some_and(|m| rows >= m)
+}
+
+/// idx_score_dtc: one token's scores of `io.rows` rows (the kernel reads its row count from pos).
+pub(crate) fn launch_idx_dtc(gpu: &Gpu, io: &IdxIo) -> Result<()> {
+    let args = Args::new().a(io.q).a(io.w).a(io.k).a(io.pos).a(io.scores).a(io.hi as i32).a(io.di as i32).a(io.wscale).a(io.topk as i32);
+    gpu.launch("idx_score_dtc", (io.rows.div_ceil(IDT_R).max(1) as u32, 1, 1), (32 * io.hi / 16) as u32, 0, args)
+}
+/// `IDT_R` in idx.cuh: rows per idx_score_dtc block (asserted equal by the kernel source).
+pub(crate) const IDT_R: usize = 64;
+
 /// Tensor-core indexer scores (kernels/idx.cuh): scaled f16 copies of q and the rows, then
 /// idx_score_tc. Exact up to f32 summation order only for FP4-simulated q and k (see idx.cuh).
 pub(crate) fn launch_idx_tc(gpu: &Gpu, io: &IdxIo) -> Result<()> {
@@ -539,10 +562,22 @@ pub(crate) fn launch_idx_tc(gpu: &Gpu, io: &IdxIo) -> Result<()> {
     gpu.launch("idx_score_tc", (io.rows.div_ceil(128).max(1) as u32, io.t.div_ceil(64) as u32, 1), 256, idx_tc_smem(io.hi) as u32, Args::new().a(ta))
 }
 
+/// Rows beyond which topk_select's keys leave its registers (20 per thread of 1024).
+const TOPK_REG_ROWS: usize = 20 * 1024;
+
+/// Keys topk_select may keep in dynamic shared memory: what a block may opt into, less its
+/// static shared memory (< 2 KiB), in whole rounds of its 1024 threads (~56K on sm_90).
+pub(crate) fn topk_smem_keys(gpu: &Gpu) -> usize {
+    (gpu.smem_optin().saturating_sub(2048) / 4) / 1024 * 1024
+}
+
 /// topk_select over the scores of `io` into `sel` ([T][topk]); `ties` 0 or the near-tie log.
+/// Past TOPK_REG_ROWS rows the keys go to shared memory sized for `io.rows` (the upper bound
+/// of any token's rows), or are re-read per pass beyond what shared memory holds.
 pub(crate) fn launch_topk(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u64) -> Result<()> {
-    let args = Args::new().a(io.scores).a(io.ldsc as i32).a(io.pos).a(io.topk as i32).a(sel).a(layer as i32).a(ties);
-    gpu.launch("topk_select", (io.t as u32, 1, 1), 1024, 0, args)
+    let keys = if io.rows > TOPK_REG_ROWS { io.rows.next_multiple_of(1024).min(topk_smem_keys(gpu)) } else { 0 };
+    let args = Args::new().a(io.scores).a(io.ldsc as i32).a(io.pos).a(io.topk as i32).a(sel).a(layer as i32).a(ties).a(keys as i32);
+    gpu.launch("topk_select", (io.t as u32, 1, 1), 1024, (4 * keys) as u32, args)
 }
 
 /// SIMT attention (attn_partial + attn_combine): the reference path, prefill without tensor
@@ -2293,6 +2328,8 @@ impl CudaSession {
         // the f16 buffers exist only for Fast precision with the FP4 step on
         if !decode && sc.idx16.is_some() {
             launch_idx_tc(gpu, &io)?;
+        } else if idx_dtc_ok(t, idx_rows, d.hi, d.di, sc.idx16.is_some()) {
+            launch_idx_dtc(gpu, &io)?;
         } else {
             launch_idx_simt(gpu, &io)?;
         }

@@ -21,6 +21,30 @@
 #define ITC_R 128    // indexer rows per CTA
 #define ITC_DP 128   // padded vector length (Di <= 128)
 
+// A Di-vector (Di % 4 == 0, Di <= 128) held 4 values per lane (lane l: 4l..4l+3, zeros past
+// Di) as f16 of x / 2^e, e the exponent of the vector's max |x| (the whole warp calls it);
+// returns 2^e.
+__device__ __forceinline__ float f16_pow2_scaled(const float (&x)[4], uint2& h) {
+    float am = fmaxf(fmaxf(fabsf(x[0]), fabsf(x[1])), fmaxf(fabsf(x[2]), fabsf(x[3])));
+    am = warp_max(am);
+    // unbiased exponent of the max, clamped so that 2^e and 2^-e are normal f32
+    int be = (int)((__float_as_uint(am) >> 23) & 255u);
+    int e = (am > 0.f && be < 255) ? max(be, 1) - 127 : 0;
+    e = min(e, 126);
+    float inv = __uint_as_float((u32)(127 - e) << 23);
+    h.x = pack_h2(x[0] * inv, x[1] * inv);
+    h.y = pack_h2(x[2] * inv, x[3] * inv);
+    return __uint_as_float((u32)(127 + e) << 23);
+}
+// Lane l's 4 values of the Di-vector at v (zeros past Di).
+__device__ __forceinline__ void ld_vec4(const float* __restrict__ v, int Di, int lane, float (&x)[4]) {
+    x[0] = x[1] = x[2] = x[3] = 0.f;
+    if (4 * lane < Di) {
+        float4 f = *(const float4*)(v + 4 * lane);
+        x[0] = f.x; x[1] = f.y; x[2] = f.z; x[3] = f.w;
+    }
+}
+
 // One warp per Di-vector (Di % 4 == 0, Di <= 128): dst16[v][0..128) = f16(src[v] / 2^e) (zeros
 // past Di), and sc[v] = 2^e, or, when wt is given (queries), sc[v] = (wt[v]*wscale) * 2^e.
 extern "C" __global__ void idx_to_f16(const float* __restrict__ src, int nvec, int Di, const float* __restrict__ wt,
@@ -29,25 +53,124 @@ extern "C" __global__ void idx_to_f16(const float* __restrict__ src, int nvec, i
     int v = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (v >= nvec) return;
-    int d = 4 * lane;
-    float x[4] = {0.f, 0.f, 0.f, 0.f};
-    if (d < Di) {
-        float4 f = *(const float4*)(src + (i64)v * Di + d);
-        x[0] = f.x; x[1] = f.y; x[2] = f.z; x[3] = f.w;
-    }
-    float am = fmaxf(fmaxf(fabsf(x[0]), fabsf(x[1])), fmaxf(fabsf(x[2]), fabsf(x[3])));
-    am = warp_max(am);
-    // unbiased exponent of the max, clamped so that 2^e and 2^-e are normal f32
-    int be = (int)((__float_as_uint(am) >> 23) & 255u);
-    int e = (am > 0.f && be < 255) ? max(be, 1) - 127 : 0;
-    e = min(e, 126);
-    float inv = __uint_as_float((u32)(127 - e) << 23);
-    float s = __uint_as_float((u32)(127 + e) << 23);
+    float x[4];
+    ld_vec4(src + (i64)v * Di, Di, lane, x);
     uint2 h;
-    h.x = pack_h2(x[0] * inv, x[1] * inv);
-    h.y = pack_h2(x[2] * inv, x[3] * inv);
-    *(uint2*)(dst16 + (i64)v * ITC_DP + d) = h;
+    float s = f16_pow2_scaled(x, h);
+    *(uint2*)(dst16 + (i64)v * ITC_DP + 4 * lane) = h;
     if (lane == 0) sc[v] = wt ? (wt[v] * wscale) * s : s;
+}
+
+// Decode (one token) indexer scores on tensor cores, the same arithmetic as idx_score_tc
+// (exact f16 products of the FP4-simulated values, f32 sums; see the top of this file):
+// S[Hi heads x IDT_R rows] = Q . K^T per block, with the heads, not the tokens, as the MMA's
+// M (idx_score_tc with one token would waste 63 of its 64 token rows). grid ceil(rows /
+// IDT_R), Hi / 16 warps: warp w converts and multiplies heads 16w..16w+15 over all the
+// block's rows, sums relu(S) * cq over its heads by shuffles, and the warps' sums are added
+// in warp order (deterministic). Why: idx_score_w ran 21 us per call at 64K context (16K
+// rows), its per-row shuffle chains latency bound, on the indexer branch that decides when
+// a ratio-4 layer's attention can start.
+#define IDT_R 64
+extern "C" __global__ void __launch_bounds__(128) idx_score_dtc(const float* __restrict__ q, const float* __restrict__ wt,
+                                                                const float* __restrict__ krows, const int* __restrict__ pos,
+                                                                float* scores, int Hi, int Di, float wscale, int topk) {
+    PDL_ENTRY;
+    __shared__ __align__(128) u16 sQ[64 * ITC_DP];
+    __shared__ __align__(128) u16 sK[IDT_R * ITC_DP];
+    __shared__ float cqs[64], kss[IDT_R], part[4][IDT_R];
+    const int n = (pos[0] + 1) / 4;
+    if (n <= topk) return;
+    const int c0 = blockIdx.x * IDT_R;
+    if (c0 >= n) return;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+    u8* qb = (u8*)sQ;
+    u8* kb = (u8*)sK;
+    // this warp's 16 heads and its IDT_R / nw rows, 16 at a time (each batch's loads issued
+    // before any is converted; the heads' loads with the first batch)
+    {
+        float xq[16][4];
+#pragma unroll
+        for (int i = 0; i < 16; i++) ld_vec4(q + (i64)(16 * warp + i) * Di, Di, lane, xq[i]);
+        const int rpw = IDT_R / nw;
+        for (int r0 = warp * rpw; r0 < (warp + 1) * rpw; r0 += 16) {
+            float x[16][4];
+#pragma unroll
+            for (int i = 0; i < 16; i++) {
+                const int c = c0 + r0 + i;
+                if (c < n) ld_vec4(krows + (i64)c * Di, Di, lane, x[i]);
+                else x[i][0] = x[i][1] = x[i][2] = x[i][3] = 0.f;
+            }
+            if (r0 == warp * rpw) {
+#pragma unroll
+                for (int i = 0; i < 16; i++) {
+                    const int h = 16 * warp + i;
+                    uint2 hv;
+                    float sc = f16_pow2_scaled(xq[i], hv);
+                    *(uint2*)(qb + atc_off<ITC_DP>(h, 4 * lane)) = hv;
+                    if (lane == 0) cqs[h] = (wt[h] * wscale) * sc;
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < 16; i++) {
+                uint2 h;
+                float sc = f16_pow2_scaled(x[i], h);
+                *(uint2*)(kb + atc_off<ITC_DP>(r0 + i, 4 * lane)) = h;
+                if (lane == 0) kss[r0 + i] = sc;
+            }
+        }
+    }
+    __syncthreads();
+    const u32 aQ = atc_smem_u32(sQ), aK = atc_smem_u32(sK);
+    const int g = lane >> 2, tq = lane & 3;
+    const int a_row = 16 * warp + (lane & 7) + ((lane >> 3) & 1) * 8;
+    const int a_col = (lane >> 4) * 8;
+    const int b_row = (lane & 7) + ((lane >> 4) & 1) * 8;
+    const int b_col = ((lane >> 3) & 1) * 8;
+    float s[IDT_R / 8][4];
+#pragma unroll
+    for (int j = 0; j < IDT_R / 8; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+    const int nks = (Di + 15) / 16;
+#pragma unroll
+    for (int ks = 0; ks < ITC_DP / 16; ks++) {
+        if (ks < nks) {
+            const int k0 = ks * 16;
+            u32 af[4];
+            atc_ldm4(af, aQ + atc_off<ITC_DP>(a_row, k0 + a_col));
+#pragma unroll
+            for (int np = 0; np < IDT_R / 16; np++) {
+                u32 bf[4];
+                atc_ldm4(bf, aK + atc_off<ITC_DP>(np * 16 + b_row, k0 + b_col));
+                atc_mma(s[2 * np], af, bf[0], bf[1]);
+                atc_mma(s[2 * np + 1], af, bf[2], bf[3]);
+            }
+        }
+    }
+    // relu(S) * cq over the warp's heads: rows g and g + 8 of the fragment, then lanes of the
+    // same tq (lane bits 2-4)
+    const float w0 = cqs[16 * warp + g], w1 = cqs[16 * warp + g + 8];
+    float v[IDT_R / 8][2];
+#pragma unroll
+    for (int j = 0; j < IDT_R / 8; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) v[j][e] = fmaxf(s[j][e], 0.f) * w0 + fmaxf(s[j][2 + e], 0.f) * w1;
+#pragma unroll
+    for (int off = 4; off <= 16; off <<= 1)
+#pragma unroll
+        for (int j = 0; j < IDT_R / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) v[j][e] += __shfl_xor_sync(0xffffffffu, v[j][e], off);
+    if (g == 0) {
+#pragma unroll
+        for (int j = 0; j < IDT_R / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) part[warp][j * 8 + 2 * tq + e] = v[j][e];
+    }
+    __syncthreads();
+    for (int r = threadIdx.x; r < IDT_R; r += blockDim.x) {
+        float a = part[0][r];
+        for (int w = 1; w < nw; w++) a += part[w][r];
+        if (c0 + r < n) scores[c0 + r] = a * kss[r];
+    }
 }
 
 struct IdxTcArgs {

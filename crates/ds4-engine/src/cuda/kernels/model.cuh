@@ -1183,50 +1183,85 @@ __device__ __forceinline__ float fkey_inv(u32 k) {
 struct TopkSmem {
     u32 hist[256];
     u32 prefix, remaining, below;
-    u32 wcnt[2][32];
-    u32 base_cnt[2];
+    u64 wsum[32];  // per-warp (gt, eq) counts of the output pass, then their exclusive prefix
+    u64 total;
 };
 
-// One token's selection over n rows of scores sc. Each thread's keys (rows threadIdx.x +
-// c * blockDim.x) are read once for the four passes into KC registers (KC = 0: every pass
-// reads them again, beyond 20K rows: contexts past 80K; 24 registers spilled). The loads are
-// independent: one L2 round trip instead of one per pass. KC is the smallest that holds n
-// (topk_select): every slot costs its test in each pass whether it holds a key or not, and
-// with one 1024-thread block per token those instructions add up (20 slots for 2K rows ran
-// ~0.8 us longer per call than 16 in kbench, session 13).
-template <int KC>
-__device__ __forceinline__ void topk_rows(TopkSmem& s, const float* __restrict__ sc, int n, int t, const int* __restrict__ pos,
-                                          int topk, int* sel, int layer, int* ties) {
-    u32* hist = s.hist;
-    u32& sh_prefix = s.prefix;
-    u32& sh_remaining = s.remaining;
-    u32& sh_below = s.below;
-    u32(*wcnt)[32] = s.wcnt;
-    u32* base_cnt = s.base_cnt;
-    constexpr bool cached = KC > 0;
-    u32 kc[cached ? KC : 1];
-    if constexpr (cached) {
+// Thread j of the block owns the contiguous rows [j * per, j * per + per) of the n rows, so
+// the output pass finds every row's slot from one block-wide prefix sum of the per-thread
+// counts (the strided layout it replaces needed a prefix over the warps, three barriers, per
+// 1024 rows: ~1 us each, most of a call at 16K rows). Where the keys live, by KC:
+//  KC > 0: KC registers (the smallest that holds n, topk_select: every slot costs its test in
+//          each pass whether it holds a key or not, and one 1024-thread block per token is
+//          issue bound; 24 slots spilled);
+//  KC = 0: dynamic shared memory, thread j's c-th key at ksm[c * blockDim + j] (each thread
+//          reads back only what it wrote: no barrier, no bank conflict), up to the launch's
+//          shared memory (~56K rows: contexts to ~224K);
+//  KC < 0: read again from the scores in every pass (block-strided: coalesced; a thread's
+//          contiguous rows only in the output pass: kbench, 70K rows, 385 us when every pass
+//          read them that way).
+template <int KC, typename F>
+__device__ __forceinline__ void topk_each(int per, F f) {
+    if constexpr (KC > 0) {
 #pragma unroll
-        for (int c = 0; c < KC; c++) {
-            int i = threadIdx.x + c * (int)blockDim.x;
-            kc[c] = i < n ? fkey(sc[i]) : 0u;
-        }
+        for (int c = 0; c < KC; c++) f(c);
+    } else {
+#pragma unroll 4
+        for (int c = 0; c < per; c++) f(c);
     }
+}
+template <int KC>
+__device__ __forceinline__ void topk_rows(TopkSmem& s, u32* ksm, const float* __restrict__ sc, int n, int t,
+                                          const int* __restrict__ pos, int topk, int* sel, int layer, int* ties) {
+    u32* hist = s.hist;
+    const int bd = blockDim.x, tid = threadIdx.x;
+    const int per = KC > 0 ? KC : (n + bd - 1) / bd;
+    const int base = tid * per;
+    u32 kc[KC > 0 ? KC : 1];
+    if constexpr (KC > 0) {
+        // vector loads where the row start allows them (decode: always)
+        constexpr int V = KC % 4 == 0 ? 4 : (KC % 2 == 0 ? 2 : 1);
+        const bool al = (((size_t)(sc + base)) & (4 * V - 1)) == 0;
+#pragma unroll
+        for (int g = 0; g < KC / V; g++) {
+            const int i = base + V * g;
+            if (V == 4 && al && i + 3 < n) {
+                const float4 v = __ldg((const float4*)(sc + i));
+                kc[V * g] = fkey(v.x); kc[V * g + 1] = fkey(v.y); kc[V * g + 2] = fkey(v.z); kc[V * g + 3] = fkey(v.w);
+            } else if (V == 2 && al && i + 1 < n) {
+                const float2 v = __ldg((const float2*)(sc + i));
+                kc[V * g] = fkey(v.x); kc[V * g + 1] = fkey(v.y);
+            } else {
+#pragma unroll
+                for (int e = 0; e < V; e++) kc[V * g + e] = i + e < n ? fkey(__ldg(sc + i + e)) : 0u;
+            }
+        }
+    } else if constexpr (KC == 0) {
+#pragma unroll 8
+        for (int c = 0; c < per; c++) ksm[c * bd + tid] = base + c < n ? fkey(__ldg(sc + base + c)) : 0u;
+    }
+    auto key = [&](int c) -> u32 {
+        if constexpr (KC > 0) return kc[c];
+        else if constexpr (KC == 0) return ksm[c * bd + tid];
+        else return fkey(__ldg(sc + base + c));
+    };
     u32 prefix = 0, mask = 0, remaining = topk;
     for (int shift = 24; shift >= 0; shift -= 8) {
-        for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
+        for (int i = tid; i < 256; i += bd) hist[i] = 0;
         __syncthreads();
-        if constexpr (cached) {
-            // (one shared atomic per key: aggregating a warp's equal bins, by __match_any_sync or
-            // by ballot + shfl + all, cost 4 us per call at 8K in the decode graph, sessions 12-13)
-#pragma unroll
-            for (int c = 0; c < KC; c++) {
-                int i = threadIdx.x + c * (int)blockDim.x;
-                if (i < n && (kc[c] & mask) == prefix) atomicAdd(&hist[(kc[c] >> shift) & 255], 1u);
-            }
-        } else {
-            for (int i = threadIdx.x; i < n; i += blockDim.x) {
-                u32 k = fkey(sc[i]);
+        // (one shared atomic per key: aggregating a warp's equal bins, by __match_any_sync or
+        // by ballot + shfl + all, cost 4 us per call at 8K in the decode graph, sessions 12-13)
+        if constexpr (KC >= 0) {
+            topk_each<KC>(per, [&](int c) {
+                if (base + c < n) {
+                    const u32 k = key(c);
+                    if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255], 1u);
+                }
+            });
+        } else {  // order does not matter here: coalesced block-strided loads
+#pragma unroll 4
+            for (int i = tid; i < n; i += bd) {
+                const u32 k = fkey(__ldg(sc + i));
                 if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255], 1u);
             }
         }
@@ -1235,8 +1270,8 @@ __device__ __forceinline__ void topk_rows(TopkSmem& s, const float* __restrict__
         // reaches `remaining`, else 0; `remaining` - S(b + 1) keys of it are still to take.
         // Warp 0 scans (lane l owns bins 8l..8l+7): a serial scan by one thread cost ~4 us per
         // pass in decode.
-        if (threadIdx.x < 32) {
-            int l = threadIdx.x;
+        if (tid < 32) {
+            int l = tid;
             u32 h8[8], tot = 0;
 #pragma unroll
             for (int j = 0; j < 8; j++) { h8[j] = hist[8 * l + j]; tot += h8[j]; }
@@ -1258,79 +1293,103 @@ __device__ __forceinline__ void topk_rows(TopkSmem& s, const float* __restrict__
             }
             int bmax = __reduce_max_sync(0xffffffffu, best);
             if (bmax == 0 && l == 0) {  // no bin >= 1 reaches it: bin 0, S(1) = incl - hist[0]
-                sh_prefix = prefix;
-                sh_remaining = remaining - (incl - h8[0]);
+                s.prefix = prefix;
+                s.remaining = remaining - (incl - h8[0]);
             } else if (bmax != 0 && best == bmax) {
-                sh_prefix = prefix | ((u32)(bmax - 1) << shift);
-                sh_remaining = rem_at;
+                s.prefix = prefix | ((u32)(bmax - 1) << shift);
+                s.remaining = rem_at;
             }
         }
         __syncthreads();
-        prefix = sh_prefix;
-        remaining = sh_remaining;
+        prefix = s.prefix;
+        remaining = s.remaining;
         mask |= 255u << shift;
         __syncthreads();
     }
-    u32 kth = prefix;  // key of the topk-th largest; take `remaining` of the equal keys
-    if (threadIdx.x == 0) { base_cnt[0] = 0; base_cnt[1] = 0; sh_below = 0; }
-    __syncthreads();
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const u32 kth = prefix;  // key of the topk-th largest; take `remaining` of the equal keys
+    // Output: this thread's counts of keys above and equal to the cut, their exclusive prefix
+    // over the block (lower threads hold lower rows), then its selected rows in order. Slot of
+    // a row = (rows above the cut before it) + min(equal rows before it, remaining).
+    const int lane = tid & 31, warp = tid >> 5, nw = bd >> 5;
+    u32 ng = 0, ne = 0;
     u32 below = 0;  // largest key under the cut (near-tie margin only); every real key is > 0
-    for (int c0 = 0; c0 < n; c0 += blockDim.x) {
-        int i = c0 + threadIdx.x;
-        u32 k = (i < n) ? fkey(sc[i]) : 0u;
-        bool gt = (i < n) && k > kth;
-        bool eq = (i < n) && k == kth;
-        if (ties && i < n && k < kth) below = max(below, k);
-        u32 bg = __ballot_sync(0xffffffffu, gt), be = __ballot_sync(0xffffffffu, eq);
-        if (lane == 0) { wcnt[0][warp] = __popc(bg); wcnt[1][warp] = __popc(be); }
-        __syncthreads();
-        u32 og = base_cnt[0], oe = base_cnt[1];
-        for (int w2 = 0; w2 < warp; w2++) { og += wcnt[0][w2]; oe += wcnt[1][w2]; }
-        u32 lm = (1u << lane) - 1u;
-        u32 rg = og + __popc(bg & lm), re = oe + __popc(be & lm);
-        // output slot = (#gt before) + min(#eq before, remaining)
-        if (gt) sel[(i64)t * topk + rg + min(re, remaining)] = i;
-        if (eq && re < remaining) sel[(i64)t * topk + rg + re] = i;
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            u32 sg = 0, se = 0;
-            for (int w2 = 0; w2 < (int)(blockDim.x >> 5); w2++) { sg += wcnt[0][w2]; se += wcnt[1][w2]; }
-            base_cnt[0] += sg;
-            base_cnt[1] += se;
+    topk_each<KC>(per, [&](int c) {
+        if (base + c < n) {
+            const u32 k = key(c);
+            ng += k > kth;
+            ne += k == kth;
+            if (k < kth) below = max(below, k);
         }
-        __syncthreads();
+    });
+    const u64 mine = (u64)ng | ((u64)ne << 32);
+    u64 incl = mine;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const u64 v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
     }
+    if (lane == 31) s.wsum[warp] = incl;
+    if (tid == 0) s.below = 0;
+    __syncthreads();
+    if (warp == 0) {
+        const u64 w0 = lane < nw ? s.wsum[lane] : 0ull;
+        u64 wi = w0;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const u64 v = __shfl_up_sync(0xffffffffu, wi, o);
+            if (lane >= o) wi += v;
+        }
+        if (lane < nw) s.wsum[lane] = wi - w0;
+        if (lane == 31) s.total = wi;
+    }
+    __syncthreads();
+    const u64 ex = s.wsum[warp] + (incl - mine);
+    u32 rg = (u32)ex, re = (u32)(ex >> 32);
+    int* out = sel + (i64)t * topk;
+    topk_each<KC>(per, [&](int c) {
+        const int i = base + c;
+        if (i < n) {
+            const u32 k = key(c);
+            if (k > kth) out[rg++ + min(re, remaining)] = i;
+            else if (k == kth) {
+                if (re < remaining) out[rg + re] = i;
+                re++;
+            }
+        }
+    });
     if (ties) {  // uniform branch: the barrier below is reached by all threads or none
-        if (below) atomicMax(&sh_below, below);
+        if (below) atomicMax(&s.below, below);
         __syncthreads();
-        if (threadIdx.x == 0) {
+        if (tid == 0) {
             // Gap between the last selected score and the best rejected one (cpu.rs): a
             // rejected score equal to the cut when equal keys outnumber the free slots.
             float cut = fkey_inv(kth);
-            float next = base_cnt[1] > remaining ? cut : fkey_inv(sh_below);
+            float next = (u32)(s.total >> 32) > remaining ? cut : fkey_inv(s.below);
             float m = fabsf(cut - next) / fmaxf(fmaxf(fabsf(cut), fabsf(next)), 1.17549435e-38f);
             note_tie(ties, layer, pos[t], 4, m);
         }
     }
 }
 
+// ksm_keys: keys the launch's dynamic shared memory holds (0: none; session.rs launch_topk).
 extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __restrict__ scores, int ldsc,
                                                                const int* __restrict__ pos, int topk, int* sel,
-                                                               int layer, int* ties) {
+                                                               int layer, int* ties, int ksm_keys) {
     PDL_ENTRY;
     __shared__ TopkSmem s;
+    extern __shared__ u32 topk_ksm[];
     int t = blockIdx.x;
     int n = (pos[t] + 1) / 4;
     if (n <= topk) return;
     const float* sc = scores + (i64)t * ldsc;
     const int b = blockDim.x;
-    if (n <= 2 * b) topk_rows<2>(s, sc, n, t, pos, topk, sel, layer, ties);
-    else if (n <= 4 * b) topk_rows<4>(s, sc, n, t, pos, topk, sel, layer, ties);
-    else if (n <= 8 * b) topk_rows<8>(s, sc, n, t, pos, topk, sel, layer, ties);
-    else if (n <= 16 * b) topk_rows<16>(s, sc, n, t, pos, topk, sel, layer, ties);
-    else if (n <= 20 * b) topk_rows<20>(s, sc, n, t, pos, topk, sel, layer, ties);
-    else topk_rows<0>(s, sc, n, t, pos, topk, sel, layer, ties);
+    if (n <= 2 * b) topk_rows<2>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 4 * b) topk_rows<4>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 8 * b) topk_rows<8>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 16 * b) topk_rows<16>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 20 * b) topk_rows<20>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if ((n + b - 1) / b * b <= ksm_keys) topk_rows<0>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else topk_rows<-1>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
 }
 
 // ------------------------------------------------------------------------------------------
