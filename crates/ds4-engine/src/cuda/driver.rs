@@ -332,8 +332,8 @@ pub struct Gpu {
     side: Arc<CudaStream>,
     on_side: std::sync::atomic::AtomicBool,
     side_prio: Option<i32>,
-    /// fork (recorded on the main stream), join and mark (on the side stream) events
-    fork_ev: (Event, Event, Event),
+    /// fork (recorded on the main stream) and join (on the side stream) events
+    fork_ev: (Event, Event),
     _module: sys::CUmodule,
     funcs: HashMap<&'static str, sys::CUfunction>,
     pub name: String,
@@ -422,7 +422,7 @@ impl Gpu {
             let ev = dr::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(derr("event"))?;
             Ok(Event { ev, ctx: ctx.clone() })
         };
-        let fork_ev = (mk_sync()?, mk_sync()?, mk_sync()?);
+        let fork_ev = (mk_sync()?, mk_sync()?);
         let pdl = cc.0 >= 9 && std::env::var("DS4_PDL").map(|v| v == "1").unwrap_or(false);
         let skip: Vec<String> = std::env::var("DS4_SKIP_KERNELS").map(|v| v.split(',').map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect()).unwrap_or_default();
         if !skip.is_empty() {
@@ -549,16 +549,6 @@ impl Gpu {
         }
         self.on_side.store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(true)
-    }
-    /// Inside a branch: note how far the branch's work has been queued, for `wait_mark`.
-    pub fn mark(&self) -> Result<()> {
-        // SAFETY: as in fork.
-        unsafe { dr::event::record(self.fork_ev.2.ev, self.side.cu_stream()) }.map_err(derr("mark record"))
-    }
-    /// The main stream's next work waits for the branch's work up to the last `mark`.
-    pub fn wait_mark(&self) -> Result<()> {
-        // SAFETY: as in fork.
-        unsafe { dr::stream::wait_event(self.stream.cu_stream(), self.fork_ev.2.ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }.map_err(derr("mark wait"))
     }
     /// Queue on the main stream again (the branch's work keeps running on the side stream;
     /// also after an error inside a branch).

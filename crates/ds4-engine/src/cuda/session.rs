@@ -1033,11 +1033,6 @@ fn fork_on() -> bool {
     *V.get_or_init(|| std::env::var("DS4_FORK").map(|v| v != "0").unwrap_or(true))
 }
 
-/// `DS4_FORK_GATE=1`: q_b waits for the branch's indexer compressor (see `layers`).
-fn fork_gate() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_FORK_GATE").is_ok_and(|v| v == "1"))
-}
 
 /// `DS4_MVQ_R8=0`: no 8-row warps (`MvJobQ::plan_r8`).
 fn mvq_r8() -> bool {
@@ -2403,21 +2398,16 @@ impl CudaSession {
             // (DS4_FORK, on by default) the indexer side, or at ratio 128 the compressor, runs
             // on the side stream: a parallel branch of the decode graph (at a higher priority,
             // see Gpu::fork), joined before attention. (Its q_b first, before its compressor,
-            // measured slower: 6.98 against 6.93 ms per token at 8K; session 13.) Without a
-            // branch, the same work in the same order on one stream.
+            // measured slower: 6.98 against 6.93 ms per token at 8K; session 13. Making q_b wait
+            // for the indexer's compressor, so that both q_b start together and the branch's
+            // priority serves its own first, was neutral: 556.0 against 555.2 summed t/s at
+            // 8K and 64K, session 14.) Without a branch, the same work in the same order on
+            // one stream.
             let branch = decode && ratio > 0 && fork_on() && gpu.fork()?;
-            // DS4_FORK_GATE=1 (prepared, not yet measured): q_b waits for the indexer's
-            // compressor, so that the indexer's q_b becomes ready with q_b and takes the SMs
-            // first by its priority; without the gate it started ~9 us after q_b (q_b's first
-            // wave held every slot; session 13 trace).
-            let gate = branch && use_idx && fork_gate();
             if branch {
                 // the side stream
                 if ratio == 4 {
                     self.compressor(l, t, true)?;
-                    if gate {
-                        gpu.mark()?;
-                    }
                     if use_idx {
                         self.q_proj(l, t, decode, att, false, true)?;
                         self.indexer(l, t, idx_rows, decode)?;
@@ -2429,9 +2419,6 @@ impl CudaSession {
                 // the main stream
                 if ratio == 4 {
                     self.compressor(l, t, false)?;
-                }
-                if gate {
-                    gpu.wait_mark()?;
                 }
                 self.q_proj(l, t, decode, att, true, false)?;
                 gpu.join()?;
