@@ -1033,6 +1033,12 @@ fn fork_on() -> bool {
     *V.get_or_init(|| std::env::var("DS4_FORK").map(|v| v != "0").unwrap_or(true))
 }
 
+/// `DS4_QB_PERSIST=1`: q_b beside an open decode branch on one block per SM, each looping
+/// over q_b's blocks, so that the branch's kernels find free SM slots (see `layers`).
+fn qb_persist() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_QB_PERSIST").is_ok_and(|v| v == "1"))
+}
 
 /// `DS4_MVQ_R8=0`: no 8-row warps (`MvJobQ::plan_r8`).
 fn mvq_r8() -> bool {
@@ -1155,6 +1161,7 @@ pub(crate) const MAX_JOBS: usize = 8;
 struct JobSet<J> {
     j: [J; MAX_JOBS],
     b0: [i32; MAX_JOBS],
+    nlog: i32,
 }
 
 /// Jobs for launches of kernel `kern` (passed by value as the kernel's `JobSet`); `run(n)` runs
@@ -1185,7 +1192,7 @@ impl<J: GridJob> Jobs<J> {
             blocks.push(b as u32);
             smem.push(s);
         }
-        let mut set = JobSet { j: [J::default(); MAX_JOBS], b0 };
+        let mut set = JobSet { j: [J::default(); MAX_JOBS], b0, nlog: 0 };
         set.j[..jobs.len()].copy_from_slice(jobs);
         Ok(Jobs { set, blocks, smem, kern, _job: std::marker::PhantomData })
     }
@@ -1193,8 +1200,15 @@ impl<J: GridJob> Jobs<J> {
         self.blocks.len()
     }
     pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
-        let args = Args::new().a(self.set).a(njobs as i32);
-        gpu.launch(self.kern, (self.blocks[njobs - 1], 1, 1), 256, self.smem[njobs - 1], args)
+        self.run_grid(gpu, njobs, u32::MAX)
+    }
+    /// `run` on at most `grid` blocks (mvq entry points only: their blocks loop over the
+    /// jobs' blocks; the other kernels take one block per job block).
+    pub(crate) fn run_grid(&self, gpu: &Gpu, njobs: usize, grid: u32) -> Result<()> {
+        let nlog = self.blocks[njobs - 1];
+        let grid = if MVQ_KERNELS.contains(&self.kern) { grid.clamp(1, nlog) } else { nlog };
+        let set = JobSet { nlog: nlog as i32, ..self.set };
+        gpu.launch(self.kern, (grid, 1, 1), 256, self.smem[njobs - 1], Args::new().a(set).a(njobs as i32))
     }
 }
 
@@ -2263,12 +2277,14 @@ impl CudaSession {
 
     /// Layer `l`'s query up-projections from qr: the attention's (`q`) and the indexer's
     /// (`idx`); both in one launch where the decode tables allow it.
-    fn q_proj(&self, l: usize, t: usize, decode: bool, att: Option<&AttnJobsQ>, q: bool, idx: bool) -> Result<()> {
+    /// `narrow`: the int8 q_b alone on one block per SM (DS4_QB_PERSIST, beside a branch).
+    fn q_proj(&self, l: usize, t: usize, decode: bool, att: Option<&AttnJobsQ>, q: bool, idx: bool, narrow: bool) -> Result<()> {
         let (d, sc, ly, gpu) = (&self.m.dims, &self.sc, &self.m.layers[l], self.gpu());
         let missing = || CudaError::Other(format!("layer {l}: no indexer q_b"));
         if let Some(a) = att {
             match (q, idx, &a.ib) {
                 (true, true, Some(_)) => a.b.run(gpu, 2)?,
+                (true, false, _) if narrow => a.b.run_grid(gpu, 1, gpu.sm_count as u32)?,
                 (true, _, _) => a.b.run(gpu, 1)?,
                 (false, true, Some(ib)) => ib.run(gpu, 1)?,
                 _ => {}
@@ -2409,7 +2425,7 @@ impl CudaSession {
                 if ratio == 4 {
                     self.compressor(l, t, true)?;
                     if use_idx {
-                        self.q_proj(l, t, decode, att, false, true)?;
+                        self.q_proj(l, t, decode, att, false, true, false)?;
                         self.indexer(l, t, idx_rows, decode)?;
                     }
                 } else {
@@ -2420,7 +2436,7 @@ impl CudaSession {
                 if ratio == 4 {
                     self.compressor(l, t, false)?;
                 }
-                self.q_proj(l, t, decode, att, true, false)?;
+                self.q_proj(l, t, decode, att, true, false, qb_persist())?;
                 gpu.join()?;
             } else {
                 if ratio > 0 {
@@ -2429,7 +2445,7 @@ impl CudaSession {
                 if ratio == 4 {
                     self.compressor(l, t, true)?;
                 }
-                self.q_proj(l, t, decode, att, true, use_idx)?;
+                self.q_proj(l, t, decode, att, true, use_idx, false)?;
                 if use_idx {
                     self.indexer(l, t, idx_rows, decode)?;
                 }

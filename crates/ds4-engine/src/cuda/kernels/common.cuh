@@ -96,6 +96,7 @@ template <typename J>
 struct JobSet {
     J j[MAX_JOBS];
     int b0[MAX_JOBS];  // job k's first block in the launch
+    int nlog;          // blocks of the jobs run (mvq: a smaller grid loops over them)
 };
 // n / d for 0 <= n < 2^21 and d >= 1 by one approximate float division: (n + 0.5) / d lies at
 // least 0.5 / d from an integer, and __fdividef's relative error (2 ulp: 2^-22) moves it by less

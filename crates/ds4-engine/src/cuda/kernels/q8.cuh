@@ -266,11 +266,11 @@ __device__ __forceinline__ void mvq_rows(const MvJobQ& j, int rowA, const signed
 // (mvq_b2 only, whose jobs are all Q8_0; the session gives it to plain jobs of short rows,
 // q_b's 1024 columns, so that a block streams 70 KB instead of 35: q_b took 16-17 us in the
 // decode graph against 11 for out_a / out_b of the same bytes).
+// A grid smaller than the jobs' blocks (nlog) loops over them: the decode branch's q_b at one
+// block per SM (DS4_QB_PERSIST) leaves SM slots to the branch's kernels.
 template <bool R8>
-__device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, const int* b0, int njobs) {
-    __shared__ u32 gsel[256];
-    __shared__ float red[8][16];
-    int b = blockIdx.x;
+__device__ __forceinline__ void mvq_block(const MvJobQ* __restrict__ jobs, const int* b0, int njobs, int b, u32* gsel,
+                                          float (*red)[16]) {
     const int ji = job_of_block(b0, njobs, b);
     const MvJobQ j = jobs[ji];
     int slot, row0, rpb, ks, rowA;
@@ -300,13 +300,26 @@ __device__ __forceinline__ void mvq_main(const MvJobQ* __restrict__ jobs, const 
     __syncthreads();
     mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, j.w2.pay != nullptr, j.clamp, wsl, slot, j.y, j.yq, j.yd);
 }
+template <bool R8>
+__device__ __forceinline__ void mvq_main(const JobSet<MvJobQ>& js, int njobs) {
+    __shared__ u32 gsel[256];
+    __shared__ float red[8][16];
+    if (gridDim.x >= js.nlog) {  // one logical block per block (every launch but DS4_QB_PERSIST's)
+        mvq_block<R8>(js.j, js.b0, njobs, blockIdx.x, gsel, red);
+        return;
+    }
+    for (int b = blockIdx.x; b < js.nlog; b += gridDim.x) {
+        mvq_block<R8>(js.j, js.b0, njobs, b, gsel, red);
+        __syncthreads();  // red and gsel are the next block's
+    }
+}
 
 // Same kernel under two register caps (minimum resident blocks per SM).
 extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
-    mvq_main<true>(js.j, js.b0, njobs);
+    mvq_main<true>(js, njobs);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
-    mvq_main<false>(js.j, js.b0, njobs);
+    mvq_main<false>(js, njobs);
 }
