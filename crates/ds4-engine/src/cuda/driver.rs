@@ -506,12 +506,12 @@ impl Gpu {
             .as_ref()
     }
 
-    /// Free device memory in bytes, when the driver can say.
     /// Shared memory one block may opt into (bytes).
     pub fn smem_optin(&self) -> usize {
         self.smem_optin.max(0) as usize
     }
 
+    /// Free device memory in bytes, when the driver can say.
     pub fn free_mem(&self) -> Option<usize> {
         self.bind().ok()?;
         dr::mem_get_info().ok().map(|(free, _)| free)

@@ -2417,8 +2417,9 @@ impl CudaSession {
             // measured slower: 6.98 against 6.93 ms per token at 8K; session 13. Making q_b wait
             // for the indexer's compressor, so that both q_b start together and the branch's
             // priority serves its own first, was neutral: 556.0 against 555.2 summed t/s at
-            // 8K and 64K, session 14.) Without a branch, the same work in the same order on
-            // one stream.
+            // 8K and 64K, session 14; so was the indexer's q_b alone before the branch, and q_b
+            // on one block per SM beside it, DS4_QB_PERSIST.) Without a branch, the same work in
+            // the same order on one stream.
             let branch = decode && ratio > 0 && fork_on() && gpu.fork()?;
             if branch {
                 // the side stream
