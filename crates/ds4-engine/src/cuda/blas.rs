@@ -25,8 +25,7 @@ use std::sync::{Arc, OnceLock};
 
 /// `DS4_GEMM_DENSE=q` keeps the built-in kernels for the dense prefill GEMMs (read once).
 pub fn dense_blas_wanted() -> bool {
-    static V: OnceLock<bool> = OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_GEMM_DENSE").map(|v| v != "q").unwrap_or(true))
+    env_unless!("DS4_GEMM_DENSE", "q")
 }
 
 /// Smallest token count routed to cuBLAS (`DS4_GEMM_DENSE_MIN_T`, default 128, read once).
@@ -39,8 +38,7 @@ pub fn dense_min_t() -> usize {
 /// default: on the H200 it is 1.4-1.7x faster per expert matrix at 8192 tokens in the kernel
 /// bench, yet a whole 8K prefill measured slower (3823 vs 4917 t/s; bench/NOTES.md).
 pub fn exp_blas_wanted() -> bool {
-    static V: OnceLock<bool> = OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_GEMM_EXP").map(|v| v == "cublas").unwrap_or(false))
+    env_is!("DS4_GEMM_EXP", "cublas")
 }
 
 /// Host time spent issuing the routed-expert products (`ExpCall::gemm`, seconds) and how many

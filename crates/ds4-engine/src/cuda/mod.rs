@@ -19,6 +19,23 @@
 //!   inputs and f32 accumulation. Decode is memory-bound and identical in both (f32
 //!   activations against dequantized weights).
 
+/// A run-time A/B switch, read once per process (per call site): true unless environment
+/// variable `$name` holds `$off`.
+macro_rules! env_unless {
+    ($name:literal, $off:literal) => {{
+        static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *V.get_or_init(|| !std::env::var($name).is_ok_and(|v| v == $off))
+    }};
+}
+/// A run-time A/B switch, read once per process (per call site): whether environment variable
+/// `$name` holds `$on`.
+macro_rules! env_is {
+    ($name:literal, $on:literal) => {{
+        static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *V.get_or_init(|| std::env::var($name).is_ok_and(|v| v == $on))
+    }};
+}
+
 pub mod backend;
 pub mod blas;
 pub mod dims;

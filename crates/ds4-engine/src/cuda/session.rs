@@ -295,15 +295,13 @@ fn hc_fin_smem(n: usize, d: usize) -> u32 {
 /// `DS4_HC_SK=0` keeps decode's Sinkhorn in hc_step's finishing block instead of deferring it
 /// to an extra block of attn_prep / router_dec (read once).
 fn hc_sk_enabled() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_HC_SK").map(|v| v != "0").unwrap_or(true))
+    env_unless!("DS4_HC_SK", "0")
 }
 
 /// `DS4_HC_STEP=0` keeps decode's separate hc_post_mix / hc_finish / quant_q8 launches
 /// (read once).
 fn hc_step_enabled() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_HC_STEP").map(|v| v != "0").unwrap_or(true))
+    env_unless!("DS4_HC_STEP", "0")
 }
 
 /// Arguments of the tensor-core prefill attention (kernels/attn.cuh `AttnTcArgs`).
@@ -382,8 +380,7 @@ pub(crate) struct AttnIo {
 
 /// Prefill attention on tensor cores for Precision::Fast unless `DS4_ATTN=simt` (read once).
 pub(crate) fn attn_tc_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| !matches!(std::env::var("DS4_ATTN").as_deref(), Ok("simt")))
+    env_unless!("DS4_ATTN", "simt")
 }
 
 /// Shapes the tensor-core kernel handles: up to 64 heads (one CTA holds them all), head dim a
@@ -430,8 +427,7 @@ pub(crate) struct IdxIo {
 /// Prefill indexer scores on tensor cores for Precision::Fast with the FP4 step on, unless
 /// `DS4_IDX=simt` (read once).
 pub(crate) fn idx_tc_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| !matches!(std::env::var("DS4_IDX").as_deref(), Ok("simt")))
+    env_unless!("DS4_IDX", "simt")
 }
 
 /// Shapes idx_score_tc handles: vectors padded to 128 (16-byte f16 chunks, float4 loads), the
@@ -465,8 +461,7 @@ pub(crate) fn idx_w_shape_ok(hi: usize, di: usize) -> bool {
 /// Whether a batch of `t` tokens takes `idx_score_w` (one token, a shape it handles; read
 /// once: DS4_IDX_W=0 keeps idx_score).
 pub(crate) fn idx_w_ok(t: usize, hi: usize, di: usize) -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    t == 1 && *ON.get_or_init(|| !matches!(std::env::var("DS4_IDX_W").as_deref(), Ok("0"))) && idx_w_shape_ok(hi, di)
+    t == 1 && env_unless!("DS4_IDX_W", "0") && idx_w_shape_ok(hi, di)
 }
 
 /// Rows per idx_score_w block for a score matrix of `rows` rows: about 512 blocks, 8 to
@@ -623,8 +618,7 @@ pub(crate) fn launch_attn_simt(gpu: &Gpu, io: &AttnIo) -> Result<()> {
 /// Decode attention (T = 1) in one kernel, `attn_dec` (kernels/decode.cuh), unless
 /// `DS4_ATTN_DEC=old` (read once): then attn_partial + attn_combine as in prefill.
 pub(crate) fn attn_dec_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| !matches!(std::env::var("DS4_ATTN_DEC").as_deref(), Ok("old")))
+    env_unless!("DS4_ATTN_DEC", "old")
 }
 
 /// Most row splits of attn_dec (clusters of 8 blocks per group of 8 heads; sizes its scratch).
@@ -743,8 +737,7 @@ pub(crate) fn attn_dec_smem(dh: usize) -> usize {
 
 /// Decode MoE router `moe_route_w` (one warp per token) unless `DS4_ROUTE=old` (read once).
 pub(crate) fn route_new_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| !matches!(std::env::var("DS4_ROUTE").as_deref(), Ok("old")))
+    env_unless!("DS4_ROUTE", "old")
 }
 
 /// Mirror of `struct RouterDecArgs` in decode.cuh.
@@ -783,8 +776,7 @@ pub(crate) struct HcSk {
 /// E <= 256, K <= 32, an F32 / F16 / Q8_0 router over a row of whole 32-value groups, unless
 /// DS4_ROUTER=old (read once) or DS4_ROUTE=old.
 pub(crate) fn router_dec_ok(w: &WMat, hashed: bool, e: usize, k: usize) -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let on = *ON.get_or_init(|| !matches!(std::env::var("DS4_ROUTER").as_deref(), Ok("old")));
+    let on = env_unless!("DS4_ROUTER", "old");
     on && route_new_enabled() && !hashed && e <= 256 && k <= 32 && [0, 1, 8].contains(&w.ty) && w.cols % 32 == 0 && w.rows as usize == e
 }
 
@@ -1029,27 +1021,23 @@ impl MvJobQ {
 
 /// `DS4_FORK=0`: no parallel branch in a decode step (see `layers`).
 fn fork_on() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_FORK").map(|v| v != "0").unwrap_or(true))
+    env_unless!("DS4_FORK", "0")
 }
 
 /// `DS4_QB_PERSIST=1`: q_b beside an open decode branch on one block per SM, each looping
 /// over q_b's blocks, so that the branch's kernels find free SM slots (see `layers`).
 fn qb_persist() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_QB_PERSIST").is_ok_and(|v| v == "1"))
+    env_is!("DS4_QB_PERSIST", "1")
 }
 
 /// `DS4_MVQ_R8=0`: no 8-row warps (`MvJobQ::plan_r8`).
 fn mvq_r8() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_MVQ_R8").map(|v| v != "0").unwrap_or(true))
+    env_unless!("DS4_MVQ_R8", "0")
 }
 
 /// `DS4_MVQ_WIDE2=0`: rows of 8192+ columns whole per warp in the int8 matvecs (read once).
 fn mvq_wide2() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_MVQ_WIDE2").map(|v| v != "0").unwrap_or(true))
+    env_unless!("DS4_MVQ_WIDE2", "0")
 }
 
 /// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
@@ -1423,8 +1411,7 @@ const NEAR_TIE_KINDS: [&str; 5] = ["raw kv fp8", "compressed kv fp8", "indexer r
 /// Fast-precision GEMM selection, read once: `DS4_GEMM=old` runs the first tensor-core kernel
 /// (`gemm_h`) instead of the pipelined `gemm_q64/128`.
 fn gemm_old() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_GEMM").map(|v| v == "old").unwrap_or(false))
+    env_is!("DS4_GEMM", "old")
 }
 
 /// gemm_q dequantization, read once: f16x2 arithmetic (GQ_FLAG_HDEQ, default) or
@@ -1438,8 +1425,7 @@ pub(crate) fn gemm_q_flags() -> i32 {
 /// gemm_h for them (it was faster than the f32-decode gemm_q for IQ2_XXS/Q2_K at ~48 tokens
 /// per expert), anything else gemm_q.
 fn gemm_exp_h() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_GEMM_EXP").map(|v| v == "h").unwrap_or(false))
+    env_is!("DS4_GEMM_EXP", "h")
 }
 
 /// Dynamic shared memory of moe_group2 for `e` experts.
@@ -1450,8 +1436,7 @@ pub(crate) fn moe_group2_smem(e: usize) -> usize {
 /// moe_group2 (parallel grouping) unless `DS4_MOE_GROUP=old`, or the expert count needs more
 /// than the default 48 KiB of shared memory.
 pub(crate) fn moe_group2_ok(e: usize) -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let on = *V.get_or_init(|| std::env::var("DS4_MOE_GROUP").map(|v| v != "old").unwrap_or(true));
+    let on = env_unless!("DS4_MOE_GROUP", "old");
     on && moe_group2_smem(e) <= 48 * 1024
 }
 
@@ -1465,8 +1450,7 @@ pub(crate) const GQ_FLAG_XH: i32 = 2;
 /// Compute: L1 74% busy at 37% issue use); f16 halves it and ldmatrix builds the fragments.
 /// The f16 rows hold the same rounding the f32 path applies inside the kernel: same results.
 pub(crate) fn gq_xh_ok(w: &WMat) -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let on = *V.get_or_init(|| std::env::var("DS4_GEMM_XH").map(|v| v != "0").unwrap_or(true));
+    let on = env_unless!("DS4_GEMM_XH", "0");
     // the four block-quant types (the same set mvq decodes)
     on && gemm_q_flags() & 1 != 0 && mvq_type_ok(w.ty) && w.cols % 32 == 0
 }
