@@ -1190,11 +1190,14 @@ impl<J: GridJob> Jobs<J> {
     pub(crate) fn run(&self, gpu: &Gpu, njobs: usize) -> Result<()> {
         self.run_grid(gpu, njobs, u32::MAX)
     }
-    /// `run` on at most `grid` blocks (mvq entry points only: their blocks loop over the
-    /// jobs' blocks; the other kernels take one block per job block).
+    /// `run` on at most `grid` blocks: mvq entry points only, whose blocks loop over the jobs'
+    /// blocks (the other kernels need one block per job block).
     pub(crate) fn run_grid(&self, gpu: &Gpu, njobs: usize, grid: u32) -> Result<()> {
         let nlog = self.blocks[njobs - 1];
-        let grid = if MVQ_KERNELS.contains(&self.kern) { grid.clamp(1, nlog) } else { nlog };
+        let grid = grid.clamp(1, nlog);
+        if grid < nlog && !MVQ_KERNELS.contains(&self.kern) {
+            return Err(CudaError::Other(format!("{}: a grid of {grid} for {nlog} blocks (only mvq loops)", self.kern)));
+        }
         let set = JobSet { nlog: nlog as i32, ..self.set };
         gpu.launch(self.kern, (grid, 1, 1), 256, self.smem[njobs - 1], Args::new().a(set).a(njobs as i32))
     }

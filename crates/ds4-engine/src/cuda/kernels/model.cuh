@@ -1318,7 +1318,7 @@ __device__ __forceinline__ void topk_rows(TopkSmem& s, u32* ksm, const float* __
             const u32 k = key(c);
             ng += k > kth;
             ne += k == kth;
-            if (k < kth) below = max(below, k);
+            if (ties && k < kth) below = max(below, k);  // the near-tie log only
         }
     });
     const u64 mine = (u64)ng | ((u64)ne << 32);
