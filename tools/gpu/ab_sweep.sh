@@ -4,7 +4,7 @@
 # (AB=base: .gpu/base from tools/gpu/base.sh), two alternating pairs each, then the 2K..64K
 # sweep under whichever decoded faster in sum -> $OUT/h200_q2.csv, and CUPTI kernel traces of
 # the decode graph at 8K and 64K (when .gpu/cupti is carried) -> $OUT/cupti_{8k,64k}.csv.gz.
-# Carry .gpu/{ds4-bench,ds4-gguf,fix.tgz,kz} (+ .gpu/cupti or .gpu/base).
+# SWEEP=0 skips the sweep. Carry .gpu/{ds4-bench,ds4-gguf,fix.tgz,kz} (+ .gpu/cupti or .gpu/base).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
@@ -38,9 +38,11 @@ SW=X=1
 if awk -v a="$sa" -v b="$sb" 'BEGIN{exit !(b > a)}'; then SW=$AB; fi
 SB=$BIN
 if [ "$SW" = base ]; then SW="DS4_KERNEL_CACHE=$PWD/.gpu/base/kcache"; SB=.gpu/base/ds4-bench; fi
+if [ "${SWEEP:-1}" = 1 ]; then
 echo "== sweep ($SW $SB)"
 env $SW timeout 150 "$SB" --cuda -m "$M" --random-prompt 65700 --ctx-start 2048 --ctx-max 65536 --step-incr 8192 --gen-tokens 32 \
   --csv "$OUT/h200_q2.csv" 2>&1 | tr '\r' '\n' | grep -E "^ctx [0-9]|rror|panic" | tee "$OUT/sweep.log"
+fi
 [ -d .gpu/cupti ] && for ctx in 8192 65536; do
   env $SW BIN=$SB bash -c ". tools/gpu/env.sh >/dev/null; export DS4_KERNEL_CACHE=$DS4_KERNEL_CACHE; cupti_decode $ctx" && mv "$OUT/cupti_kern.csv.gz" "$OUT/cupti_$((ctx / 1024))k.csv.gz"
 done

@@ -59,7 +59,7 @@ pub fn kernel_source() -> String {
 pub const KERNELS: &[&str] = &[
     "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gemm_qr", "gemm_qr2",
     "repack_blocks", "dequant_rows", "embed_rows",
-    "hc_post_mix", "hc_finish", "hc_step", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "idx_score_w", "topk_select",
+    "hc_post_mix", "hc_finish", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "idx_score_w", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4", "read_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "idx_score_dtc", "quant_q8", "mvq_b2", "mvq_b3",
     "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "router_dec",
@@ -658,16 +658,45 @@ impl Gpu {
     }
 
     /// Launch `name` with the given argument pointers (each points at one argument value).
-    pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, mut args: Args) -> Result<()> {
+    pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, args: Args) -> Result<()> {
+        self.launch_ex(name, grid, block, smem, args, false)
+    }
+
+    /// `launch` as a cooperative launch: every block is resident at once (the launch fails
+    /// otherwise), which a kernel with a grid-wide barrier needs (hc_step_gs). Check the
+    /// grid against `coop_capacity` first.
+    pub fn launch_coop(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, args: Args) -> Result<()> {
+        self.launch_ex(name, grid, block, smem, args, true)
+    }
+
+    /// How many blocks of `name` (at `block` threads, `smem` dynamic bytes) the device holds at
+    /// once: the largest grid a cooperative launch accepts.
+    pub fn coop_capacity(&self, name: &str, block: u32, smem: u32) -> Result<usize> {
+        let mut n: std::ffi::c_int = 0;
+        // SAFETY: a loaded function and a valid out pointer.
+        let r = unsafe { sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut n, self.f(name), block as i32, smem as usize) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(CudaError::Driver { ctx: format!("occupancy of {name}"), err: format!("{r:?}") });
+        }
+        Ok(n.max(0) as usize * self.sm_count.max(0) as usize)
+    }
+
+    fn launch_ex(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, mut args: Args, coop: bool) -> Result<()> {
         self.bump();
         let args = args.ptrs();
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || (!self.skip.is_empty() && self.skip.iter().any(|k| k == name)) {
             return Ok(());
         }
-        // launch attributes (no allocation per launch): PDL, and the priority of a branch's kernels
+        // launch attributes (no allocation per launch): cooperative, PDL, and the priority of a
+        // branch's kernels
         // SAFETY: a zeroed attribute is valid; the used ones get their id and value below.
-        let mut attrs: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
+        let mut attrs: [sys::CUlaunchAttribute; 3] = unsafe { std::mem::zeroed() };
         let mut na = 0;
+        if coop {
+            attrs[na].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+            attrs[na].value.cooperative = 1;
+            na += 1;
+        }
         if self.pdl {
             attrs[na].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
             attrs[na].value.programmaticStreamSerializationAllowed = 1;

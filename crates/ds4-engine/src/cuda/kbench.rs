@@ -1654,12 +1654,29 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
         let io_new = AttnIo { out: out_new.ptr, ..io };
         gpu.htod(out_new.ptr, &vec![f32::NAN; h * dh])?;
         launch_attn_simt(gpu, &io)?;
-        launch_attn_dec(gpu, &io_new, part.ptr, cnt.ptr)?;
+        // the int8 output where the shape allows it, checked against quant_q8 of the f32 output
+        let q8b = if dh % 256 == 0 { Some((gpu.alloc(h * dh)?, gpu.alloc(h * dh / 32 * 8)?, gpu.alloc(h * dh)?, gpu.alloc(h * dh / 32 * 8)?)) } else { None };
+        let q8 = q8b.as_ref().map(|b| (b.0.ptr, b.1.ptr));
+        launch_attn_dec(gpu, &io_new, part.ptr, cnt.ptr, q8)?;
+        let q8_diff = match &q8b {
+            Some(b) => {
+                launch_quant_q8(gpu, out_new.ptr, h * dh, 0, 0, b.2.ptr, b.3.ptr)?;
+                let (mut qa, mut qb) = (vec![0i8; h * dh], vec![0i8; h * dh]);
+                let (mut da, mut db) = (vec![0f32; h * dh / 16], vec![0f32; h * dh / 16]);
+                gpu.dtoh(&mut qa, b.0.ptr)?;
+                gpu.dtoh(&mut qb, b.2.ptr)?;
+                gpu.dtoh(&mut da, b.1.ptr)?;
+                gpu.dtoh(&mut db, b.3.ptr)?;
+                let n = qa.iter().zip(&qb).filter(|(a, b)| a != b).count() + da.iter().zip(&db).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+                format!(" int8 vs quant_q8: {}", if n == 0 { "same".to_string() } else { format!("{n} DIFFER") })
+            }
+            None => String::new(),
+        };
         let (mut r, mut y) = (vec![0f32; h * dh], vec![0f32; h * dh]);
         gpu.dtoh(&mut r, out_old.ptr)?;
         gpu.dtoh(&mut y, out_new.ptr)?;
         let us_old = time(&|| launch_attn_simt(gpu, &io))?;
-        let us_new = time(&|| launch_attn_dec(gpu, &io_new, part.ptr, cnt.ptr))?;
+        let us_new = time(&|| launch_attn_dec(gpu, &io_new, part.ptr, cnt.ptr, q8))?;
         let mut y2 = vec![0f32; h * dh];
         gpu.dtoh(&mut y2, out_new.ptr)?;
         let mut cz = vec![0i32; nc];
@@ -1668,12 +1685,12 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
         let (rel, bad) = cmp(&y, &r);
         let rows = (p + 1).min(w) + if ratio == 4 { ncv.min(topk) } else { ncv };
         let name = format!("attn h{h} dh{dh} r{ratio} p={p} rows={rows} ns={ns}/{}", attn_dec_nsplit(ratio));
-        println!("{:<48} {:>8.2} {:>8.2} {:>6.2}x {:>10.2e} {:>4} {:>4}", name, us_old, us_new, us_old / us_new, rel, bad, if det { "ok" } else { "NO" });
+        println!("{:<48} {:>8.2} {:>8.2} {:>6.2}x {:>10.2e} {:>4} {:>4}{q8_diff}", name, us_old, us_new, us_old / us_new, rel, bad, if det { "ok" } else { "NO" });
         // phase trace of a warm launch (launch_attn_dec_traced), us from the first block's entry
         let nb = h.div_ceil(8) * attn_dec_nsplit(ratio);
         let tr = gpu.alloc_zeroed(nb * 8 * 8)?;
         for _ in 0..3 {
-            launch_attn_dec_traced(gpu, &io_new, part.ptr, cnt.ptr, tr.ptr)?;
+            launch_attn_dec_traced(gpu, &io_new, part.ptr, cnt.ptr, q8, tr.ptr)?;
         }
         gpu.sync()?;
         let mut tv = vec![0u64; nb * 8];
@@ -1848,7 +1865,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         let fnb = gpu.alloc(fnv.len() * 2)?;
         gpu.htod(fnb.ptr, &fnv)?;
         let (pdot, pss) = (gpu.alloc(t * split * m * 4)?, gpu.alloc(t * split * 8)?);
-        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, z: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
+        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, gs: 0, z: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
         // y = 0 keeps S unchanged, so every repetition sees the same input
         let run = || launch_hc_post_mix(gpu, &b, t, 0, ny, fnb.ptr, m);
         run()?;
@@ -1881,9 +1898,9 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
 /// timing loop (its tickets must reset). The process is small, so Nsight Compute's kernel
 /// replay can profile hc_step here (on the full model it did not finish).
 pub fn hc_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcBufs, HcFinish};
+    use super::session::{hc_gram, hc_gs_fits, launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcBufs, HcFinish};
     println!(
-        "{:<34} {:>8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>5} {:>4} {:>4}",
+        "{:<40} {:>8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>5} {:>4} {:>4}",
         "hyper-connection step (T=1)", "old us", "new us", "speedup", "S rel", "post/comb", "xn rel", "q8!", "nan", "det"
     );
     // (D, streams, mixes, rows summed into y, int8 copy)
@@ -1906,18 +1923,31 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
         let (yb, scb, bab, nob) = (up(&yv)?, up(&scale)?, up(&base)?, up(&norm)?);
         let fnb = gpu.alloc(fnv.len() * 2)?;
         gpu.htod(fnb.ptr, &fnv)?;
-        // one state per path: S, post, comb, partial sums, ticket, xn, int8 copy
-        let state = || -> Result<(HcBufs, Vec<DevBuf>)> {
-            let bufs = vec![up(&s0)?, up(&post0)?, up(&comb0)?, gpu.alloc(split * m * 4)?, gpu.alloc(split * 8)?, gpu.alloc_zeroed(4)?, gpu.alloc(d * 4)?, gpu.alloc(d)?, gpu.alloc(d / 32 * 8)?, gpu.alloc(n * n * 4)?];
+        // one state per path: S, post, comb, partial sums, ticket, xn, int8 copy, z, barrier
+        // counter (gs: hc_step_gs, else hc_step)
+        let state = |gs: bool| -> Result<(HcBufs, Vec<DevBuf>)> {
+            let bufs = vec![
+                up(&s0)?,
+                up(&post0)?,
+                up(&comb0)?,
+                gpu.alloc(split * m * 4)?,
+                gpu.alloc(split * hc_gram(n) * 8)?,
+                gpu.alloc_zeroed(4)?,
+                gpu.alloc(d * 4)?,
+                gpu.alloc(d)?,
+                gpu.alloc(d / 32 * 8)?,
+                gpu.alloc(n * n * 4)?,
+                gpu.alloc_zeroed(8)?,
+            ];
             // (the decode configuration: the Sinkhorn deferred to a later launch)
             let z = bufs[9].ptr;
-            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
+            let gsp = if gs { bufs[10].ptr } else { 0 };
+            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: gsp, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
             Ok((b, bufs))
         };
-        let (bo, so) = state()?;
-        let (bn, sn) = state()?;
+        let (bo, so) = state(false)?;
         let fin = |st: &[DevBuf]| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out: st[6].ptr, q8: q8.then_some((st[7].ptr, st[8].ptr)) };
-        let (fo, fnw) = (fin(&so), fin(&sn));
+        let fo = fin(&so);
         let old = || -> Result<()> {
             launch_hc_post_mix(gpu, &bo, 1, yb.ptr, ny, fnb.ptr, m)?;
             launch_hc_finish(gpu, &bo, 0, 1, &fo)?;
@@ -1926,23 +1956,9 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
                 None => Ok(()),
             }
         };
-        // decode's hc_step defers the Sinkhorn (its logits at bn.z): comb is checked below by
-        // the CPU's Sinkhorn of those logits (attn_prep / router_dec run it on the GPU: kbench dec)
-        let step = || launch_hc_step(gpu, &bn, 1, yb.ptr, ny, fnb.ptr, &fnw);
-        let new = || -> Result<()> {
-            step()?;
-            if m > n {
-                let mut z = vec![0f32; n * n];
-                gpu.dtoh(&mut z, bn.z)?;
-                let mut c = vec![0f32; n * n];
-                crate::ops::sinkhorn(&z, n, 20, 1e-6, &mut c);
-                gpu.htod(bn.comb, &c)?;
-            }
-            Ok(())
-        };
         old()?;
-        new()?;
         gpu.sync()?;
+        let us_old = graph_us(gpu, 200, &old)?;
         let read = |b: &DevBuf, k: usize| -> Result<Vec<f32>> {
             let mut v = vec![0f32; k];
             gpu.dtoh(&mut v, b.ptr)?;
@@ -1953,69 +1969,111 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
             let bad = a.iter().filter(|v| !v.is_finite()).count();
             (a.iter().zip(b).fold(0f64, |x, (p, q)| x.max((*p as f64 - *q as f64).abs())) / mr, bad)
         };
-        let (s_rel, nan0) = rel(&read(&sn[0], n * d)?, &read(&so[0], n * d)?);
-        // the head's pre-mix (m == n) has no post/comb
-        let (pc_rel, nan1) = if m > n {
-            let (a, b) = (rel(&read(&sn[1], n)?, &read(&so[1], n)?), rel(&read(&sn[2], n * n)?, &read(&so[2], n * n)?));
-            (a.0.max(b.0), a.1 + b.1)
-        } else {
-            (0.0, 0)
-        };
-        let xn_new = read(&sn[6], d)?;
-        let (xn_rel, nan2) = rel(&xn_new, &read(&so[6], d)?);
-        let q8_off = if q8 {
-            let (mut qa, mut qb) = (vec![0i8; d], vec![0i8; d]);
-            gpu.dtoh(&mut qa, sn[7].ptr)?;
-            gpu.dtoh(&mut qb, so[7].ptr)?;
-            qa.iter().zip(&qb).filter(|(a, b)| (**a as i32 - **b as i32).abs() > 1).count()
-        } else {
-            0
-        };
-        // timing keeps stepping the same state (post-mix and finish feed each other as in
-        // decode); the repeat check re-runs one step from the original inputs
-        let us_old = graph_us(gpu, 200, &old)?;
-        let us_new = graph_us(gpu, 200, &step)?;
-        gpu.htod(bn.s, &s0)?;
-        gpu.htod(bn.post, &post0)?;
-        gpu.htod(bn.comb, &comb0)?;
-        new()?;
-        gpu.sync()?;
-        let det = read(&sn[6], d)?.iter().zip(&xn_new).all(|(a, b)| a.to_bits() == b.to_bits());
-        // phase trace of a warm launch (launch_hc_step_traced): times from the first block's entry
-        let tr = gpu.alloc_zeroed((3 * split + 8) * 8)?;
-        for _ in 0..3 {
-            launch_hc_step_traced(gpu, &bn, 1, yb.ptr, ny, fnb.ptr, &fnw, tr.ptr)?;
+        // the unfused path's outputs of its first step (the timing loop stepped its state on:
+        // rerun once from the inputs)
+        for (b, v) in [(&so[0], &s0), (&so[1], &post0), (&so[2], &comb0)] {
+            gpu.htod(b.ptr, v)?;
         }
+        old()?;
         gpu.sync()?;
-        let mut tv = vec![0u64; 3 * split + 8];
-        gpu.dtoh(&mut tv, tr.ptr)?;
-        let t0 = (0..split).map(|b| tv[3 * b]).min().unwrap_or(0);
-        let us = |v: u64| if v == 0 { f64::NAN } else { v.saturating_sub(t0) as f64 / 1e3 };
-        let col = |k: usize| -> (f64, f64) {
-            let mut v: Vec<f64> = (0..split).map(|b| us(tv[3 * b + k])).collect();
-            v.sort_by(f64::total_cmp);
-            (v[v.len() / 2], v[v.len() - 1])
-        };
-        let (e, mx, tk) = (col(0), col(1), col(2));
-        let f = &tv[3 * split..];
-        let trace_line = format!(
-            "  trace us: block entry med {:.2} max {:.2} | mixes done med {:.2} max {:.2} | ticket med {:.2} max {:.2} | last block: partials {:.2} collapse {:.2} barrier {:.2} sinkhorn (deferred: logits) {:.2} int8 {:.2}",
-            e.0, e.1, mx.0, mx.1, tk.0, tk.1, us(f[0]), us(f[2]), us(f[3]), us(f[1]), us(f[4])
-        );
-        println!(
-            "{:<34} {:>8.2} {:>8.2} {:>6.2}x {:>9.2e} {:>9.2e} {:>9.2e} {:>5} {:>4} {:>4}",
-            format!("hc D{d} N{n} M{m} ny{ny}{}", if q8 { " +int8" } else { "" }),
-            us_old,
-            us_new,
-            us_old / us_new.max(1e-9),
-            s_rel,
-            pc_rel,
-            xn_rel,
-            q8_off,
-            nan0 + nan1 + nan2,
-            if det { "ok" } else { "DIFF" }
-        );
-        println!("{trace_line}");
+        let (s_old, post_old, comb_old, xn_old) = (read(&so[0], n * d)?, read(&so[1], n)?, read(&so[2], n * n)?, read(&so[6], d)?);
+        let mut q_old = vec![0i8; d];
+        if q8 {
+            gpu.dtoh(&mut q_old, so[7].ptr)?;
+        }
+        for gs in [false, true] {
+            if gs && !hc_gs_fits(gpu, split, 1, n) {
+                println!("  (hc_step_gs: the grid does not fit the device at once, or DS4_HC_GS=0)");
+                continue;
+            }
+            let (bn, sn) = state(gs)?;
+            let fnw = fin(&sn);
+            // decode's hc_step defers the Sinkhorn (its logits at bn.z): comb is checked below by
+            // the CPU's Sinkhorn of those logits (attn_prep / router_dec run it on the GPU: kbench dec)
+            let step = || launch_hc_step(gpu, &bn, 1, yb.ptr, ny, fnb.ptr, &fnw);
+            let new = || -> Result<()> {
+                step()?;
+                if m > n {
+                    let mut z = vec![0f32; n * n];
+                    gpu.dtoh(&mut z, bn.z)?;
+                    let mut c = vec![0f32; n * n];
+                    crate::ops::sinkhorn(&z, n, 20, 1e-6, &mut c);
+                    gpu.htod(bn.comb, &c)?;
+                }
+                Ok(())
+            };
+            new()?;
+            gpu.sync()?;
+            let (s_rel, nan0) = rel(&read(&sn[0], n * d)?, &s_old);
+            // the head's pre-mix (m == n) has no post/comb
+            let (pc_rel, nan1) = if m > n {
+                let (a, b) = (rel(&read(&sn[1], n)?, &post_old), rel(&read(&sn[2], n * n)?, &comb_old));
+                (a.0.max(b.0), a.1 + b.1)
+            } else {
+                (0.0, 0)
+            };
+            let xn_new = read(&sn[6], d)?;
+            let (xn_rel, nan2) = rel(&xn_new, &xn_old);
+            let q8_off = if q8 {
+                let mut qa = vec![0i8; d];
+                gpu.dtoh(&mut qa, sn[7].ptr)?;
+                qa.iter().zip(&q_old).filter(|(a, b)| (**a as i32 - **b as i32).abs() > 1).count()
+            } else {
+                0
+            };
+            // timing keeps stepping the same state (post-mix and finish feed each other as in
+            // decode); the repeat check re-runs one step from the original inputs (the tickets
+            // and barrier counters must be ready for it)
+            let us_new = graph_us(gpu, 200, &step)?;
+            gpu.htod(bn.s, &s0)?;
+            gpu.htod(bn.post, &post0)?;
+            gpu.htod(bn.comb, &comb0)?;
+            new()?;
+            gpu.sync()?;
+            let det = read(&sn[6], d)?.iter().zip(&xn_new).all(|(a, b)| a.to_bits() == b.to_bits());
+            // phase trace of a warm launch (launch_hc_step_traced): times from the first block's entry
+            let tr = gpu.alloc_zeroed((3 * split + 8) * 8)?;
+            for _ in 0..3 {
+                launch_hc_step_traced(gpu, &bn, 1, yb.ptr, ny, fnb.ptr, &fnw, tr.ptr)?;
+            }
+            gpu.sync()?;
+            let mut tv = vec![0u64; 3 * split + 8];
+            gpu.dtoh(&mut tv, tr.ptr)?;
+            let t0 = (0..split).map(|b| tv[3 * b]).min().unwrap_or(0);
+            let us = |v: u64| if v == 0 { f64::NAN } else { v.saturating_sub(t0) as f64 / 1e3 };
+            let col = |k: usize| -> (f64, f64) {
+                let mut v: Vec<f64> = (0..split).map(|b| us(tv[3 * b + k])).collect();
+                v.sort_by(f64::total_cmp);
+                (v[v.len() / 2], v[v.len() - 1])
+            };
+            let (e, mx, tk) = (col(0), col(1), col(2));
+            let f = &tv[3 * split..];
+            let trace_line = if gs {
+                format!(
+                    "  trace us: block entry med {:.2} max {:.2} | mixes done med {:.2} max {:.2} | barrier passed med {:.2} max {:.2} | block 0 done {:.2}",
+                    e.0, e.1, mx.0, mx.1, tk.0, tk.1, us(f[0])
+                )
+            } else {
+                format!(
+                    "  trace us: block entry med {:.2} max {:.2} | mixes done med {:.2} max {:.2} | ticket med {:.2} max {:.2} | last block: partials {:.2} collapse {:.2} barrier {:.2} sinkhorn (deferred: logits) {:.2} int8 {:.2}",
+                    e.0, e.1, mx.0, mx.1, tk.0, tk.1, us(f[0]), us(f[2]), us(f[3]), us(f[1]), us(f[4])
+                )
+            };
+            println!(
+                "{:<40} {:>8.2} {:>8.2} {:>6.2}x {:>9.2e} {:>9.2e} {:>9.2e} {:>5} {:>4} {:>4}",
+                format!("hc D{d} N{n} M{m} ny{ny}{} {}", if q8 { " +int8" } else { "" }, if gs { "gs" } else { "step" }),
+                us_old,
+                us_new,
+                us_old / us_new.max(1e-9),
+                s_rel,
+                pc_rel,
+                xn_rel,
+                q8_off,
+                nan0 + nan1 + nan2,
+                if det { "ok" } else { "DIFF" }
+            );
+            println!("{trace_line}");
+        }
     }
     Ok(())
 }

@@ -160,6 +160,7 @@ struct HcStepArgs {
     hc_eps: f32,
     pad: i32,
     trace: u64,
+    gs: u64,
 }
 
 /// The hc_pre that follows an hc_post: its weights, the normalized row it writes, and
@@ -176,7 +177,8 @@ pub(crate) struct HcFinish {
 
 /// Buffers and constants of the hyper-connection kernels: S [T][N][D], post [T][N], comb
 /// [T][N][N], the partial sums pdot ([T][M][split] from hc_step, [T][split][M] from hc_post_mix
-/// for hc_finish) / pss [T][split], hc_step's tickets [T].
+/// for hc_finish) / pss [T][split] (hc_step_gs: the Gram partials [T][G][split], G = N(N+1)/2),
+/// hc_step's tickets [T], hc_step_gs's barrier counters [T].
 #[derive(Clone, Copy)]
 pub(crate) struct HcBufs {
     pub s: DevPtr,
@@ -185,6 +187,8 @@ pub(crate) struct HcBufs {
     pub pdot: DevPtr,
     pub pss: DevPtr,
     pub ticket: DevPtr,
+    /// hc_step_gs's barrier counters (u64, only grow); 0: decode takes hc_step
+    pub gs: DevPtr,
     /// hc_step's comb logits [T][N][N], for the Sinkhorn block of a later launch (attn_prep,
     /// router_dec: `HcSk`); 0: the finishing block runs the Sinkhorn itself
     pub z: DevPtr,
@@ -282,7 +286,12 @@ pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, 
         hc_eps: b.hc_eps,
         pad: 0,
         trace,
+        gs: b.gs,
     };
+    if b.gs != 0 {
+        // (the session checked that the grid fits the device at once: hc_gs_fits)
+        return gpu.launch_coop("hc_step_gs", (b.split as u32, t as u32, 1), 1024, 0, Args::new().a(a));
+    }
     gpu.launch("hc_step", (b.split as u32, t as u32, 1), 1024, hc_fin_smem(b.n, b.d), Args::new().a(a))
 }
 
@@ -290,6 +299,18 @@ pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, 
 /// streams and norm weights).
 fn hc_fin_smem(n: usize, d: usize) -> u32 {
     ((n + 1) * d * 4) as u32
+}
+
+/// Whether hc_step_gs can run `t` tokens of `split` blocks: on (`DS4_HC_GS=0`: hc_step), at
+/// most 4 streams (MAXN: its Gram entries and mixes fit the 32 warps), and the whole grid
+/// resident at once (its barrier; a cooperative launch refuses a larger grid).
+pub(crate) fn hc_gs_fits(gpu: &Gpu, split: usize, t: usize, n: usize) -> bool {
+    env_unless!("DS4_HC_GS", "0") && n <= 4 && gpu.coop_capacity("hc_step_gs", 1024, 0).map(|c| c >= split * t).unwrap_or(false)
+}
+
+/// Gram entries of `n` streams (hc_step_gs's partials per split).
+pub(crate) fn hc_gram(n: usize) -> usize {
+    n * (n + 1) / 2
 }
 
 /// `DS4_HC_SK=0` keeps decode's Sinkhorn in hc_step's finishing block instead of deferring it
@@ -690,20 +711,34 @@ struct AttnDecArgs {
     eps: f32,
     pad: i32,
     trace: u64,
+    qs: u64,
+    qd: u64,
 }
 
 /// One-kernel decode attention for one token: `part` / `cnt` as sized by attn_dec_bufs (the
-/// counters must be zero, as every launch leaves them). io.po / io.pml are not used.
-pub(crate) fn launch_attn_dec(gpu: &Gpu, io: &AttnIo, part: DevPtr, cnt: DevPtr) -> Result<()> {
-    launch_attn_dec_traced(gpu, io, part, cnt, 0)
+/// counters must be zero, as every launch leaves them). io.po / io.pml are not used. `q8`:
+/// also the output's int8 blocks (quant_q8's layout and values; `attn_dec_q8_ok` shapes).
+pub(crate) fn launch_attn_dec(gpu: &Gpu, io: &AttnIo, part: DevPtr, cnt: DevPtr, q8: Option<(DevPtr, DevPtr)>) -> Result<()> {
+    launch_attn_dec_traced(gpu, io, part, cnt, q8, 0)
+}
+
+/// Whether attn_dec can write its output's int8 blocks at head size `dh`: a 32-value block is
+/// 8 lanes of one head in its final merge (dh % 256 == 0; the published 512). `DS4_ADEC_Q8=0`:
+/// a quant_q8 launch instead (read once).
+pub(crate) fn attn_dec_q8_ok(dh: usize) -> bool {
+    dh % 256 == 0 && env_unless!("DS4_ADEC_Q8", "0")
 }
 
 /// `launch_attn_dec` recording phase times into `trace` (0: off; 8 u64 per block, block
 /// (g, split) at 8 * (g * splits + split); decode.cuh ADC_TRACE lists the phases).
-pub(crate) fn launch_attn_dec_traced(gpu: &Gpu, io: &AttnIo, part: DevPtr, cnt: DevPtr, trace: DevPtr) -> Result<()> {
+pub(crate) fn launch_attn_dec_traced(gpu: &Gpu, io: &AttnIo, part: DevPtr, cnt: DevPtr, q8: Option<(DevPtr, DevPtr)>, trace: DevPtr) -> Result<()> {
     if io.t != 1 || !attn_dec_shape_ok(io.h, io.dh, io.rd) {
         return Err(CudaError::Other("decode attention: one token and dh <= 512 (dh % 4 == 0) only".into()));
     }
+    if q8.is_some() && io.dh % 256 != 0 {
+        return Err(CudaError::Other(format!("decode attention: an int8 output needs dh % 256 == 0 (dh {})", io.dh)));
+    }
+    let (qs, qd) = q8.unwrap_or((0, 0));
     let aa = AttnDecArgs {
         q: io.q,
         raw: io.raw,
@@ -726,6 +761,8 @@ pub(crate) fn launch_attn_dec_traced(gpu: &Gpu, io: &AttnIo, part: DevPtr, cnt: 
         eps: io.eps,
         pad: 0,
         trace,
+        qs,
+        qd,
     };
     gpu.launch("attn_dec", (io.h.div_ceil(8) as u32, aa.nsplit as u32, 1), 256, attn_dec_smem(io.dh) as u32, Args::new().a(aa))
 }
@@ -1019,6 +1056,11 @@ impl MvJobQ {
     }
 }
 
+/// `DS4_DOWN_SH_FIRST=0`: the shared expert's down job after the routed ones (see `build_jobsq`).
+fn down_sh_first() -> bool {
+    env_unless!("DS4_DOWN_SH_FIRST", "0")
+}
+
 /// `DS4_FORK=0`: no parallel branch in a decode step (see `layers`).
 fn fork_on() -> bool {
     env_unless!("DS4_FORK", "0")
@@ -1255,6 +1297,8 @@ struct Scratch {
     pss: DevBuf,
     /// hc_step's per-token "last block" tickets (zero between launches)
     ticket: DevBuf,
+    /// hc_step_gs's barrier counters [HC_STEP_MAX_T] (u64, zeroed once); None: hc_step
+    hc_gs: Option<DevBuf>,
     /// hc_step's comb logits [HC_STEP_MAX_T][N][N] (HcBufs::z)
     hcz: DevBuf,
     /// router_dec's ticket
@@ -1695,8 +1739,9 @@ impl CudaSession {
             post: f4(t * n)?,
             comb: f4(t * n * n)?,
             pdot: f4(t * hc_split * 24)?,
-            pss: gpu.alloc(t * hc_split * 8)?,
+            pss: gpu.alloc(t.max(hc_gram(n)) * hc_split * 8)?,
             ticket: gpu.alloc_zeroed(4 * HC_STEP_MAX_T)?,
+            hc_gs: if d.d % 32 == 0 && hc_gs_fits(&gpu, hc_split, HC_STEP_MAX_T, n) { Some(gpu.alloc_zeroed(8 * HC_STEP_MAX_T)?) } else { None },
             hcz: f4(HC_STEP_MAX_T * n * n)?,
             rticket: gpu.alloc_zeroed(4)?,
             qa: f4(t * d.rq)?,
@@ -1989,7 +2034,12 @@ impl CudaSession {
             // (gate/up writing the mids quantized, as out_a does, measured 1.5 % slower in the
             // decode graph than the quant_q8 launch: the shared expert's gate/up then needs 32-row
             // blocks, 64 long ones, and the launch a second partial wave; session 9)
-            all.push(LayerJobsQ { f: JobTableQ::new(&mut [f, fs])?, g: JobTableQ::new(&mut [gd, gs])?, att });
+            // the shared expert's down first: its blocks stream 70 KB (32 Q8_0 rows of 2048
+            // columns) against 21.5 KB for a routed block (Q2_K), so last they were the launch's
+            // tail (blocks start in index order); DS4_DOWN_SH_FIRST=0: after the routed ones
+            let g = if down_sh_first() { JobTableQ::new(&mut [gs, gd])? } else { JobTableQ::new(&mut [gd, gs])? };
+            // (the shared gate/up first lost: 152.6 against 156.9 t/s at 8K, session 15)
+            all.push(LayerJobsQ { f: JobTableQ::new(&mut [f, fs])?, g, att });
         }
         self.jobsq = all;
         self.q8 = true;
@@ -2156,6 +2206,7 @@ impl CudaSession {
             pdot: sc.pdot.ptr,
             pss: sc.pss.ptr,
             ticket: sc.ticket.ptr,
+            gs: sc.hc_gs.as_ref().map(|b| b.ptr).unwrap_or(0),
             z: sc.hcz.ptr,
             split: self.hc_split,
             d: d.d,
@@ -2464,15 +2515,21 @@ impl CudaSession {
                 nsplit,
                 eps: d.rms_eps,
             };
+            let mut heads_q8 = false;
             if !decode && self.opts.precision == Precision::Fast && sc.kv16.is_some() {
                 launch_attn_tc(gpu, &io)?;
             } else if decode && t == 1 && attn_dec_enabled() && attn_dec_shape_ok(d.h, d.dh, d.r) {
-                launch_attn_dec(gpu, &io, sc.dec_part.ptr, sc.dec_cnt.ptr)?;
+                // with the int8 attention side it also writes the heads' int8 blocks
+                let q8 = (att.is_some() && attn_dec_q8_ok(d.dh)).then_some((sc.qheads.q.ptr, sc.qheads.d.ptr));
+                launch_attn_dec(gpu, &io, sc.dec_part.ptr, sc.dec_cnt.ptr, q8)?;
+                heads_q8 = q8.is_some();
             } else {
                 launch_attn_simt(gpu, &io)?;
             }
             if let Some(a) = att {
-                launch_quant_q8(gpu, sc.heads.ptr, d.h * d.dh, 0, 0, sc.qheads.q.ptr, sc.qheads.d.ptr)?;
+                if !heads_q8 {
+                    launch_quant_q8(gpu, sc.heads.ptr, d.h * d.dh, 0, 0, sc.qheads.q.ptr, sc.qheads.d.ptr)?;
+                }
                 a.c.run(gpu, 1)?;
                 a.d.run(gpu, 1)?;
             } else if decode {

@@ -74,6 +74,8 @@ struct AttnDecArgs {
     float eps;
     int pad;
     u64* trace;  // kernel bench only (nullptr: off): ADC_TRACE phase times per block
+    signed char* qs;  // out also as int8 blocks (quant_q8's layout and values; nullptr: not)
+    float2* qd;
 };
 
 // Phase k of this block's trace (%globaltimer, thread 0): 0 entry, 1 q prologue done, 2 rows
@@ -421,6 +423,30 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
         }
     }
     *(float4*)(a.out + (i64)h * Dh + 4 * c4) = make_float4(y[0], y[1], y[2], y[3]);
+    if (a.qs) {
+        // the int8 copy for out_a (no quant_q8 launch): a 32-value block is 8 consecutive c4 of
+        // one head, i.e. an aligned group of 8 lanes (nq = dq / 8 columns per head and rank,
+        // a multiple of 8: attn_dec_shape_ok); q8_code / q8_store's formula, the max and the
+        // code sum over the group (both exact in any order)
+        const u32 gm = 0xffu << (lane & 24);
+        float am = fmaxf(fmaxf(fabsf(y[0]), fabsf(y[1])), fmaxf(fabsf(y[2]), fabsf(y[3])));
+#pragma unroll
+        for (int o = 4; o > 0; o >>= 1) am = fmaxf(am, __shfl_xor_sync(gm, am, o));
+        int q[4], sq = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            q[i] = q8_code(y[i], am);
+            sq += q[i];
+        }
+#pragma unroll
+        for (int o = 4; o > 0; o >>= 1) sq += __shfl_xor_sync(gm, sq, o);
+        const i64 e0 = (i64)h * Dh + 4 * c4;
+        *(char4*)(a.qs + e0) = make_char4((signed char)q[0], (signed char)q[1], (signed char)q[2], (signed char)q[3]);
+        if ((lane & 7) == 0) {
+            float dd = am / 127.f;
+            a.qd[e0 >> 5] = make_float2(dd, dd * (float)sq);
+        }
+    }
     ADC_TRACE(6);
 }
 

@@ -414,25 +414,21 @@ struct HcStepArgs {
     int M, D, N, ny, iters;
     float eps, hc_eps;
     u64* trace;           // kernel bench only (nullptr: off): phase times, see hc_bench
+    u64* gs;              // hc_step_gs: grid-barrier counters [T] (only grow)
 };
 
-extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
-    PDL_ENTRY;
-    extern __shared__ float xsh[];
-    __shared__ int last_s;
-    int sp = blockIdx.x, nsplit = gridDim.x, t = blockIdx.y;
+// hc_step's first phase for the block's 32 columns (d = column of this lane, ok = d < D):
+// the new state nv (hc_post of y into the old state; every warp computes it, L1 hits) and
+// this block's partial of every mix (warp w: mixes w, w + nw, ...) into pdot [t][m][nsplit].
+__device__ __forceinline__ void hc_step_mix(const HcStepArgs& a, int t, int sp, int nsplit, int d, bool ok, float (&nv)[MAXN]) {
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     int D = a.D, N = a.N, M = a.M;
-    int d = sp * 32 + lane;
-    bool ok = d < D;
-    if (a.trace && threadIdx.x == 0) a.trace[3 * sp] = gtimer();
     i64 fstride = (i64)N * D;
     float* St = a.S + (i64)t * N * D;
     // this warp's (first) mix weights: independent of the state, so loaded first
     float fv[MAXN];
 #pragma unroll
     for (int b = 0; b < MAXN; b++) fv[b] = (ok && w < M && b < N) ? h2f(a.fn[(i64)w * fstride + (i64)b * D + d]) : 0.f;
-    float nv[MAXN];
 #pragma unroll
     for (int b = 0; b < MAXN; b++) nv[b] = 0.f;
     if (ok) {
@@ -475,6 +471,21 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
         dot = warp_sum(dot);
         if (lane == 0) a.pdot[((i64)t * M + m) * nsplit + sp] = dot;
     }
+}
+
+extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
+    PDL_ENTRY;
+    extern __shared__ float xsh[];
+    __shared__ int last_s;
+    int sp = blockIdx.x, nsplit = gridDim.x, t = blockIdx.y;
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    int D = a.D, N = a.N, M = a.M;
+    int d = sp * 32 + lane;
+    bool ok = d < D;
+    if (a.trace && threadIdx.x == 0) a.trace[3 * sp] = gtimer();
+    float* St = a.S + (i64)t * N * D;
+    float nv[MAXN];
+    hc_step_mix(a, t, sp, nsplit, d, ok, nv);
     __syncthreads();  // every warp has read the old state
     if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 1] = gtimer();
     if (w == 0) {
@@ -507,6 +518,164 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
     if (!last_s) return;
     hc_finish_tok(t, a.S, a.pdot, nsplit, 1, a.pss, nsplit, M, D, N, a.scale, a.base, a.norm_w, a.eps, a.iters, a.hc_eps, a.post_out,
                   a.comb_out, a.z_out, a.xn_out, a.q8s, a.q8d, xsh, a.trace ? a.trace + 3 * nsplit : nullptr);
+}
+
+// hc_step with the finish spread over the grid (decode; `DS4_HC_GS=0`: hc_step). hc_step's
+// last block alone staged the 4 x D state, collapsed it, normalized and quantized the row: ~6 us
+// of its ~10.7 on one SM (kbench hc trace). Here every block keeps its 32 columns' new state
+// in registers, stores the partials of the mixes and of the streams' Gram matrix
+// G[i][j] = sum_d nv_i nv_j (double; i <= j), and waits at a grid barrier (launched
+// cooperatively: every block resident, see session.rs hc_gs_fits). Then each block reduces the
+// partials it needs itself (the same fixed order in every block: identical values), and
+// finishes its own columns: pre from the mixes, the row's sum of squares as pre^T G pre (no
+// second pass over the collapsed row), x, xn and its one int8 block. rs (the mixes' RMS over
+// the N x D state) is the trace of G. With the Sinkhorn deferred, blocks 1..M-N also reduce
+// one post or comb mix each and write its output (in block 0 the 20 extra reductions were a
+// second round trip); otherwise block 0 does them all and runs the Sinkhorn. The barrier:
+// fence, a counter increment without a return (the target was read at entry), polling. The
+// counter [T] only grows (u64; a launch waits for the next multiple of nsplit), so nothing
+// resets it between graph replays. kbench hc: 8.5 us against hc_step's 11.0 (first version).
+__device__ __forceinline__ u64 ld_acquire_u64(const u64* p) {
+    u64 v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+#define HC_MAXG (MAXN * (MAXN + 1) / 2)
+extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
+    PDL_ENTRY;
+    __shared__ float mix_s[MAXM];
+    __shared__ double g_s[HC_MAXG];
+    __shared__ float sb_s[3 + MAXM];  // scale[0..3) then base[0..M)
+    int sp = blockIdx.x, nsplit = gridDim.x, t = blockIdx.y;
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    int D = a.D, N = a.N, M = a.M, G = N * (N + 1) / 2;
+    int d = sp * 32 + lane;
+    bool ok = d < D;
+    if (a.trace && threadIdx.x == 0) a.trace[3 * sp] = gtimer();
+    // parameters of the finish, independent of the state: fetched now
+    if ((int)threadIdx.x < 3 + M) sb_s[threadIdx.x] = threadIdx.x < 3 ? a.scale[threadIdx.x] : a.base[threadIdx.x - 3];
+    float nwd = (w == 0 && ok) ? a.norm_w[d] : 0.f;
+    // this launch's barrier target: the counter reads c in [base, base + nsplit) here (the
+    // previous launch left it at base, a multiple of nsplit; only this launch's blocks move
+    // it on), so the arrival needs no returning atomic
+    u64 c0 = threadIdx.x == 0 ? ld_acquire_u64(a.gs + t) : 0;
+    float* St = a.S + (i64)t * N * D;
+    float nv[MAXN];
+    hc_step_mix(a, t, sp, nsplit, d, ok, nv);
+    __syncthreads();  // every warp has read the old state
+    if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 1] = gtimer();
+    if (w == 0 && a.y && ok) {
+#pragma unroll
+        for (int b = 0; b < MAXN; b++)
+            if (b < N) St[(i64)b * D + d] = nv[b];
+    }
+    if (w < G) {
+        // Gram entry w = (i, j), i <= j, in row order
+        int i = 0, k = w;
+        while (k >= N - i) { k -= N - i; i++; }
+        int j = i + k;
+        float vi = 0.f, vj = 0.f;
+#pragma unroll
+        for (int b = 0; b < MAXN; b++) {
+            if (b == i) vi = nv[b];
+            if (b == j) vj = nv[b];
+        }
+        double g = ok ? (double)vi * (double)vj : 0.0;
+        g = warp_sum_d(g);
+        if (lane == 0) a.pss[((i64)t * G + w) * nsplit + sp] = g;
+    }
+    // grid barrier: the block's writes are ordered before thread 0's fence by the barrier
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const u64 target = (c0 / (u64)nsplit + 1) * (u64)nsplit;
+        __threadfence();
+        asm volatile("red.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(a.gs + t) : "memory");
+        while ((long long)(ld_acquire_u64(a.gs + t) - target) < 0) {
+        }
+    }
+    __syncthreads();
+    if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 2] = gtimer();
+    // the partials: the N pre mixes and G (every block, warp w: item w, the same order
+    // everywhere); the post and comb mixes one per block (1 + m - N: blocks 1..M-N, warp
+    // ncom) when the Sinkhorn is deferred, else all in block 0 (two per spare warp, 16 lanes
+    // each). Every load is issued before any sum (one round trip).
+    const int ncom = N + G;
+    const bool spread = a.z_out && nsplit > M - N;
+    const int xm = spread && sp >= 1 && sp <= M - N ? N + sp - 1 : -1;  // this block's extra mix
+    if (w < ncom || (w == ncom && xm >= 0)) {
+        if (w < N || w == ncom) {
+            const int m = w < N ? w : xm;
+            float s = 0.f;
+            const float* pp = a.pdot + ((i64)t * M + m) * nsplit;
+#pragma unroll 4
+            for (int q = lane; q < nsplit; q += 32) s += __ldcg(pp + q);
+            s = warp_sum(s);
+            if (lane == 0) mix_s[m] = s;
+        } else {
+            double s = 0.0;
+            const double* pp = a.pss + ((i64)t * G + (w - N)) * nsplit;
+#pragma unroll 4
+            for (int q = lane; q < nsplit; q += 32) s += __ldcg(pp + q);
+            s = warp_sum_d(s);
+            if (lane == 0) g_s[w - N] = s;
+        }
+    } else if (sp == 0 && !spread) {
+        const int hl = lane & 15;
+        for (int b0 = N + 2 * (w - ncom); b0 < M; b0 += 2 * (nw - ncom)) {
+            int m = b0 + (lane >> 4);
+            float s = 0.f;
+            if (m < M) {
+                const float* pp = a.pdot + ((i64)t * M + m) * nsplit;
+#pragma unroll 4
+                for (int q = hl; q < nsplit; q += 16) s += __ldcg(pp + q);
+            }
+#pragma unroll
+            for (int o = 8; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+            if (hl == 0 && m < M) mix_s[m] = s;
+        }
+    }
+    __syncthreads();
+    // G[i][j] for i <= j at g_s[i * N - i * (i - 1) / 2 + (j - i)]
+    auto gij = [&](int i, int j) { return i <= j ? g_s[i * N - i * (i - 1) / 2 + (j - i)] : g_s[j * N - j * (j - 1) / 2 + (i - j)]; };
+    double tr = 0.0;
+    for (int b = 0; b < N; b++) tr += gij(b, b);
+    float rs = 1.f / sqrtf((float)div_n(tr, N * D) + a.eps);
+    if (w == 0) {
+        float pre[MAXN];
+#pragma unroll
+        for (int b = 0; b < MAXN; b++) pre[b] = b < N ? sigmoidf_((mix_s[b] * rs) * sb_s[0] + sb_s[3 + b]) + a.hc_eps : 0.f;
+        double ss = 0.0;
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < N; j++) ss += (double)pre[i] * (double)pre[j] * gij(i, j);
+        float rsn = 1.f / sqrtf((float)div_n(ss, D) + a.eps);
+        // the collapse as hc_finish_tok computes it
+        float x = pre[0] * nv[0];
+#pragma unroll
+        for (int s = 1; s < MAXN; s++)
+            if (s < N) x += pre[s] * nv[s];
+        float v = (x * rsn) * nwd;
+        if (ok) a.xn_out[(i64)t * D + d] = v;
+        if (a.q8s) q8_block(v, lane, sp, a.q8s + (i64)t * D, a.q8d + (i64)t * (D >> 5));
+        if (a.trace && lane == 0 && sp == 0) a.trace[3 * nsplit] = gtimer();
+    } else if (w == 1 && xm >= 0 && lane == 0) {
+        // this block's post or comb logit, as hc_finish_tok's warp 0
+        if (xm < 2 * N) a.post_out[t * N + xm - N] = 2.f * sigmoidf_((mix_s[xm] * rs) * sb_s[1] + sb_s[3 + xm]);
+        else a.z_out[t * N * N + xm - 2 * N] = (mix_s[xm] * rs) * sb_s[2] + sb_s[3 + xm];
+    } else if (w == 1 && sp == 0 && M > N && !spread) {
+        // post and the comb logits (or the Sinkhorn), as hc_finish_tok's warp 0
+        if (lane < N) a.post_out[t * N + lane] = 2.f * sigmoidf_((mix_s[N + lane] * rs) * sb_s[1] + sb_s[3 + N + lane]);
+        if (a.z_out) {
+            if (lane < N * N) a.z_out[t * N * N + lane] = (mix_s[2 * N + lane] * rs) * sb_s[2] + sb_s[3 + 2 * N + lane];
+        } else {
+            float c[MAXN][MAXN];
+#pragma unroll
+            for (int i = 0; i < MAXN; i++)
+#pragma unroll
+                for (int j = 0; j < MAXN; j++)
+                    c[i][j] = (i < N && j < N) ? (mix_s[2 * N + i * N + j] * rs) * sb_s[2] + sb_s[3 + 2 * N + i * N + j] : 0.f;
+            sinkhorn_warp_store(c, N, a.iters, a.hc_eps, lane, a.comb_out + t * N * N);
+        }
+    }
 }
 
 // Rotate interleaved pairs of the last R values of v (shared memory) at position pos.
