@@ -174,6 +174,11 @@ fn graphs_timed() -> bool {
 }
 
 /// `DS4_GREEDY=host`: greedy decoding through the host (see `Bk::step`).
+/// `DS4_BENCH_TOKENS=1`: print each frontier's generated tokens (comparing runs).
+fn print_tokens() -> bool {
+    std::env::var("DS4_BENCH_TOKENS").is_ok_and(|v| v == "1")
+}
+
 fn greedy_host() -> bool {
     std::env::var("DS4_GREEDY").is_ok_and(|v| v == "host")
 }
@@ -362,11 +367,17 @@ fn bench(a: &Args) -> Result<()> {
             let (snap, kvb) = bk.snapshot()?;
             bk.prepare(a.gen_tokens)?;
             let t1 = Instant::now();
+            let mut toks = Vec::with_capacity(a.gen_tokens);
             for _ in 0..a.gen_tokens {
-                bk.step(eos)?;
+                toks.push(bk.step(eos)?);
             }
             bk.wait()?;
             let gt = t1.elapsed().as_secs_f64();
+            if print_tokens() {
+                // (greedy tokens of the same prompt: two builds or switches that change no
+                // arithmetic must print the same list)
+                eprintln!("ctx {f}: tokens {toks:?}");
+            }
             bk.restore(snap)?;
             print_profile(&bk, f, "decode");
             let row = (f, f - prev, (f - prev) as f64 / pt, a.gen_tokens, a.gen_tokens as f64 / gt, kvb);
