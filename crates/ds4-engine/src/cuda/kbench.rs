@@ -1607,7 +1607,9 @@ fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
 /// (`DS4_KBENCH=dec`): attention (attn_dec vs attn_partial + attn_combine at the session's
 /// decode split) and the router (moe_route_w vs moe_route). Per case: us per call of each,
 /// max |new-old| / max |old|, non-finite outputs, and `det`: the new kernel's output after
-/// the timing loop (hundreds of launches: the counters must reset) bit-identical to its first.
+/// the timing loop (hundreds of launches: the counters must reset) bit-identical to its first;
+/// at dh % 256 == 0 attn_dec also writes its int8 copy, compared with quant_q8 of its f32
+/// output (bytes and scales: "same").
 pub fn dec_bench(gpu: &Gpu) -> Result<()> {
     use super::session::{attn_dec_bufs, attn_dec_nsplit, launch_attn_dec, launch_attn_dec_traced, launch_attn_simt, launch_route, launch_router_dec, nsplit_decode, AttnIo, HcSk, RouterDecArgs};
     let reps = 200usize;
@@ -1889,13 +1891,15 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
     Ok(())
 }
 
-/// One decode hyper-connection step (`DS4_KBENCH=hc`): the fused `hc_step` against
+/// One decode hyper-connection step (`DS4_KBENCH=hc`): the fused `hc_step` (row "step") and
+/// `hc_step_gs` (row "gs", where the grid fits the device at once) each against
 /// hc_post_mix + hc_finish (+ quant_q8) on the same random state, at the real shape (D 4096,
 /// 4 streams, 24 mixes; the FFN step sums 7 rows and writes the int8 copy; the head's pre-mix
 /// has 4 mixes) and a fixture width. Per case: us per step of each (graph-timed), the largest
 /// relative difference of the new state S, post/comb and xn, int8 values that differ by more
 /// than one step, non-finite outputs, and whether the fused kernel repeats its bits after the
-/// timing loop (its tickets must reset). The process is small, so Nsight Compute's kernel
+/// timing loop (its tickets / barrier counters must be ready for it), and a phase trace of
+/// one launch. The process is small, so Nsight Compute's kernel
 /// replay can profile hc_step here (on the full model it did not finish).
 pub fn hc_bench(gpu: &Gpu) -> Result<()> {
     use super::session::{hc_gram, hc_gs_fits, launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcBufs, HcFinish};

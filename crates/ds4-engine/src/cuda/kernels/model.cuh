@@ -245,6 +245,32 @@ __device__ void hc_sk_warp(const HcSk& sk) {
 // pdot layout: token t's partial of mix m from split s at t*M*nsplit + m*pm + s*ps: hc_step
 // writes [t][m][split] (pm = nsplit, ps = 1: the finishing block's loads coalesce), hc_post_mix
 // [t][split][m] (pm = 1, ps = M: its warps store 24 consecutive floats).
+// hc_pre's pre weight of stream b from its reduced mix (sb: see hc_mix_out).
+__device__ __forceinline__ float hc_pre_w(int b, float mix, float rs, const float* sb, float hc_eps) {
+    return sigmoidf_((mix * rs) * sb[0] + sb[3 + b]) + hc_eps;
+}
+// The outputs of hc_pre's post and comb mixes m (post: [N, 2N), comb: [2N, N(N+2))) from the
+// reduced mix, rs, and sb = {scale[0..3), base[0..M)}: post = 2 sigmoid, a comb logit affine.
+__device__ __forceinline__ float hc_mix_out(int m, int N, float mix, float rs, const float* sb) {
+    return m < 2 * N ? 2.f * sigmoidf_((mix * rs) * sb[1] + sb[3 + m]) : (mix * rs) * sb[2] + sb[3 + m];
+}
+// One warp: post, then the comb logits (z_out) or, without z_out, the Sinkhorn into comb_out.
+// Every lane holds the whole N x N matrix in registers (no shuffles: the row and column sums of
+// an iteration are independent chains) and sums in index order (the CPU's serial loops).
+__device__ __forceinline__ void hc_post_comb_warp(const float* mix_s, float rs, const float* sb, int N, int t, float* post_out,
+                                                  float* z_out, float* comb_out, int iters, float hc_eps, int lane) {
+    if (lane < N) post_out[t * N + lane] = hc_mix_out(N + lane, N, mix_s[N + lane], rs, sb);
+    if (z_out) {
+        if (lane < N * N) z_out[t * N * N + lane] = hc_mix_out(2 * N + lane, N, mix_s[2 * N + lane], rs, sb);
+        return;
+    }
+    float c[MAXN][MAXN];
+#pragma unroll
+    for (int i = 0; i < MAXN; i++)
+#pragma unroll
+        for (int j = 0; j < MAXN; j++) c[i][j] = (i < N && j < N) ? hc_mix_out(2 * N + i * N + j, N, mix_s[2 * N + i * N + j], rs, sb) : 0.f;
+    sinkhorn_warp_store(c, N, iters, hc_eps, lane, comb_out + t * N * N);
+}
 // a / n as a product when n is a power of two (the same value: exact scaling), else the
 // division (a 64-bit division is a called routine: ~0.1-0.2 us on a critical path)
 __device__ __forceinline__ double div_n(double a, int n) {
@@ -302,30 +328,15 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
     const int w0 = sink && !z_out ? 1 : 0;
     if (sink && w == 0) {
         // post and the Sinkhorn iterations (they need only the mixes; with z_out only their
-        // logits), overlapped with the other warps' collapse. Every lane holds the whole N x N
-        // matrix in registers (no shuffles: the row and column sums of an iteration are
-        // independent chains) and sums in index order (same arithmetic as the CPU's serial loops).
-        if (lane < N) post_out[t * N + lane] = 2.f * sigmoidf_((mix_s[N + lane] * rs) * sb_s[1] + sb_s[3 + N + lane]);
-        if (z_out) {
-            if (lane < N * N) z_out[t * N * N + lane] = (mix_s[2 * N + lane] * rs) * sb_s[2] + sb_s[3 + 2 * N + lane];
-            if (tr && lane == 0) tr[1] = gtimer();
-        } else {
-            float c[MAXN][MAXN];
-#pragma unroll
-            for (int a = 0; a < MAXN; a++)
-#pragma unroll
-                for (int b = 0; b < MAXN; b++)
-                    c[a][b] = (a < N && b < N) ? (mix_s[2 * N + a * N + b] * rs) * sb_s[2] + sb_s[3 + 2 * N + a * N + b] : 0.f;
-            sinkhorn_warp_store(c, N, iters, hc_eps, lane, comb_out + t * N * N);
-            if (tr && lane == 0) tr[1] = gtimer();
-            return;  // the other warps synchronize among themselves (named barrier 1) from here on
-        }
+        // logits), overlapped with the other warps' collapse
+        hc_post_comb_warp(mix_s, rs, sb_s, N, t, post_out, z_out, comb_out, iters, hc_eps, lane);
+        if (tr && lane == 0) tr[1] = gtimer();
+        if (!z_out) return;  // the other warps synchronize among themselves (named barrier 1) from here on
     }
     float pre[MAXN];
 #pragma unroll
     for (int a = 0; a < MAXN; a++) {
-        float mv = a < N ? mix_s[a] * rs : 0.f;
-        pre[a] = a < N ? sigmoidf_(mv * sb_s[0] + sb_s[3 + a]) + hc_eps : 0.f;
+        pre[a] = a < N ? hc_pre_w(a, mix_s[a], rs, sb_s, hc_eps) : 0.f;
     }
     // the collapse by the warps not running the Sinkhorn (all of them with z_out or without one)
     const int first = (int)threadIdx.x - 32 * w0, stride = (int)blockDim.x - 32 * w0;
@@ -643,7 +654,7 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
     if (w == 0) {
         float pre[MAXN];
 #pragma unroll
-        for (int b = 0; b < MAXN; b++) pre[b] = b < N ? sigmoidf_((mix_s[b] * rs) * sb_s[0] + sb_s[3 + b]) + a.hc_eps : 0.f;
+        for (int b = 0; b < MAXN; b++) pre[b] = b < N ? hc_pre_w(b, mix_s[b], rs, sb_s, a.hc_eps) : 0.f;
         double ss = 0.0;
         for (int i = 0; i < N; i++)
             for (int j = 0; j < N; j++) ss += (double)pre[i] * (double)pre[j] * gij(i, j);
@@ -658,23 +669,12 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
         if (a.q8s) q8_block(v, lane, sp, a.q8s + (i64)t * D, a.q8d + (i64)t * (D >> 5));
         if (a.trace && lane == 0 && sp == 0) a.trace[3 * nsplit] = gtimer();
     } else if (w == 1 && xm >= 0 && lane == 0) {
-        // this block's post or comb logit, as hc_finish_tok's warp 0
-        if (xm < 2 * N) a.post_out[t * N + xm - N] = 2.f * sigmoidf_((mix_s[xm] * rs) * sb_s[1] + sb_s[3 + xm]);
-        else a.z_out[t * N * N + xm - 2 * N] = (mix_s[xm] * rs) * sb_s[2] + sb_s[3 + xm];
+        // this block's post or comb logit
+        float v = hc_mix_out(xm, N, mix_s[xm], rs, sb_s);
+        if (xm < 2 * N) a.post_out[t * N + xm - N] = v;
+        else a.z_out[t * N * N + xm - 2 * N] = v;
     } else if (w == 1 && sp == 0 && M > N && !spread) {
-        // post and the comb logits (or the Sinkhorn), as hc_finish_tok's warp 0
-        if (lane < N) a.post_out[t * N + lane] = 2.f * sigmoidf_((mix_s[N + lane] * rs) * sb_s[1] + sb_s[3 + N + lane]);
-        if (a.z_out) {
-            if (lane < N * N) a.z_out[t * N * N + lane] = (mix_s[2 * N + lane] * rs) * sb_s[2] + sb_s[3 + 2 * N + lane];
-        } else {
-            float c[MAXN][MAXN];
-#pragma unroll
-            for (int i = 0; i < MAXN; i++)
-#pragma unroll
-                for (int j = 0; j < MAXN; j++)
-                    c[i][j] = (i < N && j < N) ? (mix_s[2 * N + i * N + j] * rs) * sb_s[2] + sb_s[3 + 2 * N + i * N + j] : 0.f;
-            sinkhorn_warp_store(c, N, a.iters, a.hc_eps, lane, a.comb_out + t * N * N);
-        }
+        hc_post_comb_warp(mix_s, rs, sb_s, N, t, a.post_out, a.z_out, a.comb_out, a.iters, a.hc_eps, lane);
     }
 }
 
