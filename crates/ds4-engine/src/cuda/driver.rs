@@ -40,7 +40,8 @@ pub fn kernel_source() -> String {
         + &format!("static_assert(IDX_ROWS_PER_BLOCK == {}, \"IDX_ROWS_PER_BLOCK differs from session.rs\");\n", super::session::IDX_ROWS_PER_BLOCK)
         + &format!("static_assert(IDXW_MAX_RPB == {}, \"IDXW_MAX_RPB differs from session.rs\");\n", super::session::IDXW_MAX_RPB)
         + &format!("static_assert(IDT_R == {}, \"IDT_R differs from session.rs\");\n", super::session::IDT_R)
-        + &format!("static_assert(MAX_JOBS == {}, \"MAX_JOBS differs from session.rs\");\n", super::session::MAX_JOBS);
+        + &format!("static_assert(MAX_JOBS == {}, \"MAX_JOBS differs from session.rs\");\n", super::session::MAX_JOBS)
+        + &format!("static_assert(MAXN == {}, \"MAXN differs from session.rs HC_MAXN\");\n", super::session::HC_MAXN);
     format!(
         "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
         include_str!("kernels/common.cuh"),

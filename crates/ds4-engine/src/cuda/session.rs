@@ -290,9 +290,9 @@ pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, 
     };
     if b.gs != 0 {
         // (the session checked that the grid fits the device at once: hc_gs_fits)
-        return gpu.launch_coop("hc_step_gs", (b.split as u32, t as u32, 1), 1024, 0, Args::new().a(a));
+        return gpu.launch_coop("hc_step_gs", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, 0, Args::new().a(a));
     }
-    gpu.launch("hc_step", (b.split as u32, t as u32, 1), 1024, hc_fin_smem(b.n, b.d), Args::new().a(a))
+    gpu.launch("hc_step", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, hc_fin_smem(b.n, b.d), Args::new().a(a))
 }
 
 /// Dynamic shared memory of hc_finish_tok's callers (model.cuh: the staged
@@ -301,11 +301,17 @@ fn hc_fin_smem(n: usize, d: usize) -> u32 {
     ((n + 1) * d * 4) as u32
 }
 
+/// Most hyper-connection streams the decode step kernels hold in registers (`MAXN` in
+/// model.cuh; asserted equal by the kernel source).
+pub(crate) const HC_MAXN: usize = 4;
+/// Threads per block of hc_step / hc_step_gs (one warp per mix).
+const HC_STEP_BLOCK: u32 = 1024;
+
 /// Whether hc_step_gs can run `t` tokens of `split` blocks: on (`DS4_HC_GS=0`: hc_step), at
-/// most 4 streams (MAXN: its Gram entries and mixes fit the 32 warps), and the whole grid
-/// resident at once (its barrier; a cooperative launch refuses a larger grid).
+/// most HC_MAXN streams, and the whole grid resident at once (its barrier; a cooperative
+/// launch refuses a larger grid).
 pub(crate) fn hc_gs_fits(gpu: &Gpu, split: usize, t: usize, n: usize) -> bool {
-    env_unless!("DS4_HC_GS", "0") && n <= 4 && gpu.coop_capacity("hc_step_gs", 1024, 0).map(|c| c >= split * t).unwrap_or(false)
+    env_unless!("DS4_HC_GS", "0") && n <= HC_MAXN && gpu.coop_capacity("hc_step_gs", HC_STEP_BLOCK, 0).map(|c| c >= split * t).unwrap_or(false)
 }
 
 /// Gram entries of `n` streams (hc_step_gs's partials per split).

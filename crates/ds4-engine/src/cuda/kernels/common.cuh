@@ -180,12 +180,14 @@ __device__ __forceinline__ int q8_code(float v, float amax) {
     int q = amax > 0.f ? __float2int_rn(v * (127.f / amax)) : 0;
     return max(-127, min(127, q));
 }
+// A block's {d, d * sum(q)} from its max |v| and code sum s.
+__device__ __forceinline__ float2 q8_scale(float amax, int s) {
+    float d = amax / 127.f;
+    return make_float2(d, d * (float)s);
+}
 __device__ __forceinline__ void q8_store(int q, int s, float amax, int lane, int b, signed char* qs, float2* xd) {
     qs[b * 32 + lane] = (signed char)q;
-    if (lane == 0) {
-        float d = amax / 127.f;
-        xd[b] = make_float2(d, d * (float)s);
-    }
+    if (lane == 0) xd[b] = q8_scale(amax, s);
 }
 __device__ __forceinline__ void q8_block(float v, int lane, int b, signed char* qs, float2* xd) {
     float amax = warp_max(fabsf(v));

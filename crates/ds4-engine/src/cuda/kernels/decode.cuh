@@ -426,7 +426,7 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
     if (a.qs) {
         // the int8 copy for out_a (no quant_q8 launch): a 32-value block is 8 consecutive c4 of
         // one head, i.e. an aligned group of 8 lanes (nq = dq / 8 columns per head and rank,
-        // a multiple of 8: attn_dec_shape_ok); q8_code / q8_store's formula, the max and the
+        // a multiple of 8: session.rs attn_dec_q8_ok); q8_code and q8_scale, the max and the
         // code sum over the group (both exact in any order)
         const u32 gm = 0xffu << (lane & 24);
         float am = fmaxf(fmaxf(fabsf(y[0]), fabsf(y[1])), fmaxf(fabsf(y[2]), fabsf(y[3])));
@@ -442,10 +442,7 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
         for (int o = 4; o > 0; o >>= 1) sq += __shfl_xor_sync(gm, sq, o);
         const i64 e0 = (i64)h * Dh + 4 * c4;
         *(char4*)(a.qs + e0) = make_char4((signed char)q[0], (signed char)q[1], (signed char)q[2], (signed char)q[3]);
-        if ((lane & 7) == 0) {
-            float dd = am / 127.f;
-            a.qd[e0 >> 5] = make_float2(dd, dd * (float)sq);
-        }
+        if ((lane & 7) == 0) a.qd[e0 >> 5] = q8_scale(am, sq);
     }
     ADC_TRACE(6);
 }

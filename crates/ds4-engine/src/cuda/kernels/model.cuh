@@ -245,6 +245,11 @@ __device__ void hc_sk_warp(const HcSk& sk) {
 // pdot layout: token t's partial of mix m from split s at t*M*nsplit + m*pm + s*ps: hc_step
 // writes [t][m][split] (pm = nsplit, ps = 1: the finishing block's loads coalesce), hc_post_mix
 // [t][split][m] (pm = 1, ps = M: its warps store 24 consecutive floats).
+// sb = {scale[0..3), base[0..M)} into shared memory (threads 0 .. M+2; published by the
+// caller's next barrier).
+__device__ __forceinline__ void hc_load_sb(float* sb, const float* __restrict__ scale, const float* __restrict__ base, int M) {
+    if ((int)threadIdx.x < 3 + M) sb[threadIdx.x] = threadIdx.x < 3 ? scale[threadIdx.x] : base[threadIdx.x - 3];
+}
 // hc_pre's pre weight of stream b from its reduced mix (sb: see hc_mix_out).
 __device__ __forceinline__ float hc_pre_w(int b, float mix, float rs, const float* sb, float hc_eps) {
     return sigmoidf_((mix * rs) * sb[0] + sb[3 + b]) + hc_eps;
@@ -287,7 +292,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
     __shared__ float sb_s[3 + MAXM];  // scale[0..3) then base[0..M)
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     // the small parameters are fetched alongside the partials (published by the barrier below)
-    if ((int)threadIdx.x < 3 + M) sb_s[threadIdx.x] = threadIdx.x < 3 ? scale[threadIdx.x] : base[threadIdx.x - 3];
+    hc_load_sb(sb_s, scale, base, M);
     // stage: ssh[s*D + d] = stream s (final: the ticket's fence ordered every block's writes),
     // nsh = norm_w; the collapse then writes x over stream 0 (each d by the thread that read it)
     float* ssh = xsh;
@@ -545,13 +550,14 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
 // second round trip); otherwise block 0 does them all and runs the Sinkhorn. The barrier:
 // fence, a counter increment without a return (the target was read at entry), polling. The
 // counter [T] only grows (u64; a launch waits for the next multiple of nsplit), so nothing
-// resets it between graph replays. kbench hc: 8.5 us against hc_step's 11.0 (first version).
+// resets it between graph replays. kbench hc (session 15): 7.9-8.3 us against hc_step's 9.2-10.9.
 __device__ __forceinline__ u64 ld_acquire_u64(const u64* p) {
     u64 v;
     asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
 #define HC_MAXG (MAXN * (MAXN + 1) / 2)
+static_assert(MAXN * (MAXN + 1) / 2 + MAXN < 32, "hc_step_gs: a warp per pre mix and Gram entry, one more for post/comb");
 extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
     PDL_ENTRY;
     __shared__ float mix_s[MAXM];
@@ -564,7 +570,7 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
     bool ok = d < D;
     if (a.trace && threadIdx.x == 0) a.trace[3 * sp] = gtimer();
     // parameters of the finish, independent of the state: fetched now
-    if ((int)threadIdx.x < 3 + M) sb_s[threadIdx.x] = threadIdx.x < 3 ? a.scale[threadIdx.x] : a.base[threadIdx.x - 3];
+    hc_load_sb(sb_s, a.scale, a.base, M);
     float nwd = (w == 0 && ok) ? a.norm_w[d] : 0.f;
     // this launch's barrier target: the counter reads c in [base, base + nsplit) here (the
     // previous launch left it at base, a multiple of nsplit; only this launch's blocks move
