@@ -62,7 +62,7 @@ pub const KERNELS: &[&str] = &[
     "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_finish", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "idx_score_w", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4", "read_f4",
-    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "idx_to_f16", "idx_score_tc", "idx_score_dtc", "quant_q8", "mvq_b2", "mvq_b3",
+    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "attn_tw_512", "attn_tw_128", "idx_to_f16", "idx_score_tc", "idx_score_dtc", "quant_q8", "mvq_b2", "mvq_b3",
     "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "router_dec",
 ];
 
@@ -443,6 +443,10 @@ impl Gpu {
         // tensor-core prefill attention: Q + two K/V tiles + the S exchange (224 KiB at dh 512)
         for (k, dhp) in [("attn_tc_512", 512usize), ("attn_tc_128", 128)] {
             g.set_max_smem(k, super::session::attn_tc_smem(dhp) as i32)?;
+        }
+        // wgmma prefill attention: Q + two K/V tiles + P + the token's selection (~203 KiB at dh 512)
+        for k in ["attn_tw_512", "attn_tw_128"] {
+            g.set_max_smem(k, super::session::ATTN_TW_SMEM_MAX as i32)?;
         }
         // decode attention: a 48-row tile at dh 512 (96 KiB), two blocks per SM
         g.set_max_smem("attn_dec", super::session::attn_dec_smem(512) as i32)?;

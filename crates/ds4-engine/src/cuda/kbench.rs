@@ -733,7 +733,7 @@ impl AttnInputs {
 }
 
 pub fn attn_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{attn_tc_shape_ok, launch_attn_simt, launch_attn_tc, AttnIo};
+    use super::session::{attn_tc_shape_ok, attn_tw_ok, launch_attn_simt, launch_attn_tc_as, launch_attn_tc_to, AttnIo};
     let w = 128usize;
     let mut cases = Vec::new();
     // fixture-like shape (attn_tc_128) from position 0: partial windows, few compressed rows
@@ -746,9 +746,10 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
             cases.push(AttnCase { h: 64, dh: 512, rd: 64, topk: 512, t: 2048, p0, ratio, reps: 3 });
         }
     }
+    // tc = attn_tc (mma.sync), tw = attn_tw (wgmma, sm_90a only), both against attn_simt
     println!(
-        "{:<34} {:>9} {:>9} {:>8} {:>8} {:>10} {:>10} {:>4}",
-        "attention (prefill)", "simt ms", "tc ms", "GFLOP", "TFLOP/s", "rel err", "max abs", "det"
+        "{:<34} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10} {:>10} {:>10} {:>4}",
+        "attention (prefill)", "simt ms", "tc ms", "tw ms", "GFLOP", "tc TF/s", "tw TF/s", "tc rel", "tw rel", "tw max", "det"
     );
     for c in &cases {
         let (h, dh, rd, t, p0, ratio, topk) = (c.h, c.dh, c.rd, c.t, c.p0, c.ratio, c.topk);
@@ -765,24 +766,41 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
         let kv16 = gpu.alloc((cap + comp_rows) * dh * 2)?;
         let io = AttnIo { kv16: kv16.ptr, ..inp.io(w, po.ptr, pml.ptr, out_ref.ptr, 1) };
         let io_tc = AttnIo { out: out_tc.ptr, ..io };
-        // poison the tensor-core output: unwritten elements show up as NaN
-        let nan = vec![f32::NAN; t * h * dh];
-        gpu.htod(out_tc.ptr, &nan)?;
-        launch_attn_simt(gpu, &io)?;
-        launch_attn_tc(gpu, &io_tc)?;
-        gpu.sync()?;
-        let mut r = vec![0f32; t * h * dh];
-        let mut y = vec![0f32; t * h * dh];
-        gpu.dtoh(&mut r, out_ref.ptr)?;
-        gpu.dtoh(&mut y, out_tc.ptr)?;
+        let tw = attn_tw_ok(gpu, &io_tc);
         let time = |f: &dyn Fn() -> Result<()>| time_ms(gpu, c.reps, f);
-
+        let mut r = vec![0f32; t * h * dh];
+        launch_attn_simt(gpu, &io)?;
+        gpu.dtoh(&mut r, out_ref.ptr)?;
         let ms_simt = time(&|| launch_attn_simt(gpu, &io))?;
-        let ms_tc = time(&|| launch_attn_tc(gpu, &io_tc))?;
-        let mut y2 = vec![0f32; t * h * dh];
-        gpu.dtoh(&mut y2, out_tc.ptr)?;
-        let det = y.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits());
-        let (rel, mx, _, bad) = err_stats(&y, &r);
+        // each tensor-core kernel: output (NaN-poisoned first: unwritten elements show), time,
+        // and whether the timed repeats wrote the same bits
+        let run = |wg: bool| -> Result<(Vec<f32>, f64, bool)> {
+            gpu.htod(out_tc.ptr, &vec![f32::NAN; t * h * dh])?;
+            launch_attn_tc_as(gpu, &io_tc, wg)?;
+            let mut y = vec![0f32; t * h * dh];
+            gpu.dtoh(&mut y, out_tc.ptr)?;
+            let ms = time(&|| launch_attn_tc_as(gpu, &io_tc, wg))?;
+            let mut y2 = vec![0f32; t * h * dh];
+            gpu.dtoh(&mut y2, out_tc.ptr)?;
+            let det = y.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits());
+            Ok((y, ms, det))
+        };
+        let (y, ms_tc, det) = run(false)?;
+        let (rel, _, _, bad) = err_stats(&y, &r);
+        // attn_tw's f16 heads (the out_a GEMM's input in prefill) must be its f32 heads rounded
+        let mut f16_diff = 0usize;
+        let (ms_tw, rel_tw, mx_tw, bad_tw, det_tw) = if tw {
+            let (yw, ms, d) = run(true)?;
+            let (rel, mx, _, bad) = err_stats(&yw, &r);
+            let o16 = gpu.alloc(t * h * dh * 2)?;
+            launch_attn_tc_to(gpu, &io_tc, true, o16.ptr)?;
+            let mut h16 = vec![0u16; t * h * dh];
+            gpu.dtoh(&mut h16, o16.ptr)?;
+            f16_diff = h16.iter().zip(&yw).filter(|(a, b)| **a != half::f16::from_f32(**b).to_bits()).count();
+            (ms, rel, mx, bad, d)
+        } else {
+            (f64::NAN, f64::NAN, f64::NAN, 0, true)
+        };
         // 2 GEMMs x 2 flops per multiply-add x h x dh per visible row
         let rows: usize = (0..t)
             .map(|i| {
@@ -793,17 +811,23 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
             .sum();
         let gf = 4.0 * (h * dh) as f64 * rows as f64 / 1e9;
         let name = format!("attn h{h} dh{dh} r{ratio} p0={p0} T={t}");
-        let bad_s = if bad > 0 { format!("  {bad} NON-FINITE") } else { String::new() };
+        let mut bad_s = if bad + bad_tw > 0 { format!("  {bad} / {bad_tw} NON-FINITE (tc / tw)") } else { String::new() };
+        if f16_diff > 0 {
+            bad_s += &format!("  tw f16 heads: {f16_diff} values differ from its f32 heads rounded");
+        }
         println!(
-            "{:<34} {:>9.3} {:>9.3} {:>8.1} {:>8.1} {:>10.2e} {:>10.2e} {:>4}{}",
+            "{:<34} {:>9.3} {:>9.3} {:>9.3} {:>8.1} {:>8.1} {:>8.1} {:>10.2e} {:>10.2e} {:>10.2e} {:>4}{}",
             name,
             ms_simt,
             ms_tc,
+            ms_tw,
             gf,
             gf / ms_tc,
+            gf / ms_tw,
             rel,
-            mx,
-            if det { "ok" } else { "NO" },
+            rel_tw,
+            mx_tw,
+            if det && det_tw { "ok" } else { "NO" },
             bad_s
         );
     }

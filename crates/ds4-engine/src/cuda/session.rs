@@ -426,6 +426,22 @@ pub(crate) fn attn_tc_smem(dhp: usize) -> usize {
     3 * 64 * dhp * 2 + 8 * 1024 * 4
 }
 
+/// Prefill attention on the wgmma kernel (attn_tw) where it is built (sm_90a), unless
+/// `DS4_ATTN_WG=0` (read once): attn_tc otherwise.
+pub(crate) fn attn_tw_enabled() -> bool {
+    env_unless!("DS4_ATTN_WG", "0")
+}
+
+/// Dynamic shared memory of attn_tw_<dhp>: Q + two K/V tiles (64 rows of dhp f16 each), the
+/// P tile (64 x 64 f16), the two warpgroups' row maxima and sums, the RoPE table (up to 256
+/// (cos, sin) pairs), the token's selection.
+pub(crate) fn attn_tw_smem(dhp: usize, topk: usize) -> usize {
+    3 * 64 * dhp * 2 + 64 * 64 * 2 + 4 * 64 * 4 + 256 * 8 + topk * 4
+}
+
+/// The cap on attn_tw's dynamic shared memory (driver.rs sets it; larger selections take attn_tc).
+pub(crate) const ATTN_TW_SMEM_MAX: usize = 220 * 1024;
+
 /// Inputs of the indexer scoring of one ratio-4 layer (scores then topk_select).
 #[derive(Clone, Copy)]
 pub(crate) struct IdxIo {
@@ -846,7 +862,19 @@ pub(crate) fn launch_route(gpu: &Gpu, new: bool, t: usize, logits: u64, bias: u6
 
 /// Tensor-core prefill attention (kernels/attn.cuh): f16 copy of the rows, then one CTA per
 /// query token. The caller checks `attn_tc_shape_ok` and provides `kv16`.
-pub(crate) fn launch_attn_tc(gpu: &Gpu, io: &AttnIo) -> Result<()> {
+/// Whether attn_tw can run this launch (sm_90a build, the selection fits its shared memory).
+pub(crate) fn attn_tw_ok(gpu: &Gpu, io: &AttnIo) -> bool {
+    wgmma_built(gpu.cc) && attn_tw_smem(attn_tc_dhp(io.dh), io.topk) <= ATTN_TW_SMEM_MAX
+}
+
+/// launch_attn_tc with the kernel chosen: `wg` takes attn_tw where attn_tw_ok, else attn_tc.
+pub(crate) fn launch_attn_tc_as(gpu: &Gpu, io: &AttnIo, wg: bool) -> Result<()> {
+    launch_attn_tc_to(gpu, io, wg, 0).map(|_| ())
+}
+
+/// launch_attn_tc_as, with the heads written as f16 to `out16` instead (when not 0 and
+/// attn_tw runs); returns whether they were.
+pub(crate) fn launch_attn_tc_to(gpu: &Gpu, io: &AttnIo, wg: bool, out16: DevPtr) -> Result<bool> {
     if io.kv16 == 0 || !attn_tc_shape_ok(io.h, io.dh, io.rd) {
         return Err(CudaError::Other("tensor-core attention: unsupported shape or no f16 buffer".into()));
     }
@@ -874,8 +902,18 @@ pub(crate) fn launch_attn_tc(gpu: &Gpu, io: &AttnIo) -> Result<()> {
         eps: io.eps,
     };
     let dhp = attn_tc_dhp(io.dh);
+    if wg && attn_tw_ok(gpu, io) {
+        // V is read MN-major: LBO = the next 64-dim slab, SBO = the next 8 rows
+        let (lbo, sbo) = if env_is!("DS4_ATW_MN", "swap") { (1024u32, 8192u32) } else { (8192u32, 1024u32) };
+        let name = if dhp == 512 { "attn_tw_512" } else { "attn_tw_128" };
+        // q prefetch distance: one wave of CTAs (one per SM) ahead; DS4_ATW_PF=0 off
+        let pf = if env_is!("DS4_ATW_PF", "0") { 0 } else { gpu.sm_count as i32 };
+        gpu.launch(name, (io.t as u32, 1, 1), 256, attn_tw_smem(dhp, io.topk) as u32, Args::new().a(ta).a(lbo).a(sbo).a(pf).a(out16))?;
+        return Ok(out16 != 0);
+    }
     let name = if dhp == 512 { "attn_tc_512" } else { "attn_tc_128" };
-    gpu.launch(name, (io.t as u32, 1, 1), 256, attn_tc_smem(dhp) as u32, Args::new().a(ta))
+    gpu.launch(name, (io.t as u32, 1, 1), 256, attn_tc_smem(dhp) as u32, Args::new().a(ta))?;
+    Ok(false)
 }
 
 const MV_ROWS_PER_BLOCK: usize = 16;
@@ -2080,16 +2118,19 @@ impl CudaSession {
 
     /// The dense product (or `groups` block-diagonal ones, see blas::DenseCall) on cuBLAS when
     /// this session has the dense path and the batch and shape qualify; false: not run.
-    fn gemm_blas(&self, w: WMat, groups: usize, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize) -> Result<bool> {
-        let Some((_, _, s)) = &self.sc.dense16 else { return Ok(false) };
-        if t < self.dense_min_t {
-            return Ok(false);
-        }
-        let Some(blas) = self.gpu().blas() else { return Ok(false) };
+    /// The cuBLAS dense call for this product when it runs on cuBLAS (the scratch, the
+    /// handle and the batch size allow it), with its scratch.
+    #[allow(clippy::too_many_arguments)]
+    fn dense_call(&self, w: WMat, groups: usize, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize) -> Option<(DenseCall, Dense16, &Blas)> {
+        let (_, _, s) = self.sc.dense16.as_ref()?;
+        let blas = self.gpu().blas()?;
         let call = DenseCall { w, groups, x, ldx, y, ldy, t };
-        if !call.ok(s) {
-            return Ok(false);
-        }
+        (t >= self.dense_min_t && call.ok(s)).then_some((call, *s, blas))
+    }
+
+    fn gemm_blas(&self, w: WMat, groups: usize, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize) -> Result<bool> {
+        let Some((call, s, blas)) = self.dense_call(w, groups, x, ldx, y, ldy, t) else { return Ok(false) };
+        let s = &s;
         // Several projections read the same activations (q_a, kv and the compressors read xn;
         // q_b and idx_q_b read qr; the router and shared expert read xn): they reuse the f16
         // copy when it is of the same x and no device work was queued since it was made.
@@ -2522,8 +2563,21 @@ impl CudaSession {
                 eps: d.rms_eps,
             };
             let mut heads_q8 = false;
+            let hg = d.h / d.g * d.dh;
+            // out_a: the 8 block-diagonal groups in one strided-batched cuBLAS call where it applies
+            let out_a_blas = ly.out_a.rows == d.g * d.ro && ly.out_a.cols == hg;
             if !decode && self.opts.precision == Precision::Fast && sc.kv16.is_some() {
-                launch_attn_tc(gpu, &io)?;
+                // attn_tw writes the heads as f16 straight into that call's input scratch
+                // (no f32 round trip through x_to_f16); DS4_ATW_F16=0 keeps the f32 heads
+                let x16 = if out_a_blas && !env_is!("DS4_ATW_F16", "0") {
+                    self.dense_call(ly.out_a.wmat(), d.g, sc.heads.ptr, d.h * d.dh, sc.low.ptr, d.g * d.ro, t)
+                } else {
+                    None
+                };
+                if launch_attn_tc_to(gpu, &io, attn_tw_enabled(), x16.as_ref().map(|c| c.1.x16).unwrap_or(0))? {
+                    let key = x16.as_ref().map(|c| c.0.x_key());
+                    self.x16_key.set(key.map(|k| (k, gpu.work_seq())));
+                }
             } else if decode && t == 1 && attn_dec_enabled() && attn_dec_shape_ok(d.h, d.dh, d.r) {
                 // with the int8 attention side it also writes the heads' int8 blocks
                 let q8 = (att.is_some() && attn_dec_q8_ok(d.dh)).then_some((sc.qheads.q.ptr, sc.qheads.d.ptr));
@@ -2542,9 +2596,7 @@ impl CudaSession {
                 self.jobs[l].c.run(gpu, 1)?;
                 self.jobs[l].d.run(gpu, 1)?;
             } else {
-                let hg = d.h / d.g * d.dh;
-                // the 8 block-diagonal groups in one strided-batched cuBLAS call where it applies
-                if !(ly.out_a.rows == d.g * d.ro && ly.out_a.cols == hg && self.gemm_blas(ly.out_a.wmat(), d.g, sc.heads.ptr, d.h * d.dh, sc.low.ptr, d.g * d.ro, t)?) {
+                if !(out_a_blas && self.gemm_blas(ly.out_a.wmat(), d.g, sc.heads.ptr, d.h * d.dh, sc.low.ptr, d.g * d.ro, t)?) {
                     for gi in 0..d.g {
                         let w = ly.out_a.wmat_rows(gi * d.ro, d.ro);
                         self.gemm(w, sc.heads.ptr + (gi * hg * 4) as u64, d.h * d.dh, sc.low.ptr + (gi * d.ro * 4) as u64, d.g * d.ro, t, None)?;

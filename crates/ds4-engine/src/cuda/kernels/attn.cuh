@@ -369,3 +369,365 @@ extern "C" __global__ void __launch_bounds__(256, 1) attn_tc_128(AttnTcArgs a) {
     PDL_ENTRY;
     attn_tc_body<128>(a);
 }
+
+// ------------------------------------------------------------------------------------------
+// Prefill attention on wgmma (sm_90a; `attn_tw_<dhp>`): attn_tc's function (one CTA per query
+// token, all heads against the token's gathered KV rows, online softmax in f32, f16 products
+// with f32 accumulation), restructured for the warpgroup instructions. Why: attn_tc's
+// mma.sync warps each ldmatrix their own copy of every K/V fragment (four warps per half
+// read the same tile), split S over the dims with an exchange through shared memory, and ran
+// at ~115 TFLOP/s (ratio-4 layers) / ~60 (window-only layers) on the H200; wgmma reads each
+// shared operand once per warpgroup.
+//
+// Two warpgroups, 64-row tiles, two tile buffers (the next tile's gather in flight while the
+// current one is used). Warpgroup g: S for the tile's rows 32g..32g+31 over all dims
+// (m64n32k16, A = Q, B = K, both from shared memory), a common running max through shared
+// memory (both warpgroups then hold bit-identical maxima and rescale factors), P as f16 into
+// a shared [64 heads][64 rows] tile, then O[:, half g of the dims] += P . V (m64n<dhp/2>k16,
+// B = the same tile read MN-major). Every operand lives in the 128-byte-swizzled layout:
+// 64-dim slabs of [64 rows][128 bytes], 16-byte chunk c of row r stored at c ^ (r & 7)
+// (descriptor swizzle mode 1; slabs 1024-byte aligned). out16 != 0: the heads are written as
+// f16 there (the out_a GEMM's input) instead of f32 to a.out.
+// ------------------------------------------------------------------------------------------
+#define ATW_SLAB 8192  // one 64-dim slab of 64 rows (bytes)
+
+// Byte offset of element (row, col) in a slab-major swizzled tile (row < 64).
+__device__ __forceinline__ u32 atw_off(int row, int col) {
+    return (u32)((col >> 6) * ATW_SLAB + row * 128 + ((((col >> 3) & 7) ^ (row & 7)) << 4) + ((col & 7) << 1));
+}
+// Shared-memory matrix descriptor, 128-byte swizzle (mode 1). K-major operands: rows 128
+// bytes apart, 8-row groups SBO = 1024 apart (LBO unused). MN-major (V): LBO = the next 64
+// dims (one slab), SBO = the next 8 rows.
+__device__ __forceinline__ u64 wg_desc_sw128(u32 saddr, u32 lbo, u32 sbo) {
+    return (u64)((saddr & 0x3FFFF) >> 4) | ((u64)((lbo >> 4) & 0x3FFF) << 16) | ((u64)((sbo >> 4) & 0x3FFF) << 32) | ((u64)1 << 62);
+}
+
+#if WG_OK
+// d (+)= A . B with both operands from shared memory (descriptors da, db); TB: B MN-major
+// (transposed). acc == 0: d = A . B.
+template <int N, int TB>
+__device__ __forceinline__ void wg_mma_ss(float (&d)[N / 8][4], u64 da, u64 db, int acc) {
+    if constexpr (N == 32) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, %19;\n}\n"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
+            : "l"(da), "l"(db), "r"(acc), "n"(TB));
+    }
+    else if constexpr (N == 64) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, %35;\n}\n"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+            : "l"(da), "l"(db), "r"(acc), "n"(TB));
+    }
+    else if constexpr (N == 256) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, p, 1, 1, 0, %131;\n}\n"
+            : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]), "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
+            : "l"(da), "l"(db), "r"(acc), "n"(TB));
+    }
+
+}
+#endif
+
+// Dynamic shared memory: Q, two K/V tiles, P (one slab), the row maxima and sums of both
+// warpgroups ([2][64] f32 each), the token's indexer selection (topk ints). See attn_tw_smem.
+template <int DHP>
+__device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u32 pv_sbo, int pf, u16* out16) {
+#if WG_OK
+    constexpr int NSL = DHP / 64;           // 64-dim slabs per row
+    constexpr int TILE_B = NSL * ATW_SLAB;  // one 64-row tile (or Q)
+    constexpr int NO = DHP / 16;            // n8 tiles of a warpgroup's O (DHP / 2 dims)
+    constexpr int NCH = DHP / 8;            // 16-byte chunks per row
+    constexpr int RPI = 256 / NCH;          // rows per copy pass
+    constexpr int QJ = DHP / 128;           // float4 per lane per head row in the Q prep
+    extern __shared__ __align__(1024) u8 atw_sm[];
+    const u32 sQ = smem_u32(atw_sm);
+    const u32 sK = sQ + TILE_B;
+    const u32 sP = sK + 2 * TILE_B;
+    u8* const pP = atw_sm + 3 * TILE_B;
+    float* const smx = (float*)(atw_sm + 3 * TILE_B + ATW_SLAB);
+    float* const sml = smx + 128;
+    float2* const scs = (float2*)(sml + 128);  // [R/2] the token's RoPE (cos, sin), R <= 512
+    int* const ssel = (int*)(scs + 256);
+    if ((sQ & 1023) != 0) __trap();  // the swizzle pattern is anchored to 1024-byte boundaries
+
+    const int t = blockIdx.x;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int wg = tid >> 7, wl = warp & 3;
+    const int Dh = a.Dh, H = a.H;
+    const int p = a.pos[t];
+    const int nraw = min(p + 1, a.W);
+    const int ncv = a.ratio ? (p + 1) / a.ratio : 0;
+    const bool use_sel = (a.ratio == 4) && (ncv > a.topk);
+    const int ncomp = use_sel ? a.topk : ncv;
+    const int n = nraw + ncomp;  // >= 1: the token's own raw row
+    const int ntiles = (n + 63) / 64;
+    const int ring0 = (p - nraw + 1) % a.cap;
+    const int dch = Dh >> 3;
+    if (use_sel) {
+        const int* selt = a.sel + (i64)t * a.topk;
+        for (int i = tid; i < a.topk; i += 256) ssel[i] = selt[i];
+    }
+    // the rotation angles of this position, once (the Q prep and the output's inverse RoPE
+    // share them; per-element cosf / sinf unrolled over the output dims bloated the code)
+    for (int i = tid; i < a.R / 2; i += 256) {
+        const float th = (float)p * a.omega[i];
+        scs[i] = make_float2(cosf(th), sinf(th));
+    }
+    // the CTA that will most likely run next on this SM finds its q in L2 (its prologue is
+    // a DRAM round trip that nothing else on the SM overlaps)
+    if (tid == 0 && pf > 0 && t + pf < (int)gridDim.x) {
+        const float* qn = a.q + (i64)(t + pf) * H * Dh;
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(qn), "r"((u32)(H * Dh * 4)) : "memory");
+    }
+    __syncthreads();
+
+    // Gather one tile of rows as f16 (rows past n and dims past Dh zero-filled: the P . V
+    // products of masked columns are exact zeros). Thread: chunk column cc of rows r0 + RPI*i.
+    const int cc = tid % NCH, r0 = tid / NCH;
+    auto load_tile = [&](int it, int buf) {
+        const u32 dst = sK + buf * TILE_B + (cc >> 3) * ATW_SLAB;
+#pragma unroll
+        for (int i = 0; i < 64 / RPI; i++) {
+            const int rr = r0 + RPI * i;
+            const int r = it * 64 + rr;
+            const u16* src = a.kv;
+            int bytes = 0;
+            if (r < n && cc < dch) {
+                int row;
+                if (r < nraw) {
+                    row = ring0 + r;
+                    if (row >= a.cap) row -= a.cap;
+                } else {
+                    const int ci = r - nraw;
+                    row = a.cap + (use_sel ? ssel[ci] : ci);
+                }
+                src = a.kv + (i64)row * Dh + cc * 8;
+                bytes = 16;
+            }
+            atc_cp16(dst + rr * 128 + (((cc & 7) ^ (rr & 7)) << 4), src, bytes);
+        }
+        atc_commit();
+    };
+    load_tile(0, 0);
+
+    // Q prep (as attn_tc): per-head RMSNorm (f64 sum of squares), RoPE on the tail, f16 into
+    // the swizzled Q tile; warp w takes heads w, w+8, ...; zeros past Dh / H.
+    {
+        constexpr int HPW = 8;
+        const int Dn = Dh - a.R;
+        float v[HPW][QJ][4];
+#pragma unroll
+        for (int hh = 0; hh < HPW; hh++) {
+            const int h = warp + 8 * hh;
+            const float* qh = a.q + ((i64)t * H + h) * Dh;
+#pragma unroll
+            for (int j = 0; j < QJ; j++) {
+                const int d = 4 * lane + 128 * j;
+                if (h < H && d < Dh) {
+                    const float4 x = *(const float4*)(qh + d);
+                    v[hh][j][0] = x.x; v[hh][j][1] = x.y; v[hh][j][2] = x.z; v[hh][j][3] = x.w;
+                } else {
+                    v[hh][j][0] = v[hh][j][1] = v[hh][j][2] = v[hh][j][3] = 0.f;
+                }
+            }
+        }
+        float rc[QJ][2], rsn[QJ][2];
+#pragma unroll
+        for (int j = 0; j < QJ; j++) {
+            const int d = 4 * lane + 128 * j;
+#pragma unroll
+            for (int pr = 0; pr < 2; pr++) {
+                const float2 cs = (d < Dh && d >= Dn) ? scs[(d + 2 * pr - Dn) / 2] : make_float2(1.f, 0.f);
+                rc[j][pr] = cs.x;
+                rsn[j][pr] = cs.y;
+            }
+        }
+#pragma unroll
+        for (int hh = 0; hh < HPW; hh++) {
+            const int h = warp + 8 * hh;
+            // (f32: attn_tc's f64 sum cost ~1 us of conversions per CTA; Q is rounded to f16 next)
+            float ss = 0.f;
+#pragma unroll
+            for (int j = 0; j < QJ; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) ss = fmaf(v[hh][j][i], v[hh][j][i], ss);
+            ss = warp_sum(ss);
+            const float rs = 1.f / sqrtf(ss / (float)Dh + a.eps);
+#pragma unroll
+            for (int j = 0; j < QJ; j++) {
+                const int d = 4 * lane + 128 * j;
+                float y[4];
+#pragma unroll
+                for (int i = 0; i < 4; i++) y[i] = v[hh][j][i] * rs;
+                if (d < Dh && d >= Dn) {
+#pragma unroll
+                    for (int pr = 0; pr < 2; pr++) {
+                        const float x0 = y[2 * pr], x1 = y[2 * pr + 1];
+                        y[2 * pr] = x0 * rc[j][pr] - x1 * rsn[j][pr];
+                        y[2 * pr + 1] = x0 * rsn[j][pr] + x1 * rc[j][pr];
+                    }
+                }
+                uint2 hv;
+                hv.x = pack_h2(y[0], y[1]);
+                hv.y = pack_h2(y[2], y[3]);
+                *(uint2*)(atw_sm + atw_off(h, d)) = hv;
+            }
+        }
+    }
+
+    const float sl2 = (1.f / sqrtf((float)Dh)) * 1.4426950408889634f;  // scale, in log2 units
+    float o[NO][4];
+#pragma unroll
+    for (int j = 0; j < NO; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float s[4][4];
+    float mrow[2] = {NEG_INF_F, NEG_INF_F};  // running max (log2 units) of rows hr, hr+8
+    float lrow[2] = {0.f, 0.f};              // running sums over this warpgroup's columns
+    const int hr = wl * 16 + (lane >> 2);     // the accumulator rows (heads) of this thread
+    const int cq = 2 * (lane & 3);            // its column pair within an n8 tile
+    const u64 dq = wg_desc_sw128(sQ, 16, 1024);
+    const u64 dk = wg_desc_sw128(sK + wg * 32 * 128, 16, 1024);
+    const u64 dp = wg_desc_sw128(sP, 16, 1024);
+    const u64 dv = wg_desc_sw128(sK + wg * (NSL / 2) * ATW_SLAB, pv_lbo, pv_sbo);
+
+    for (int it = 0; it < ntiles; it++) {
+        const int buf = it & 1;
+        atc_wait0();
+        wg_wait0();  // this warpgroup's P . V of tile it-1
+        wg_pin<DHP / 2>(o);
+        fence_proxy_async();
+        __syncthreads();  // tile it (and Q) visible to the tensor cores; tile it-1's buffer and P free
+        // S over this warpgroup's 32 rows of the tile (the pins keep the compiler from moving
+        // accumulator reads or writes across the fences and waits, which would serialize wgmma;
+        // so does a wait_group 1 with two accumulator sets in flight: every wait here is 0)
+        wg_pin<32>(s);
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < DHP / 16; ks++) {
+            const u32 off = (ks >> 2) * ATW_SLAB + (ks & 3) * 32;
+            wg_mma_ss<32, 0>(s, dq + (off >> 4), dk + ((buf * TILE_B + off) >> 4), ks);
+        }
+        wg_commit();
+        // the next tile's gather runs under this tile's S, softmax and P . V
+        if (it + 1 < ntiles) load_tile(it + 1, buf ^ 1);
+        wg_wait0();
+        wg_pin<32>(s);
+        // mask, scale, row maxima of this warpgroup's columns
+        const int cb = it * 64 + wg * 32 + cq;
+        float mx[2] = {NEG_INF_F, NEG_INF_F};
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const float x = cb + 8 * j + (e & 1) < n ? s[j][e] * sl2 : NEG_INF_F;
+                s[j][e] = x;
+                mx[e >> 1] = fmaxf(mx[e >> 1], x);
+            }
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        }
+        if ((lane & 3) == 0) {
+            smx[wg * 64 + hr] = mx[0];
+            smx[wg * 64 + hr + 8] = mx[1];
+        }
+        __syncthreads();
+        float fac[2], mnew[2], rsum[2] = {0.f, 0.f};
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            // the same max in both warpgroups (max is exact and order-free)
+            mnew[r] = fmaxf(mrow[r], fmaxf(smx[hr + 8 * r], smx[64 + hr + 8 * r]));  // finite: column 0 of the tile is valid
+            fac[r] = exp2f(mrow[r] - mnew[r]);
+            mrow[r] = mnew[r];
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const float pv = exp2f(s[j][e] - mnew[e >> 1]);
+                s[j][e] = pv;
+                rsum[e >> 1] += pv;
+            }
+            const int col = wg * 32 + 8 * j + cq;
+            *(u32*)(pP + atw_off(hr, col)) = pack_h2(s[j][0], s[j][1]);
+            *(u32*)(pP + atw_off(hr + 8, col)) = pack_h2(s[j][2], s[j][3]);
+        }
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 1);
+            rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 2);
+            lrow[r] = lrow[r] * fac[r] + rsum[r];
+        }
+        fence_proxy_async();
+        __syncthreads();  // P complete
+#pragma unroll
+        for (int j = 0; j < NO; j++) {
+            o[j][0] *= fac[0]; o[j][1] *= fac[0];
+            o[j][2] *= fac[1]; o[j][3] *= fac[1];
+        }
+        // O[:, half wg] += P . V (k = the tile's 64 rows)
+        wg_pin<DHP / 2>(o);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+            wg_mma_ss<DHP / 2, 1>(o, dp + ((kk * 32) >> 4), dv + ((buf * TILE_B + kk * 16 * 128) >> 4), 1);
+        wg_commit();
+    }
+    wg_wait0();
+    wg_pin<DHP / 2>(o);
+
+    // both warpgroups' row sums, sink, normalization, inverse RoPE on the tail, store
+    if ((lane & 3) == 0) {
+        sml[wg * 64 + hr] = lrow[0];
+        sml[wg * 64 + hr + 8] = lrow[1];
+    }
+    __syncthreads();
+    const int Dn = Dh - a.R;
+    const float L2E = 1.4426950408889634f;
+    float f[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int h = hr + 8 * r;
+        const float l = sml[h] + sml[64 + h];
+        const float sk = (h < H) ? a.sinks[h] * L2E : 0.f;
+        const float M = fmaxf(mrow[r], sk);
+        const float em = exp2f(mrow[r] - M);
+        const float den = exp2f(sk - M) + l * em;
+        f[r] = em / den;
+    }
+#pragma unroll
+    for (int j = 0; j < NO; j++) {
+        const int d = wg * (DHP / 2) + j * 8 + cq;
+        if (d >= Dh) continue;
+        const float2 cs = d >= Dn ? scs[(d - Dn) / 2] : make_float2(1.f, 0.f);
+        const float c = cs.x, sn = -cs.y;
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int h = hr + 8 * r;
+            if (h >= H) continue;
+            const float x0 = o[j][2 * r] * f[r], x1 = o[j][2 * r + 1] * f[r];
+            const float y0 = x0 * c - x1 * sn, y1 = x0 * sn + x1 * c;
+            const i64 at = ((i64)t * H + h) * Dh + d;
+            if (out16)
+                *(u32*)(out16 + at) = pack_h2(y0, y1);
+            else
+                *(float2*)(a.out + at) = make_float2(y0, y1);
+        }
+    }
+#else
+    __trap();  // built only for sm_90a (the host checks wgmma_built)
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_512(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, int pf, u16* out16) {
+    PDL_ENTRY;
+    attn_tw_body<512>(a, pv_lbo, pv_sbo, pf, out16);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_128(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, int pf, u16* out16) {
+    PDL_ENTRY;
+    attn_tw_body<128>(a, pv_lbo, pv_sbo, pf, out16);
+}
