@@ -1848,9 +1848,13 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
 
 /// hc_post_mix at prefill shape (D 4096, 4 streams, 24 mixes, one y row; T from
 /// DS4_KBENCH_T): time and effective bandwidth over its compulsory traffic (S read and
-/// written, y read, the partial sums written), and whether it repeats its bits.
+/// written, y read, the partial sums written), and whether it repeats its bits. Then the
+/// MoE combine (row "moe_combine fused"): moe_combine (6 random slot rows + the shared row)
+/// into a row plus hc_post_mix on it ("old", DS4_FUSE_COMBINE=0) against hc_post_mix summing
+/// the slot rows itself ("new"): ms of each and the count of differing S / partial / pss
+/// values from the same inputs (must be 0: the same arithmetic).
 pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{launch_hc_post_mix, HcBufs};
+    use super::session::{launch_hc_post_mix, launch_hc_post_mix_moe, HcBufs};
     let (d, n, m, ny) = (4096usize, 4usize, 24usize, 1usize);
     let split = d.div_ceil(32);
     for t in bench_ts(&[8192]) {
@@ -1861,8 +1865,12 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
             gpu.htod(b.ptr, v)?;
             Ok(b)
         };
-        let s0 = up(&uni(-1.0, 1.0, t * n * d))?;
+        let s0h = uni(-1.0, 1.0, t * n * d);
+        let s0 = up(&s0h)?;
         let (post, comb, y) = (up(&uni(0.0, 1.0, t * n))?, up(&uni(0.0, 0.5, t * n * n))?, up(&uni(-1.0, 1.0, t * ny * d))?);
+        // the MoE output: k slot rows per token (ypair), the shared expert's rows
+        let k = 6usize;
+        let (yp, shb) = (up(&uni(-1.0, 1.0, t * k * d))?, up(&uni(-1.0, 1.0, t * d))?);
         let fnv: Vec<u16> = uni(-0.05, 0.05, m * n * d).iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
         let fnb = gpu.alloc(fnv.len() * 2)?;
         gpu.htod(fnb.ptr, &fnv)?;
@@ -1887,6 +1895,42 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
             bytes1 / ms1 / 1e9,
             if same { "same" } else { "DIFFERENT" }
         );
+        // pair_of: every (token, choice) its own slot, in random order (as moe_group2 assigns)
+        let mut ps = 0x9e37_u64 ^ t as u64;
+        let mut pov: Vec<i32> = (0..(t * k) as i32).collect();
+        for i in (1..pov.len()).rev() {
+            pov.swap(i, (rng(&mut ps) % (i as u64 + 1)) as usize);
+        }
+        let po = gpu.alloc(pov.len() * 4)?;
+        gpu.htod(po.ptr, &pov)?;
+        let ffn = gpu.alloc(t * d * 4)?;
+        let old = || -> Result<()> {
+            let args = Args::new().a(yp.ptr).a(po.ptr).a(shb.ptr).a(k as i32).a(d as i32).a(ffn.ptr);
+            gpu.launch("moe_combine", (d.div_ceil(256) as u32, t as u32, 1), 256, 0, args)?;
+            launch_hc_post_mix(gpu, &b, t, ffn.ptr, 1, fnb.ptr, m)
+        };
+        let new = || launch_hc_post_mix_moe(gpu, &b, t, yp.ptr, po.ptr, shb.ptr, k, fnb.ptr, m);
+        // one step of each from the same S: S, the partials and pss as bits
+        let outputs = |f: &dyn Fn() -> Result<()>| -> Result<Vec<u64>> {
+            gpu.htod(s0.ptr, &s0h)?;
+            f()?;
+            let (mut sv, mut pv, mut qv) = (vec![0u32; t * n * d], vec![0u32; t * split * m], vec![0u64; t * split]);
+            gpu.dtoh(&mut sv, s0.ptr)?;
+            gpu.dtoh(&mut pv, pdot.ptr)?;
+            gpu.dtoh(&mut qv, pss.ptr)?;
+            Ok(sv.into_iter().map(u64::from).chain(pv.into_iter().map(u64::from)).chain(qv).collect())
+        };
+        let (vo, vn) = (outputs(&old)?, outputs(&new)?);
+        let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
+        // (timing steps S on from there; the values stay bounded over these few steps)
+        let (mso, msn) = (time_ms(gpu, 5, &old)?, time_ms(gpu, 5, &new)?);
+        println!(
+            "moe_combine fused T={t} k={k}: old (moe_combine + hc_post_mix) {mso:.3} ms, new {msn:.3} ms ({:.2}x); differing values {diff} of {}{}",
+            mso / msn.max(1e-9),
+            vo.len(),
+            if diff == 0 { "" } else { "  FAIL" }
+        );
+        gpu.htod(s0.ptr, &s0h)?;
     }
     Ok(())
 }

@@ -205,6 +205,23 @@ pub(crate) struct HcBufs {
 /// outputs added in slot order; y == 0: none) and the partial sums of the next hc_pre with
 /// mixing weights `fn_ptr` (`m` mixes), for `t` tokens.
 pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize) -> Result<()> {
+    hc_post_mix_at(gpu, b, t, y, ny, fn_ptr, m, 0, 0)
+}
+
+/// launch_hc_post_mix with prefill's MoE output as y: per token the `k` routed slot rows of
+/// `ypair` (row pair_of[t*k + i]) and the shared expert's row of `shared`, summed by the
+/// kernel in moe_combine's order (model.cuh moe_sum_at): the same bits as moe_combine into a
+/// row and launch_hc_post_mix on it, without that row's write and read (`DS4_FUSE_COMBINE`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_hc_post_mix_moe(gpu: &Gpu, b: &HcBufs, t: usize, ypair: DevPtr, pair_of: DevPtr, shared: DevPtr, k: usize, fn_ptr: DevPtr, m: usize) -> Result<()> {
+    if ypair == 0 || pair_of == 0 || shared == 0 || k == 0 {
+        return Err(CudaError::Other("hc_post_mix: the MoE sum needs ypair, pair_of, shared and k > 0".into()));
+    }
+    hc_post_mix_at(gpu, b, t, ypair, k, fn_ptr, m, pair_of, shared)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, pair_of: DevPtr, shared: DevPtr) -> Result<()> {
     let args = Args::new()
         .a(b.s)
         .a(y)
@@ -219,7 +236,9 @@ pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny:
         .a(b.pss)
         .a(ny as i32)
         .a(t as i32)
-        .a(HC_TOKENS as i32);
+        .a(HC_TOKENS as i32)
+        .a(pair_of)
+        .a(shared);
     gpu.launch("hc_post_mix", (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, 0, args)
 }
 
@@ -323,6 +342,23 @@ pub(crate) fn hc_gram(n: usize) -> usize {
 /// to an extra block of attn_prep / router_dec (read once).
 fn hc_sk_enabled() -> bool {
     env_unless!("DS4_HC_SK", "0")
+}
+
+/// `DS4_FUSE_COMBINE=0` keeps prefill's moe_combine launch (the MoE output summed into
+/// ffn_out, then read by hc_post_mix) instead of hc_post_mix summing the slot rows itself
+/// (read once).
+fn fuse_combine_enabled() -> bool {
+    env_unless!("DS4_FUSE_COMBINE", "0")
+}
+
+/// The layer output an hc_post adds (CudaSession::hc_step_y).
+#[derive(Clone, Copy)]
+enum HcY {
+    /// `ny` consecutive D-rows per token from this pointer, summed (0: none)
+    Rows(DevPtr, usize),
+    /// prefill's MoE output, summed by hc_post_mix (launch_hc_post_mix_moe): {ypair, pair_of,
+    /// shared, k}
+    Moe(DevPtr, DevPtr, DevPtr, usize),
 }
 
 /// `DS4_HC_STEP=0` keeps decode's separate hc_post_mix / hc_finish / quant_q8 launches
@@ -2238,9 +2274,18 @@ impl CudaSession {
     /// one fused launch for decode, else hc_post_mix + hc_finish (+ quant_q8). `defer`: a later
     /// launch of the caller can run the Sinkhorn (`hc_sk`); returns whether it must.
     fn hc_step(&self, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, fin: Option<HcFinish>, defer: bool) -> Result<bool> {
+        self.hc_step_y(t, HcY::Rows(y, ny), fn_ptr, m, fin, defer)
+    }
+
+    /// hc_step with the layer output `y` as an HcY (the MoE form only where the separate
+    /// launches run: not hc_fused).
+    fn hc_step_y(&self, t: usize, y: HcY, fn_ptr: DevPtr, m: usize, fin: Option<HcFinish>, defer: bool) -> Result<bool> {
         let (gpu, mut b) = (self.gpu(), self.hc_bufs());
         match fin {
             Some(f) if self.hc_fused(t) => {
+                let HcY::Rows(y, ny) = y else {
+                    return Err(CudaError::Other("hc_step: the fused step takes y as rows, not the MoE sum".into()));
+                };
                 debug_assert_eq!(f.m, m);
                 let defer = defer && t == 1 && hc_sk_enabled() && f.m > b.n;
                 if !defer {
@@ -2250,7 +2295,10 @@ impl CudaSession {
                 Ok(defer)
             }
             _ => {
-                launch_hc_post_mix(gpu, &b, t, y, ny, fn_ptr, m)?;
+                match y {
+                    HcY::Rows(y, ny) => launch_hc_post_mix(gpu, &b, t, y, ny, fn_ptr, m)?,
+                    HcY::Moe(yp, po, sh, k) => launch_hc_post_mix_moe(gpu, &b, t, yp, po, sh, k, fn_ptr, m)?,
+                }
                 if let Some(f) = fin {
                     launch_hc_finish(gpu, &b, 0, t, &f)?;
                     if let Some((qs, qd)) = f.q8 {
@@ -2592,6 +2640,9 @@ impl CudaSession {
                 launch_route(gpu, decode && route_new_enabled(), t, sc.rlog.ptr, bias, tid2eid, sc.tok.ptr, d.e, d.k, d.w_scale, d.w_norm, sc.esel.ptr, sc.ewts.ptr)?;
             }
             let clamp = d.clamp[l];
+            // prefill on the separate hyper-connection launches: the next hc_post_mix sums the
+            // MoE output itself (moe_combine's order; DS4_FUSE_COMBINE=0: moe_combine -> ffn_out)
+            let fuse_moe = !decode && !self.hc_fused(t) && fuse_combine_enabled();
             if decode && self.q8 {
                 // (the shared expert in a parallel branch beside the router and the routed
                 // experts lost: router_dec 9.6 -> 17.5 us per call beside its DRAM stream, 8K
@@ -2656,8 +2707,11 @@ impl CudaSession {
                 }
                 launch_moe_mid(gpu, sc.gs.ptr, sc.us.ptr, 0, t, d.f, clamp, sc.mids.ptr, 0, false)?;
                 self.gemm(ly.down_sh.wmat(), sc.mids.ptr, d.f, sc.shared.ptr, d.d, t, None)?;
-                let args = Args::new().a(sc.ypair.ptr).a(sc.pair_of.ptr).a(sc.shared.ptr).a(d.k as i32).a(d.d as i32).a(sc.ffn_out.ptr);
-                gpu.launch("moe_combine", (((d.d + 255) / 256) as u32, t as u32, 1), 256, 0, args)?;
+                // (with fuse_moe the next hc_post_mix sums the slot rows itself)
+                if !fuse_moe {
+                    let args = Args::new().a(sc.ypair.ptr).a(sc.pair_of.ptr).a(sc.shared.ptr).a(d.k as i32).a(d.d as i32).a(sc.ffn_out.ptr);
+                    gpu.launch("moe_combine", (((d.d + 255) / 256) as u32, t as u32, 1), 256, 0, args)?;
+                }
             }
             // the next layer's attention hc_pre, or the output head's (fused only: head_last
             // finishes it otherwise, for the token it needs)
@@ -2668,6 +2722,8 @@ impl CudaSession {
             };
             sk = if decode && self.q8 {
                 self.hc_step(t, sc.ypair.ptr, d.k + 1, next_fn, next_m, fin, decode)?
+            } else if fuse_moe {
+                self.hc_step_y(t, HcY::Moe(sc.ypair.ptr, sc.pair_of.ptr, sc.shared.ptr, d.k), next_fn, next_m, fin, decode)?
             } else {
                 self.hc_step(t, sc.ffn_out.ptr, 1, next_fn, next_m, fin, decode)?
             };

@@ -54,11 +54,38 @@ __device__ __forceinline__ void rs_half(float (&v)[MAXM], int lane) {
     }
 }
 static_assert(MAXM == 24, "hc_post_mix's reduce-scatter halves 24 mixes three times");
+// moe_combine's value at (token t, column d): the K routed slot rows of ypair (row
+// pair_of[t*K + i], selection order i) summed from 0.f, then the shared expert's row added.
+// The same additions in the same order as moe_combine (below), so the same bits; the index
+// loads and then the row loads of up to 8 slots are issued before any add (see sum_strided).
+__device__ __forceinline__ float moe_sum_at(const float* __restrict__ ypair, const int* __restrict__ pair_of,
+                                            const float* __restrict__ shared, int K, int D, int t, int d) {
+    const int* po = pair_of + t * K;
+    float acc = 0.f;
+    for (int i0 = 0; i0 < K; i0 += 8) {
+        int sl[8];
+        float r[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) sl[u] = i0 + u < K ? po[i0 + u] : 0;
+#pragma unroll
+        for (int u = 0; u < 8; u++) r[u] = i0 + u < K ? ypair[(i64)sl[u] * D + d] : 0.f;
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            if (i0 + u < K) acc += r[u];
+    }
+    return acc + shared[(i64)t * D + d];
+}
+// y: the layer output added by hc_post, the sum of ny consecutive D-rows per token (y == 0:
+// none); with pair_of (prefill's MoE output, DS4_FUSE_COMBINE) instead moe_combine's sum
+// computed here (moe_sum_at: y = ypair, ny = K slots per token, shared = the shared
+// expert's rows), so the combined row is never written.
 extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const float* __restrict__ y,
                                                               const float* __restrict__ post,
                                                               const float* __restrict__ comb,
                                                               const u16* __restrict__ fn, int M, int D, int N,
-                                                              int chunk, float* pdot, double* pss, int ny, int T, int tt) {
+                                                              int chunk, float* pdot, double* pss, int ny, int T, int tt,
+                                                              const int* __restrict__ pair_of,
+                                                              const float* __restrict__ shared) {
     PDL_ENTRY;
     __shared__ float4 fsh[MAXM][32];
     int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -83,7 +110,7 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const fl
 #pragma unroll
             for (int a = 0; a < 4; a++) sv[a] = a < N ? St[(i64)a * D + d] : 0.f;
             if (y) {
-                float yd = sum_strided(y + (i64)t * ny * D + d, D, ny);
+                float yd = pair_of ? moe_sum_at(y, pair_of, shared, ny, D, t, d) : sum_strided(y + (i64)t * ny * D + d, D, ny);
 #pragma unroll
                 for (int b = 0; b < 4; b++) {
                     if (b < N) {
@@ -1930,7 +1957,8 @@ extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __r
     else mid[i] = m;
 }
 
-// out[t] = sum_i ypair[pair_of[t*K+i]] (selection order) + shared[t]
+// out[t] = sum_i ypair[pair_of[t*K+i]] (selection order) + shared[t]. Prefill's hc_post_mix
+// computes the same sum itself (moe_sum_at: keep the two in step) unless DS4_FUSE_COMBINE=0.
 extern "C" __global__ void moe_combine(const float* __restrict__ ypair, const int* __restrict__ pair_of,
                                        const float* __restrict__ shared, int K, int D, float* out) {
     PDL_ENTRY;
