@@ -1852,9 +1852,12 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
 /// MoE combine (row "moe_combine fused"): moe_combine (6 random slot rows + the shared row)
 /// into a row plus hc_post_mix on it ("old", DS4_FUSE_COMBINE=0) against hc_post_mix summing
 /// the slot rows itself ("new"): ms of each and the count of differing S / partial / pss
-/// values from the same inputs (must be 0: the same arithmetic).
+/// values from the same inputs (must be 0: the same arithmetic). Then hc_finish with the f16
+/// copies of xn (DS4_HC_F16; rows "hc_finish f16"): the FFN side (hc_finish + x_to_f16 plain
+/// + x_to_f16 in gemm_qr's order, against hc_finish writing both) and the attention side
+/// (one plain copy): ms of each and the count of differing xn / f16 / post / comb values.
 pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{launch_hc_post_mix, launch_hc_post_mix_moe, HcBufs};
+    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_post_mix_moe, HcBufs, HcF16, HcFinish};
     let (d, n, m, ny) = (4096usize, 4usize, 24usize, 1usize);
     let split = d.div_ceil(32);
     for t in bench_ts(&[8192]) {
@@ -1931,6 +1934,62 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
             if diff == 0 { "" } else { "  FAIL" }
         );
         gpu.htod(s0.ptr, &s0h)?;
+        // hc_finish's f16 copies: the partials of S (y = 0), then the finish both ways
+        let (scb, bab, nob) = (up(&uni(0.5, 1.5, 3))?, up(&uni(-1.0, 1.0, m))?, up(&uni(0.5, 1.5, d))?);
+        launch_hc_post_mix(gpu, &b, t, 0, ny, fnb.ptr, m)?;
+        let (xo, xw) = (gpu.alloc(t * d * 4)?, gpu.alloc(t * d * 4)?);
+        let (ha, hb, hw_a, hw_b) = (gpu.alloc(t * d * 2)?, gpu.alloc(t * d * 2)?, gpu.alloc(t * d * 2)?, gpu.alloc(t * d * 2)?);
+        let fin = |out: u64, f16: HcF16| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out, q8: None, f16 };
+        let (fo, fw) = (fin(xo.ptr, HcF16::default()), fin(xw.ptr, HcF16 { a: hw_a.ptr, b: hw_b.ptr, b_perm: true }));
+        let fw_a = fin(xw.ptr, HcF16 { a: hw_a.ptr, b: 0, b_perm: false });
+        let old_attn = || -> Result<()> {
+            launch_hc_finish(gpu, &b, 0, t, &fo)?;
+            launch_x_to_f16(gpu, xo.ptr, d, d, t, 0, ha.ptr, false)
+        };
+        let old_ffn = || -> Result<()> {
+            old_attn()?;
+            launch_x_to_f16(gpu, xo.ptr, d, d, t, 0, hb.ptr, true)
+        };
+        let new_ffn = || launch_hc_finish(gpu, &b, 0, t, &fw);
+        let new_attn = || launch_hc_finish(gpu, &b, 0, t, &fw_a);
+        // bits of xn, the two copies, post and comb
+        let bits = |x: &DevBuf, h: [&DevBuf; 2]| -> Result<Vec<u32>> {
+            let (mut xv, mut h0, mut h1, mut pv, mut cv) = (vec![0u32; t * d], vec![0u16; t * d], vec![0u16; t * d], vec![0u32; t * n], vec![0u32; t * n * n]);
+            gpu.dtoh(&mut xv, x.ptr)?;
+            gpu.dtoh(&mut h0, h[0].ptr)?;
+            gpu.dtoh(&mut h1, h[1].ptr)?;
+            gpu.dtoh(&mut pv, b.post)?;
+            gpu.dtoh(&mut cv, b.comb)?;
+            Ok(xv.into_iter().chain(h0.into_iter().map(u32::from)).chain(h1.into_iter().map(u32::from)).chain(pv).chain(cv).collect())
+        };
+        old_ffn()?;
+        let vo = bits(&xo, [&ha, &hb])?;
+        // (every output of the new path cleared first: it must write them all)
+        let clear = || -> Result<()> {
+            gpu.memset0(xw.ptr, t * d * 4)?;
+            gpu.memset0(hw_a.ptr, t * d * 2)?;
+            gpu.memset0(hw_b.ptr, t * d * 2)?;
+            gpu.memset0(b.post, t * n * 4)?;
+            gpu.memset0(b.comb, t * n * n * 4)
+        };
+        clear()?;
+        new_ffn()?;
+        let vn = bits(&xw, [&hw_a, &hw_b])?;
+        let diff_ffn = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
+        // the attention side: its one copy (the second compared is the old one's)
+        clear()?;
+        new_attn()?;
+        let va = bits(&xw, [&hw_a, &hb])?;
+        let diff_attn = vo.iter().zip(&va).filter(|(a, b)| a != b).count();
+        let ms = [time_ms(gpu, 5, &old_attn)?, time_ms(gpu, 5, &new_attn)?, time_ms(gpu, 5, &old_ffn)?, time_ms(gpu, 5, &new_ffn)?];
+        for (side, o, nw, diff) in [("attn", ms[0], ms[1], diff_attn), ("ffn ", ms[2], ms[3], diff_ffn)] {
+            println!(
+                "hc_finish f16 {side} T={t}: old (hc_finish + x_to_f16) {o:.3} ms, new {nw:.3} ms ({:.2}x); differing values {diff} of {}{}",
+                o / nw.max(1e-9),
+                vo.len(),
+                if diff == 0 { "" } else { "  FAIL" }
+            );
+        }
     }
     Ok(())
 }
@@ -1946,7 +2005,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
 /// one launch. The process is small, so Nsight Compute's kernel
 /// replay can profile hc_step here (on the full model it did not finish).
 pub fn hc_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{hc_gram, hc_gs_fits, launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcBufs, HcFinish};
+    use super::session::{hc_gram, hc_gs_fits, launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcBufs, HcF16, HcFinish};
     println!(
         "{:<40} {:>8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>5} {:>4} {:>4}",
         "hyper-connection step (T=1)", "old us", "new us", "speedup", "S rel", "post/comb", "xn rel", "q8!", "nan", "det"
@@ -1994,7 +2053,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
             Ok((b, bufs))
         };
         let (bo, so) = state(false)?;
-        let fin = |st: &[DevBuf]| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out: st[6].ptr, q8: q8.then_some((st[7].ptr, st[8].ptr)) };
+        let fin = |st: &[DevBuf]| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out: st[6].ptr, q8: q8.then_some((st[7].ptr, st[8].ptr)), f16: HcF16::default() };
         let fo = fin(&so);
         let old = || -> Result<()> {
             launch_hc_post_mix(gpu, &bo, 1, yb.ptr, ny, fnb.ptr, m)?;
