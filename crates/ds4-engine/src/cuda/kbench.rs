@@ -1872,9 +1872,16 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
 
 /// hc_post_mix at prefill shape (D 4096, 4 streams, 24 mixes, one y row; T from
 /// DS4_KBENCH_T): time and effective bandwidth over its compulsory traffic (S read and
-/// written, y read, the partial sums written), and whether it repeats its bits.
+/// written, y read, the partial sums written), and whether it repeats its bits. Then the
+/// MoE combine (row "moe_combine fused"): moe_combine (6 random slot rows + the shared row)
+/// into a row plus hc_post_mix on it ("old", DS4_FUSE_COMBINE=0) against hc_post_mix summing
+/// the slot rows itself ("new"): ms of each and the count of differing S / partial / pss
+/// values from the same inputs (must be 0: the same arithmetic). Then hc_finish with the f16
+/// copies of xn (DS4_HC_F16; rows "hc_finish f16"): the FFN side (hc_finish + x_to_f16 plain
+/// + x_to_f16 in gemm_qr's order, against hc_finish writing both) and the attention side
+/// (one plain copy): ms of each and the count of differing xn / f16 / post / comb values.
 pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{launch_hc_post_mix, HcBufs};
+    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_post_mix_moe, HcBufs, HcF16, HcFinish};
     let (d, n, m, ny) = (4096usize, 4usize, 24usize, 1usize);
     let split = d.div_ceil(32);
     for t in bench_ts(&[8192]) {
@@ -1885,8 +1892,12 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
             gpu.htod(b.ptr, v)?;
             Ok(b)
         };
-        let s0 = up(&uni(-1.0, 1.0, t * n * d))?;
+        let s0h = uni(-1.0, 1.0, t * n * d);
+        let s0 = up(&s0h)?;
         let (post, comb, y) = (up(&uni(0.0, 1.0, t * n))?, up(&uni(0.0, 0.5, t * n * n))?, up(&uni(-1.0, 1.0, t * ny * d))?);
+        // the MoE output: k slot rows per token (ypair), the shared expert's rows
+        let k = 6usize;
+        let (yp, shb) = (up(&uni(-1.0, 1.0, t * k * d))?, up(&uni(-1.0, 1.0, t * d))?);
         let fnv: Vec<u16> = uni(-0.05, 0.05, m * n * d).iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
         let fnb = gpu.alloc(fnv.len() * 2)?;
         gpu.htod(fnb.ptr, &fnv)?;
@@ -1911,6 +1922,98 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
             bytes1 / ms1 / 1e9,
             if same { "same" } else { "DIFFERENT" }
         );
+        // pair_of: every (token, choice) its own slot, in random order (as moe_group2 assigns)
+        let mut ps = 0x9e37_u64 ^ t as u64;
+        let mut pov: Vec<i32> = (0..(t * k) as i32).collect();
+        for i in (1..pov.len()).rev() {
+            pov.swap(i, (rng(&mut ps) % (i as u64 + 1)) as usize);
+        }
+        let po = gpu.alloc(pov.len() * 4)?;
+        gpu.htod(po.ptr, &pov)?;
+        let ffn = gpu.alloc(t * d * 4)?;
+        let old = || -> Result<()> {
+            let args = Args::new().a(yp.ptr).a(po.ptr).a(shb.ptr).a(k as i32).a(d as i32).a(ffn.ptr);
+            gpu.launch("moe_combine", (d.div_ceil(256) as u32, t as u32, 1), 256, 0, args)?;
+            launch_hc_post_mix(gpu, &b, t, ffn.ptr, 1, fnb.ptr, m)
+        };
+        let new = || launch_hc_post_mix_moe(gpu, &b, t, yp.ptr, po.ptr, shb.ptr, k, fnb.ptr, m);
+        // one step of each from the same S: S, the partials and pss as bits
+        let outputs = |f: &dyn Fn() -> Result<()>| -> Result<Vec<u64>> {
+            gpu.htod(s0.ptr, &s0h)?;
+            f()?;
+            let (mut sv, mut pv, mut qv) = (vec![0u32; t * n * d], vec![0u32; t * split * m], vec![0u64; t * split]);
+            gpu.dtoh(&mut sv, s0.ptr)?;
+            gpu.dtoh(&mut pv, pdot.ptr)?;
+            gpu.dtoh(&mut qv, pss.ptr)?;
+            Ok(sv.into_iter().map(u64::from).chain(pv.into_iter().map(u64::from)).chain(qv).collect())
+        };
+        let (vo, vn) = (outputs(&old)?, outputs(&new)?);
+        let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
+        // (timing steps S on from there; the values stay bounded over these few steps)
+        let (mso, msn) = (time_ms(gpu, 5, &old)?, time_ms(gpu, 5, &new)?);
+        println!(
+            "moe_combine fused T={t} k={k}: old (moe_combine + hc_post_mix) {mso:.3} ms, new {msn:.3} ms ({:.2}x); differing values {diff} of {}{}",
+            mso / msn.max(1e-9),
+            vo.len(),
+            if diff == 0 { "" } else { "  FAIL" }
+        );
+        gpu.htod(s0.ptr, &s0h)?;
+        // hc_finish's f16 copies: the partials of S (y = 0), then the finish both ways
+        let (scb, bab, nob) = (up(&uni(0.5, 1.5, 3))?, up(&uni(-1.0, 1.0, m))?, up(&uni(0.5, 1.5, d))?);
+        launch_hc_post_mix(gpu, &b, t, 0, ny, fnb.ptr, m)?;
+        let (xo, xw) = (gpu.alloc(t * d * 4)?, gpu.alloc(t * d * 4)?);
+        let (ha, hb, hw_a, hw_b) = (gpu.alloc(t * d * 2)?, gpu.alloc(t * d * 2)?, gpu.alloc(t * d * 2)?, gpu.alloc(t * d * 2)?);
+        let fin = |out: u64, f16: HcF16| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out, q8: None, f16 };
+        let (fo, fw) = (fin(xo.ptr, HcF16::default()), fin(xw.ptr, HcF16 { a: hw_a.ptr, b: hw_b.ptr, b_perm: true }));
+        let fw_a = fin(xw.ptr, HcF16 { a: hw_a.ptr, b: 0, b_perm: false });
+        let old_attn = || -> Result<()> {
+            launch_hc_finish(gpu, &b, 0, t, &fo)?;
+            launch_x_to_f16(gpu, xo.ptr, d, d, t, 0, ha.ptr, false)
+        };
+        let old_ffn = || -> Result<()> {
+            old_attn()?;
+            launch_x_to_f16(gpu, xo.ptr, d, d, t, 0, hb.ptr, true)
+        };
+        let new_ffn = || launch_hc_finish(gpu, &b, 0, t, &fw);
+        let new_attn = || launch_hc_finish(gpu, &b, 0, t, &fw_a);
+        // bits of xn, the two copies, post and comb
+        let bits = |x: &DevBuf, h: [&DevBuf; 2]| -> Result<Vec<u32>> {
+            let (mut xv, mut h0, mut h1, mut pv, mut cv) = (vec![0u32; t * d], vec![0u16; t * d], vec![0u16; t * d], vec![0u32; t * n], vec![0u32; t * n * n]);
+            gpu.dtoh(&mut xv, x.ptr)?;
+            gpu.dtoh(&mut h0, h[0].ptr)?;
+            gpu.dtoh(&mut h1, h[1].ptr)?;
+            gpu.dtoh(&mut pv, b.post)?;
+            gpu.dtoh(&mut cv, b.comb)?;
+            Ok(xv.into_iter().chain(h0.into_iter().map(u32::from)).chain(h1.into_iter().map(u32::from)).chain(pv).chain(cv).collect())
+        };
+        old_ffn()?;
+        let vo = bits(&xo, [&ha, &hb])?;
+        // (every output of the new path cleared first: it must write them all)
+        let clear = || -> Result<()> {
+            gpu.memset0(xw.ptr, t * d * 4)?;
+            gpu.memset0(hw_a.ptr, t * d * 2)?;
+            gpu.memset0(hw_b.ptr, t * d * 2)?;
+            gpu.memset0(b.post, t * n * 4)?;
+            gpu.memset0(b.comb, t * n * n * 4)
+        };
+        clear()?;
+        new_ffn()?;
+        let vn = bits(&xw, [&hw_a, &hw_b])?;
+        let diff_ffn = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
+        // the attention side: its one copy (the second compared is the old one's)
+        clear()?;
+        new_attn()?;
+        let va = bits(&xw, [&hw_a, &hb])?;
+        let diff_attn = vo.iter().zip(&va).filter(|(a, b)| a != b).count();
+        let ms = [time_ms(gpu, 5, &old_attn)?, time_ms(gpu, 5, &new_attn)?, time_ms(gpu, 5, &old_ffn)?, time_ms(gpu, 5, &new_ffn)?];
+        for (side, o, nw, diff) in [("attn", ms[0], ms[1], diff_attn), ("ffn ", ms[2], ms[3], diff_ffn)] {
+            println!(
+                "hc_finish f16 {side} T={t}: old (hc_finish + x_to_f16) {o:.3} ms, new {nw:.3} ms ({:.2}x); differing values {diff} of {}{}",
+                o / nw.max(1e-9),
+                vo.len(),
+                if diff == 0 { "" } else { "  FAIL" }
+            );
+        }
     }
     Ok(())
 }
@@ -1926,7 +2029,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
 /// one launch. The process is small, so Nsight Compute's kernel
 /// replay can profile hc_step here (on the full model it did not finish).
 pub fn hc_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{hc_gram, hc_gs_fits, launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcBufs, HcFinish};
+    use super::session::{hc_gram, hc_gs_fits, launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcBufs, HcF16, HcFinish};
     println!(
         "{:<40} {:>8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>5} {:>4} {:>4}",
         "hyper-connection step (T=1)", "old us", "new us", "speedup", "S rel", "post/comb", "xn rel", "q8!", "nan", "det"
@@ -1974,7 +2077,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
             Ok((b, bufs))
         };
         let (bo, so) = state(false)?;
-        let fin = |st: &[DevBuf]| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out: st[6].ptr, q8: q8.then_some((st[7].ptr, st[8].ptr)) };
+        let fin = |st: &[DevBuf]| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out: st[6].ptr, q8: q8.then_some((st[7].ptr, st[8].ptr)), f16: HcF16::default() };
         let fo = fin(&so);
         let old = || -> Result<()> {
             launch_hc_post_mix(gpu, &bo, 1, yb.ptr, ny, fnb.ptr, m)?;

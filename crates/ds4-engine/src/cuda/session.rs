@@ -164,7 +164,7 @@ struct HcStepArgs {
 }
 
 /// The hc_pre that follows an hc_post: its weights, the normalized row it writes, and
-/// optionally the int8 copy of that row (decode FFN input).
+/// optionally the int8 copy of that row (decode FFN input) or f16 copies (prefill).
 #[derive(Clone, Copy)]
 pub(crate) struct HcFinish {
     pub m: usize,
@@ -173,6 +173,18 @@ pub(crate) struct HcFinish {
     pub norm: DevPtr,
     pub out: DevPtr,
     pub q8: Option<(DevPtr, DevPtr)>,
+    /// f16 copies written by the separate hc_finish launch (prefill), not by hc_step
+    pub f16: HcF16,
+}
+
+/// f16 copies of the finished rows that hc_finish writes beside them (`DS4_HC_F16`): packed
+/// t x D halfs, the values launch_x_to_f16 (no gather) makes of the f32 rows; `b` in
+/// gemm_qr's K order when `b_perm`. 0: none. D % 32 == 0 when any is set.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct HcF16 {
+    pub a: DevPtr,
+    pub b: DevPtr,
+    pub b_perm: bool,
 }
 
 /// Buffers and constants of the hyper-connection kernels: S [T][N][D], post [T][N], comb
@@ -205,6 +217,23 @@ pub(crate) struct HcBufs {
 /// outputs added in slot order; y == 0: none) and the partial sums of the next hc_pre with
 /// mixing weights `fn_ptr` (`m` mixes), for `t` tokens.
 pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize) -> Result<()> {
+    hc_post_mix_at(gpu, b, t, y, ny, fn_ptr, m, 0, 0)
+}
+
+/// launch_hc_post_mix with prefill's MoE output as y: per token the `k` routed slot rows of
+/// `ypair` (row pair_of[t*k + i]) and the shared expert's row of `shared`, summed by the
+/// kernel in moe_combine's order (model.cuh moe_sum_at): the same bits as moe_combine into a
+/// row and launch_hc_post_mix on it, without that row's write and read (`DS4_FUSE_COMBINE`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_hc_post_mix_moe(gpu: &Gpu, b: &HcBufs, t: usize, ypair: DevPtr, pair_of: DevPtr, shared: DevPtr, k: usize, fn_ptr: DevPtr, m: usize) -> Result<()> {
+    if ypair == 0 || pair_of == 0 || shared == 0 || k == 0 {
+        return Err(CudaError::Other("hc_post_mix: the MoE sum needs ypair, pair_of, shared and k > 0".into()));
+    }
+    hc_post_mix_at(gpu, b, t, ypair, k, fn_ptr, m, pair_of, shared)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, pair_of: DevPtr, shared: DevPtr) -> Result<()> {
     let args = Args::new()
         .a(b.s)
         .a(y)
@@ -219,14 +248,21 @@ pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny:
         .a(b.pss)
         .a(ny as i32)
         .a(t as i32)
-        .a(HC_TOKENS as i32);
+        .a(HC_TOKENS as i32)
+        .a(pair_of)
+        .a(shared);
     gpu.launch("hc_post_mix", (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, 0, args)
 }
 
 /// The finish of hc_pre `f` for tokens [t0, t0+t) (its partial sums from launch_hc_post_mix),
-/// xn rows written from `f.out` on (`f.q8` is not written here: see launch_quant_q8).
+/// xn rows written from `f.out` on, the f16 copies (`f.f16`) likewise from theirs (`f.q8` is
+/// not written here: see launch_quant_q8).
 pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &HcFinish) -> Result<()> {
     let (ns, n, d, m) = (b.split, b.n, b.d, f.m);
+    let h = f.f16;
+    if (h.a != 0 || h.b != 0) && d % 32 != 0 {
+        return Err(CudaError::Other(format!("hc_finish: f16 copies need D % 32 == 0 (D {d})")));
+    }
     let args = Args::new()
         .a(b.s + (t0 * n * d * 4) as u64)
         .a(b.pdot + (t0 * ns * m * 4) as u64)
@@ -243,7 +279,10 @@ pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &H
         .a(b.hc_eps)
         .a(b.post + (t0 * n * 4) as u64)
         .a(b.comb + (t0 * n * n * 4) as u64)
-        .a(f.out);
+        .a(f.out)
+        .a(h.a)
+        .a(h.b)
+        .a(h.b_perm as i32);
     gpu.launch("hc_finish", (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, hc_fin_smem(n, d), args)
 }
 
@@ -323,6 +362,29 @@ pub(crate) fn hc_gram(n: usize) -> usize {
 /// to an extra block of attn_prep / router_dec (read once).
 fn hc_sk_enabled() -> bool {
     env_unless!("DS4_HC_SK", "0")
+}
+
+/// `DS4_FUSE_COMBINE=0` keeps prefill's moe_combine launch (the MoE output summed into
+/// ffn_out, then read by hc_post_mix) instead of hc_post_mix summing the slot rows itself
+/// (read once).
+fn fuse_combine_enabled() -> bool {
+    env_unless!("DS4_FUSE_COMBINE", "0")
+}
+
+/// `DS4_HC_F16=0` keeps prefill's x_to_f16 launches of xn (the cuBLAS dense path's copy and
+/// the routed experts' one) instead of hc_finish writing the f16 copies itself (read once).
+fn hc_f16_enabled() -> bool {
+    env_unless!("DS4_HC_F16", "0")
+}
+
+/// The layer output an hc_post adds (CudaSession::hc_step_y).
+#[derive(Clone, Copy)]
+enum HcY {
+    /// `ny` consecutive D-rows per token from this pointer, summed (0: none)
+    Rows(DevPtr, usize),
+    /// prefill's MoE output, summed by hc_post_mix (launch_hc_post_mix_moe): {ypair, pair_of,
+    /// shared, k}
+    Moe(DevPtr, DevPtr, DevPtr, usize),
 }
 
 /// `DS4_HC_STEP=0` keeps decode's separate hc_post_mix / hc_finish / quant_q8 launches
@@ -2148,7 +2210,7 @@ impl CudaSession {
     /// the f16 scratch and moe_group's slot offsets copied to the host (one small copy and
     /// sync per layer; prefill is not graph-captured). Call after moe_group has been queued.
     fn exp_blas(&self, t: usize) -> Result<Option<(&Blas, Dense16, Vec<i32>)>> {
-        if self.opts.precision != Precision::Fast || !exp_blas_wanted() || t < self.exp_min_t {
+        if !self.exp_blas_on(t) {
             return Ok(None);
         }
         let Some(blas) = self.gpu().blas() else { return Ok(None) };
@@ -2161,6 +2223,12 @@ impl CudaSession {
             return Err(CudaError::Other(format!("moe_group: inconsistent slot offsets (total {}, expected {})", off[d.e], t * d.k)));
         }
         Ok(Some((blas, s, off)))
+    }
+
+    /// Whether `exp_blas(t)` gives the cuBLAS routed-expert path (known before moe_group runs;
+    /// allocates the expert scratch on first use).
+    fn exp_blas_on(&self, t: usize) -> bool {
+        self.opts.precision == Precision::Fast && exp_blas_wanted() && t >= self.exp_min_t && self.gpu().blas().is_some() && self.exp16().is_some()
     }
 
     /// The expert scratch, allocated on first use for `max_chunk` tokens, or None (one log
@@ -2266,7 +2334,17 @@ impl CudaSession {
 
     /// hc_finish for tokens [t0, t0+t) writing xn rows starting at `out`.
     fn hc_finish(&self, t0: usize, t: usize, m: usize, scale: DevPtr, base: DevPtr, norm: DevPtr, out: DevPtr) -> Result<()> {
-        launch_hc_finish(self.gpu(), &self.hc_bufs(), t0, t, &HcFinish { m, scale, base, norm, out, q8: None })
+        launch_hc_finish(self.gpu(), &self.hc_bufs(), t0, t, &HcFinish { m, scale, base, norm, out, q8: None, f16: HcF16::default() })
+    }
+
+    /// Where the prefill hc_finish writes xn's f16 copy for the cuBLAS dense path (its x16
+    /// scratch, as DenseCall::prep_x would), when that path takes batches of `t` tokens and
+    /// `DS4_HC_F16` is on; None: the dense products convert xn themselves.
+    fn xn16_dense(&self, t: usize) -> Option<DevPtr> {
+        let dd = self.m.dims.d;
+        let (_, _, s) = self.sc.dense16.as_ref()?;
+        let ok = hc_f16_enabled() && !self.hc_fused(t) && dd % 32 == 0 && t >= self.dense_min_t && t * dd <= s.x_elems && self.sc.xn.ptr % 16 == 0;
+        (ok && self.gpu().blas().is_some()).then_some(s.x16)
     }
 
     /// Whether a batch of `t` tokens takes the fused hc_step (decode).
@@ -2279,9 +2357,21 @@ impl CudaSession {
     /// one fused launch for decode, else hc_post_mix + hc_finish (+ quant_q8). `defer`: a later
     /// launch of the caller can run the Sinkhorn (`hc_sk`); returns whether it must.
     fn hc_step(&self, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, fin: Option<HcFinish>, defer: bool) -> Result<bool> {
+        self.hc_step_y(t, HcY::Rows(y, ny), fn_ptr, m, fin, defer)
+    }
+
+    /// hc_step with the layer output `y` as an HcY (the MoE form only where the separate
+    /// launches run: not hc_fused).
+    fn hc_step_y(&self, t: usize, y: HcY, fn_ptr: DevPtr, m: usize, fin: Option<HcFinish>, defer: bool) -> Result<bool> {
         let (gpu, mut b) = (self.gpu(), self.hc_bufs());
         match fin {
             Some(f) if self.hc_fused(t) => {
+                let HcY::Rows(y, ny) = y else {
+                    return Err(CudaError::Other("hc_step: the fused step takes y as rows, not the MoE sum".into()));
+                };
+                if f.f16.a != 0 || f.f16.b != 0 {
+                    return Err(CudaError::Other("hc_step: the fused step writes no f16 copies".into()));
+                }
                 debug_assert_eq!(f.m, m);
                 let defer = defer && t == 1 && hc_sk_enabled() && f.m > b.n;
                 if !defer {
@@ -2291,11 +2381,24 @@ impl CudaSession {
                 Ok(defer)
             }
             _ => {
-                launch_hc_post_mix(gpu, &b, t, y, ny, fn_ptr, m)?;
-                if let Some(f) = fin {
+                match y {
+                    HcY::Rows(y, ny) => launch_hc_post_mix(gpu, &b, t, y, ny, fn_ptr, m)?,
+                    HcY::Moe(yp, po, sh, k) => launch_hc_post_mix_moe(gpu, &b, t, yp, po, sh, k, fn_ptr, m)?,
+                }
+                if let Some(mut f) = fin {
+                    // xn's f16 copy for the cuBLAS dense path, in its scratch: the projections
+                    // that read xn next find it ready (gemm_blas's x16_key)
+                    let dense = if f.out == self.sc.xn.ptr { self.xn16_dense(t) } else { None };
+                    if let Some(x16) = dense {
+                        f.f16.a = x16;
+                    }
                     launch_hc_finish(gpu, &b, 0, t, &f)?;
                     if let Some((qs, qd)) = f.q8 {
                         launch_quant_q8(gpu, f.out, t * b.d, 0, 0, qs, qd)?;
+                    }
+                    if dense.is_some() {
+                        // (what DenseCall::x_key of a product reading xn whole gives)
+                        self.x16_key.set(Some(((f.out, b.d, b.d, t), gpu.work_seq())));
                     }
                 }
                 Ok(false)
@@ -2313,7 +2416,7 @@ impl CudaSession {
     fn attn_fin(&self, l: usize) -> HcFinish {
         let ly = &self.m.layers[l];
         let d = &self.m.dims;
-        HcFinish { m: d.n_hc * (d.n_hc + 2), scale: ly.hc_attn_scale.ptr, base: ly.hc_attn_base.ptr, norm: ly.attn_norm.ptr, out: self.sc.xn.ptr, q8: None }
+        HcFinish { m: d.n_hc * (d.n_hc + 2), scale: ly.hc_attn_scale.ptr, base: ly.hc_attn_base.ptr, norm: ly.attn_norm.ptr, out: self.sc.xn.ptr, q8: None, f16: HcF16::default() }
     }
 
     fn comp_args(&self, l: usize, t: usize, indexer: bool) -> CompArgs {
@@ -2606,7 +2709,15 @@ impl CudaSession {
             }
             // ---- FFN (decode with int8 activations: the step also quantizes xn) ----
             let q8 = (decode && self.q8).then_some(sc.qx.at(0));
-            let ffn_fin = HcFinish { m: mhc, scale: ly.hc_ffn_scale.ptr, base: ly.hc_ffn_base.ptr, norm: ly.ffn_norm.ptr, out: sc.xn.ptr, q8 };
+            // prefill's routed experts on f16 activations (gq_xh_ok; not on cuBLAS), on gemm_qr
+            // (qr: xn in its K order) or gemm_q; the finish writes that f16 xn itself (into
+            // ypair, free until the down projection writes it; DS4_HC_F16=0: x_to_f16 below)
+            let exp_w = [ly.gate_exps.wmat(), ly.up_exps.wmat(), ly.down_exps.wmat()];
+            let exp_xh = !decode && self.opts.precision == Precision::Fast && !self.exp_blas_on(t) && exp_w.iter().all(gq_xh_ok);
+            let qr = if exp_xh { gemm_qr(gpu, (t * d.k) as f64 / d.e as f64) } else { None };
+            let xn16_exp = exp_xh && hc_f16_enabled() && !self.hc_fused(t) && d.d % 32 == 0;
+            let f16 = HcF16 { a: 0, b: if xn16_exp { sc.ypair.ptr } else { 0 }, b_perm: qr.is_some() };
+            let ffn_fin = HcFinish { m: mhc, scale: ly.hc_ffn_scale.ptr, base: ly.hc_ffn_base.ptr, norm: ly.ffn_norm.ptr, out: sc.xn.ptr, q8, f16 };
             let bias = ly.probs_b.as_ref().map(|b| b.ptr).unwrap_or(0);
             let tid2eid = ly.tid2eid.as_ref().map(|b| b.ptr).unwrap_or(0);
             let gw = ly.gate_inp.wmat();
@@ -2644,6 +2755,9 @@ impl CudaSession {
                 launch_route(gpu, decode && route_new_enabled(), t, sc.rlog.ptr, bias, tid2eid, sc.tok.ptr, d.e, d.k, d.w_scale, d.w_norm, sc.esel.ptr, sc.ewts.ptr)?;
             }
             let clamp = d.clamp[l];
+            // prefill on the separate hyper-connection launches: the next hc_post_mix sums the
+            // MoE output itself (moe_combine's order; DS4_FUSE_COMBINE=0: moe_combine -> ffn_out)
+            let fuse_moe = !decode && !self.hc_fused(t) && fuse_combine_enabled();
             if decode && self.q8 {
                 // (the shared expert in a parallel branch beside the router and the routed
                 // experts lost: router_dec 9.6 -> 17.5 us per call beside its DRAM stream, 8K
@@ -2687,14 +2801,16 @@ impl CudaSession {
                 }
                 // large batches: the routed experts on cuBLAS (reads the slot offsets back)
                 let eb = self.exp_blas(t)?;
-                let (gw, uw, dw) = (ly.gate_exps.wmat(), ly.up_exps.wmat(), ly.down_exps.wmat());
-                if eb.is_none() && self.opts.precision == Precision::Fast && [gw, uw, dw].iter().all(gq_xh_ok) {
+                let [gw, uw, dw] = exp_w;
+                if exp_xh {
+                    debug_assert!(eb.is_none());
                     // f16 activations (gq_xh_ok): xn converted once for gate and up (into
-                    // ypair, free until the down projection writes it), mid written f16 by
+                    // ypair, by the finish above unless DS4_HC_F16=0), mid written f16 by
                     // moe_mid (into mid's buffer)
                     // gemm_qr: both f16 inputs written in its K order
-                    let qr = gemm_qr(gpu, (t * d.k) as f64 / d.e as f64);
-                    launch_x_to_f16(gpu, sc.xn.ptr, d.d, d.d, t, 0, sc.ypair.ptr, qr.is_some())?;
+                    if !xn16_exp {
+                        launch_x_to_f16(gpu, sc.xn.ptr, d.d, d.d, t, 0, sc.ypair.ptr, qr.is_some())?;
+                    }
                     self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr)?;
                     self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, qr)?;
                     launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr, qr.is_some())?;
@@ -2708,8 +2824,11 @@ impl CudaSession {
                 }
                 launch_moe_mid(gpu, sc.gs.ptr, sc.us.ptr, 0, t, d.f, clamp, sc.mids.ptr, 0, false)?;
                 self.gemm(ly.down_sh.wmat(), sc.mids.ptr, d.f, sc.shared.ptr, d.d, t, None)?;
-                let args = Args::new().a(sc.ypair.ptr).a(sc.pair_of.ptr).a(sc.shared.ptr).a(d.k as i32).a(d.d as i32).a(sc.ffn_out.ptr);
-                gpu.launch("moe_combine", (((d.d + 255) / 256) as u32, t as u32, 1), 256, 0, args)?;
+                // (with fuse_moe the next hc_post_mix sums the slot rows itself)
+                if !fuse_moe {
+                    let args = Args::new().a(sc.ypair.ptr).a(sc.pair_of.ptr).a(sc.shared.ptr).a(d.k as i32).a(d.d as i32).a(sc.ffn_out.ptr);
+                    gpu.launch("moe_combine", (((d.d + 255) / 256) as u32, t as u32, 1), 256, 0, args)?;
+                }
             }
             // the next layer's attention hc_pre, or the output head's (fused only: head_last
             // finishes it otherwise, for the token it needs)
@@ -2720,6 +2839,8 @@ impl CudaSession {
             };
             sk = if decode && self.q8 {
                 self.hc_step(t, sc.ypair.ptr, d.k + 1, next_fn, next_m, fin, decode)?
+            } else if fuse_moe {
+                self.hc_step_y(t, HcY::Moe(sc.ypair.ptr, sc.pair_of.ptr, sc.shared.ptr, d.k), next_fn, next_m, fin, decode)?
             } else {
                 self.hc_step(t, sc.ffn_out.ptr, 1, next_fn, next_m, fin, decode)?
             };
@@ -2730,7 +2851,7 @@ impl CudaSession {
     /// The output head's hc_pre finish (-> sc.yhead).
     fn head_fin(&self) -> HcFinish {
         let m = &self.m;
-        HcFinish { m: m.dims.n_hc, scale: m.out_hc_scale.ptr, base: m.out_hc_base.ptr, norm: m.out_norm.ptr, out: self.sc.yhead.ptr, q8: None }
+        HcFinish { m: m.dims.n_hc, scale: m.out_hc_scale.ptr, base: m.out_hc_base.ptr, norm: m.out_norm.ptr, out: self.sc.yhead.ptr, q8: None, f16: HcF16::default() }
     }
 
     /// Output head for token `ti` of a batch of `batch` tokens -> sc.logits.

@@ -54,11 +54,38 @@ __device__ __forceinline__ void rs_half(float (&v)[MAXM], int lane) {
     }
 }
 static_assert(MAXM == 24, "hc_post_mix's reduce-scatter halves 24 mixes three times");
+// moe_combine's value at (token t, column d): the K routed slot rows of ypair (row
+// pair_of[t*K + i], selection order i) summed from 0.f, then the shared expert's row added.
+// The same additions in the same order as moe_combine (below), so the same bits; the index
+// loads and then the row loads of up to 8 slots are issued before any add (see sum_strided).
+__device__ __forceinline__ float moe_sum_at(const float* __restrict__ ypair, const int* __restrict__ pair_of,
+                                            const float* __restrict__ shared, int K, int D, int t, int d) {
+    const int* po = pair_of + t * K;
+    float acc = 0.f;
+    for (int i0 = 0; i0 < K; i0 += 8) {
+        int sl[8];
+        float r[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) sl[u] = i0 + u < K ? po[i0 + u] : 0;
+#pragma unroll
+        for (int u = 0; u < 8; u++) r[u] = i0 + u < K ? ypair[(i64)sl[u] * D + d] : 0.f;
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            if (i0 + u < K) acc += r[u];
+    }
+    return acc + shared[(i64)t * D + d];
+}
+// y: the layer output added by hc_post, the sum of ny consecutive D-rows per token (y == 0:
+// none); with pair_of (prefill's MoE output, DS4_FUSE_COMBINE) instead moe_combine's sum
+// computed here (moe_sum_at: y = ypair, ny = K slots per token, shared = the shared
+// expert's rows), so the combined row is never written.
 extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const float* __restrict__ y,
                                                               const float* __restrict__ post,
                                                               const float* __restrict__ comb,
                                                               const u16* __restrict__ fn, int M, int D, int N,
-                                                              int chunk, float* pdot, double* pss, int ny, int T, int tt) {
+                                                              int chunk, float* pdot, double* pss, int ny, int T, int tt,
+                                                              const int* __restrict__ pair_of,
+                                                              const float* __restrict__ shared) {
     PDL_ENTRY;
     __shared__ float4 fsh[MAXM][32];
     int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -83,7 +110,7 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const fl
 #pragma unroll
             for (int a = 0; a < 4; a++) sv[a] = a < N ? St[(i64)a * D + d] : 0.f;
             if (y) {
-                float yd = sum_strided(y + (i64)t * ny * D + d, D, ny);
+                float yd = pair_of ? moe_sum_at(y, pair_of, shared, ny, D, t, d) : sum_strided(y + (i64)t * ny * D + d, D, ny);
 #pragma unroll
                 for (int b = 0; b < 4; b++) {
                     if (b < N) {
@@ -285,7 +312,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
                               const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,
                               float* comb_out, float* z_out, float* xn_out, signed char* q8s, float2* q8d, float* xsh,
-                              u64* tr = nullptr) {
+                              u64* tr = nullptr, u16* h16a = nullptr, u16* h16b = nullptr, int permb = 0) {
     __shared__ double shd[32];
     __shared__ float mix_s[MAXM];
     __shared__ float rs_s;
@@ -383,21 +410,39 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
         if (tr && gw == 0 && lane == 0) tr[4] = gtimer();
         return;
     }
+    if (h16a || h16b) {
+        // prefill (hc_finish with DS4_HC_F16): also the f16 copies x_to_f16 makes of the row
+        // (packed t x D; h16b in gemm_qr's K order when permb), from the same f32 values and
+        // by the same conversion (pack_h2 on the column pairs 2p, 2p+1), so the same bits; a
+        // column pair per thread (D % 32 == 0: checked by the host)
+        u32* ha = h16a ? (u32*)(h16a + (i64)t * D) : nullptr;
+        u32* hb = h16b ? (u32*)(h16b + (i64)t * D) : nullptr;
+        for (int p = first; p < (D >> 1); p += stride) {
+            int d = 2 * p;
+            float v0 = (ssh[d] * rsn) * nsh[d], v1 = (ssh[d + 1] * rsn) * nsh[d + 1];
+            *(float2*)(xo + d) = make_float2(v0, v1);
+            u32 pk = pack_h2(v0, v1);
+            if (ha) ha[p] = pk;
+            if (hb) hb[permb ? qr_kpos(d) >> 1 : p] = pk;
+        }
+        return;
+    }
     for (int d = first; d < D; d += stride) xo[d] = (ssh[d] * rsn) * nsh[d];
 }
 
-// grid T, dynamic smem (N + 1) * D floats (the prefill path; decode uses hc_step).
+// grid T, dynamic smem (N + 1) * D floats (the prefill path; decode uses hc_step). h16a / h16b
+// (may be null): f16 copies of xn (see hc_finish_tok), h16b in gemm_qr's K order when permb.
 extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
                                                             const double* __restrict__ pss, int nsplit, int M, int D,
                                                             int N, const float* __restrict__ scale,
                                                             const float* __restrict__ base,
                                                             const float* __restrict__ norm_w, float eps, int iters,
                                                             float hc_eps, float* post_out, float* comb_out,
-                                                            float* xn_out) {
+                                                            float* xn_out, u16* h16a, u16* h16b, int permb) {
     PDL_ENTRY;
     extern __shared__ float xsh[];
     hc_finish_tok(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, nullptr,
-                  xn_out, nullptr, nullptr, xsh);
+                  xn_out, nullptr, nullptr, xsh, nullptr, h16a, h16b, permb);
 }
 
 // Decode (small T): hc_post_mix and hc_finish in one launch. grid (D/32, T), 1024 threads: a
@@ -1930,7 +1975,8 @@ extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __r
     else mid[i] = m;
 }
 
-// out[t] = sum_i ypair[pair_of[t*K+i]] (selection order) + shared[t]
+// out[t] = sum_i ypair[pair_of[t*K+i]] (selection order) + shared[t]. Prefill's hc_post_mix
+// computes the same sum itself (moe_sum_at: keep the two in step) unless DS4_FUSE_COMBINE=0.
 extern "C" __global__ void moe_combine(const float* __restrict__ ypair, const int* __restrict__ pair_of,
                                        const float* __restrict__ shared, int K, int D, float* out) {
     PDL_ENTRY;
