@@ -968,9 +968,7 @@ pub(crate) fn launch_attn_tc_to(gpu: &Gpu, io: &AttnIo, wg: bool, out16: DevPtr)
         // V is read MN-major: LBO = the next 64-dim slab, SBO = the next 8 rows
         let (lbo, sbo) = if env_is!("DS4_ATW_MN", "swap") { (1024u32, 8192u32) } else { (8192u32, 1024u32) };
         let name = if dhp == 512 { "attn_tw_512" } else { "attn_tw_128" };
-        // q prefetch distance: one wave of CTAs (one per SM) ahead; DS4_ATW_PF=0 off
-        let pf = if env_is!("DS4_ATW_PF", "0") { 0 } else { gpu.sm_count as i32 };
-        gpu.launch(name, (io.t as u32, 1, 1), 256, attn_tw_smem(dhp, io.topk) as u32, Args::new().a(ta).a(lbo).a(sbo).a(pf).a(out16))?;
+        gpu.launch(name, (io.t as u32, 1, 1), 256, attn_tw_smem(dhp, io.topk) as u32, Args::new().a(ta).a(lbo).a(sbo).a(out16))?;
         return Ok(out16 != 0);
     }
     let name = if dhp == 512 { "attn_tc_512" } else { "attn_tc_128" };

@@ -435,13 +435,12 @@ __device__ __forceinline__ void wg_mma_ss(float (&d)[N / 8][4], u64 da, u32 db_l
 // Dynamic shared memory: Q, two K/V tiles, P (one slab), the row maxima and sums of both
 // warpgroups ([2][64] f32 each), the token's indexer selection (topk ints). See attn_tw_smem.
 template <int DHP>
-__device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u32 pv_sbo, int pf, u16* out16) {
+__device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u32 pv_sbo, u16* out16) {
 #if WG_OK
     constexpr int NSL = DHP / 64;           // 64-dim slabs per row
     constexpr int TILE_B = NSL * ATW_SLAB;  // one 64-row tile (or Q)
     constexpr int NO = DHP / 16;            // n8 tiles of a warpgroup's O (DHP / 2 dims)
     constexpr int NCH = DHP / 8;            // 16-byte chunks per row
-    constexpr int RPI = 256 / NCH;          // rows per copy pass
     constexpr int QJ = DHP / 128;           // float4 per lane per head row in the Q prep
     extern __shared__ __align__(1024) u8 atw_sm[];
     const u32 sQ = smem_u32(atw_sm);
@@ -467,6 +466,25 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
     const int ntiles = (n + 63) / 64;
     const int ring0 = (p - nraw + 1) % a.cap;
     const int dch = Dh >> 3;
+    // q first: its DRAM round trip is the prologue's longest, and nothing else on the SM
+    // hides it (one CTA per SM)
+    constexpr int HPW = 8;
+    float v[HPW][QJ][4];
+#pragma unroll
+    for (int hh = 0; hh < HPW; hh++) {
+        const int h = warp + 8 * hh;
+        const float* qh = a.q + ((i64)t * H + h) * Dh;
+#pragma unroll
+        for (int j = 0; j < QJ; j++) {
+            const int d = 4 * lane + 128 * j;
+            if (h < H && d < Dh) {
+                const float4 x = *(const float4*)(qh + d);
+                v[hh][j][0] = x.x; v[hh][j][1] = x.y; v[hh][j][2] = x.z; v[hh][j][3] = x.w;
+            } else {
+                v[hh][j][0] = v[hh][j][1] = v[hh][j][2] = v[hh][j][3] = 0.f;
+            }
+        }
+    }
     if (use_sel) {
         const int* selt = a.sel + (i64)t * a.topk;
         for (int i = tid; i < a.topk; i += 256) ssel[i] = selt[i];
@@ -477,27 +495,23 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
         const float th = (float)p * a.omega[i];
         scs[i] = make_float2(cosf(th), sinf(th));
     }
-    // the CTA that will most likely run next on this SM finds its q in L2 (its prologue is
-    // a DRAM round trip that nothing else on the SM overlaps)
-    if (tid == 0 && pf > 0 && t + pf < (int)gridDim.x) {
-        const float* qn = a.q + (i64)(t + pf) * H * Dh;
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(qn), "r"((u32)(H * Dh * 4)) : "memory");
-    }
     __syncthreads();
 
     // Gather one tile of rows as f16 (rows past n and dims past Dh zero-filled: the P . V
-    // products of masked columns are exact zeros). Thread: chunk column cc of rows r0 + RPI*i.
-    const int cc = tid % NCH, r0 = tid / NCH;
+    // products of masked columns are exact zeros). LPR lanes per row, each CPT chunks of it
+    // (LPR apart: the same swizzle, ATW_SLAB * LPR / 8 bytes apart in shared memory), so a
+    // row's index is found once per thread, not once per chunk.
+    constexpr int LPR = NCH < 32 ? NCH : 32, CPT = NCH / LPR, RPW = 32 / LPR, RPT = 64 / (8 * RPW);
+    const int cl = lane % LPR;
     auto load_tile = [&](int it, int buf) {
-        const u32 dst = sK + buf * TILE_B + (cc >> 3) * ATW_SLAB;
+        const u32 dst = sK + buf * TILE_B + (cl >> 3) * ATW_SLAB;
 #pragma unroll
-        for (int i = 0; i < 64 / RPI; i++) {
-            const int rr = r0 + RPI * i;
+        for (int i = 0; i < RPT; i++) {
+            const int rr = (warp + 8 * i) * RPW + lane / LPR;
             const int r = it * 64 + rr;
-            const u16* src = a.kv;
-            int bytes = 0;
-            if (r < n && cc < dch) {
-                int row;
+            const bool ok = r < n;
+            int row = 0;
+            if (ok) {
                 if (r < nraw) {
                     row = ring0 + r;
                     if (row >= a.cap) row -= a.cap;
@@ -505,36 +519,22 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
                     const int ci = r - nraw;
                     row = a.cap + (use_sel ? ssel[ci] : ci);
                 }
-                src = a.kv + (i64)row * Dh + cc * 8;
-                bytes = 16;
             }
-            atc_cp16(dst + rr * 128 + (((cc & 7) ^ (rr & 7)) << 4), src, bytes);
+            const u16* src = a.kv + (i64)row * Dh + cl * 8;
+            const u32 d0 = dst + rr * 128 + (((cl & 7) ^ (rr & 7)) << 4);
+#pragma unroll
+            for (int c = 0; c < CPT; c++)
+                atc_cp16(d0 + c * (LPR / 8) * ATW_SLAB, src + c * LPR * 8, ok && cl + c * LPR < dch ? 16 : 0);
         }
         atc_commit();
     };
     load_tile(0, 0);
 
-    // Q prep (as attn_tc): per-head RMSNorm (f64 sum of squares), RoPE on the tail, f16 into
-    // the swizzled Q tile; warp w takes heads w, w+8, ...; zeros past Dh / H.
+    // Q prep (as attn_tc, f32 sum of squares): per-head RMSNorm, RoPE on the tail, f16 into
+    // the swizzled Q tile; warp w takes heads w, w+8, ...; zeros past Dh / H. (Its loads
+    // were issued first thing, before the selection's staging and the first gather.)
     {
-        constexpr int HPW = 8;
         const int Dn = Dh - a.R;
-        float v[HPW][QJ][4];
-#pragma unroll
-        for (int hh = 0; hh < HPW; hh++) {
-            const int h = warp + 8 * hh;
-            const float* qh = a.q + ((i64)t * H + h) * Dh;
-#pragma unroll
-            for (int j = 0; j < QJ; j++) {
-                const int d = 4 * lane + 128 * j;
-                if (h < H && d < Dh) {
-                    const float4 x = *(const float4*)(qh + d);
-                    v[hh][j][0] = x.x; v[hh][j][1] = x.y; v[hh][j][2] = x.z; v[hh][j][3] = x.w;
-                } else {
-                    v[hh][j][0] = v[hh][j][1] = v[hh][j][2] = v[hh][j][3] = 0.f;
-                }
-            }
-        }
         float rc[QJ][2], rsn[QJ][2];
 #pragma unroll
         for (int j = 0; j < QJ; j++) {
@@ -668,10 +668,13 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
         }
         fence_proxy_async();
         __syncthreads();  // P complete
+        // (x * 1 == x: a warp whose rows kept their maxima skips the DHP / 2 multiplies)
+        if (__any_sync(0xffffffffu, fac[0] != 1.f || fac[1] != 1.f)) {
 #pragma unroll
-        for (int j = 0; j < NO; j++) {
-            o[j][0] *= fac[0]; o[j][1] *= fac[0];
-            o[j][2] *= fac[1]; o[j][3] *= fac[1];
+            for (int j = 0; j < NO; j++) {
+                o[j][0] *= fac[0]; o[j][1] *= fac[0];
+                o[j][2] *= fac[1]; o[j][3] *= fac[1];
+            }
         }
         // O[:, half wg] += P . V (k = the tile's 64 rows)
         wg_pin<DHP / 2>(o);
@@ -727,11 +730,11 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_512(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, int pf, u16* out16) {
+extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_512(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, u16* out16) {
     PDL_ENTRY;
-    attn_tw_body<512>(a, pv_lbo, pv_sbo, pf, out16);
+    attn_tw_body<512>(a, pv_lbo, pv_sbo, out16);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_128(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, int pf, u16* out16) {
+extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_128(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, u16* out16) {
     PDL_ENTRY;
-    attn_tw_body<128>(a, pv_lbo, pv_sbo, pf, out16);
+    attn_tw_body<128>(a, pv_lbo, pv_sbo, out16);
 }
