@@ -968,7 +968,9 @@ pub(crate) fn launch_attn_tc_to(gpu: &Gpu, io: &AttnIo, wg: bool, out16: DevPtr)
         // V is read MN-major: LBO = the next 64-dim slab, SBO = the next 8 rows
         let (lbo, sbo) = if env_is!("DS4_ATW_MN", "swap") { (1024u32, 8192u32) } else { (8192u32, 1024u32) };
         let name = if dhp == 512 { "attn_tw_512" } else { "attn_tw_128" };
-        gpu.launch(name, (io.t as u32, 1, 1), 256, attn_tw_smem(dhp, io.topk) as u32, Args::new().a(ta).a(lbo).a(sbo).a(out16))?;
+        // the L2 prefetch of a later CTA's q (DS4_ATW_PF=1): one wave ahead
+        let pf = if env_is!("DS4_ATW_PF", "1") { gpu.sm_count } else { 0 };
+        gpu.launch(name, (io.t as u32, 1, 1), 256, attn_tw_smem(dhp, io.topk) as u32, Args::new().a(ta).a(lbo).a(sbo).a(out16).a(pf))?;
         return Ok(out16 != 0);
     }
     let name = if dhp == 512 { "attn_tc_512" } else { "attn_tc_128" };

@@ -435,7 +435,7 @@ __device__ __forceinline__ void wg_mma_ss(float (&d)[N / 8][4], u64 da, u32 db_l
 // Dynamic shared memory: Q, two K/V tiles, P (one slab), the row maxima and sums of both
 // warpgroups ([2][64] f32 each), the token's indexer selection (topk ints). See attn_tw_smem.
 template <int DHP>
-__device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u32 pv_sbo, u16* out16) {
+__device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u32 pv_sbo, u16* out16, int pf) {
 #if WG_OK
     constexpr int NSL = DHP / 64;           // 64-dim slabs per row
     constexpr int TILE_B = NSL * ATW_SLAB;  // one 64-row tile (or Q)
@@ -604,6 +604,11 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
         wg_pin<DHP / 2>(o);
         fence_proxy_async();
         __syncthreads();  // tile it (and Q) visible to the tensor cores; tile it-1's buffer and P free
+        // pf > 0: once this CTA's own q is in, ask L2 for the q of the CTA pf later (about one
+        // wave of one CTA per SM), so that its prologue does not wait on DRAM (issued at the
+        // CTA's start instead, the prefetch competed with its own q loads and lost)
+        if (it == 0 && tid == 0 && pf > 0 && t + pf < (int)gridDim.x)
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(a.q + (i64)(t + pf) * H * Dh), "r"((u32)(H * Dh * 4)) : "memory");
         // S over this warpgroup's 32 rows of the tile (the pins keep the compiler from moving
         // accumulator reads or writes across the fences and waits, which would serialize wgmma;
         // so does a wait_group 1 with two accumulator sets in flight: every wait here is 0)
@@ -730,11 +735,11 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_512(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, u16* out16) {
+extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_512(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, u16* out16, int pf) {
     PDL_ENTRY;
-    attn_tw_body<512>(a, pv_lbo, pv_sbo, out16);
+    attn_tw_body<512>(a, pv_lbo, pv_sbo, out16, pf);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_128(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, u16* out16) {
+extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_128(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, u16* out16, int pf) {
     PDL_ENTRY;
-    attn_tw_body<128>(a, pv_lbo, pv_sbo, out16);
+    attn_tw_body<128>(a, pv_lbo, pv_sbo, out16, pf);
 }
