@@ -1880,8 +1880,10 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
 /// copies of xn (DS4_HC_F16; rows "hc_finish f16"): the FFN side (hc_finish + x_to_f16 plain
 /// + x_to_f16 in gemm_qr's order, against hc_finish writing both) and the attention side
 /// (one plain copy): ms of each and the count of differing xn / f16 / post / comb values.
+/// Last the shared expert's mid (row "moe_mid f16 shared", DS4_MID_F16): moe_mid f32 +
+/// x_to_f16 against moe_mid writing the f16 pairs, ms and differing values.
 pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_post_mix_moe, HcBufs, HcF16, HcFinish};
+    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_post_mix_moe, launch_moe_mid, launch_moe_mid_pairs, HcBufs, HcF16, HcFinish};
     let (d, n, m, ny) = (4096usize, 4usize, 24usize, 1usize);
     let split = d.div_ceil(32);
     for t in bench_ts(&[8192]) {
@@ -2014,6 +2016,31 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
                 if diff == 0 { "" } else { "  FAIL" }
             );
         }
+        // DS4_MID_F16: the shared expert's mid (F 2048) as f32 + x_to_f16 against moe_mid
+        // writing the f16 pairs itself
+        let f = 2048usize;
+        let clamp = 10.0f32;
+        let (gb, ub) = (up(&uni(-12.0, 12.0, t * f))?, up(&uni(-12.0, 12.0, t * f))?);
+        let (mids, m16o, m16n) = (gpu.alloc(t * f * 4)?, gpu.alloc(t * f * 2)?, gpu.alloc(t * f * 2)?);
+        let old_mid = || -> Result<()> {
+            launch_moe_mid(gpu, gb.ptr, ub.ptr, 0, t, f, clamp, mids.ptr, 0, false)?;
+            launch_x_to_f16(gpu, mids.ptr, f, f, t, 0, m16o.ptr, false)
+        };
+        let new_mid = || launch_moe_mid_pairs(gpu, gb.ptr, ub.ptr, t, f, clamp, m16n.ptr);
+        old_mid()?;
+        gpu.memset0(m16n.ptr, t * f * 2)?;
+        new_mid()?;
+        let (mut a16, mut b16) = (vec![0u16; t * f], vec![0u16; t * f]);
+        gpu.dtoh(&mut a16, m16o.ptr)?;
+        gpu.dtoh(&mut b16, m16n.ptr)?;
+        let diff = a16.iter().zip(&b16).filter(|(a, b)| a != b).count();
+        let (mso, msn) = (time_ms(gpu, 5, &old_mid)?, time_ms(gpu, 5, &new_mid)?);
+        println!(
+            "moe_mid f16 shared T={t} F={f}: old (moe_mid f32 + x_to_f16) {mso:.3} ms, new {msn:.3} ms ({:.2}x); differing values {diff} of {}{}",
+            mso / msn.max(1e-9),
+            a16.len(),
+            if diff == 0 { "" } else { "  FAIL" }
+        );
     }
     Ok(())
 }

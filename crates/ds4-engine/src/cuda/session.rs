@@ -1610,12 +1610,30 @@ pub(crate) fn gq_xh_ok(w: &WMat) -> bool {
 /// into `mid` (f32) or, when `mid16` != 0, into `mid16` as f16 (in gemm_qr's K order when
 /// `perm`; f % 32 == 0).
 #[allow(clippy::too_many_arguments)]
-fn launch_moe_mid(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usize, f: usize, clamp: f32, mid: DevPtr, mid16: DevPtr, perm: bool) -> Result<()> {
+pub(crate) fn launch_moe_mid(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usize, f: usize, clamp: f32, mid: DevPtr, mid16: DevPtr, perm: bool) -> Result<()> {
     if perm && (mid16 == 0 || f % 32 != 0) {
         return Err(CudaError::Other(format!("moe_mid: the permuted f16 order needs f16 output and width % 32 == 0 (width {f})")));
     }
     let args = Args::new().a(g).a(u).a(pw).a(n as i32).a(f as i32).a(clamp).a(mid).a(mid16).a(perm as i32);
     gpu.launch("moe_mid", ((n * f).div_ceil(256) as u32, 1, 1), 256, 0, args)
+}
+
+/// moe_mid over `n` rows of `f` (no weights) into `out16` as packed f16 pairs rounded as
+/// x_to_f16 rounds (model.cuh moe_mid, perm 2): the values launch_x_to_f16 makes of the f32
+/// mids that launch_moe_mid writes (f even).
+pub(crate) fn launch_moe_mid_pairs(gpu: &Gpu, g: DevPtr, u: DevPtr, n: usize, f: usize, clamp: f32, out16: DevPtr) -> Result<()> {
+    if f % 2 != 0 || out16 == 0 {
+        return Err(CudaError::Other(format!("moe_mid: f16 pairs need an even width and an output (width {f})")));
+    }
+    let args = Args::new().a(g).a(u).a(0u64).a(n as i32).a(f as i32).a(clamp).a(0u64).a(out16).a(2i32);
+    gpu.launch("moe_mid", ((n * f / 2).div_ceil(256) as u32, 1, 1), 256, 0, args)
+}
+
+/// `DS4_MID_F16=0` keeps prefill's shared-expert mids in f32 (moe_mid, then x_to_f16 for the
+/// cuBLAS down projection) instead of moe_mid writing the f16 copy straight into the cuBLAS
+/// scratch (read once).
+fn mid_f16_enabled() -> bool {
+    env_unless!("DS4_MID_F16", "0")
 }
 
 /// Raw weight bytes gemm_q stages per row per K step (`GQR<TY>::RB` in matmul.cuh).
@@ -2820,8 +2838,21 @@ impl CudaSession {
                     launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, sc.mid.ptr, 0, false)?;
                     self.exp_gemm(&eb, dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, false)?;
                 }
-                launch_moe_mid(gpu, sc.gs.ptr, sc.us.ptr, 0, t, d.f, clamp, sc.mids.ptr, 0, false)?;
-                self.gemm(ly.down_sh.wmat(), sc.mids.ptr, d.f, sc.shared.ptr, d.d, t, None)?;
+                // the shared expert's down projection: on cuBLAS, its f16 input written by
+                // moe_mid straight into the scratch (DS4_MID_F16; the f32 mids are then never
+                // written), else the f32 mids
+                match self.dense_call(ly.down_sh.wmat(), 1, sc.mids.ptr, d.f, sc.shared.ptr, d.d, t).filter(|_| mid_f16_enabled() && d.f % 2 == 0) {
+                    Some((down_sh, s, blas)) => {
+                        launch_moe_mid_pairs(gpu, sc.gs.ptr, sc.us.ptr, t, d.f, clamp, s.x16)?;
+                        down_sh.run(gpu, blas, &s, true)?;
+                        // (x16 holds values that sc.mids does not: nothing may reuse it)
+                        self.x16_key.set(None);
+                    }
+                    None => {
+                        launch_moe_mid(gpu, sc.gs.ptr, sc.us.ptr, 0, t, d.f, clamp, sc.mids.ptr, 0, false)?;
+                        self.gemm(ly.down_sh.wmat(), sc.mids.ptr, d.f, sc.shared.ptr, d.d, t, None)?;
+                    }
+                }
                 // (with fuse_moe the next hc_post_mix sums the slot rows itself)
                 if !fuse_moe {
                     let args = Args::new().a(sc.ypair.ptr).a(sc.pair_of.ptr).a(sc.shared.ptr).a(d.k as i32).a(d.d as i32).a(sc.ffn_out.ptr);

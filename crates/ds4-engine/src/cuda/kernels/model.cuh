@@ -1957,20 +1957,32 @@ extern "C" __global__ void __launch_bounds__(1024) moe_group2(const int* __restr
     }
 }
 
-// mid = silu(min(g, c)) * clamp(u, -c, c) * w   (w = 1 when pw == 0)
-// mid16 != 0: the result is stored rounded to f16 there instead (the f16-activation expert
-// GEMM, GQ_FLAG_XH; the same rounding the f32 path gets inside the GEMM), in gemm_qr's K order
-// (qr_kpos; F % 32 == 0) when perm != 0.
+// mid = silu(min(g, c)) * clamp(u, -c, c) * w   (w = 1 when pw == 0), value i of n rows of F
+__device__ __forceinline__ float moe_mid_at(const float* __restrict__ g, const float* __restrict__ u,
+                                            const float* __restrict__ pw, int F, float clamp, i64 i) {
+    float gg = fminf(g[i], clamp);
+    float uu = fminf(fmaxf(u[i], -clamp), clamp);
+    float m = siluf_(gg) * uu;
+    return pw ? m * pw[i / F] : m;
+}
+// moe_mid_at for every value into mid (f32), or with mid16 != 0 stored rounded to f16 there
+// instead (the f16-activation expert GEMM, GQ_FLAG_XH; the same rounding the f32 path gets
+// inside the GEMM), in gemm_qr's K order (qr_kpos; F % 32 == 0) when perm == 1. perm == 2:
+// a thread per pair of values (2i, 2i + 1; F even, n * F / 2 threads), packed by pack_h2 as
+// x_to_f16 packs them: the cuBLAS path's f16 copy of the f32 mids (DS4_MID_F16).
 extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __restrict__ u,
                                    const float* __restrict__ pw, int n, int F, float clamp, float* mid, u16* mid16,
                                    int perm) {
     PDL_ENTRY;
     i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (perm == 2) {
+        if (i >= (i64)n * F / 2) return;
+        float m0 = moe_mid_at(g, u, pw, F, clamp, 2 * i), m1 = moe_mid_at(g, u, pw, F, clamp, 2 * i + 1);
+        ((u32*)mid16)[i] = pack_h2(m0, m1);
+        return;
+    }
     if (i >= (i64)n * F) return;
-    float gg = fminf(g[i], clamp);
-    float uu = fminf(fmaxf(u[i], -clamp), clamp);
-    float m = siluf_(gg) * uu;
-    m = pw ? m * pw[i / F] : m;
+    float m = moe_mid_at(g, u, pw, F, clamp, i);
     if (mid16) mid16[perm ? i - (i & 31) + qr_kpos((int)(i & 31)) : i] = f2h(m);
     else mid[i] = m;
 }
