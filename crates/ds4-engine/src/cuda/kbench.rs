@@ -1879,9 +1879,12 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
 /// values from the same inputs (must be 0: the same arithmetic). Then hc_finish with the f16
 /// copies of xn (DS4_HC_F16; rows "hc_finish f16"): the FFN side (hc_finish + x_to_f16 plain
 /// + x_to_f16 in gemm_qr's order, against hc_finish writing both) and the attention side
-/// (one plain copy): ms of each and the count of differing xn / f16 / post / comb values.
+/// (one plain copy), and the FFN side without its f32 rows (DS4_FFN_XN16; those must stay
+/// unwritten): ms of each and the count of differing xn / f16 / post / comb values.
+/// Last the shared expert's mid (row "moe_mid f16 shared", DS4_MID_F16): moe_mid f32 +
+/// x_to_f16 against moe_mid writing the f16 pairs, ms and differing values.
 pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_post_mix_moe, HcBufs, HcF16, HcFinish};
+    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_post_mix_moe, launch_moe_mid, launch_moe_mid_pairs, HcBufs, HcF16, HcFinish};
     let (d, n, m, ny) = (4096usize, 4usize, 24usize, 1usize);
     let split = d.div_ceil(32);
     for t in bench_ts(&[8192]) {
@@ -1964,8 +1967,9 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         let (xo, xw) = (gpu.alloc(t * d * 4)?, gpu.alloc(t * d * 4)?);
         let (ha, hb, hw_a, hw_b) = (gpu.alloc(t * d * 2)?, gpu.alloc(t * d * 2)?, gpu.alloc(t * d * 2)?, gpu.alloc(t * d * 2)?);
         let fin = |out: u64, f16: HcF16| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out, q8: None, f16 };
-        let (fo, fw) = (fin(xo.ptr, HcF16::default()), fin(xw.ptr, HcF16 { a: hw_a.ptr, b: hw_b.ptr, b_perm: true }));
-        let fw_a = fin(xw.ptr, HcF16 { a: hw_a.ptr, b: 0, b_perm: false });
+        let (fo, fw) = (fin(xo.ptr, HcF16::default()), fin(xw.ptr, HcF16 { a: hw_a.ptr, b: hw_b.ptr, b_perm: true, no_f32: false }));
+        let fw_a = fin(xw.ptr, HcF16 { a: hw_a.ptr, b: 0, b_perm: false, no_f32: false });
+        let fw_n = fin(xw.ptr, HcF16 { a: hw_a.ptr, b: hw_b.ptr, b_perm: true, no_f32: true });
         let old_attn = || -> Result<()> {
             launch_hc_finish(gpu, &b, 0, t, &fo)?;
             launch_x_to_f16(gpu, xo.ptr, d, d, t, 0, ha.ptr, false)
@@ -1976,6 +1980,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         };
         let new_ffn = || launch_hc_finish(gpu, &b, 0, t, &fw);
         let new_attn = || launch_hc_finish(gpu, &b, 0, t, &fw_a);
+        let new_nof32 = || launch_hc_finish(gpu, &b, 0, t, &fw_n);
         // bits of xn, the two copies, post and comb
         let bits = |x: &DevBuf, h: [&DevBuf; 2]| -> Result<Vec<u32>> {
             let (mut xv, mut h0, mut h1, mut pv, mut cv) = (vec![0u32; t * d], vec![0u16; t * d], vec![0u16; t * d], vec![0u32; t * n], vec![0u32; t * n * n]);
@@ -2005,8 +2010,20 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         new_attn()?;
         let va = bits(&xw, [&hw_a, &hb])?;
         let diff_attn = vo.iter().zip(&va).filter(|(a, b)| a != b).count();
-        let ms = [time_ms(gpu, 5, &old_attn)?, time_ms(gpu, 5, &new_attn)?, time_ms(gpu, 5, &old_ffn)?, time_ms(gpu, 5, &new_ffn)?];
-        for (side, o, nw, diff) in [("attn", ms[0], ms[1], diff_attn), ("ffn ", ms[2], ms[3], diff_ffn)] {
+        // the FFN side without f32 rows (DS4_FFN_XN16): the copies, post and comb as before,
+        // the f32 rows left as cleared (compared with zero)
+        clear()?;
+        new_nof32()?;
+        let vz = bits(&xw, [&hw_a, &hw_b])?;
+        let diff_nof32 = vo.iter().zip(&vz).enumerate().filter(|(i, (a, b))| if *i < t * d { **b != 0 } else { a != b }).count();
+        let ms = [
+            time_ms(gpu, 5, &old_attn)?,
+            time_ms(gpu, 5, &new_attn)?,
+            time_ms(gpu, 5, &old_ffn)?,
+            time_ms(gpu, 5, &new_ffn)?,
+            time_ms(gpu, 5, &new_nof32)?,
+        ];
+        for (side, o, nw, diff) in [("attn", ms[0], ms[1], diff_attn), ("ffn ", ms[2], ms[3], diff_ffn), ("ffn no f32", ms[2], ms[4], diff_nof32)] {
             println!(
                 "hc_finish f16 {side} T={t}: old (hc_finish + x_to_f16) {o:.3} ms, new {nw:.3} ms ({:.2}x); differing values {diff} of {}{}",
                 o / nw.max(1e-9),
@@ -2014,6 +2031,31 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
                 if diff == 0 { "" } else { "  FAIL" }
             );
         }
+        // DS4_MID_F16: the shared expert's mid (F 2048) as f32 + x_to_f16 against moe_mid
+        // writing the f16 pairs itself
+        let f = 2048usize;
+        let clamp = 10.0f32;
+        let (gb, ub) = (up(&uni(-12.0, 12.0, t * f))?, up(&uni(-12.0, 12.0, t * f))?);
+        let (mids, m16o, m16n) = (gpu.alloc(t * f * 4)?, gpu.alloc(t * f * 2)?, gpu.alloc(t * f * 2)?);
+        let old_mid = || -> Result<()> {
+            launch_moe_mid(gpu, gb.ptr, ub.ptr, 0, t, f, clamp, mids.ptr, 0, false)?;
+            launch_x_to_f16(gpu, mids.ptr, f, f, t, 0, m16o.ptr, false)
+        };
+        let new_mid = || launch_moe_mid_pairs(gpu, gb.ptr, ub.ptr, t, f, clamp, m16n.ptr);
+        old_mid()?;
+        gpu.memset0(m16n.ptr, t * f * 2)?;
+        new_mid()?;
+        let (mut a16, mut b16) = (vec![0u16; t * f], vec![0u16; t * f]);
+        gpu.dtoh(&mut a16, m16o.ptr)?;
+        gpu.dtoh(&mut b16, m16n.ptr)?;
+        let diff = a16.iter().zip(&b16).filter(|(a, b)| a != b).count();
+        let (mso, msn) = (time_ms(gpu, 5, &old_mid)?, time_ms(gpu, 5, &new_mid)?);
+        println!(
+            "moe_mid f16 shared T={t} F={f}: old (moe_mid f32 + x_to_f16) {mso:.3} ms, new {msn:.3} ms ({:.2}x); differing values {diff} of {}{}",
+            mso / msn.max(1e-9),
+            a16.len(),
+            if diff == 0 { "" } else { "  FAIL" }
+        );
     }
     Ok(())
 }

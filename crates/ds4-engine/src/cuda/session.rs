@@ -179,12 +179,14 @@ pub(crate) struct HcFinish {
 
 /// f16 copies of the finished rows that hc_finish writes beside them (`DS4_HC_F16`): packed
 /// t x D halfs, the values launch_x_to_f16 (no gather) makes of the f32 rows; `b` in
-/// gemm_qr's K order when `b_perm`. 0: none. D % 32 == 0 when any is set.
+/// gemm_qr's K order when `b_perm`. 0: none. D % 32 == 0 when any is set. `no_f32`: the f32
+/// rows are not written (their every reader takes a copy; `DS4_FFN_XN16`).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct HcF16 {
     pub a: DevPtr,
     pub b: DevPtr,
     pub b_perm: bool,
+    pub no_f32: bool,
 }
 
 /// Buffers and constants of the hyper-connection kernels: S [T][N][D], post [T][N], comb
@@ -263,6 +265,11 @@ pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &H
     if (h.a != 0 || h.b != 0) && d % 32 != 0 {
         return Err(CudaError::Other(format!("hc_finish: f16 copies need D % 32 == 0 (D {d})")));
     }
+    if h.no_f32 && h.a == 0 && h.b == 0 {
+        return Err(CudaError::Other("hc_finish: no f32 rows without an f16 copy".into()));
+    }
+    // model.cuh HCF_PERM_B, HCF_NO_F32
+    let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1;
     let args = Args::new()
         .a(b.s + (t0 * n * d * 4) as u64)
         .a(b.pdot + (t0 * ns * m * 4) as u64)
@@ -282,7 +289,7 @@ pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &H
         .a(f.out)
         .a(h.a)
         .a(h.b)
-        .a(h.b_perm as i32);
+        .a(flags);
     gpu.launch("hc_finish", (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, hc_fin_smem(n, d), args)
 }
 
@@ -375,6 +382,13 @@ fn fuse_combine_enabled() -> bool {
 /// the routed experts' one) instead of hc_finish writing the f16 copies itself (read once).
 fn hc_f16_enabled() -> bool {
     env_unless!("DS4_HC_F16", "0")
+}
+
+/// `DS4_FFN_XN16=0` keeps prefill's f32 xn on the FFN side where every reader takes an f16
+/// copy (the router and shared expert on cuBLAS, the routed experts on f16 activations)
+/// instead of hc_finish writing only the copies (read once).
+fn ffn_xn16_enabled() -> bool {
+    env_unless!("DS4_FFN_XN16", "0")
 }
 
 /// The layer output an hc_post adds (CudaSession::hc_step_y).
@@ -1612,12 +1626,30 @@ pub(crate) fn gq_xh_ok(w: &WMat) -> bool {
 /// into `mid` (f32) or, when `mid16` != 0, into `mid16` as f16 (in gemm_qr's K order when
 /// `perm`; f % 32 == 0).
 #[allow(clippy::too_many_arguments)]
-fn launch_moe_mid(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usize, f: usize, clamp: f32, mid: DevPtr, mid16: DevPtr, perm: bool) -> Result<()> {
+pub(crate) fn launch_moe_mid(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usize, f: usize, clamp: f32, mid: DevPtr, mid16: DevPtr, perm: bool) -> Result<()> {
     if perm && (mid16 == 0 || f % 32 != 0) {
         return Err(CudaError::Other(format!("moe_mid: the permuted f16 order needs f16 output and width % 32 == 0 (width {f})")));
     }
     let args = Args::new().a(g).a(u).a(pw).a(n as i32).a(f as i32).a(clamp).a(mid).a(mid16).a(perm as i32);
     gpu.launch("moe_mid", ((n * f).div_ceil(256) as u32, 1, 1), 256, 0, args)
+}
+
+/// moe_mid over `n` rows of `f` (no weights) into `out16` as packed f16 pairs rounded as
+/// x_to_f16 rounds (model.cuh moe_mid, perm 2): the values launch_x_to_f16 makes of the f32
+/// mids that launch_moe_mid writes (f even).
+pub(crate) fn launch_moe_mid_pairs(gpu: &Gpu, g: DevPtr, u: DevPtr, n: usize, f: usize, clamp: f32, out16: DevPtr) -> Result<()> {
+    if f % 2 != 0 || out16 == 0 {
+        return Err(CudaError::Other(format!("moe_mid: f16 pairs need an even width and an output (width {f})")));
+    }
+    let args = Args::new().a(g).a(u).a(0u64).a(n as i32).a(f as i32).a(clamp).a(0u64).a(out16).a(2i32);
+    gpu.launch("moe_mid", ((n * f / 2).div_ceil(256) as u32, 1, 1), 256, 0, args)
+}
+
+/// `DS4_MID_F16=0` keeps prefill's shared-expert mids in f32 (moe_mid, then x_to_f16 for the
+/// cuBLAS down projection) instead of moe_mid writing the f16 copy straight into the cuBLAS
+/// scratch (read once).
+fn mid_f16_enabled() -> bool {
+    env_unless!("DS4_MID_F16", "0")
 }
 
 /// Raw weight bytes gemm_q stages per row per K step (`GQR<TY>::RB` in matmul.cuh).
@@ -2391,6 +2423,8 @@ impl CudaSession {
                     let dense = if f.out == self.sc.xn.ptr { self.xn16_dense(t) } else { None };
                     if let Some(x16) = dense {
                         f.f16.a = x16;
+                    } else if f.f16.no_f32 {
+                        return Err(CudaError::Other("hc_step: xn without f32 rows needs the cuBLAS copy".into()));
                     }
                     launch_hc_finish(gpu, &b, 0, t, &f)?;
                     if let Some((qs, qd)) = f.q8 {
@@ -2716,7 +2750,17 @@ impl CudaSession {
             let exp_xh = !decode && self.opts.precision == Precision::Fast && !self.exp_blas_on(t) && exp_w.iter().all(gq_xh_ok);
             let qr = if exp_xh { gemm_qr(gpu, (t * d.k) as f64 / d.e as f64) } else { None };
             let xn16_exp = exp_xh && hc_f16_enabled() && !self.hc_fused(t) && d.d % 32 == 0;
-            let f16 = HcF16 { a: 0, b: if xn16_exp { sc.ypair.ptr } else { 0 }, b_perm: qr.is_some() };
+            // the router and the shared expert's gate/up read xn on cuBLAS, from the f16 copy
+            // the finish writes (xn16_dense); when all three do and the routed experts read
+            // theirs, nothing reads the f32 xn: it is not written (DS4_FFN_XN16=0: it is)
+            let ffn_dense = if xn16_exp {
+                [(ly.gate_inp.wmat(), sc.rlog.ptr, d.e), (ly.gate_sh.wmat(), sc.gs.ptr, d.f), (ly.up_sh.wmat(), sc.us.ptr, d.f)]
+                    .map(|(w, y, ldy)| self.dense_call(w, 1, sc.xn.ptr, d.d, y, ldy, t))
+            } else {
+                [None; 3]
+            };
+            let xn16_only = xn16_exp && ffn_xn16_enabled() && self.xn16_dense(t).is_some() && ffn_dense.iter().all(Option::is_some);
+            let f16 = HcF16 { a: 0, b: if xn16_exp { sc.ypair.ptr } else { 0 }, b_perm: qr.is_some(), no_f32: xn16_only };
             let ffn_fin = HcFinish { m: mhc, scale: ly.hc_ffn_scale.ptr, base: ly.hc_ffn_base.ptr, norm: ly.ffn_norm.ptr, out: sc.xn.ptr, q8, f16 };
             let bias = ly.probs_b.as_ref().map(|b| b.ptr).unwrap_or(0);
             let tid2eid = ly.tid2eid.as_ref().map(|b| b.ptr).unwrap_or(0);
@@ -2745,6 +2789,13 @@ impl CudaSession {
                 self.routers[l].run(gpu, 1)?;
             } else if decode {
                 self.jobs[l].e.run(gpu, 3)?;
+            } else if xn16_only {
+                // xn is only in f16 (the finish wrote the scratch copy and no f32 rows): the
+                // three products from that copy, never converting (the f32 xn is stale)
+                for (c, s, blas) in ffn_dense.iter().flatten() {
+                    c.run(gpu, blas, s, true)?;
+                }
+                self.x16_key.set(None);
             } else {
                 self.gemm(ly.gate_inp.wmat(), sc.xn.ptr, d.d, sc.rlog.ptr, d.e, t, None)?;
                 self.gemm(ly.gate_sh.wmat(), sc.xn.ptr, d.d, sc.gs.ptr, d.f, t, None)?;
@@ -2822,8 +2873,21 @@ impl CudaSession {
                     launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, sc.mid.ptr, 0, false)?;
                     self.exp_gemm(&eb, dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, false)?;
                 }
-                launch_moe_mid(gpu, sc.gs.ptr, sc.us.ptr, 0, t, d.f, clamp, sc.mids.ptr, 0, false)?;
-                self.gemm(ly.down_sh.wmat(), sc.mids.ptr, d.f, sc.shared.ptr, d.d, t, None)?;
+                // the shared expert's down projection: on cuBLAS, its f16 input written by
+                // moe_mid straight into the scratch (DS4_MID_F16; the f32 mids are then never
+                // written), else the f32 mids
+                match self.dense_call(ly.down_sh.wmat(), 1, sc.mids.ptr, d.f, sc.shared.ptr, d.d, t).filter(|_| mid_f16_enabled() && d.f % 2 == 0) {
+                    Some((down_sh, s, blas)) => {
+                        launch_moe_mid_pairs(gpu, sc.gs.ptr, sc.us.ptr, t, d.f, clamp, s.x16)?;
+                        down_sh.run(gpu, blas, &s, true)?;
+                        // (x16 holds values that sc.mids does not: nothing may reuse it)
+                        self.x16_key.set(None);
+                    }
+                    None => {
+                        launch_moe_mid(gpu, sc.gs.ptr, sc.us.ptr, 0, t, d.f, clamp, sc.mids.ptr, 0, false)?;
+                        self.gemm(ly.down_sh.wmat(), sc.mids.ptr, d.f, sc.shared.ptr, d.d, t, None)?;
+                    }
+                }
                 // (with fuse_moe the next hc_post_mix sums the slot rows itself)
                 if !fuse_moe {
                     let args = Args::new().a(sc.ypair.ptr).a(sc.pair_of.ptr).a(sc.shared.ptr).a(d.k as i32).a(d.d as i32).a(sc.ffn_out.ptr);

@@ -308,11 +308,14 @@ __device__ __forceinline__ void hc_post_comb_warp(const float* mix_s, float rs, 
 __device__ __forceinline__ double div_n(double a, int n) {
     return (n & (n - 1)) == 0 ? a * __longlong_as_double((long long)(1023 - (31 - __clz(n))) << 52) : a / (double)n;
 }
+// hc_finish's h16flags (session.rs HcF16): h16b in gemm_qr's K order; no f32 row
+#define HCF_PERM_B 1
+#define HCF_NO_F32 2
 __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, int ps, const double* pss, int nsplit, int M, int D,
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
                               const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,
                               float* comb_out, float* z_out, float* xn_out, signed char* q8s, float2* q8d, float* xsh,
-                              u64* tr = nullptr, u16* h16a = nullptr, u16* h16b = nullptr, int permb = 0) {
+                              u64* tr = nullptr, u16* h16a = nullptr, u16* h16b = nullptr, int h16flags = 0) {
     __shared__ double shd[32];
     __shared__ float mix_s[MAXM];
     __shared__ float rs_s;
@@ -412,15 +415,17 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
     }
     if (h16a || h16b) {
         // prefill (hc_finish with DS4_HC_F16): also the f16 copies x_to_f16 makes of the row
-        // (packed t x D; h16b in gemm_qr's K order when permb), from the same f32 values and
-        // by the same conversion (pack_h2 on the column pairs 2p, 2p+1), so the same bits; a
-        // column pair per thread (D % 32 == 0: checked by the host)
+        // (packed t x D; h16b in gemm_qr's K order when h16flags & HCF_PERM_B), from the same
+        // f32 values and by the same conversion (pack_h2 on the column pairs 2p, 2p+1), so the
+        // same bits; a column pair per thread (D % 32 == 0: checked by the host). HCF_NO_F32:
+        // the f32 row is not written (every reader of it takes a copy; DS4_FFN_XN16)
+        const bool permb = h16flags & HCF_PERM_B, w32 = !(h16flags & HCF_NO_F32);
         u32* ha = h16a ? (u32*)(h16a + (i64)t * D) : nullptr;
         u32* hb = h16b ? (u32*)(h16b + (i64)t * D) : nullptr;
         for (int p = first; p < (D >> 1); p += stride) {
             int d = 2 * p;
             float v0 = (ssh[d] * rsn) * nsh[d], v1 = (ssh[d + 1] * rsn) * nsh[d + 1];
-            *(float2*)(xo + d) = make_float2(v0, v1);
+            if (w32) *(float2*)(xo + d) = make_float2(v0, v1);
             u32 pk = pack_h2(v0, v1);
             if (ha) ha[p] = pk;
             if (hb) hb[permb ? qr_kpos(d) >> 1 : p] = pk;
@@ -431,18 +436,18 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
 }
 
 // grid T, dynamic smem (N + 1) * D floats (the prefill path; decode uses hc_step). h16a / h16b
-// (may be null): f16 copies of xn (see hc_finish_tok), h16b in gemm_qr's K order when permb.
+// (may be null): f16 copies of xn (see hc_finish_tok), h16flags: HCF_PERM_B, HCF_NO_F32.
 extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
                                                             const double* __restrict__ pss, int nsplit, int M, int D,
                                                             int N, const float* __restrict__ scale,
                                                             const float* __restrict__ base,
                                                             const float* __restrict__ norm_w, float eps, int iters,
                                                             float hc_eps, float* post_out, float* comb_out,
-                                                            float* xn_out, u16* h16a, u16* h16b, int permb) {
+                                                            float* xn_out, u16* h16a, u16* h16b, int h16flags) {
     PDL_ENTRY;
     extern __shared__ float xsh[];
     hc_finish_tok(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, nullptr,
-                  xn_out, nullptr, nullptr, xsh, nullptr, h16a, h16b, permb);
+                  xn_out, nullptr, nullptr, xsh, nullptr, h16a, h16b, h16flags);
 }
 
 // Decode (small T): hc_post_mix and hc_finish in one launch. grid (D/32, T), 1024 threads: a
@@ -1957,20 +1962,32 @@ extern "C" __global__ void __launch_bounds__(1024) moe_group2(const int* __restr
     }
 }
 
-// mid = silu(min(g, c)) * clamp(u, -c, c) * w   (w = 1 when pw == 0)
-// mid16 != 0: the result is stored rounded to f16 there instead (the f16-activation expert
-// GEMM, GQ_FLAG_XH; the same rounding the f32 path gets inside the GEMM), in gemm_qr's K order
-// (qr_kpos; F % 32 == 0) when perm != 0.
+// mid = silu(min(g, c)) * clamp(u, -c, c) * w   (w = 1 when pw == 0), value i of n rows of F
+__device__ __forceinline__ float moe_mid_at(const float* __restrict__ g, const float* __restrict__ u,
+                                            const float* __restrict__ pw, int F, float clamp, i64 i) {
+    float gg = fminf(g[i], clamp);
+    float uu = fminf(fmaxf(u[i], -clamp), clamp);
+    float m = siluf_(gg) * uu;
+    return pw ? m * pw[i / F] : m;
+}
+// moe_mid_at for every value into mid (f32), or with mid16 != 0 stored rounded to f16 there
+// instead (the f16-activation expert GEMM, GQ_FLAG_XH; the same rounding the f32 path gets
+// inside the GEMM), in gemm_qr's K order (qr_kpos; F % 32 == 0) when perm == 1. perm == 2:
+// a thread per pair of values (2i, 2i + 1; F even, n * F / 2 threads), packed by pack_h2 as
+// x_to_f16 packs them: the cuBLAS path's f16 copy of the f32 mids (DS4_MID_F16).
 extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __restrict__ u,
                                    const float* __restrict__ pw, int n, int F, float clamp, float* mid, u16* mid16,
                                    int perm) {
     PDL_ENTRY;
     i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (perm == 2) {
+        if (i >= (i64)n * F / 2) return;
+        float m0 = moe_mid_at(g, u, pw, F, clamp, 2 * i), m1 = moe_mid_at(g, u, pw, F, clamp, 2 * i + 1);
+        ((u32*)mid16)[i] = pack_h2(m0, m1);
+        return;
+    }
     if (i >= (i64)n * F) return;
-    float gg = fminf(g[i], clamp);
-    float uu = fminf(fmaxf(u[i], -clamp), clamp);
-    float m = siluf_(gg) * uu;
-    m = pw ? m * pw[i / F] : m;
+    float m = moe_mid_at(g, u, pw, F, clamp, i);
     if (mid16) mid16[perm ? i - (i & 31) + qr_kpos((int)(i & 31)) : i] = f2h(m);
     else mid[i] = m;
 }
