@@ -1883,6 +1883,16 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
 /// unwritten): ms of each and the count of differing xn / f16 / post / comb values.
 /// Last the shared expert's mid (row "moe_mid f16 shared", DS4_MID_F16): moe_mid f32 +
 /// x_to_f16 against moe_mid writing the f16 pairs, ms and differing values.
+/// One old-against-new row of hc_prefill_bench: times, speedup, and the count of output values
+/// that differ (the fused paths must reproduce the old bits: FAIL otherwise).
+fn ab_line(what: &str, ms_old: f64, ms_new: f64, diff: usize, n: usize) {
+    println!(
+        "{what} {ms_old:.3} ms, new {ms_new:.3} ms ({:.2}x); differing values {diff} of {n}{}",
+        ms_old / ms_new.max(1e-9),
+        if diff == 0 { "" } else { "  FAIL" }
+    );
+}
+
 pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
     use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_post_mix_moe, launch_moe_mid, launch_moe_mid_pairs, HcBufs, HcF16, HcFinish};
     let (d, n, m, ny) = (4096usize, 4usize, 24usize, 1usize);
@@ -1954,12 +1964,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
         // (timing steps S on from there; the values stay bounded over these few steps)
         let (mso, msn) = (time_ms(gpu, 5, &old)?, time_ms(gpu, 5, &new)?);
-        println!(
-            "moe_combine fused T={t} k={k}: old (moe_combine + hc_post_mix) {mso:.3} ms, new {msn:.3} ms ({:.2}x); differing values {diff} of {}{}",
-            mso / msn.max(1e-9),
-            vo.len(),
-            if diff == 0 { "" } else { "  FAIL" }
-        );
+        ab_line(&format!("moe_combine fused T={t} k={k}: old (moe_combine + hc_post_mix)"), mso, msn, diff, vo.len());
         gpu.htod(s0.ptr, &s0h)?;
         // hc_finish's f16 copies: the partials of S (y = 0), then the finish both ways
         let (scb, bab, nob) = (up(&uni(0.5, 1.5, 3))?, up(&uni(-1.0, 1.0, m))?, up(&uni(0.5, 1.5, d))?);
@@ -2024,12 +2029,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
             time_ms(gpu, 5, &new_nof32)?,
         ];
         for (side, o, nw, diff) in [("attn", ms[0], ms[1], diff_attn), ("ffn ", ms[2], ms[3], diff_ffn), ("ffn no f32", ms[2], ms[4], diff_nof32)] {
-            println!(
-                "hc_finish f16 {side} T={t}: old (hc_finish + x_to_f16) {o:.3} ms, new {nw:.3} ms ({:.2}x); differing values {diff} of {}{}",
-                o / nw.max(1e-9),
-                vo.len(),
-                if diff == 0 { "" } else { "  FAIL" }
-            );
+            ab_line(&format!("hc_finish f16 {side} T={t}: old (hc_finish + x_to_f16)"), o, nw, diff, vo.len());
         }
         // DS4_MID_F16: the shared expert's mid (F 2048) as f32 + x_to_f16 against moe_mid
         // writing the f16 pairs itself
@@ -2050,12 +2050,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         gpu.dtoh(&mut b16, m16n.ptr)?;
         let diff = a16.iter().zip(&b16).filter(|(a, b)| a != b).count();
         let (mso, msn) = (time_ms(gpu, 5, &old_mid)?, time_ms(gpu, 5, &new_mid)?);
-        println!(
-            "moe_mid f16 shared T={t} F={f}: old (moe_mid f32 + x_to_f16) {mso:.3} ms, new {msn:.3} ms ({:.2}x); differing values {diff} of {}{}",
-            mso / msn.max(1e-9),
-            a16.len(),
-            if diff == 0 { "" } else { "  FAIL" }
-        );
+        ab_line(&format!("moe_mid f16 shared T={t} F={f}: old (moe_mid f32 + x_to_f16)"), mso, msn, diff, a16.len());
     }
     Ok(())
 }

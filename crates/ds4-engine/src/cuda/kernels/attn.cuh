@@ -90,6 +90,53 @@ __device__ __forceinline__ u32 atc_off(int row, int col) {
     return (u32)(row * (DHP * 2) + ((((col >> 3) ^ (row & 7))) << 4) + ((col & 7) << 1));
 }
 
+// The raw q of this warp's heads (w, w+8, ...; lane: dims 4*lane + 128*j), zeros past H / Dh.
+// All loads are issued before any use: one memory round trip per CTA, not one per head.
+template <int HPW, int QJ>
+__device__ __forceinline__ void atn_q_load(float (&v)[HPW][QJ][4], const float* q, int t, int H, int Dh, int warp, int lane) {
+#pragma unroll
+    for (int hh = 0; hh < HPW; hh++) {
+        const int h = warp + 8 * hh;
+        const float* qh = q + ((i64)t * H + h) * Dh;
+#pragma unroll
+        for (int j = 0; j < QJ; j++) {
+            const int d = 4 * lane + 128 * j;
+            if (h < H && d < Dh) {
+                const float4 x = *(const float4*)(qh + d);
+                v[hh][j][0] = x.x; v[hh][j][1] = x.y; v[hh][j][2] = x.z; v[hh][j][3] = x.w;
+            } else {
+                v[hh][j][0] = v[hh][j][1] = v[hh][j][2] = v[hh][j][3] = 0.f;
+            }
+        }
+    }
+}
+// Four dims of one normalized head (x * rs), rotated pairwise by (rc, rsn) when `rot`, as f16.
+__device__ __forceinline__ uint2 atn_q_pack(const float (&x)[4], float rs, const float (&rc)[2], const float (&rsn)[2], bool rot) {
+    float y[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) y[i] = x[i] * rs;
+    if (rot) {
+#pragma unroll
+        for (int pr = 0; pr < 2; pr++) {
+            const float x0 = y[2 * pr], x1 = y[2 * pr + 1];
+            y[2 * pr] = x0 * rc[pr] - x1 * rsn[pr];
+            y[2 * pr + 1] = x0 * rsn[pr] + x1 * rc[pr];
+        }
+    }
+    uint2 hv;
+    hv.x = pack_h2(y[0], y[1]);
+    hv.y = pack_h2(y[2], y[3]);
+    return hv;
+}
+// The output scale of head h: its softmax over the visible rows (running max m in log2 units,
+// sum l) and the head's sink logit, which takes probability mass but has no value row.
+__device__ __forceinline__ float atn_sink_scale(const float* sinks, int h, int H, float m, float l) {
+    const float sk = (h < H) ? sinks[h] * 1.4426950408889634f : 0.f;
+    const float M = fmaxf(m, sk);
+    const float em = exp2f(m - M);
+    return em / (exp2f(sk - M) + l * em);
+}
+
 // Dynamic shared memory: Q [64][DHP] f16, K/V [2][64][DHP] f16, exchange [8 warps][32][32] f32.
 template <int DHP>
 __device__ void attn_tc_body(const AttnTcArgs& a) {
@@ -156,21 +203,7 @@ __device__ void attn_tc_body(const AttnTcArgs& a) {
         constexpr int HPW = ATC_HEADS / 8;
         const int Dn = Dh - a.R;
         float v[HPW][QJ][4];
-#pragma unroll
-        for (int hh = 0; hh < HPW; hh++) {
-            const int h = warp + 8 * hh;
-            const float* qh = a.q + ((i64)t * H + h) * Dh;
-#pragma unroll
-            for (int j = 0; j < QJ; j++) {
-                int d = 4 * lane + 128 * j;
-                if (h < H && d < Dh) {
-                    float4 x = *(const float4*)(qh + d);
-                    v[hh][j][0] = x.x; v[hh][j][1] = x.y; v[hh][j][2] = x.z; v[hh][j][3] = x.w;
-                } else {
-                    v[hh][j][0] = v[hh][j][1] = v[hh][j][2] = v[hh][j][3] = 0.f;
-                }
-            }
-        }
+        atn_q_load<HPW, QJ>(v, a.q, t, H, Dh, warp, lane);
         float rc[QJ][2], rsn[QJ][2];
 #pragma unroll
         for (int j = 0; j < QJ; j++) {
@@ -199,21 +232,7 @@ __device__ void attn_tc_body(const AttnTcArgs& a) {
 #pragma unroll
             for (int j = 0; j < QJ; j++) {
                 int d = 4 * lane + 128 * j;
-                float y[4];
-#pragma unroll
-                for (int i = 0; i < 4; i++) y[i] = v[hh][j][i] * rs;
-                if (d < Dh && d >= Dn) {
-#pragma unroll
-                    for (int pr = 0; pr < 2; pr++) {
-                        float x0 = y[2 * pr], x1 = y[2 * pr + 1];
-                        y[2 * pr] = x0 * rc[j][pr] - x1 * rsn[j][pr];
-                        y[2 * pr + 1] = x0 * rsn[j][pr] + x1 * rc[j][pr];
-                    }
-                }
-                uint2 hv;
-                hv.x = pack_h2(y[0], y[1]);
-                hv.y = pack_h2(y[2], y[3]);
-                *(uint2*)(sm + atc_off<DHP>(h, d)) = hv;  // zeros past Dh / H
+                *(uint2*)(sm + atc_off<DHP>(h, d)) = atn_q_pack(v[hh][j], rs, rc[j], rsn[j], d < Dh && d >= Dn);  // zeros past Dh / H
             }
         }
     }
@@ -328,18 +347,12 @@ __device__ void attn_tc_body(const AttnTcArgs& a) {
 
     // sink, normalization, inverse RoPE on the tail, store
     const int Dn = Dh - a.R;
-    const float L2E = 1.4426950408889634f;
     float f[2];
     int hrow[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        int h = mt * 16 + g + 8 * r;
-        hrow[r] = h;
-        float sk = (h < H) ? a.sinks[h] * L2E : 0.f;
-        float M = fmaxf(mrow[r], sk);
-        float em = exp2f(mrow[r] - M);
-        float den = exp2f(sk - M) + lrow[r] * em;
-        f[r] = em / den;
+        hrow[r] = mt * 16 + g + 8 * r;
+        f[r] = atn_sink_scale(a.sinks, hrow[r], H, mrow[r], lrow[r]);
     }
 #pragma unroll
     for (int j = 0; j < NO; j++) {
@@ -470,21 +483,7 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
     // hides it (one CTA per SM)
     constexpr int HPW = 8;
     float v[HPW][QJ][4];
-#pragma unroll
-    for (int hh = 0; hh < HPW; hh++) {
-        const int h = warp + 8 * hh;
-        const float* qh = a.q + ((i64)t * H + h) * Dh;
-#pragma unroll
-        for (int j = 0; j < QJ; j++) {
-            const int d = 4 * lane + 128 * j;
-            if (h < H && d < Dh) {
-                const float4 x = *(const float4*)(qh + d);
-                v[hh][j][0] = x.x; v[hh][j][1] = x.y; v[hh][j][2] = x.z; v[hh][j][3] = x.w;
-            } else {
-                v[hh][j][0] = v[hh][j][1] = v[hh][j][2] = v[hh][j][3] = 0.f;
-            }
-        }
-    }
+    atn_q_load<HPW, QJ>(v, a.q, t, H, Dh, warp, lane);
     if (use_sel) {
         const int* selt = a.sel + (i64)t * a.topk;
         for (int i = tid; i < a.topk; i += 256) ssel[i] = selt[i];
@@ -560,21 +559,7 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
 #pragma unroll
             for (int j = 0; j < QJ; j++) {
                 const int d = 4 * lane + 128 * j;
-                float y[4];
-#pragma unroll
-                for (int i = 0; i < 4; i++) y[i] = v[hh][j][i] * rs;
-                if (d < Dh && d >= Dn) {
-#pragma unroll
-                    for (int pr = 0; pr < 2; pr++) {
-                        const float x0 = y[2 * pr], x1 = y[2 * pr + 1];
-                        y[2 * pr] = x0 * rc[j][pr] - x1 * rsn[j][pr];
-                        y[2 * pr + 1] = x0 * rsn[j][pr] + x1 * rc[j][pr];
-                    }
-                }
-                uint2 hv;
-                hv.x = pack_h2(y[0], y[1]);
-                hv.y = pack_h2(y[2], y[3]);
-                *(uint2*)(atw_sm + atw_off(h, d)) = hv;
+                *(uint2*)(atw_sm + atw_off(h, d)) = atn_q_pack(v[hh][j], rs, rc[j], rsn[j], d < Dh && d >= Dn);
             }
         }
     }
@@ -699,17 +684,11 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
     }
     __syncthreads();
     const int Dn = Dh - a.R;
-    const float L2E = 1.4426950408889634f;
     float f[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int h = hr + 8 * r;
-        const float l = sml[h] + sml[64 + h];
-        const float sk = (h < H) ? a.sinks[h] * L2E : 0.f;
-        const float M = fmaxf(mrow[r], sk);
-        const float em = exp2f(mrow[r] - M);
-        const float den = exp2f(sk - M) + l * em;
-        f[r] = em / den;
+        f[r] = atn_sink_scale(a.sinks, h, H, mrow[r], sml[h] + sml[64 + h]);
     }
 #pragma unroll
     for (int j = 0; j < NO; j++) {
