@@ -392,6 +392,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) attn_tc_128(AttnTcArgs a) {
 // at ~115 TFLOP/s (ratio-4 layers) / ~60 (window-only layers) on the H200; wgmma reads each
 // shared operand once per warpgroup.
 //
+// Measured (H200, 2048 tokens, h64 dh512): ratio-4 rows at 8K 1.52 -> 0.68 ms, window-only
+// 0.58 -> 0.31 ms against attn_tc (session 16); what is left is a ~14 us per-CTA prologue
+// (128 KB of f32 q that one CTA per SM cannot hide) and ~3 us per tile (bench/NOTES.md).
+//
 // Two warpgroups, 64-row tiles, two tile buffers (the next tile's gather in flight while the
 // current one is used). Warpgroup g: S for the tile's rows 32g..32g+31 over all dims
 // (m64n32k16, A = Q, B = K, both from shared memory), a common running max through shared
@@ -446,7 +450,9 @@ __device__ __forceinline__ void wg_mma_ss(float (&d)[N / 8][4], u64 da, u32 db_l
 #endif
 
 // Dynamic shared memory: Q, two K/V tiles, P (one slab), the row maxima and sums of both
-// warpgroups ([2][64] f32 each), the token's indexer selection (topk ints). See attn_tw_smem.
+// warpgroups ([2][64] f32 each), the RoPE table (256 (cos, sin)), the token's indexer
+// selection (topk ints). See attn_tw_smem. pv_lbo / pv_sbo: V's MN-major descriptor strides
+// (the host passes 8192 / 1024); pf > 0: the L2 prefetch of CTA t + pf's q (DS4_ATW_PF).
 template <int DHP>
 __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u32 pv_sbo, u16* out16, int pf) {
 #if WG_OK
