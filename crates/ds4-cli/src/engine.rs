@@ -71,6 +71,7 @@ impl Loaded {
             prefill_chunk: cfg.chunk,
             graphs: true,
             mtp,
+            warm_up: false,
         };
         // On the CPU only the drafter can fail.
         let s = self.device.session(ctx, &ec).map_err(|e| if ec.mtp.is_some() { anyhow!("--mtp: {e}") } else { anyhow!("{e}") })?;

@@ -111,11 +111,16 @@ pub struct SessionConfig {
     /// Speculative decoding with this drafter; needs a backend that exposes its hidden states
     /// ([`Device::supports_mtp`]).
     pub mtp: Option<MtpConfig>,
+    /// CUDA: run one prefill batch through a new session and reset it before handing it out,
+    /// so that the first request does not pay the kernels' first-use costs (cuBLAS loads
+    /// its GEMM kernels on first use: ~60 ms of an 8K prompt's first prefill on the H200).
+    /// For long-running processes (the server, the benchmark).
+    pub warm_up: bool,
 }
 
 impl Default for SessionConfig {
     fn default() -> Self {
-        SessionConfig { qat: true, precision: Precision::Fast, prefill_chunk: None, graphs: true, mtp: None }
+        SessionConfig { qat: true, precision: Precision::Fast, prefill_chunk: None, graphs: true, mtp: None, warm_up: false }
     }
 }
 
@@ -205,7 +210,11 @@ impl Device {
         // Prefill batch size: see `default_max_chunk` (the session never batches more than
         // the context; `Session` chunks longer inputs itself).
         let so = SessionOptions { ctx, qat: cfg.qat, precision: cfg.precision, max_chunk: crate::cuda::session::default_max_chunk(ctx), graphs: cfg.graphs, near_ties: false };
-        CudaSession::new(w.clone(), so).map_err(|e| EngineError::Backend(format!("CUDA session: {e}")))
+        let mut cs = CudaSession::new(w.clone(), so).map_err(|e| EngineError::Backend(format!("CUDA session: {e}")))?;
+        if cfg.warm_up {
+            cs.warm_up().map_err(|e| EngineError::Backend(format!("CUDA warm-up: {e}")))?;
+        }
+        Ok(cs)
     }
 }
 

@@ -39,6 +39,8 @@ pub fn open_session(args: &Args, model: Arc<ds4_engine::Model>, eos: u32) -> Res
         qat: true,
         precision: if args.quality { Precision::Reference } else { Precision::Fast },
         mtp: mtp.and_then(|weights| speculation(args, &device, eos).map(|spec| MtpConfig { weights, spec })),
+        // the first request should not pay the kernels' first-use costs
+        warm_up: true,
         ..SessionConfig::default()
     };
     let session = device.session(args.ctx, &cfg).map_err(|e| e.to_string())?;

@@ -73,6 +73,10 @@ struct Args {
     /// Disable CUDA graphs for decode.
     #[arg(long = "no-graphs")]
     no_graphs: bool,
+    /// No warm-up prefill before the timed ones (the first then includes the kernels'
+    /// first-use costs, as a process's first prompt does).
+    #[arg(long = "no-warm-up")]
+    no_warm_up: bool,
     #[arg(long = "verify-fixtures")]
     verify_fixtures: Option<PathBuf>,
     #[arg(long = "kernel-bench")]
@@ -321,6 +325,8 @@ fn bench(a: &Args) -> Result<()> {
         prefill_chunk: Some(2048),
         graphs: !a.no_graphs,
         mtp: None,
+        // the timed prefills measure steady state, not the kernels' first use
+        warm_up: !a.no_warm_up,
     };
     let (mut bk, eos, weight_bytes, ceiling) = if use_cuda {
         let dev = load_cuda(model.clone())?;

@@ -2059,6 +2059,24 @@ impl CudaSession {
         Ok(())
     }
 
+    /// A prefill of fixed tokens, then `reset`: a full batch and a quarter batch (cuBLAS picks
+    /// its GEMM kernels by size), within the context, so that the kernels a prefill uses are
+    /// loaded and run once.
+    pub fn warm_up(&mut self) -> Result<()> {
+        let n = (self.opts.max_chunk + self.opts.max_chunk / 4).min(self.opts.ctx.saturating_sub(1));
+        if n == 0 {
+            return Ok(());
+        }
+        let vocab = self.m.dims.vocab.max(1);
+        let toks: Vec<u32> = (0..n).map(|i| ((i * 7919) % vocab) as u32).collect();
+        let t0 = std::time::Instant::now();
+        self.reset()?;
+        self.prefill(&toks)?;
+        self.reset()?;
+        eprintln!("ds4: GPU warm-up ({n}-token prefill) {:.2} s", t0.elapsed().as_secs_f64());
+        Ok(())
+    }
+
     fn ties_ptr(&self) -> u64 {
         self.ties.as_ref().map_or(0, |b| b.ptr)
     }
