@@ -353,6 +353,11 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             ref_ex.reset().map_err(|e| anyhow!("{e}"))?;
             let g2 = ref_ex.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
             t.flag(&tag("determinism"), g1.iter().zip(&g2).all(|(a, b)| a.to_bits() == b.to_bits()), "two GPU prefills bit-identical");
+            // the server's and ds4-bench's warm-up (a longer prefill of other tokens, then
+            // reset) must leave no trace in the next prefill
+            ref_ex.warm_up().map_err(|e| anyhow!("{e}"))?;
+            let g3 = ref_ex.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
+            t.flag(&tag("warm-up then reset"), g3.len() == g1.len() && g1.iter().zip(&g3).all(|(a, b)| a.to_bits() == b.to_bits()), "the next prefill bit-identical");
             if let Some(w) = read_f32(&sd.join("prefill.exact.logits.f32.bin")) {
                 t.check(&tag("prefill.exact"), &cmp(&g1, &w, vocab, n), 2e-3, 1e-4, true);
             } else if let (Some(ids), Some(v)) = (read_i32(&sd.join("prefill.exact.top32_ids.i32.bin")), read_f32(&sd.join("prefill.exact.top32_logits.f32.bin"))) {
