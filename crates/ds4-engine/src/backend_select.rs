@@ -112,10 +112,9 @@ pub struct SessionConfig {
     /// ([`Device::supports_mtp`]).
     pub mtp: Option<MtpConfig>,
     /// CUDA: run a warm-up prefill (a batch and a quarter batch) through a new session and
-    /// reset it before handing it out,
-    /// so that the first request does not pay the kernels' first-use costs (cuBLAS loads
-    /// its GEMM kernels on first use: ~60 ms of an 8K prompt's first prefill on the H200).
-    /// For long-running processes (the server, the benchmark).
+    /// reset it before handing it out, so that the first request does not pay the kernels'
+    /// first-use costs (cuBLAS loads its GEMM kernels on first use: ~60 ms of an 8K prompt's
+    /// first prefill on the H200). For long-running processes (the server, the benchmark).
     pub warm_up: bool,
 }
 

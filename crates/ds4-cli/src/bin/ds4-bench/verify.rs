@@ -23,6 +23,11 @@ fn read_i32(p: &Path) -> Option<Vec<i32>> {
     Some(b.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
+/// Same length and the same bits in every value.
+fn same_bits(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
 fn argmax(v: &[f32]) -> usize {
     let mut b = 0;
     for (i, &x) in v.iter().enumerate() {
@@ -352,12 +357,12 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             let g1 = ref_ex.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
             ref_ex.reset().map_err(|e| anyhow!("{e}"))?;
             let g2 = ref_ex.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
-            t.flag(&tag("determinism"), g1.iter().zip(&g2).all(|(a, b)| a.to_bits() == b.to_bits()), "two GPU prefills bit-identical");
+            t.flag(&tag("determinism"), same_bits(&g1, &g2), "two GPU prefills bit-identical");
             // the server's and ds4-bench's warm-up (a longer prefill of other tokens, then
             // reset) must leave no trace in the next prefill
             ref_ex.warm_up().map_err(|e| anyhow!("{e}"))?;
             let g3 = ref_ex.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
-            t.flag(&tag("warm-up then reset"), g3.len() == g1.len() && g1.iter().zip(&g3).all(|(a, b)| a.to_bits() == b.to_bits()), "the next prefill bit-identical");
+            t.flag(&tag("warm-up then reset"), same_bits(&g1, &g3), "the next prefill bit-identical");
             if let Some(w) = read_f32(&sd.join("prefill.exact.logits.f32.bin")) {
                 t.check(&tag("prefill.exact"), &cmp(&g1, &w, vocab, n), 2e-3, 1e-4, true);
             } else if let (Some(ids), Some(v)) = (read_i32(&sd.join("prefill.exact.top32_ids.i32.bin")), read_f32(&sd.join("prefill.exact.top32_logits.f32.bin"))) {
@@ -457,7 +462,7 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                     td.push(ref_chunk.eval_greedy(None).map_err(|e| anyhow!("{e}"))?);
                     ld.extend_from_slice(ref_chunk.logits().map_err(|e| anyhow!("{e}"))?);
                 }
-                let same = lh.len() == ld.len() && lh.iter().zip(&ld).all(|(a, b)| a.to_bits() == b.to_bits());
+                let same = same_bits(&lh, &ld);
                 t.flag(&tag("greedy on device"), steps > 0 && td == th && same, &format!("{steps} steps: tokens {td:?} (host path {th:?}), logits bit-identical: {same}"));
             }
             // cross-backend state through the engine's Backend trait: GPU prefix -> CPU decode,
@@ -521,7 +526,7 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                 let ran = fast_blas.exp_blas_calls() > calls0;
                 fast_blas.reset().map_err(|e| anyhow!("{e}"))?;
                 let b2 = fast_blas.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
-                let same = b1.iter().zip(&b2).all(|(a, b)| a.to_bits() == b.to_bits());
+                let same = same_bits(&b1, &b2);
                 t.flag(&tag("fast cuBLAS experts"), ran && same, if ran { "expert GEMMs on cuBLAS; two prefills bit-identical" } else { "expert GEMMs did NOT take the cuBLAS path" });
                 let (mx, kl, top1) = kl_top1(&g1, &b1, vocab);
                 println!("INFO {} fast-cublas-vs-reference prefill: max_abs_dlogit={mx:.3e} mean_kl={kl:.3e} top1_agree={top1:.4}", tag(""));
