@@ -60,7 +60,7 @@ pub fn kernel_source() -> String {
 pub const KERNELS: &[&str] = &[
     "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gemm_qr", "gemm_qr2",
     "repack_blocks", "dequant_rows", "embed_rows",
-    "hc_post_mix", "hc_finish", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "idx_score_w", "topk_select",
+    "hc_post_mix", "hc_post_mix4", "hc_finish", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "idx_score_w", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4", "read_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128", "attn_tw_512", "attn_tw_128", "idx_to_f16", "idx_score_tc", "idx_score_dtc", "quant_q8", "mvq_b2", "mvq_b3",
     "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "router_dec",

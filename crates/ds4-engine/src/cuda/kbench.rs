@@ -1907,7 +1907,8 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         };
         let s0h = uni(-1.0, 1.0, t * n * d);
         let s0 = up(&s0h)?;
-        let (post, comb, y) = (up(&uni(0.0, 1.0, t * n))?, up(&uni(0.0, 0.5, t * n * n))?, up(&uni(-1.0, 1.0, t * ny * d))?);
+        let (posth, combh, yh) = (uni(0.0, 1.0, t * n), uni(0.0, 0.5, t * n * n), uni(-1.0, 1.0, t * ny * d));
+        let (post, comb, y) = (up(&posth)?, up(&combh)?, up(&yh)?);
         // the MoE output: k slot rows per token (ypair), the shared expert's rows
         let k = 6usize;
         let (yp, shb) = (up(&uni(-1.0, 1.0, t * k * d))?, up(&uni(-1.0, 1.0, t * d))?);
@@ -1965,6 +1966,64 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         // (timing steps S on from there; the values stay bounded over these few steps)
         let (mso, msn) = (time_ms(gpu, 5, &old)?, time_ms(gpu, 5, &new)?);
         ab_line(&format!("moe_combine fused T={t} k={k}: old (moe_combine + hc_post_mix)"), mso, msn, diff, vo.len());
+        gpu.htod(s0.ptr, &s0h)?;
+        // hc_post_mix4 (128-column slices, the prefill default where D % 128 == 0): the same new
+        // state S (bits) as hc_post_mix, the partial sums totalled per (token, mix) and the
+        // sums of squares per token within rounding of hc_post_mix's (another summation order),
+        // and the time of each, for y rows and for the MoE sum
+        let bw = HcBufs { split: d / 128, ..b };
+        let outs = |bb: &HcBufs, f: &dyn Fn() -> Result<()>| -> Result<(Vec<u32>, Vec<f64>, Vec<f64>)> {
+            gpu.htod(s0.ptr, &s0h)?;
+            f()?;
+            let ns = bb.split;
+            let (mut sv, mut pv, mut qv) = (vec![0u32; t * n * d], vec![0f32; t * ns * m], vec![0u64; t * ns]);
+            gpu.dtoh(&mut sv, s0.ptr)?;
+            gpu.dtoh(&mut pv, pdot.ptr)?;
+            gpu.dtoh(&mut qv, pss.ptr)?;
+            let mix: Vec<f64> = (0..t * m).map(|i| (0..ns).map(|sp| pv[((i / m) * ns + sp) * m + i % m] as f64).sum()).collect();
+            let ss: Vec<f64> = (0..t).map(|tk| (0..ns).map(|sp| f64::from_bits(qv[tk * ns + sp])).sum()).collect();
+            Ok((sv, mix, ss))
+        };
+        // the largest difference relative to the largest magnitude
+        let rel = |a: &[f64], b: &[f64]| {
+            let scale = a.iter().fold(0f64, |x, v| x.max(v.abs())).max(1e-30);
+            a.iter().zip(b).fold(0f64, |x, (p, q)| x.max((p - q).abs())) / scale
+        };
+        type Run<'a> = Box<dyn Fn(&HcBufs) -> Result<()> + 'a>;
+        let cases: [(&str, Run); 2] = [
+            ("y rows", Box::new(|bb: &HcBufs| launch_hc_post_mix(gpu, bb, t, y.ptr, ny, fnb.ptr, m))),
+            ("moe sum", Box::new(|bb: &HcBufs| launch_hc_post_mix_moe(gpu, bb, t, yp.ptr, po.ptr, shb.ptr, k, fnb.ptr, m))),
+        ];
+        // the CPU reference's hc_post (ops::hc_post) of the first tokens, for the y-rows case:
+        // both kernels round its terms as it does (hc_term), so the same bits
+        let nref = t.min(64);
+        let sref: Vec<u32> = (0..nref)
+            .flat_map(|tk| {
+                let mix = crate::ops::HcMix { post: posth[tk * n..(tk + 1) * n].to_vec(), comb: combh[tk * n * n..(tk + 1) * n * n].to_vec() };
+                let mut out = vec![0f32; n * d];
+                crate::ops::hc_post(&s0h[tk * n * d..(tk + 1) * n * d], &yh[tk * ny * d..tk * ny * d + d], &mix, &mut out);
+                out.into_iter().map(f32::to_bits)
+            })
+            .collect();
+        for (ci, (what, f)) in cases.iter().enumerate() {
+            let (so, mo, qo) = outs(&b, &|| f(&b))?;
+            let (sw, mw, qw) = outs(&bw, &|| f(&bw))?;
+            let mut sdiff = so.iter().zip(&sw).filter(|(p, q)| p != q).count();
+            if ci == 0 && ny == 1 {
+                let cpu = sref.iter().zip(&so).filter(|(p, q)| p != q).count() + sref.iter().zip(&sw).filter(|(p, q)| p != q).count();
+                println!("hc_post against the CPU reference (first {nref} tokens, both kernels): differing {cpu} of {}", 2 * sref.len());
+                sdiff += cpu;
+            }
+            let (mso, msw) = (time_ms(gpu, 5, &|| f(&b))?, time_ms(gpu, 5, &|| f(&bw))?);
+            println!(
+                "hc_post_mix4 {what} T={t}: hc_post_mix {mso:.3} ms, hc_post_mix4 {msw:.3} ms ({:.2}x); S differing {sdiff} of {}, mixes rel {:.2e}, ss rel {:.2e}{}",
+                mso / msw.max(1e-9),
+                so.len(),
+                rel(&mo, &mw),
+                rel(&qo, &qw),
+                if sdiff == 0 && rel(&mo, &mw) < 1e-5 && rel(&qo, &qw) < 1e-9 { "" } else { "  FAIL" }
+            );
+        }
         gpu.htod(s0.ptr, &s0h)?;
         // hc_finish's f16 copies: the partials of S (y = 0), then the finish both ways
         let (scb, bab, nob) = (up(&uni(0.5, 1.5, 3))?, up(&uni(-1.0, 1.0, m))?, up(&uni(0.5, 1.5, d))?);

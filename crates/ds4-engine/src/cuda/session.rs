@@ -253,7 +253,26 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         .a(HC_TOKENS as i32)
         .a(pair_of)
         .a(shared);
-    gpu.launch("hc_post_mix", (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, 0, args)
+    // the slice width is the split's (hc_prefill_split): 128 columns (hc_post_mix4) or 32
+    let name = if b.d % HC_WIDE == 0 && b.split == b.d / HC_WIDE {
+        "hc_post_mix4"
+    } else if b.split == b.d.div_ceil(HC_COLS) {
+        "hc_post_mix"
+    } else {
+        return Err(CudaError::Other(format!("hc_post_mix: {} slices of D {}", b.split, b.d)));
+    };
+    gpu.launch(name, (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, 0, args)
+}
+
+/// Slices of hc_post_mix's partial sums for the separate prefill launches (hc_finish reads as
+/// many): 128 columns each (hc_post_mix4, a lane on 4 columns) where D % 128 == 0, else 32;
+/// `DS4_HC_WIDE=0`: 32 (read once).
+pub(crate) fn hc_prefill_split(d: usize) -> usize {
+    if d % HC_WIDE == 0 && env_unless!("DS4_HC_WIDE", "0") {
+        d / HC_WIDE
+    } else {
+        d.div_ceil(HC_COLS)
+    }
 }
 
 /// The finish of hc_pre `f` for tokens [t0, t0+t) (its partial sums from launch_hc_post_mix),
@@ -997,6 +1016,8 @@ const MV_ROWS_PER_BLOCK: usize = 16;
 /// hc_post_mix: columns per block (a lane each) and tokens per block (the block's fn slice is
 /// staged once and reused for these tokens; 8 warps, 8 tokens each).
 const HC_COLS: usize = 32;
+/// hc_post_mix4: columns per block (4 per lane)
+const HC_WIDE: usize = 128;
 const HC_TOKENS: usize = 64;
 /// Largest batch that takes the fused hc_step (its ticket buffer's length).
 const HC_STEP_MAX_T: usize = 1;
@@ -2383,9 +2404,15 @@ impl CudaSession {
         }
     }
 
+    /// hc_bufs with the slices of the separate prefill launches (hc_post_mix + hc_finish).
+    fn hc_bufs_prefill(&self) -> HcBufs {
+        let b = self.hc_bufs();
+        HcBufs { split: hc_prefill_split(b.d), ..b }
+    }
+
     /// hc_finish for tokens [t0, t0+t) writing xn rows starting at `out`.
     fn hc_finish(&self, t0: usize, t: usize, m: usize, scale: DevPtr, base: DevPtr, norm: DevPtr, out: DevPtr) -> Result<()> {
-        launch_hc_finish(self.gpu(), &self.hc_bufs(), t0, t, &HcFinish { m, scale, base, norm, out, q8: None, f16: HcF16::default() })
+        launch_hc_finish(self.gpu(), &self.hc_bufs_prefill(), t0, t, &HcFinish { m, scale, base, norm, out, q8: None, f16: HcF16::default() })
     }
 
     /// Where the prefill hc_finish writes xn's f16 copy for the cuBLAS dense path (its x16
@@ -2432,6 +2459,7 @@ impl CudaSession {
                 Ok(defer)
             }
             _ => {
+                let b = self.hc_bufs_prefill();
                 match y {
                     HcY::Rows(y, ny) => launch_hc_post_mix(gpu, &b, t, y, ny, fn_ptr, m)?,
                     HcY::Moe(yp, po, sh, k) => launch_hc_post_mix_moe(gpu, &b, t, yp, po, sh, k, fn_ptr, m)?,

@@ -54,6 +54,12 @@ __device__ __forceinline__ void rs_half(float (&v)[MAXM], int lane) {
     }
 }
 static_assert(MAXM == 24, "hc_post_mix's reduce-scatter halves 24 mixes three times");
+// hc_post's terms (new[b] = post[b] * y + sum_a comb[a][b] * old[a]) rounded as the CPU
+// reference rounds them (ops::hc_post: each product rounded, then added): left to itself the
+// compiler contracts a product and a sum into an FMA, and which pair differs between kernels
+// (hc_post_mix, hc_post_mix4 and hc_step wrote different bits from the same inputs). Pinned,
+// every kernel that updates the state writes the reference's bits.
+__device__ __forceinline__ float hc_term(float acc, float a, float b) { return __fadd_rn(acc, __fmul_rn(a, b)); }
 // moe_combine's value at (token t, column d): the K routed slot rows of ypair (row
 // pair_of[t*K + i], selection order i) summed from 0.f, then the shared expert's row added.
 // The same additions in the same order as moe_combine (below), so the same bits; the index
@@ -114,10 +120,10 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const fl
 #pragma unroll
                 for (int b = 0; b < 4; b++) {
                     if (b < N) {
-                        float acc = post[t * N + b] * yd;
+                        float acc = __fmul_rn(post[t * N + b], yd);
 #pragma unroll
                         for (int a = 0; a < 4; a++)
-                            if (a < N) acc += comb[t * N * N + a * N + b] * sv[a];
+                            if (a < N) acc = hc_term(acc, comb[t * N * N + a * N + b], sv[a]);
                         nv[b] = acc;
                     }
                 }
@@ -140,6 +146,149 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const fl
         }
         // reduce-scatter: after the three halvings lane holds mixes 3 * (lane >> 2) + 0..2
         // (template steps: with a loop the compiler kept v in local memory)
+        rs_half<12, 16>(v, lane);
+        rs_half<6, 8>(v, lane);
+        rs_half<3, 4>(v, lane);
+#pragma unroll
+        for (int off = 2; off >= 1; off >>= 1)
+#pragma unroll
+            for (int i = 0; i < 3; i++) v[i] += __shfl_xor_sync(0xffffffffu, v[i], off);
+#pragma unroll
+        for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+        int j = lane & 3, m = 3 * (lane >> 2) + j;
+        float r = j == 0 ? v[0] : (j == 1 ? v[1] : v[2]);
+        if (j < 3 && m < M) pdot[((i64)t * nsplit + sp) * M + m] = r;  // [t][split][m]
+        if (lane == 3) pss[(i64)t * nsplit + sp] = ss;
+    }
+}
+
+// float4 forms of sum_strided and moe_sum_at for hc_post_mix4: four consecutive columns, each
+// column's terms added in the same order (the same bits per column).
+__device__ __forceinline__ void add4(float4& s, float4 v) {
+    s.x += v.x;
+    s.y += v.y;
+    s.z += v.z;
+    s.w += v.w;
+}
+__device__ __forceinline__ float4 sum_strided4(const float* __restrict__ p, i64 stride, int n) {
+    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int q0 = 0; q0 < n; q0 += 8) {
+        float4 r[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) r[u] = q0 + u < n ? *(const float4*)(p + (i64)(q0 + u) * stride) : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            if (q0 + u < n) add4(s, r[u]);
+    }
+    return s;
+}
+__device__ __forceinline__ float4 moe_sum_at4(const float* __restrict__ ypair, const int* __restrict__ pair_of,
+                                              const float* __restrict__ shared, int K, int D, int t, int d) {
+    const int* po = pair_of + t * K;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int i0 = 0; i0 < K; i0 += 8) {
+        int sl[8];
+        float4 r[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) sl[u] = i0 + u < K ? po[i0 + u] : 0;
+#pragma unroll
+        for (int u = 0; u < 8; u++) r[u] = i0 + u < K ? *(const float4*)(ypair + (i64)sl[u] * D + d) : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            if (i0 + u < K) add4(acc, r[u]);
+    }
+    add4(acc, *(const float4*)(shared + (i64)t * D + d));
+    return acc;
+}
+
+// hc_post_mix over 128-column slices (prefill, D % 128 == 0; session.rs hc_prefill_split): a
+// lane owns 4 consecutive columns, so a token's state, y and new state move as float4 (4x the
+// bytes per load instruction and per warp in flight), and the 24 partial dots per (token,
+// slice) are a quarter as many for hc_finish to reduce. The state update is hc_post_mix's
+// arithmetic per column (hc_term: the same bits); each partial dot sums the lane's 4 columns in order
+// before the reduce-scatter (another order than hc_post_mix's: the mixes differ in the last
+// bits). Why: hc_post_mix's warps each keep one 32-column token in flight (a 1.4-1.8 TB/s
+// latency chain of state, y and slot-index loads, ~250 instructions per 32 columns).
+// fn staged as float4 (the N <= 4 stream weights) per (mix, lane column c, lane): 48 KB.
+extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(float* S, const float* __restrict__ y,
+                                                               const float* __restrict__ post,
+                                                               const float* __restrict__ comb,
+                                                               const u16* __restrict__ fn, int M, int D, int N,
+                                                               int chunk, float* pdot, double* pss, int ny, int T, int tt,
+                                                               const int* __restrict__ pair_of,
+                                                               const float* __restrict__ shared) {
+    PDL_ENTRY;
+    __shared__ float4 fsh[MAXM][4][32];
+    const int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int d0 = sp * 128 + 4 * lane;
+    (void)chunk;
+    const i64 fstride = (i64)N * D;
+    for (int i = threadIdx.x; i < MAXM * 128; i += blockDim.x) {
+        int m = i >> 7, cc = i & 127, dd = sp * 128 + cc;
+        float v[4];
+#pragma unroll
+        for (int b = 0; b < 4; b++) v[b] = (m < M && b < N) ? h2f(fn[(i64)m * fstride + (i64)b * D + dd]) : 0.f;
+        fsh[m][cc & 3][cc >> 2] = make_float4(v[0], v[1], v[2], v[3]);
+    }
+    __syncthreads();
+    const int t1 = min(T, (int)(blockIdx.y + 1) * tt);
+    for (int t = blockIdx.y * tt + w; t < t1; t += HCP_WARPS) {
+        float* St = S + (i64)t * N * D;
+        float nv[4][4];  // [stream][column]
+        float4 sv[4];
+#pragma unroll
+        for (int a = 0; a < 4; a++) sv[a] = a < N ? *(const float4*)(St + (i64)a * D + d0) : make_float4(0.f, 0.f, 0.f, 0.f);
+        if (y) {
+            const float4 yd = pair_of ? moe_sum_at4(y, pair_of, shared, ny, D, t, d0) : sum_strided4(y + (i64)t * ny * D + d0, D, ny);
+            const float yv[4] = {yd.x, yd.y, yd.z, yd.w};
+            float pv[4], cv[4][4];
+#pragma unroll
+            for (int b = 0; b < 4; b++) pv[b] = b < N ? post[t * N + b] : 0.f;
+#pragma unroll
+            for (int a = 0; a < 4; a++)
+#pragma unroll
+                for (int b = 0; b < 4; b++) cv[a][b] = (a < N && b < N) ? comb[t * N * N + a * N + b] : 0.f;
+#pragma unroll
+            for (int b = 0; b < 4; b++) {
+#pragma unroll
+                for (int c = 0; c < 4; c++) {
+                    float acc = __fmul_rn(pv[b], yv[c]);
+#pragma unroll
+                    for (int a = 0; a < 4; a++) {
+                        const float sa = c == 0 ? sv[a].x : c == 1 ? sv[a].y : c == 2 ? sv[a].z : sv[a].w;
+                        if (a < N) acc = hc_term(acc, cv[a][b], sa);
+                    }
+                    nv[b][c] = b < N ? acc : 0.f;
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < 4; b++)
+                if (b < N) *(float4*)(St + (i64)b * D + d0) = make_float4(nv[b][0], nv[b][1], nv[b][2], nv[b][3]);
+        } else {
+#pragma unroll
+            for (int b = 0; b < 4; b++) {
+                nv[b][0] = sv[b].x;
+                nv[b][1] = sv[b].y;
+                nv[b][2] = sv[b].z;
+                nv[b][3] = sv[b].w;
+            }
+        }
+        double ss = 0.0;
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+#pragma unroll
+            for (int b = 0; b < 4; b++) ss += (double)nv[b][c] * (double)nv[b][c];
+        float v[MAXM];
+#pragma unroll
+        for (int m = 0; m < MAXM; m++) {
+            float s = 0.f;
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const float4 f = fsh[m][c][lane];
+                s += ((f.x * nv[0][c] + f.y * nv[1][c]) + f.z * nv[2][c]) + f.w * nv[3][c];
+            }
+            v[m] = s;
+        }
         rs_half<12, 16>(v, lane);
         rs_half<6, 8>(v, lane);
         rs_half<3, 4>(v, lane);
@@ -515,10 +664,10 @@ __device__ __forceinline__ void hc_step_mix(const HcStepArgs& a, int t, int sp, 
 #pragma unroll
             for (int b = 0; b < MAXN; b++) {
                 if (b < N) {
-                    float acc = pv[b] * yd;
+                    float acc = __fmul_rn(pv[b], yd);
 #pragma unroll
                     for (int s = 0; s < MAXN; s++)
-                        if (s < N) acc += cv[s][b] * sv[s];
+                        if (s < N) acc = hc_term(acc, cv[s][b], sv[s]);
                     nv[b] = acc;
                 }
             }
