@@ -287,8 +287,12 @@ pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &H
     if h.no_f32 && h.a == 0 && h.b == 0 {
         return Err(CudaError::Other("hc_finish: no f32 rows without an f16 copy".into()));
     }
-    // model.cuh HCF_PERM_B, HCF_NO_F32
-    let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1;
+    // model.cuh HCF_PERM_B, HCF_NO_F32, HCF_NORM_GLOBAL: the norm weights are not staged, so
+    // a block's shared memory is the N x D state alone (three blocks per SM at D 4096, N 4,
+    // where the staged weights made it two; DS4_HC_FIN_NSH=1: staged)
+    let nglobal = !env_is!("DS4_HC_FIN_NSH", "1");
+    let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1 | (nglobal as i32) << 2;
+    let smem = if nglobal { (n * d * 4) as u32 } else { hc_fin_smem(n, d) };
     let args = Args::new()
         .a(b.s + (t0 * n * d * 4) as u64)
         .a(b.pdot + (t0 * ns * m * 4) as u64)
@@ -309,7 +313,7 @@ pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &H
         .a(h.a)
         .a(h.b)
         .a(flags);
-    gpu.launch("hc_finish", (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, hc_fin_smem(n, d), args)
+    gpu.launch("hc_finish", (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, smem, args)
 }
 
 /// hc_post_mix + hc_finish (+ the int8 copy of xn when `f.q8`) in one launch (model.cuh

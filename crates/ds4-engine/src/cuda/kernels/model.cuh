@@ -460,11 +460,13 @@ __device__ __forceinline__ double div_n(double a, int n) {
 // hc_finish's h16flags (session.rs HcF16): h16b in gemm_qr's K order; no f32 row
 #define HCF_PERM_B 1
 #define HCF_NO_F32 2
+#define HCF_NORM_GLOBAL 4  // the norm weights read where used, not staged (hc_finish: smem N * D floats)
 __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, int ps, const double* pss, int nsplit, int M, int D,
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
                               const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,
                               float* comb_out, float* z_out, float* xn_out, signed char* q8s, float2* q8d, float* xsh,
-                              u64* tr = nullptr, u16* h16a = nullptr, u16* h16b = nullptr, int h16flags = 0) {
+                              u64* tr = nullptr, u16* h16a = nullptr, u16* h16b = nullptr, int h16flags = 0,
+                              bool norm_smem = true) {
     __shared__ double shd[32];
     __shared__ float mix_s[MAXM];
     __shared__ float rs_s;
@@ -482,8 +484,12 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
     } else {  // hc_finish only (a separate launch after S was written: L1 is safe)
         for (int i = threadIdx.x; i < N * D; i += blockDim.x) cp_async4(smem_u32(ssh + i), St + i, 4);
     }
-    for (int i = threadIdx.x; i < D; i += blockDim.x) cp_async4(smem_u32(nsh + i), norm_w + i, 4);
+    if (norm_smem)
+        for (int i = threadIdx.x; i < D; i += blockDim.x) cp_async4(smem_u32(nsh + i), norm_w + i, 4);
     cp_commit();
+    // the norm weight of column d: staged, or read where it is used (hc_finish: N * D floats of
+    // shared memory per block instead of N + 1, three blocks per SM instead of two)
+    auto nwt = [&](int d) { return norm_smem ? nsh[d] : __ldg(norm_w + d); };
     // the partials: every load issued before any sum (one memory round trip when nw > M)
     for (int m = w; m <= M; m += nw) {
         if (m < M) {
@@ -554,7 +560,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
         for (int b = gw; b < nb; b += 2 * ngw) {
             int b1 = b + ngw < nb ? b + ngw : -1;
             int d0 = b * 32 + lane, d1 = (b1 < 0 ? b : b1) * 32 + lane;
-            float v0 = (ssh[d0] * rsn) * nsh[d0], v1 = (ssh[d1] * rsn) * nsh[d1];
+            float v0 = (ssh[d0] * rsn) * nwt(d0), v1 = (ssh[d1] * rsn) * nwt(d1);
             xo[d0] = v0;
             if (b1 >= 0) xo[d1] = v1;
             q8_block2(v0, v1, lane, b, b1, q8s + (i64)t * D, q8d + (i64)t * (D >> 5));
@@ -573,7 +579,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
         u32* hb = h16b ? (u32*)(h16b + (i64)t * D) : nullptr;
         for (int p = first; p < (D >> 1); p += stride) {
             int d = 2 * p;
-            float v0 = (ssh[d] * rsn) * nsh[d], v1 = (ssh[d + 1] * rsn) * nsh[d + 1];
+            float v0 = (ssh[d] * rsn) * nwt(d), v1 = (ssh[d + 1] * rsn) * nwt(d + 1);
             if (w32) *(float2*)(xo + d) = make_float2(v0, v1);
             u32 pk = pack_h2(v0, v1);
             if (ha) ha[p] = pk;
@@ -581,7 +587,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
         }
         return;
     }
-    for (int d = first; d < D; d += stride) xo[d] = (ssh[d] * rsn) * nsh[d];
+    for (int d = first; d < D; d += stride) xo[d] = (ssh[d] * rsn) * nwt(d);
 }
 
 // grid T, dynamic smem (N + 1) * D floats (the prefill path; decode uses hc_step). h16a / h16b
@@ -596,7 +602,7 @@ extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __rest
     PDL_ENTRY;
     extern __shared__ float xsh[];
     hc_finish_tok(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, nullptr,
-                  xn_out, nullptr, nullptr, xsh, nullptr, h16a, h16b, h16flags);
+                  xn_out, nullptr, nullptr, xsh, nullptr, h16a, h16b, h16flags, !(h16flags & HCF_NORM_GLOBAL));
 }
 
 // Decode (small T): hc_post_mix and hc_finish in one launch. grid (D/32, T), 1024 threads: a
