@@ -578,10 +578,21 @@ pub(crate) fn idx_tc_shape_ok(hi: usize, di: usize) -> bool {
     (1..=128).contains(&hi) && di % 8 == 0 && (8..=128).contains(&di)
 }
 
-/// Dynamic shared memory of idx_score_tc: K tile [128][128] f16, two Q tiles [64][128] f16,
-/// head weights [hi][64] f32.
-pub(crate) fn idx_tc_smem(hi: usize) -> usize {
-    128 * 128 * 2 + 2 * 64 * 128 * 2 + hi * 64 * 4
+/// The prefill indexer-score kernel and its CTA tile (tokens, rows): idx_score_tc2 (32 x 256:
+/// half the L2 reads of q per score, which bound the kernel at long context) unless
+/// `DS4_IDX_TC=64` (idx_score_tc, 64 x 128; read once).
+pub(crate) fn idx_tc_kernel() -> (&'static str, usize, usize) {
+    if env_is!("DS4_IDX_TC", "64") {
+        ("idx_score_tc", 64, 128)
+    } else {
+        ("idx_score_tc2", 32, 256)
+    }
+}
+
+/// Dynamic shared memory of an idx_score_tc kernel of `tt` x `tr` tiles: K tile [tr][128] f16,
+/// two Q tiles [tt][128] f16, head weights [hi][tt] f32.
+pub(crate) fn idx_tc_smem(hi: usize, tt: usize, tr: usize) -> usize {
+    tr * 128 * 2 + 2 * tt * 128 * 2 + hi * tt * 4
 }
 
 /// Bytes of the f16 copies and f32 scales launch_idx_tc needs for `t` tokens and `rows` rows.
@@ -696,7 +707,8 @@ pub(crate) fn launch_idx_tc(gpu: &Gpu, io: &IdxIo) -> Result<()> {
         hi: io.hi as i32,
         topk: io.topk as i32,
     };
-    gpu.launch("idx_score_tc", (io.rows.div_ceil(128).max(1) as u32, io.t.div_ceil(64) as u32, 1), 256, idx_tc_smem(io.hi) as u32, Args::new().a(ta))
+    let (name, tt, tr) = idx_tc_kernel();
+    gpu.launch(name, (io.rows.div_ceil(tr).max(1) as u32, io.t.div_ceil(tt) as u32, 1), 256, idx_tc_smem(io.hi, tt, tr) as u32, Args::new().a(ta))
 }
 
 /// Rows beyond which topk_select's keys leave its registers (20 per thread of 1024).

@@ -17,8 +17,6 @@
 // indexer margins the exact fixtures guarantee, so the session uses idx_score there.
 // ------------------------------------------------------------------------------------------
 
-#define ITC_T 64     // query tokens per CTA
-#define ITC_R 128    // indexer rows per CTA
 #define ITC_DP 128   // padded vector length (Di <= 128)
 
 // A Di-vector (Di % 4 == 0, Di <= 128) held 4 values per lane (lane l: 4l..4l+3, zeros past
@@ -187,12 +185,19 @@ struct IdxTcArgs {
     int topk;
 };
 
-// grid (ceil(nrows/128), ceil(T/64)), block 256, dynamic smem 64 KiB + 64*Hi*4.
-// Warp w computes tokens 32*(w&1)..+31 x rows 32*(w>>1)..+31 of the CTA tile; per head the
-// K tile (resident for all heads) and the head's Q tile (double-buffered across heads) feed
-// m16n8k16 mma; relu(S)*cq is accumulated over heads in f32 registers in order h = 0, 1, ...
-extern "C" __global__ void __launch_bounds__(256, 2) idx_score_tc(IdxTcArgs a) {
-    PDL_ENTRY;
+// A CTA tile of ITC_T tokens x ITC_R rows (ITC_T * ITC_R = 8192: 8 warps of 32 x 32), grid
+// (ceil(nrows / ITC_R), ceil(T / ITC_T)), block 256, dynamic smem (session.rs idx_tc_smem)
+// ITC_R * 256 + 2 * ITC_T * 256 + ITC_T * Hi * 4 bytes. Warp w computes tokens
+// 32 * (w % (ITC_T / 32)) ..+31 x rows 32 * (w / (ITC_T / 32)) ..+31; per head the K tile
+// (resident for all heads) and the head's Q tile (double-buffered across heads) feed m16n8k16
+// mma; relu(S)*cq is accumulated over heads in f32 registers in order h = 0, 1, ...
+// idx_score_tc: 64 x 128; idx_score_tc2: 32 x 256. Every row tile reads the whole of Q (Hi
+// heads of 256 bytes per token) from L2: at 64K context (16K rows) the 64 x 128 tiles read
+// ~17 GB of Q per 8K-token chunk, which bounds the kernel; 256-row tiles read half that (and
+// twice the K, ~1 GB).
+template <int ITC_T, int ITC_R>
+__device__ __forceinline__ void idx_tc_body(const IdxTcArgs& a) {
+    static_assert(ITC_T * ITC_R == 8 * 32 * 32 && ITC_T % 32 == 0, "idx_score_tc: 8 warps of 32 tokens x 32 rows");
     constexpr int NCH = ITC_DP / 8;
     constexpr int QTILE = ITC_T * ITC_DP * 2;
     extern __shared__ float4 itc_sm4[];
@@ -245,7 +250,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) idx_score_tc(IdxTcArgs a) {
         cqs[i] = t < a.T ? a.cq[(i64)t * Hi + h] : 0.f;
     }
 
-    const int wm = warp & 1, wn = warp >> 1;
+    const int wm = warp % (ITC_T / 32), wn = warp / (ITC_T / 32);
     const int g = lane >> 2, tq = lane & 3;
     const int a_row = wm * 32 + (lane & 7) + ((lane >> 3) & 1) * 8;
     const int a_col = (lane >> 4) * 8;
@@ -324,4 +329,12 @@ extern "C" __global__ void __launch_bounds__(256, 2) idx_score_tc(IdxTcArgs a) {
                     if (c < n) row[c] = acc[mi][ni][2 * r + e] * ksc[ni][e];
                 }
         }
+}
+extern "C" __global__ void __launch_bounds__(256, 2) idx_score_tc(IdxTcArgs a) {
+    PDL_ENTRY;
+    idx_tc_body<64, 128>(a);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) idx_score_tc2(IdxTcArgs a) {
+    PDL_ENTRY;
+    idx_tc_body<32, 256>(a);
 }
