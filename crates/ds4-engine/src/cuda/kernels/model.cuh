@@ -54,6 +54,26 @@ __device__ __forceinline__ void rs_half(float (&v)[MAXM], int lane) {
     }
 }
 static_assert(MAXM == 24, "hc_post_mix's reduce-scatter halves 24 mixes three times");
+// The warp's partial dots of one (token, slice) and its sum of squares, reduced over the lanes
+// and stored (hc_post_mix, hc_post_mix4): the reduce-scatter leaves lane l with mixes
+// 3 * (l >> 2) + 0..2 after three halvings (template steps: with a loop the compiler kept v in
+// local memory), a butterfly over lane bits 1, 0 finishes them; pdot [t][split][m].
+__device__ __forceinline__ void hcp_store(float (&v)[MAXM], double ss, int lane, int t, int sp, int nsplit, int M, float* pdot,
+                                          double* pss) {
+    rs_half<12, 16>(v, lane);
+    rs_half<6, 8>(v, lane);
+    rs_half<3, 4>(v, lane);
+#pragma unroll
+    for (int off = 2; off >= 1; off >>= 1)
+#pragma unroll
+        for (int i = 0; i < 3; i++) v[i] += __shfl_xor_sync(0xffffffffu, v[i], off);
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+    int j = lane & 3, m = 3 * (lane >> 2) + j;
+    float r = j == 0 ? v[0] : (j == 1 ? v[1] : v[2]);
+    if (j < 3 && m < M) pdot[((i64)t * nsplit + sp) * M + m] = r;
+    if (lane == 3) pss[(i64)t * nsplit + sp] = ss;
+}
 // hc_post's terms (new[b] = post[b] * y + sum_a comb[a][b] * old[a]) rounded as the CPU
 // reference rounds them (ops::hc_post: each product rounded, then added): left to itself the
 // compiler contracts a product and a sum into an FMA, and which pair differs between kernels
@@ -144,21 +164,7 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const fl
             float4 f = fsh[m][lane];
             v[m] = ((f.x * nv[0] + f.y * nv[1]) + f.z * nv[2]) + f.w * nv[3];
         }
-        // reduce-scatter: after the three halvings lane holds mixes 3 * (lane >> 2) + 0..2
-        // (template steps: with a loop the compiler kept v in local memory)
-        rs_half<12, 16>(v, lane);
-        rs_half<6, 8>(v, lane);
-        rs_half<3, 4>(v, lane);
-#pragma unroll
-        for (int off = 2; off >= 1; off >>= 1)
-#pragma unroll
-            for (int i = 0; i < 3; i++) v[i] += __shfl_xor_sync(0xffffffffu, v[i], off);
-#pragma unroll
-        for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
-        int j = lane & 3, m = 3 * (lane >> 2) + j;
-        float r = j == 0 ? v[0] : (j == 1 ? v[1] : v[2]);
-        if (j < 3 && m < M) pdot[((i64)t * nsplit + sp) * M + m] = r;  // [t][split][m]
-        if (lane == 3) pss[(i64)t * nsplit + sp] = ss;
+        hcp_store(v, ss, lane, t, sp, nsplit, M, pdot, pss);
     }
 }
 
@@ -289,19 +295,7 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(float* S, const f
             }
             v[m] = s;
         }
-        rs_half<12, 16>(v, lane);
-        rs_half<6, 8>(v, lane);
-        rs_half<3, 4>(v, lane);
-#pragma unroll
-        for (int off = 2; off >= 1; off >>= 1)
-#pragma unroll
-            for (int i = 0; i < 3; i++) v[i] += __shfl_xor_sync(0xffffffffu, v[i], off);
-#pragma unroll
-        for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
-        int j = lane & 3, m = 3 * (lane >> 2) + j;
-        float r = j == 0 ? v[0] : (j == 1 ? v[1] : v[2]);
-        if (j < 3 && m < M) pdot[((i64)t * nsplit + sp) * M + m] = r;  // [t][split][m]
-        if (lane == 3) pss[(i64)t * nsplit + sp] = ss;
+        hcp_store(v, ss, lane, t, sp, nsplit, M, pdot, pss);
     }
 }
 
