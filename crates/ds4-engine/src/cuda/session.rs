@@ -245,7 +245,6 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         .a(m as i32)
         .a(b.d as i32)
         .a(b.n as i32)
-        .a(HC_COLS as i32) // the kernel ignores it: a block covers 32 columns
         .a(b.pdot)
         .a(b.pss)
         .a(ny as i32)

@@ -109,7 +109,7 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const fl
                                                               const float* __restrict__ post,
                                                               const float* __restrict__ comb,
                                                               const u16* __restrict__ fn, int M, int D, int N,
-                                                              int chunk, float* pdot, double* pss, int ny, int T, int tt,
+                                                              float* pdot, double* pss, int ny, int T, int tt,
                                                               const int* __restrict__ pair_of,
                                                               const float* __restrict__ shared) {
     PDL_ENTRY;
@@ -117,7 +117,6 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const fl
     int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     int d = sp * 32 + lane;
     bool ok = d < D;
-    (void)chunk;
     i64 fstride = (i64)N * D;
     for (int i = threadIdx.x; i < MAXM * 32; i += blockDim.x) {
         int m = i >> 5, dd = sp * 32 + (i & 31);
@@ -211,23 +210,22 @@ __device__ __forceinline__ float4 moe_sum_at4(const float* __restrict__ ypair, c
 // lane owns 4 consecutive columns, so a token's state, y and new state move as float4 (4x the
 // bytes per load instruction and per warp in flight), and the 24 partial dots per (token,
 // slice) are a quarter as many for hc_finish to reduce. The state update is hc_post_mix's
-// arithmetic per column (hc_term: the same bits); each partial dot sums the lane's 4 columns in order
-// before the reduce-scatter (another order than hc_post_mix's: the mixes differ in the last
-// bits). Why: hc_post_mix's warps each keep one 32-column token in flight (a 1.4-1.8 TB/s
+// arithmetic per column (hc_term: the same bits); each partial dot sums the lane's 4 columns
+// in order before the reduce-scatter (another order than hc_post_mix's: the mixes differ in
+// the last bits). Why: hc_post_mix's warps each keep one 32-column token in flight (a 1.4-1.8 TB/s
 // latency chain of state, y and slot-index loads, ~250 instructions per 32 columns).
 // fn staged as float4 (the N <= 4 stream weights) per (mix, lane column c, lane): 48 KB.
 extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(float* S, const float* __restrict__ y,
                                                                const float* __restrict__ post,
                                                                const float* __restrict__ comb,
                                                                const u16* __restrict__ fn, int M, int D, int N,
-                                                               int chunk, float* pdot, double* pss, int ny, int T, int tt,
+                                                               float* pdot, double* pss, int ny, int T, int tt,
                                                                const int* __restrict__ pair_of,
                                                                const float* __restrict__ shared) {
     PDL_ENTRY;
     __shared__ float4 fsh[MAXM][4][32];
     const int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int d0 = sp * 128 + 4 * lane;
-    (void)chunk;
     const i64 fstride = (i64)N * D;
     for (int i = threadIdx.x; i < MAXM * 128; i += blockDim.x) {
         int m = i >> 7, cc = i & 127, dd = sp * 128 + cc;
