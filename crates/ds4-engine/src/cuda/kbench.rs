@@ -109,6 +109,7 @@ pub fn run() -> Result<()> {
         "dec" => return dec_bench(&gpu),
         "hc" => return hc_bench(&gpu),
         "hcp" => return hc_prefill_bench(&gpu),
+        "mid" => return mid_bench(&gpu),
         _ => {}
     }
     let ceil = copy_ceiling(&gpu)?;
@@ -1317,6 +1318,56 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
             );
             gpu.sync()?;
         }
+    }
+    Ok(())
+}
+
+/// moe_mid into gemm_qr's f16 K order (`DS4_KBENCH=mid`, `DS4_KBENCH_T`, default 2048,8192
+/// tokens of 6 slots x 2048): a thread per value (perm 1) against a thread per 32-value block
+/// (perm 3) on the same random g, u and routing weights, the clamp at the median |g| so both
+/// sides of it are taken; ms per call, GB/s (f32 g and u read, f16 written), and how many f16
+/// mids differ in their bits (expected 0: the same arithmetic per value).
+fn mid_bench(gpu: &Gpu) -> Result<()> {
+    const F: usize = 2048;
+    for t in bench_ts(&[2048, 8192]) {
+        let n = t * GEMM_K;
+        let mut sd = 0x6d1d_u64 ^ t as u64;
+        let mut rnd = |k: usize, scale: f32| -> Vec<f32> { (0..k).map(|_| ((rng(&mut sd) >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * scale).collect() };
+        let (gv, uv, pv) = (rnd(n * F, 12.0), rnd(n * F, 12.0), rnd(n, 0.5));
+        let mut mags: Vec<f32> = gv.iter().step_by(97).map(|v| v.abs()).collect();
+        mags.sort_by(f32::total_cmp);
+        let clamp = mags[mags.len() / 2];
+        let (gb, ub, pb) = (gpu.alloc(n * F * 4)?, gpu.alloc(n * F * 4)?, gpu.alloc(n * 4)?);
+        gpu.htod(gb.ptr, &gv)?;
+        gpu.htod(ub.ptr, &uv)?;
+        gpu.htod(pb.ptr, &pv)?;
+        let outs = [gpu.alloc(n * F * 2)?, gpu.alloc(n * F * 2)?];
+        let mut res = Vec::new();
+        for (o, perm) in outs.iter().zip([1i32, 3]) {
+            gpu.htod(o.ptr, &vec![0xffffu16; n * F])?;
+            let threads = if perm == 3 { n * F / 32 } else { n * F };
+            let run = || {
+                let args = Args::new().a(gb.ptr).a(ub.ptr).a(pb.ptr).a(n as i32).a(F as i32).a(clamp).a(0u64).a(o.ptr).a(perm);
+                gpu.launch("moe_mid", (threads.div_ceil(256) as u32, 1, 1), 256, 0, args)
+            };
+            run()?;
+            let mut h = vec![0u16; n * F];
+            gpu.dtoh(&mut h, o.ptr)?;
+            let ms = time_ms(gpu, 10, &run)?;
+            res.push((ms, h));
+        }
+        let diff = res[0].1.iter().zip(&res[1].1).filter(|(a, b)| a != b).count();
+        let unwritten = res[1].1.iter().filter(|&&v| v == 0xffff).count();
+        let gbs = |ms: f64| (n * F * 10) as f64 / ms / 1e6;
+        println!(
+            "moe_mid T={t:<5} n={n} x {F}: per value {:.3} ms ({:.0} GB/s), per block {:.3} ms ({:.0} GB/s), {:.2}x; f16 mids differing {diff} of {} (unwritten {unwritten}), clamp {clamp:.3}",
+            res[0].0,
+            gbs(res[0].0),
+            res[1].0,
+            gbs(res[1].0),
+            res[0].0 / res[1].0,
+            n * F
+        );
     }
     Ok(())
 }

@@ -1667,8 +1667,11 @@ pub(crate) fn launch_moe_mid(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usi
     if perm && (mid16 == 0 || f % 32 != 0) {
         return Err(CudaError::Other(format!("moe_mid: the permuted f16 order needs f16 output and width % 32 == 0 (width {f})")));
     }
-    let args = Args::new().a(g).a(u).a(pw).a(n as i32).a(f as i32).a(clamp).a(mid).a(mid16).a(perm as i32);
-    gpu.launch("moe_mid", ((n * f).div_ceil(256) as u32, 1, 1), 256, 0, args)
+    // the permuted f16 mids a thread per 32-value block (perm 3) unless DS4_MID_VEC=0
+    let vec = perm && env_unless!("DS4_MID_VEC", "0");
+    let args = Args::new().a(g).a(u).a(pw).a(n as i32).a(f as i32).a(clamp).a(mid).a(mid16).a(if vec { 3i32 } else { perm as i32 });
+    let threads = if vec { n * f / 32 } else { n * f };
+    gpu.launch("moe_mid", (threads.div_ceil(256) as u32, 1, 1), 256, 0, args)
 }
 
 /// moe_mid over `n` rows of `f` (no weights) into `out16` as packed f16 pairs rounded as

@@ -2110,16 +2110,20 @@ extern "C" __global__ void __launch_bounds__(1024) moe_group2(const int* __restr
 }
 
 // mid = silu(min(g, c)) * clamp(u, -c, c) * w   (w = 1 when pw == 0), value i of n rows of F
+__device__ __forceinline__ float moe_mid_gu(float g, float u, float clamp) {
+    float gg = fminf(g, clamp);
+    float uu = fminf(fmaxf(u, -clamp), clamp);
+    return siluf_(gg) * uu;
+}
 __device__ __forceinline__ float moe_mid_at(const float* __restrict__ g, const float* __restrict__ u,
                                             const float* __restrict__ pw, int F, float clamp, i64 i) {
-    float gg = fminf(g[i], clamp);
-    float uu = fminf(fmaxf(u[i], -clamp), clamp);
-    float m = siluf_(gg) * uu;
+    float m = moe_mid_gu(g[i], u[i], clamp);
     return pw ? m * pw[i / F] : m;
 }
 // moe_mid_at for every value into mid (f32), or with mid16 != 0 stored rounded to f16 there
 // instead (the f16-activation expert GEMM, GQ_FLAG_XH; the same rounding the f32 path gets
-// inside the GEMM), in gemm_qr's K order (qr_kpos; F % 32 == 0) when perm == 1. perm == 2:
+// inside the GEMM), in gemm_qr's K order (qr_kpos; F % 32 == 0) when perm == 1 (a thread per
+// value) or 3 (a thread per 32-value block, the same bits). perm == 2:
 // a thread per pair of values (2i, 2i + 1; F even, n * F / 2 threads), packed by pack_h2 as
 // x_to_f16 packs them: the cuBLAS path's f16 copy of the f32 mids (DS4_MID_F16).
 extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __restrict__ u,
@@ -2127,6 +2131,33 @@ extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __r
                                    int perm) {
     PDL_ENTRY;
     i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (perm == 3) {
+        // a thread per 32-value block i (F % 32 == 0, mid16): 16-byte loads of g and u, the
+        // block's 64 bytes of f16 in gemm_qr's K order as four 16-byte stores (the same values
+        // and rounding as perm 1, whose thread per value kept ~1.6 TB/s in flight)
+        if (i >= (i64)n * F / 32) return;
+        const i64 i0 = i * 32;
+        const float4* g4 = (const float4*)(g + i0);
+        const float4* u4 = (const float4*)(u + i0);
+        const float w = pw ? pw[i0 / F] : 1.f;
+        u32 o[16];
+#pragma unroll
+        for (int q = 0; q < 8; q++) {
+            float4 a = g4[q], b = u4[q];
+            float m0 = moe_mid_gu(a.x, b.x, clamp), m1 = moe_mid_gu(a.y, b.y, clamp);
+            float m2 = moe_mid_gu(a.z, b.z, clamp), m3 = moe_mid_gu(a.w, b.w, clamp);
+            if (pw) {
+                m0 *= w; m1 *= w; m2 *= w; m3 *= w;
+            }
+            // logical pairs 2q, 2q + 1 -> positions qr_kpos(4q) / 2, qr_kpos(4q + 2) / 2
+            o[qr_kpos(4 * q) >> 1] = pack_h2(m0, m1);
+            o[qr_kpos(4 * q + 2) >> 1] = pack_h2(m2, m3);
+        }
+        uint4* d = (uint4*)(mid16 + i0);
+#pragma unroll
+        for (int c = 0; c < 4; c++) d[c] = make_uint4(o[4 * c], o[4 * c + 1], o[4 * c + 2], o[4 * c + 3]);
+        return;
+    }
     if (perm == 2) {
         if (i >= (i64)n * F / 2) return;
         float m0 = moe_mid_at(g, u, pw, F, clamp, 2 * i), m1 = moe_mid_at(g, u, pw, F, clamp, 2 * i + 1);
