@@ -10,7 +10,7 @@
 use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
-    gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
+    gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_moe_mid_form, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
 use super::weights::{upload_raw_mat, GMat};
@@ -1343,13 +1343,9 @@ fn mid_bench(gpu: &Gpu) -> Result<()> {
         gpu.htod(pb.ptr, &pv)?;
         let outs = [gpu.alloc(n * F * 2)?, gpu.alloc(n * F * 2)?];
         let mut res = Vec::new();
-        for (o, perm) in outs.iter().zip([1i32, 3]) {
+        for (o, vec) in outs.iter().zip([false, true]) {
             gpu.htod(o.ptr, &vec![0xffffu16; n * F])?;
-            let threads = if perm == 3 { n * F / 32 } else { n * F };
-            let run = || {
-                let args = Args::new().a(gb.ptr).a(ub.ptr).a(pb.ptr).a(n as i32).a(F as i32).a(clamp).a(0u64).a(o.ptr).a(perm);
-                gpu.launch("moe_mid", (threads.div_ceil(256) as u32, 1, 1), 256, 0, args)
-            };
+            let run = || launch_moe_mid_form(gpu, gb.ptr, ub.ptr, pb.ptr, n, F, clamp, 0, o.ptr, true, vec);
             run()?;
             let mut h = vec![0u16; n * F];
             gpu.dtoh(&mut h, o.ptr)?;
