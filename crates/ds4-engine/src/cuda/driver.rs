@@ -325,6 +325,9 @@ pub struct Gpu {
     /// Counts device work queued through this Gpu (launches, copies, memsets): a value that
     /// has not changed proves that nothing was written since (see `work_seq`).
     seq: std::sync::atomic::AtomicU64,
+    /// gemm_qr's tile counter (two ints the kernel leaves zero; allocated on first use, see
+    /// `qr_counter`). Before ctx: freed while the context lives.
+    qr_ctr: OnceLock<DevBuf>,
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     /// A second stream for independent work inside a decode step (`fork` .. `join`: a
@@ -430,7 +433,7 @@ impl Gpu {
             eprintln!("ds4: DS4_SKIP_KERNELS set (timing ablation, outputs are meaningless): {skip:?}");
         }
         let on_side = Default::default();
-        let g = Gpu { ctx, stream, side, on_side, side_prio, fork_ev, _module: module, funcs, name, sm_count, cc, total_mem, smem_optin, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default() };
+        let g = Gpu { ctx, stream, side, on_side, side_prio, fork_ev, _module: module, funcs, name, sm_count, cc, total_mem, smem_optin, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default(), qr_ctr: OnceLock::new() };
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_step", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
@@ -583,6 +586,17 @@ impl Gpu {
         let b = self.alloc(bytes)?;
         self.memset0(b.ptr, b.bytes)?;
         Ok(b)
+    }
+
+    /// The tile counter of gemm_qr's dynamic order (matmul.cuh gemm_qr `ctr`): zeroed once,
+    /// every launch leaves it zero. One per Gpu: gemm_qr launches run on the main stream only
+    /// (prefill), never two at once.
+    pub fn qr_counter(&self) -> Result<DevPtr> {
+        if let Some(b) = self.qr_ctr.get() {
+            return Ok(b.ptr);
+        }
+        let b = self.alloc_zeroed(8)?;
+        Ok(self.qr_ctr.get_or_init(|| b).ptr)
     }
 
     /// The device-work counter: equal values before and after a stretch of host code mean

@@ -1814,9 +1814,8 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     let raw = gq_raw_bytes(a.w.ty);
     let tiles = ((ng + 1) * 4).div_ceil(16) * 16;
     let smem = match kind {
-        // GR_ST stages of bn x 64 activation bytes and bm raw weight rows
-        // (the tile table padded to 1 KB: the activation stages start 1024-byte aligned)
-        GqKernel::Qr | GqKernel::Qr2 => ((ng + 1) * 4).div_ceil(1024) * 1024 + GR_ST * (bn * 64 + bm * raw),
+        // the tile table, then GR_ST stages of bn x 64 activation bytes and bm raw weight rows
+        GqKernel::Qr | GqKernel::Qr2 => qr_table_bytes(ng, bn) + GR_ST * (bn * 64 + bm * raw),
         // 3 stages with rows padded to 40 elements, 2 f16 weight tiles of 128 x 80 bytes
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };
@@ -1829,7 +1828,29 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         (GqKernel::Mma, 128) => "gemm_q128",
         _ => "gemm_q64",
     };
-    gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, Args::new().a(a).a(ng as i32))
+    let args = Args::new().a(a).a(ng as i32);
+    let args = if mb > 0 { args.a(if qr_sched_dyn() { gpu.qr_counter()? } else { 0u64 }) } else { args };
+    gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, args)
+}
+
+/// gemm_qr / gemm_qr2's tile table (dynamic shared memory before the stages) for `ng` groups
+/// and token tiles of `bn`: the class prefixes of the dynamic order, (bn / 64) x (ng + 1)
+/// ints, and two slots, padded to 1 KB (the activation stages start 1024-byte aligned);
+/// matmul.cuh gemm_qr_body computes the same size.
+pub(crate) fn qr_table_bytes(ng: usize, bn: usize) -> usize {
+    ((bn / 64 * (ng + 1) + 2) * 4).div_ceil(1024) * 1024
+}
+
+/// gemm_qr's tile order, read once: the longest token tiles first, each block taking its next
+/// tile from a device counter as it finishes one (default), or `DS4_QR_SCHED=static` for the
+/// earlier fixed round-robin over the groups' tiles in order (same results either way).
+/// `DS4_MOE_STATS=1`: print each prefill layer's routing balance (Session::print_moe_stats).
+fn moe_stats_on() -> bool {
+    env_is!("DS4_MOE_STATS", "1")
+}
+
+pub(crate) fn qr_sched_dyn() -> bool {
+    env_unless!("DS4_QR_SCHED", "static")
 }
 
 /// Scratch of the cuBLAS dense path for batches of up to `t` tokens, in f16 elements: the
@@ -2320,6 +2341,31 @@ impl CudaSession {
             return Err(CudaError::Other(format!("moe_group: inconsistent slot offsets (total {}, expected {})", off[d.e], t * d.k)));
         }
         Ok(Some((blas, s, off)))
+    }
+
+    /// `DS4_MOE_STATS=1` (diagnostic, one copy and sync per layer): layer l's routing balance
+    /// for this batch on stderr: experts used, the largest and the median nonzero slot count,
+    /// and the 256- and 128-token tiles the grouped GEMMs run against the minimum (full tiles).
+    fn print_moe_stats(&self, l: usize, t: usize) -> Result<()> {
+        let d = &self.m.dims;
+        let mut off = vec![0i32; d.e + 1];
+        self.gpu().dtoh(&mut off, self.sc.off.ptr)?;
+        let mut n: Vec<usize> = off.windows(2).map(|w| (w[1] - w[0]).max(0) as usize).filter(|&c| c > 0).collect();
+        n.sort_unstable();
+        let tiles = |b: usize| n.iter().map(|c| c.div_ceil(b)).sum::<usize>();
+        let tk = t * d.k;
+        eprintln!(
+            "ds4: moe layer {l}: {t} tokens, {} of {} experts, slots max {} median {}, tiles 256: {} (min {}), 128: {} (min {})",
+            n.len(),
+            d.e,
+            n.last().copied().unwrap_or(0),
+            n.get(n.len() / 2).copied().unwrap_or(0),
+            tiles(256),
+            tk.div_ceil(256),
+            tiles(128),
+            tk.div_ceil(128)
+        );
+        Ok(())
     }
 
     /// Whether `exp_blas(t)` gives the cuBLAS routed-expert path (known before moe_group runs;
@@ -2921,6 +2967,9 @@ impl CudaSession {
                     gpu.launch("moe_group2", (1, 1, 1), 1024, moe_group2_smem(d.e) as u32, args)?;
                 } else {
                     gpu.launch("moe_group", (1, 1, 1), (((d.e + 31) / 32 * 32).min(1024)) as u32, (d.e * 4) as u32, args)?;
+                }
+                if moe_stats_on() {
+                    self.print_moe_stats(l, t)?;
                 }
                 // large batches: the routed experts on cuBLAS (reads the slot offsets back)
                 let eb = self.exp_blas(t)?;

@@ -1488,24 +1488,116 @@ __device__ __forceinline__ void qr_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 }
 #endif
 
+// gemm_qr's tile order when the launch passes a tile counter (session.rs qr_sched): the token
+// tiles in classes of their 64-token chunk count, the most chunks first (the longest tiles
+// first), row tile fastest within a token tile, and each block takes its next tile from the
+// counter when it finishes one. Why: with one block per SM and tiles handed out round-robin,
+// an SM's share is a fixed list whose cost depends on the token counts of the experts it
+// happens to get; the in-prefill launches ran ~25 % longer than the kernel bench's uniform
+// routing (2.80 against 2.22 ms per launch at 8K tokens, session 18 trace). The products and
+// their order inside a tile are unchanged: same output bits.
+// pc[k * (ng + 1) + e] (class k = 0 .. NX / 64 - 1, k = 0 the tiles of NX / 64 chunks): the
+// class-k token tiles of groups before e; pc[k * (ng + 1) + ng] = the class total (warp k;
+// published by the barrier at the end). Group e's class-0 tiles are its full tiles (then its
+// partial one when that has NX / 64 chunks too); a class k > 0 holds partial tiles only.
+template <int NX>
+__device__ __forceinline__ int qr_class_count(const GemmArgs& a, int e, int k) {
+    constexpr int CM = NX / 64;
+    int n = a.grp_off ? a.grp_off[e + 1] - a.grp_off[e] : a.T;
+    int full = n / NX, rem = n - full * NX;
+    int cls = rem ? CM - ((rem + 63) >> 6) : -1;
+    return (k == 0 ? full : 0) + (cls == k ? 1 : 0);
+}
+template <int NX>
+__device__ __forceinline__ void qr_class_prefix(const GemmArgs& a, int ng, int* pc) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (warp < NX / 64) {
+        const int k = warp;
+        int per = (ng + 31) >> 5;
+        int lo = lane * per, hi = min(lo + per, ng);
+        int s = 0;
+        for (int e = lo; e < hi; e++) s += qr_class_count<NX>(a, e, k);
+        int incl = s;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            int v = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += v;
+        }
+        int run = incl - s;
+        int* p = pc + k * (ng + 1);
+        for (int e = lo; e < hi; e++) {
+            p[e] = run;
+            run += qr_class_count<NX>(a, e, k);
+        }
+        if (lane == 31) p[ng] = incl;
+    }
+    __syncthreads();
+}
+// Tile `tile` of that order: as gq_tile_locate (tokens [tb, j1), rows from rb, the group's
+// weights).
+template <int NX, int BM>
+__device__ __forceinline__ void qr_tile_locate(const GemmArgs& a, int ng, const int* pc, int tile, int rtiles, int& tb,
+                                               int& j1, int& rb, const u8*& pay, const u8*& hdr) {
+    constexpr int CM = NX / 64;
+    int tt = tile / rtiles, rt = tile - tt * rtiles;
+    int k = 0;
+    while (k < CM - 1 && tt >= pc[k * (ng + 1) + ng]) {
+        tt -= pc[k * (ng + 1) + ng];
+        k++;
+    }
+    const int* p = pc + k * (ng + 1);
+    int lo = 0, hi = ng;
+    while (hi - lo > 1) {
+        int mid = (lo + hi) >> 1;
+        if (p[mid] <= tt) lo = mid;
+        else hi = mid;
+    }
+    const int e = lo;
+    int j0 = 0;
+    j1 = a.T;
+    pay = a.w.pay;
+    hdr = a.w.hdr;
+    if (a.grp_off) {
+        j0 = a.grp_off[e];
+        j1 = a.grp_off[e + 1];
+        pay += (i64)e * a.w.e_pay;
+        hdr += (i64)e * a.w.e_hdr;
+    }
+    // class 0: the group's tiles in order; a later class: its one partial tile
+    tb = j0 + (k == 0 ? tt - p[e] : (j1 - j0) / NX) * NX;
+    rb = rt * BM;
+}
+
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
 template <int TY, int MB>
-__device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16) {
+__device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NT = NX / 32;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int ng = a.grp_off ? ngroups : 1;
+    // the tile table: tst (gq_tile_prefix) without a counter, else the class prefixes pc
+    // (qr_class_prefix) and two slots for the next tile; the activation stages start
+    // 1024-byte aligned (the swizzled layout needs 512): smem is declared so aligned, the
+    // table is padded to a multiple of 1024 (session.rs qr_table_bytes, the same size)
+    constexpr int CM = NX / 64;
     int* tst = (int*)smem;
-    // the activation stages start 1024-byte aligned (the swizzled layout needs 512): smem is
-    // declared so aligned, the tile table is padded to a multiple of 1024
-    const int tsb = ((ng + 1) * 4 + 1023) & ~1023;
+    int* slot = tst + CM * (ng + 1);
+    const int tsb = ((CM * (ng + 1) + 2) * 4 + 1023) & ~1023;
     u8* xst = smem + tsb;
     u8* wst = xst + GR_ST * XS;
     if (smem_u32(xst) & 511) __trap();
-    gq_tile_prefix<NX>(a, ng, tst);
+    if (ctr) qr_class_prefix<NX>(a, ng, tst);
+    else gq_tile_prefix<NX>(a, ng, tst);
     const int rows = a.w.rows, cols = a.w.cols;
     const int rtiles = (rows + BM - 1) / BM;
-    const int ntiles = rtiles * tst[ng];
+    int ntt = 0;
+    if (ctr) {
+#pragma unroll
+        for (int k = 0; k < CM; k++) ntt += tst[k * (ng + 1) + ng];
+    } else {
+        ntt = tst[ng];
+    }
+    const int ntiles = rtiles * ntt;
     const int nk = cols / GQ_BK;
     const i64 hrs = (i64)(cols / QT<TY>::BL) * QT<TY>::HB;
     // this thread's fragment rows in the tile (r0[b], r0[b] + 8 of each 64-row block of its
@@ -1515,11 +1607,20 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
     for (int b = 0; b < MB; b++) r0[b] = (warp >> 2) * 64 * MB + 64 * b + (warp & 3) * 16 + (lane >> 2);
     const int grp = lane & 3;
     const u32 xs_u = smem_u32(xst), ws_u = smem_u32(wst);
-    for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+    for (int tile = blockIdx.x, it = 0; tile < ntiles; it++) {
+        // the block's next tile, asked for now and read after this tile's closing barrier
+        // (two slots: a slot is rewritten two tiles later, after every thread read it)
+        if (ctr && tid == 0) slot[it & 1] = (int)gridDim.x + atomicAdd(ctr, 1);
         int tb, j1, rb;
         const u8 *hdr, *prow, *hrow;
         bool wok;
-        gq_tile_begin<TY, NX, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, hdr, prow, hrow, wok);
+        if (ctr) {
+            const u8* pay;
+            qr_tile_locate<NX, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
+            gq_copy_row<TY, BM>(pay, hdr, rb, rows, cols, prow, hrow, wok);
+        } else {
+            gq_tile_begin<TY, NX, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, hdr, prow, hrow, wok);
+        }
         u32 hp[MB][2];
 #pragma unroll
         for (int b = 0; b < MB; b++)
@@ -1568,35 +1669,46 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
                     if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[b][j][q];
                 }
         __syncthreads();  // the next tile's prologue overwrites the stages
+        tile = ctr ? slot[it & 1] : tile + (int)gridDim.x;
+    }
+    // the last block out resets the counter for the next launch: every block's last request
+    // (the one past the end) has returned before it counts itself out
+    if (ctr && tid == 0) {
+        if (atomicAdd(ctr + 1, 1) == (int)gridDim.x - 1) {
+            atomicExch(ctr, 0);
+            atomicExch(ctr + 1, 0);
+        }
     }
 #endif
 }
 
-// Dynamic shared memory (bytes, see launch_gemm_q_kernel): align1024((ngroups+1)*4)
-//   + GR_ST * (256 / MB * 64 + 128 * MB * RB(type)). Grid: persistent, one block per SM.
+// Dynamic shared memory (bytes, see launch_gemm_q_kernel): align1024((CM * (ngroups+1) + 2) * 4)
+//   (CM = 4 / MB) + GR_ST * (256 / MB * 64 + 128 * MB * RB(type)). Grid: persistent, one block per SM.
 // gemm_qr: MB 1 (128 rows x up to 256 tokens); gemm_qr2: MB 2 (256 rows x up to 128 tokens:
 // half the activation reads per MAC, twice the dequantization).
 template <int MB>
-__device__ __forceinline__ void gemm_qr_dispatch(const GemmArgs& a, int ngroups, u8* smem) {
+__device__ __forceinline__ void gemm_qr_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
     __shared__ uint4 g16[256];
     if (!WG_OK) __trap();
     if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);  // published by gq_tile_prefix's barrier
     switch (a.w.type) {
-        case T_Q8_0: gemm_qr_body<T_Q8_0, MB>(a, ngroups, smem, g16); break;
-        case T_IQ2_XXS: gemm_qr_body<T_IQ2_XXS, MB>(a, ngroups, smem, g16); break;
-        case T_Q2_K: gemm_qr_body<T_Q2_K, MB>(a, ngroups, smem, g16); break;
-        default: gemm_qr_body<T_Q4_K, MB>(a, ngroups, smem, g16); break;
+        case T_Q8_0: gemm_qr_body<T_Q8_0, MB>(a, ngroups, smem, g16, ctr); break;
+        case T_IQ2_XXS: gemm_qr_body<T_IQ2_XXS, MB>(a, ngroups, smem, g16, ctr); break;
+        case T_Q2_K: gemm_qr_body<T_Q2_K, MB>(a, ngroups, smem, g16, ctr); break;
+        default: gemm_qr_body<T_Q4_K, MB>(a, ngroups, smem, g16, ctr); break;
     }
 }
-extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr(GemmArgs a, int ngroups) {
+// ctr: two ints, zero between launches (the tile counter and the blocks done; the kernel
+// leaves them zero), or nullptr for the round-robin order of gq_tile_prefix.
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qr_dispatch<1>(a, ngroups, gq_smem);
+    gemm_qr_dispatch<1>(a, ngroups, gq_smem, ctr);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ngroups) {
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qr_dispatch<2>(a, ngroups, gq_smem);
+    gemm_qr_dispatch<2>(a, ngroups, gq_smem, ctr);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
