@@ -1493,9 +1493,11 @@ __device__ __forceinline__ void qr_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 // first), row tile fastest within a token tile, and each block takes its next tile from the
 // counter when it finishes one. Why: with one block per SM and tiles handed out round-robin,
 // an SM's share is a fixed list whose cost depends on the token counts of the experts it
-// happens to get; the in-prefill launches ran ~25 % longer than the kernel bench's uniform
-// routing (2.80 against 2.22 ms per launch at 8K tokens, session 18 trace). The products and
-// their order inside a tile are unchanged: same output bits.
+// happens to get (partial tiles cost their dequantization in full). Measured: +0.8 % on an 8K
+// prefill of the synthetic model, ~1 % in the kernel bench's Q2_K down; the rest of the in-
+// prefill launches' ~25 % over the kernel bench is their ~40 % more token tiles under uneven
+// routing (session.rs print_moe_stats). The products and their order inside a tile are
+// unchanged: same output bits.
 // pc[k * (ng + 1) + e] (class k = 0 .. NX / 64 - 1, k = 0 the tiles of NX / 64 chunks): the
 // class-k token tiles of groups before e; pc[k * (ng + 1) + ng] = the class total (warp k;
 // published by the barrier at the end). Group e's class-0 tiles are its full tiles (then its
