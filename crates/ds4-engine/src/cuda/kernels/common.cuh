@@ -218,6 +218,18 @@ __device__ __forceinline__ void q8_block2(float v0, float v1, int lane, int b0, 
     if (b1 >= 0) q8_store(q1, s1, a1, lane, b1, qs, xd);
 }
 
+// Inclusive prefix sum over the warp (lane i gets the sum of lanes 0 .. i of v; 1-D blocks,
+// the whole warp calls it).
+__device__ __forceinline__ int warp_scan_incl(int v) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        int u = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += u;
+    }
+    return v;
+}
+
 // Deterministic block reductions (fixed tree through shared memory; blockDim.x a multiple of 32,
 // at most 1024). Every thread gets the result.
 __device__ double block_sum_d(double v, double* sh) {

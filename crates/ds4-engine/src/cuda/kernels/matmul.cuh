@@ -1176,12 +1176,7 @@ __device__ __forceinline__ void gq_tile_prefix(const GemmArgs& a, int ng, int* t
         int lo = lane * per, hi = min(lo + per, ng);
         int s = 0;
         for (int e = lo; e < hi; e++) s += a.grp_off ? (a.grp_off[e + 1] - a.grp_off[e] + BN - 1) / BN : (a.T + BN - 1) / BN;
-        int incl = s;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            int v = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += v;
-        }
+        int incl = warp_scan_incl(s);
         int run = incl - s;
         for (int e = lo; e < hi; e++) {
             tst[e] = run;
@@ -1192,20 +1187,20 @@ __device__ __forceinline__ void gq_tile_prefix(const GemmArgs& a, int ng, int* t
     __syncthreads();
 }
 
-// Tile `tile` of a grouped GEMM (row tile fastest): its first token tb, the group's end j1
-// (tokens tb .. min(tb + BN, j1) - 1), first weight row rb, and the group's weights.
-template <int BN, int BM>
-__device__ __forceinline__ void gq_tile_locate(const GemmArgs& a, int ng, const int* tst, int tile, int rtiles, int& tb,
-                                               int& j1, int& rb, const u8*& pay, const u8*& hdr) {
-    int tt = tile / rtiles, rt = tile - tt * rtiles;
+// The group holding token tile tt of a tile prefix (pre[e]: group e's first tile, ascending
+// over the ng groups): the last e with pre[e] <= tt.
+__device__ __forceinline__ int gq_group_of(const int* pre, int ng, int tt) {
     int lo = 0, hi = ng;
     while (hi - lo > 1) {
         int mid = (lo + hi) >> 1;
-        if (tst[mid] <= tt) lo = mid;
+        if (pre[mid] <= tt) lo = mid;
         else hi = mid;
     }
-    const int e = lo;
-    int j0 = 0;
+    return lo;
+}
+// Group e's tokens [j0, j1) and weights (the whole batch and a.w when a.grp_off is null).
+__device__ __forceinline__ void gq_group_span(const GemmArgs& a, int e, int& j0, int& j1, const u8*& pay, const u8*& hdr) {
+    j0 = 0;
     j1 = a.T;
     pay = a.w.pay;
     hdr = a.w.hdr;
@@ -1215,6 +1210,17 @@ __device__ __forceinline__ void gq_tile_locate(const GemmArgs& a, int ng, const 
         pay += (i64)e * a.w.e_pay;
         hdr += (i64)e * a.w.e_hdr;
     }
+}
+
+// Tile `tile` of a grouped GEMM (row tile fastest): its first token tb, the group's end j1
+// (tokens tb .. min(tb + BN, j1) - 1), first weight row rb, and the group's weights.
+template <int BN, int BM>
+__device__ __forceinline__ void gq_tile_locate(const GemmArgs& a, int ng, const int* tst, int tile, int rtiles, int& tb,
+                                               int& j1, int& rb, const u8*& pay, const u8*& hdr) {
+    int tt = tile / rtiles, rt = tile - tt * rtiles;
+    const int e = gq_group_of(tst, ng, tt);
+    int j0;
+    gq_group_span(a, e, j0, j1, pay, hdr);
     tb = j0 + (tt - tst[e]) * BN;
     rb = rt * BM;
 }
@@ -1519,12 +1525,7 @@ __device__ __forceinline__ void qr_class_prefix(const GemmArgs& a, int ng, int* 
         int lo = lane * per, hi = min(lo + per, ng);
         int s = 0;
         for (int e = lo; e < hi; e++) s += qr_class_count<NX>(a, e, k);
-        int incl = s;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            int v = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += v;
-        }
+        int incl = warp_scan_incl(s);
         int run = incl - s;
         int* p = pc + k * (ng + 1);
         for (int e = lo; e < hi; e++) {
@@ -1548,23 +1549,9 @@ __device__ __forceinline__ void qr_tile_locate(const GemmArgs& a, int ng, const 
         k++;
     }
     const int* p = pc + k * (ng + 1);
-    int lo = 0, hi = ng;
-    while (hi - lo > 1) {
-        int mid = (lo + hi) >> 1;
-        if (p[mid] <= tt) lo = mid;
-        else hi = mid;
-    }
-    const int e = lo;
-    int j0 = 0;
-    j1 = a.T;
-    pay = a.w.pay;
-    hdr = a.w.hdr;
-    if (a.grp_off) {
-        j0 = a.grp_off[e];
-        j1 = a.grp_off[e + 1];
-        pay += (i64)e * a.w.e_pay;
-        hdr += (i64)e * a.w.e_hdr;
-    }
+    const int e = gq_group_of(p, ng, tt);
+    int j0;
+    gq_group_span(a, e, j0, j1, pay, hdr);
     // class 0: the group's tiles in order; a later class: its one partial tile
     tb = j0 + (k == 0 ? tt - p[e] : (j1 - j0) / NX) * NX;
     rb = rt * BM;

@@ -2063,12 +2063,7 @@ extern "C" __global__ void __launch_bounds__(1024) moe_group2(const int* __restr
         int lo = min(lane * per, E), hi = min(lo + per, E);
         int s = 0;
         for (int e = lo; e < hi; e++) s += cnt[e];
-        int incl = s;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            int v = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += v;
-        }
+        int incl = warp_scan_incl(s);
         int run = incl - s;
         for (int e = lo; e < hi; e++) {
             int c = cnt[e];
