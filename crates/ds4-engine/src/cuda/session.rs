@@ -1844,13 +1844,13 @@ pub(crate) fn qr_table_bytes(ng: usize, bn: usize) -> usize {
 /// gemm_qr's tile order, read once: the longest token tiles first, each block taking its next
 /// tile from a device counter as it finishes one (default), or `DS4_QR_SCHED=static` for the
 /// earlier fixed round-robin over the groups' tiles in order (same results either way).
-/// `DS4_MOE_STATS=1`: print each prefill layer's routing balance (Session::print_moe_stats).
-fn moe_stats_on() -> bool {
-    env_is!("DS4_MOE_STATS", "1")
-}
-
 pub(crate) fn qr_sched_dyn() -> bool {
     env_unless!("DS4_QR_SCHED", "static")
+}
+
+/// `DS4_MOE_STATS=1`: print each prefill layer's routing balance (CudaSession::print_moe_stats).
+fn moe_stats_on() -> bool {
+    env_is!("DS4_MOE_STATS", "1")
 }
 
 /// Scratch of the cuBLAS dense path for batches of up to `t` tokens, in f16 elements: the
