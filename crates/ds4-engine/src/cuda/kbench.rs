@@ -856,15 +856,50 @@ struct GemmCase {
 const GEMM_E: usize = 256;
 const GEMM_K: usize = 6;
 
+/// `DS4_KBENCH_SKEW=S` (S > 0): the kernel benches' routing draws experts with weights
+/// 1 / (rank + 1)^S instead of uniformly. S = 1 gives what the full-size synthetic model's
+/// deep layers route in an 8K prefill (`DS4_MOE_STATS=1`, session 20: the largest expert
+/// ~5-6K of 49K slots, the median 35-98).
+fn kbench_skew() -> f64 {
+    std::env::var("DS4_KBENCH_SKEW").ok().and_then(|v| v.parse::<f64>().ok()).filter(|v| v.is_finite() && *v > 0.0).unwrap_or(0.0)
+}
+
 /// Random token -> expert assignment (6 distinct of 256 per token), grouped as `moe_group`
 /// does: off[e] .. off[e+1] are expert e's pairs in (token, slot) order, pair_tok their tokens.
+/// Uniform, or with `kbench_skew`'s weights (expert ids shuffled, so the heavy experts are
+/// not the first ones).
 fn assign_experts(t: usize, seed: u64) -> (Vec<i32>, Vec<i32>) {
+    assign_experts_skewed(t, seed, kbench_skew())
+}
+
+fn assign_experts_skewed(t: usize, seed: u64, skew: f64) -> (Vec<i32>, Vec<i32>) {
     let mut s = seed | 1;
+    // skewed: the cumulative weights of ranks 0..E, and a random expert id per rank
+    let cdf: Vec<f64> = (0..GEMM_E)
+        .scan(0.0, |acc, r| {
+            *acc += 1.0 / ((r + 1) as f64).powf(skew);
+            Some(*acc)
+        })
+        .collect();
+    // (uniform routing draws exactly what it drew before this option existed)
+    let mut ids: Vec<usize> = (0..GEMM_E).collect();
+    if skew > 0.0 {
+        for i in (1..GEMM_E).rev() {
+            ids.swap(i, (rng(&mut s) % (i as u64 + 1)) as usize);
+        }
+    }
+    let draw = |s: &mut u64| -> usize {
+        if skew <= 0.0 {
+            return (rng(s) % GEMM_E as u64) as usize;
+        }
+        let u = (rng(s) >> 11) as f64 / (1u64 << 53) as f64 * cdf[GEMM_E - 1];
+        ids[cdf.partition_point(|&c| c <= u).min(GEMM_E - 1)]
+    };
     let mut sel = vec![0usize; t * GEMM_K];
     for tok in 0..t {
         for k in 0..GEMM_K {
             loop {
-                let e = (rng(&mut s) % GEMM_E as u64) as usize;
+                let e = draw(&mut s);
                 if !sel[tok * GEMM_K..tok * GEMM_K + k].contains(&e) {
                     sel[tok * GEMM_K + k] = e;
                     break;
@@ -1154,6 +1189,10 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
         "{:<30} {:>5} {:<12} {:>9} {:>8} {:>9} {:>9} {:>9} {:>5} {}",
         "routed experts (prefill)", "T", "path", "ms", "TFLOP/s", "err_f32", "vs_grp", "max_vs_grp", "bad", "note"
     );
+    match kbench_skew() {
+        s if s > 0.0 => println!("routing: skewed, expert weights 1 / (rank + 1)^{s} (DS4_KBENCH_SKEW)"),
+        _ => println!("routing: uniform (DS4_KBENCH_SKEW=1: the synthetic model's deep layers)"),
+    }
     let time = |reps: usize, f: &dyn Fn() -> Result<()>| time_ms(gpu, reps, f);
 
     for (ci, &(name, ty, cols, rows, gather)) in cases.iter().enumerate() {
@@ -2350,4 +2389,45 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The routing the kernel benches build is a valid grouping (every token 6 distinct
+    /// experts, offsets ascending to t * 6), and DS4_KBENCH_SKEW=1 reproduces the balance the
+    /// synthetic model's deep layers showed in an 8K prefill (session 20, DS4_MOE_STATS: the
+    /// largest expert 1.5-6K slots, the median 23-98, 180-248 experts used), while uniform
+    /// routing stays near 192 slots per expert.
+    #[test]
+    fn skewed_routing_matches_the_synthetic_models_balance() {
+        let t = 8192;
+        for (skew, seed) in [(0.0, 3u64), (1.0, 5), (1.0, 11)] {
+            let (off, ptok) = assign_experts_skewed(t, seed, skew);
+            assert_eq!(off.len(), GEMM_E + 1);
+            assert_eq!(off[0], 0);
+            assert_eq!(off[GEMM_E] as usize, t * GEMM_K);
+            assert!(off.windows(2).all(|w| w[0] <= w[1]));
+            // each token appears 6 times overall and at most once per expert
+            let mut per_tok = vec![0usize; t];
+            for e in 0..GEMM_E {
+                let toks = &ptok[off[e] as usize..off[e + 1] as usize];
+                assert!(toks.windows(2).all(|w| w[0] < w[1]), "expert {e}: tokens not distinct and ascending");
+                toks.iter().for_each(|&k| per_tok[k as usize] += 1);
+            }
+            assert!(per_tok.iter().all(|&c| c == GEMM_K));
+            let mut n: Vec<i32> = off.windows(2).map(|w| w[1] - w[0]).filter(|&c| c > 0).collect();
+            n.sort_unstable();
+            let (max, med) = (*n.last().unwrap(), n[n.len() / 2]);
+            eprintln!("skew {skew}: {} experts, largest {max}, median {med}", n.len());
+            if skew == 0.0 {
+                assert!(n.len() == GEMM_E && max < 300 && (150..=230).contains(&med), "uniform: max {max} median {med}");
+            } else {
+                assert!((1500..=6500).contains(&max), "skewed: largest expert {max}");
+                assert!((23..=120).contains(&med), "skewed: median {med}");
+                assert!((180..=GEMM_E).contains(&n.len()), "skewed: {} experts used", n.len());
+            }
+        }
+    }
 }
