@@ -1494,7 +1494,7 @@ __device__ __forceinline__ void qr_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 }
 #endif
 
-// gemm_qr's tile order when the launch passes a tile counter (session.rs qr_sched): the token
+// gemm_qr's tile order when the launch passes a tile counter (session.rs qr_sched_dyn): the token
 // tiles in classes of their 64-token chunk count, the most chunks first (the longest tiles
 // first), row tile fastest within a token tile, and each block takes its next tile from the
 // counter when it finishes one. Why: with one block per SM and tiles handed out round-robin,
@@ -1679,7 +1679,8 @@ template <int MB>
 __device__ __forceinline__ void gemm_qr_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
     __shared__ uint4 g16[256];
     if (!WG_OK) __trap();
-    if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);  // published by gq_tile_prefix's barrier
+    // published by the tile table's barrier (gq_tile_prefix / qr_class_prefix)
+    if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);
     switch (a.w.type) {
         case T_Q8_0: gemm_qr_body<T_Q8_0, MB>(a, ngroups, smem, g16, ctr); break;
         case T_IQ2_XXS: gemm_qr_body<T_IQ2_XXS, MB>(a, ngroups, smem, g16, ctr); break;
