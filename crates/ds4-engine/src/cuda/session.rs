@@ -1756,6 +1756,9 @@ pub(crate) enum GqKernel {
     Qr,
     /// gemm_qr2: the same with tiles of 256 rows x up to 128 tokens
     Qr2,
+    /// gemm_qs: gemm_qr's tiles and products (the same bits) with the copies on a producer
+    /// warpgroup and per-stage mbarriers (`DS4_GEMM_QS`)
+    Qs,
 }
 
 /// The register-fragment kernel for the routed experts of a batch averaging `avg` tokens per
@@ -1784,8 +1787,19 @@ pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> Option<GqKernel> {
     if !on || !wgmma_built(gpu.cc) || avg < min {
         return None;
     }
-    Some(forced.unwrap_or(if avg >= at { GqKernel::Qr } else { GqKernel::Qr2 }))
+    let k = forced.unwrap_or(if avg >= at { GqKernel::Qr } else { GqKernel::Qr2 });
+    Some(if k == GqKernel::Qr && gemm_qs_on() { GqKernel::Qs } else { k })
 }
+
+/// gemm_qs in place of gemm_qr (default; `DS4_GEMM_QS=0` keeps gemm_qr; read once; the same
+/// output bits). Kernel bench at 8K tokens (H200, session 21): IQ2_XXS gate 2.111 -> 1.797 ms,
+/// Q2_K down 2.584 -> 2.271 ms, Q4_K within 1 %; an 8K prefill +5.3 %.
+pub(crate) fn gemm_qs_on() -> bool {
+    env_unless!("DS4_GEMM_QS", "0")
+}
+
+/// Threads of a gemm_qs block: two consumer warpgroups and the producer warpgroup (matmul.cuh).
+const QS_THREADS: u32 = 384;
 
 /// Copy stages of gemm_qr / gemm_qr2 (`GR_ST` in matmul.cuh: the kernel source asserts it
 /// equals this value, see driver::kernel_source).
@@ -1802,7 +1816,7 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     // gemm_qr / gemm_qr2: 64-row blocks per warpgroup (tile rows 128 * mb, up to 256 / mb tokens)
     let mb = match kind {
         GqKernel::Mma => 0,
-        GqKernel::Qr => 1,
+        GqKernel::Qr | GqKernel::Qs => 1,
         GqKernel::Qr2 => 2,
     };
     if mb > 0 && (a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty)) {
@@ -1816,6 +1830,8 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     let smem = match kind {
         // the tile table, then GR_ST stages of bn x 64 activation bytes and bm raw weight rows
         GqKernel::Qr | GqKernel::Qr2 => qr_table_bytes(ng, bn) + GR_ST * (bn * 64 + bm * raw),
+        // the barriers and stage tags before gemm_qr's table
+        GqKernel::Qs => qs_table_bytes(ng) + GR_ST * (bn * 64 + bm * raw),
         // 3 stages with rows padded to 40 elements, 2 f16 weight tiles of 128 x 80 bytes
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };
@@ -1825,12 +1841,21 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     let name = match (kind, bn) {
         (GqKernel::Qr, _) => "gemm_qr",
         (GqKernel::Qr2, _) => "gemm_qr2",
+        (GqKernel::Qs, _) => "gemm_qs",
         (GqKernel::Mma, 128) => "gemm_q128",
         _ => "gemm_q64",
     };
     let args = Args::new().a(a).a(ng as i32);
     let args = if mb > 0 { args.a(if qr_sched_dyn() { gpu.qr_counter()? } else { 0u64 }) } else { args };
-    gpu.launch(name, (grid as u32, 1, 1), 256, smem as u32, args)
+    let threads = if kind == GqKernel::Qs { QS_THREADS } else { 256 };
+    gpu.launch(name, (grid as u32, 1, 1), threads, smem as u32, args)
+}
+
+/// gemm_qs's shared memory before the stages: GR_ST full and empty mbarriers (8 bytes each),
+/// GR_ST stage tags and two next-tile slots (ints), gemm_qr's class prefixes (4 x (ng + 1)
+/// ints), padded to 1 KB; matmul.cuh gemm_qs_body computes the same size.
+pub(crate) fn qs_table_bytes(ng: usize) -> usize {
+    (GR_ST * 20 + 8 + 4 * (ng + 1) * 4).div_ceil(1024) * 1024
 }
 
 /// gemm_qr / gemm_qr2's tile table (dynamic shared memory before the stages) for `ng` groups

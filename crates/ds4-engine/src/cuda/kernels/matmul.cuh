@@ -882,6 +882,39 @@ __device__ __forceinline__ void wg_pin(float (&d)[N / 8][4]) {
         for (int q = 0; q < 4; q++) asm volatile("" : "+f"(d[j][q])::"memory");
 }
 
+// Copy q (of GQR<TY>::NP) of one staged raw weight row for the K step at column k0: the row's
+// bytes at wst + row * RB (prow / hrow: its payload and header; wok false: zero-filled).
+template <int TY>
+__device__ __forceinline__ void gq_wcopy(u32 wst, int row, int q, const u8* prow, const u8* hrow, bool wok, int k0) {
+    const int RB = GQR<TY>::RB;
+    int n = wok ? 16 : 0;
+    u32 d = wst + row * RB + q * 16;
+    if (TY == T_F32) {
+        cp_async16(d, prow + k0 * 4 + q * 16, n);
+    } else if (TY == T_F16) {
+        cp_async16(d, prow + k0 * 2 + q * 16, n);
+    } else if (TY == T_Q8_0) {
+        int b = k0 >> 5;
+        if (q < 2) cp_async16(d, prow + b * 32 + q * 16, n);
+        else cp_async4(d, al4(hrow + b * 2), wok ? 4 : 0);
+    } else if (TY == T_IQ2_XXS) {
+        // sub-block (k0 / 32) % 8 of block k0 / 256: 8 bytes at 64 * (k0 / 256) + 8 * ((k0 / 32) % 8)
+        if (q == 0) cp_async8(wst + row * RB, prow + (k0 >> 5) * 8, wok ? 8 : 0);
+        else cp_async4(wst + row * RB + 8, al4(hrow + (k0 >> 8) * 2), wok ? 4 : 0);
+    } else if (TY == T_Q2_K) {
+        int b = k0 >> 8, h = (k0 >> 7) & 1;
+        // scale bytes j = 8h + 2s, +1 of this 32-column step share one aligned word
+        int sw = (8 * h + 2 * ((k0 >> 5) & 3)) & ~3;
+        if (q < 2) cp_async16(d, prow + b * 80 + 16 + 32 * h + q * 16, n);
+        else if (q == 2) cp_async4(d, prow + b * 80 + sw, wok ? 4 : 0);
+        else cp_async4(wst + row * RB + 36, hrow + b * 4, wok ? 4 : 0);
+    } else {  // Q4_K
+        int b = k0 >> 8, j = (k0 >> 5) & 7;
+        if (q < 2) cp_async16(d, prow + b * 128 + 32 * (j >> 1) + q * 16, n);
+        else cp_async16(d, hrow + b * 16, n);
+    }
+}
+
 // Issue the copies of one K step (columns k0 .. k0+31) into a stage (shared addresses wst,
 // xst): weight rows rb..rb+127 (raw bytes, RB per row) and BN activation rows (row stride
 // GQ_XLD elements: f32, or f16 when XH; the core-matrix layout for wgmma). prow / hrow: this
@@ -893,7 +926,7 @@ __device__ __forceinline__ void gq_load(u32 wst, u32 xst, const u8* prow, const 
                                         const u32 (&xoff)[BN / 32], const u8* const (&xsrc)[BN / 32],
                                         const int (&xn)[BN / 32]) {
     const int tid = threadIdx.x;
-    const int RB = GQR<TY>::RB, NP = GQR<TY>::NP;
+    const int NP = GQR<TY>::NP;
 #pragma unroll
     // tokens past the group's end are not copied at all: a stale value in a token's stage
     // row only reaches that token's outputs, which are never stored (and the copy would still
@@ -906,33 +939,7 @@ __device__ __forceinline__ void gq_load(u32 wst, u32 xst, const u8* prow, const 
     for (int i = 0; i < (BM * NP + 255) / 256; i++) {
         int p = tid + 256 * i;
         if ((BM * NP) % 256 != 0 && p >= BM * NP) break;
-        int q = p / BM;
-        int n = wok ? 16 : 0;
-        u32 d = wst + row * RB + q * 16;
-        if (TY == T_F32) {
-            cp_async16(d, prow + k0 * 4 + q * 16, n);
-        } else if (TY == T_F16) {
-            cp_async16(d, prow + k0 * 2 + q * 16, n);
-        } else if (TY == T_Q8_0) {
-            int b = k0 >> 5;
-            if (q < 2) cp_async16(d, prow + b * 32 + q * 16, n);
-            else cp_async4(d, al4(hrow + b * 2), wok ? 4 : 0);
-        } else if (TY == T_IQ2_XXS) {
-            // sub-block (k0 / 32) % 8 of block k0 / 256: 8 bytes at 64 * (k0 / 256) + 8 * ((k0 / 32) % 8)
-            if (q == 0) cp_async8(wst + row * RB, prow + (k0 >> 5) * 8, wok ? 8 : 0);
-            else cp_async4(wst + row * RB + 8, al4(hrow + (k0 >> 8) * 2), wok ? 4 : 0);
-        } else if (TY == T_Q2_K) {
-            int b = k0 >> 8, h = (k0 >> 7) & 1;
-            // scale bytes j = 8h + 2s, +1 of this 32-column step share one aligned word
-            int sw = (8 * h + 2 * ((k0 >> 5) & 3)) & ~3;
-            if (q < 2) cp_async16(d, prow + b * 80 + 16 + 32 * h + q * 16, n);
-            else if (q == 2) cp_async4(d, prow + b * 80 + sw, wok ? 4 : 0);
-            else cp_async4(wst + row * RB + 36, hrow + b * 4, wok ? 4 : 0);
-        } else {  // Q4_K
-            int b = k0 >> 8, j = (k0 >> 5) & 7;
-            if (q < 2) cp_async16(d, prow + b * 128 + 32 * (j >> 1) + q * 16, n);
-            else cp_async16(d, hrow + b * 16, n);
-        }
+        gq_wcopy<TY>(wst, row, p / BM, prow, hrow, wok, k0);
     }
 }
 
@@ -1699,6 +1706,265 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ng
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
     gemm_qr_dispatch<2>(a, ngroups, gq_smem, ctr);
+}
+
+// ---- gemm_qs: gemm_qr's tiles with the copies on a producer warp (warp specialization) ----
+// Why: gemm_qr's K step is its threads' own instruction chain, and the copies were a quarter of
+// it (kernel bench with parts of the step left out, session 19: 2.11 ms for the IQ2_XXS gate
+// at 8K tokens, 1.53 without the copies and their waits, 1.22 with the products alone). Here
+// warps 0-7 (gemm_qr's two warpgroups and fragment rows, MB 1) only dequantize and issue the
+// products; warps 8-11 (the producer warpgroup) issue every copy into the same GR_ST stages,
+// and the two sides meet at per-stage mbarriers instead of a block barrier per step: full[s]
+// (the producer's 128 threads, once their copies into stage s have completed and been fenced
+// for the async proxy, as gemm_qr's threads do before its barrier) and empty[s] (one lane per
+// consumer warp, once the products that read the stage have retired). The producer runs up to
+// GR_ST - 1 steps ahead, across tiles: it tags each step's stage with the step's tile (tinfo),
+// so the consumers learn their next tile from the stage they wait for; a tag of -1 ends the
+// launch. setmaxnreg moves registers from the producer to the consumers (one warp of the
+// producer and two consumer warps share a sub-partition's 16K registers; a block of 288
+// threads, one producer warp, was refused at launch for that reason with 224 per thread).
+// Same tiles, fragments and products in the same order as gemm_qr: the same output bits.
+#define QS_LAG 3  // the producer confirms step g's copies after issuing step g + QS_LAG
+// Registers per thread after setmaxnreg: an SM sub-partition holds 16K registers and one warp of
+// each warpgroup, so 2 x 224 + 56 per lane fit (the launch gives 384 x 168)
+#define QS_CONSUMER_REGS 224
+#define QS_PRODUCER_REGS 56
+#if WG_OK
+// (the barriers by their shared-memory addresses)
+__device__ __forceinline__ void mbar_init(u32 b, u32 n) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(b), "r"(n) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u32 b) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(b) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(u32 b, u32 parity) {
+    u32 ok;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(ok)
+                     : "r"(b), "r"(parity)
+                     : "memory");
+    } while (!ok);
+}
+
+// A consumer warpgroup's K loop over one tile (global steps G .. G + nk - 1; step G's stage
+// is full): as qr_kloop with MB 1, the stage of step g at g % GR_ST.
+template <int TY, int N>
+__device__ __forceinline__ void qs_kloop(float (&acc)[32][4], int nk, u32 G, u32 full, u32 empty, const u8* wst, u32 xs_u,
+                                         int r0, int grp, const u32 (&hp)[2], const uint4* g16) {
+    constexpr int WS = 128 * GQR<TY>::RB, XS = 256 * 64;
+    const int lane = threadIdx.x & 31;
+    u32 fa[2][4], fb[2][4];
+    qr_deq<TY>(wst + (G % GR_ST) * WS, r0, grp, 0, hp[0], hp[1], g16, fa);
+    const u64 db0 = wg_desc_sw64(xs_u);
+    // issue step kt's products (A = cur), retire step kt-1's and free its stage, then wait for
+    // step kt+1's stage and dequantize it into nxt while step kt's products run
+    auto step = [&](int kt, u32 (&cur)[2][4], u32 (&nxt)[2][4]) {
+        const u32 g = G + kt, s = g % GR_ST;
+        const u64 db = db0 + (u64)((s * XS) >> 4);
+        wg_fence();
+        wg_mma_rs<N>(acc, cur[0], db);
+        wg_mma_rs<N>(acc, cur[1], db + 2);
+        wg_commit();
+        wg_wait1();
+        if (kt > 0) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty + 8 * ((g - 1) % GR_ST));
+        }
+        if (kt + 1 < nk) {
+            const u32 sn = (g + 1) % GR_ST;
+            mbar_wait(full + 8 * sn, ((g + 1) / GR_ST) & 1);
+            qr_deq<TY>(wst + sn * WS, r0, grp, (kt + 1) * GQ_BK, hp[0], hp[1], g16, nxt);
+        }
+    };
+    for (int kt = 0; kt < nk; kt += 2) {
+        step(kt, fa, fb);
+        if (kt + 1 < nk) step(kt + 1, fb, fa);
+    }
+    wg_wait0();
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty + 8 * ((G + nk - 1) % GR_ST));
+    wg_pin<256>(acc);
+}
+#endif
+
+// (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
+template <int TY>
+__device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr) {
+#if WG_OK
+    constexpr int BM = 128, NX = 256, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, WS = BM * GQR<TY>::RB;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int ng = a.grp_off ? ngroups : 1;
+    // dynamic shared memory: the barriers, the stages' tile tags, the tile table (as gemm_qr's),
+    // then the stages from a 1024-byte boundary (session.rs qs_table_bytes: the same size)
+    const u32 full = smem_u32(smem), empty = full + 8 * GR_ST;  // GR_ST mbarriers each
+    int* tinfo = (int*)(smem + 16 * GR_ST);
+    int* slot = tinfo + GR_ST;  // the producer's next tiles (dynamic order)
+    int* tst = slot + 2;
+    const int tsb = (GR_ST * 20 + 8 + CM * (ng + 1) * 4 + 1023) & ~1023;
+    u8* xst = smem + tsb;
+    u8* wst = xst + GR_ST * XS;
+    if (smem_u32(xst) & 511) __trap();
+    if (tid == 0) {
+        for (int s = 0; s < GR_ST; s++) {
+            mbar_init(full + 8 * s, 128);
+            mbar_init(empty + 8 * s, 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    // (the table's barrier also publishes the barriers' initialization)
+    if (ctr) qr_class_prefix<NX>(a, ng, tst);
+    else gq_tile_prefix<NX>(a, ng, tst);
+    const int rows = a.w.rows, cols = a.w.cols;
+    const int rtiles = (rows + BM - 1) / BM;
+    int ntt = 0;
+    if (ctr) {
+#pragma unroll
+        for (int k = 0; k < CM; k++) ntt += tst[k * (ng + 1) + ng];
+    } else {
+        ntt = tst[ng];
+    }
+    const int ntiles = rtiles * ntt;
+    const int nk = cols / GQ_BK;
+    const u32 xs_u = smem_u32(xst), ws_u = smem_u32(wst);
+    // a tile's tokens [tb, j1), first row rb and its group's weights
+    auto locate = [&](int tile, int& tb, int& j1, int& rb, const u8*& pay, const u8*& hdr) {
+        if (ctr) qr_tile_locate<NX, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
+        else gq_tile_locate<NX, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
+    };
+    if (warp >= 8) {
+        // ---- the producer warpgroup: every copy, GR_ST - 1 steps ahead at most ----
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(QS_PRODUCER_REGS));
+        const int p = tid - 256;
+        // this thread's activation copies: token rows p / 4 + 32 j, 16-byte part p % 4 (in the
+        // swizzled layout of sw64_off row + 32 j is 2048 j bytes further), and weight row p
+        const u32 xo0 = sw64_off(p >> 2, p & 3);
+        const i64 prb = (i64)(cols / QT<TY>::BL) * QT<TY>::PB, hrb = (i64)(cols / QT<TY>::BL) * QT<TY>::HB;
+        u32 G = 0;
+        int tile = blockIdx.x;
+        for (int it = 0; tile < ntiles; it++) {
+            // the block's next tile, asked for now and read after this one's copies (two slots:
+            // a slot is rewritten two tiles later, after the producer barrier below)
+            if (ctr && p == 0) slot[it & 1] = (int)gridDim.x + atomicAdd(ctr, 1);
+            int tb, j1, rb;
+            const u8 *pay, *hdr;
+            locate(tile, tb, j1, rb, pay, hdr);
+            const u8 *prow, *hrow;
+            bool wok;
+            {
+                int wr = rb + p;
+                wok = wr < rows;
+                if (!wok) wr = 0;  // zero-filled
+                prow = pay + wr * prb;
+                hrow = hdr + wr * hrb;
+            }
+            // the copies cover the products' nc 64-token chunks; rows past the group's end copy
+            // its last token again (those outputs are never stored), so every copy of a chunk
+            // is unconditional
+            const int nc = min((j1 - tb + 63) >> 6, NX / 64);
+            const u8* xsrc[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const int tok = min(tb + (p >> 2) + 32 * j, j1 - 1);
+                xsrc[j] = (const u8*)a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx * 2 + (p & 3) * 16;
+            }
+            for (int kt = 0; kt < nk; kt++, G++) {
+                const u32 s = G % GR_ST;
+                mbar_wait(empty + 8 * s, ((G / GR_ST) & 1) ^ 1);
+                if (p == 0) tinfo[s] = tile;
+                const u32 xs = xs_u + s * XS + xo0, ws = ws_u + s * WS;
+                const int ko = kt * (GQ_BK * 2);
+#pragma unroll
+                for (int c = 0; c < NX / 64; c++)
+                    if (c < nc) {
+                        cp_async16(xs + 2048 * (2 * c), xsrc[2 * c] + ko, 16);
+                        cp_async16(xs + 2048 * (2 * c + 1), xsrc[2 * c + 1] + ko, 16);
+                    }
+#pragma unroll
+                for (int q = 0; q < NP; q++) gq_wcopy<TY>(ws, p, q, prow, hrow, wok, kt * GQ_BK);
+                cp_commit();
+                if (G >= QS_LAG) {
+                    cp_wait<QS_LAG>();
+                    fence_proxy_async();
+                    mbar_arrive(full + 8 * ((G - QS_LAG) % GR_ST));
+                }
+            }
+            if (ctr) {
+                asm volatile("bar.sync 1, 128;" ::: "memory");  // the producer's threads: slot written
+                tile = slot[it & 1];
+            } else {
+                tile += (int)gridDim.x;
+            }
+        }
+        // the end: step G tagged -1 (no copies), then every step not confirmed yet
+        mbar_wait(empty + 8 * (G % GR_ST), ((G / GR_ST) & 1) ^ 1);
+        if (p == 0) tinfo[G % GR_ST] = -1;
+        cp_wait<0>();
+        fence_proxy_async();
+        for (u32 g = G >= QS_LAG ? G - QS_LAG : 0; g <= G; g++) mbar_arrive(full + 8 * (g % GR_ST));
+        // the last block out resets the counter for the next launch (as gemm_qr)
+        if (ctr && p == 0) {
+            if (atomicAdd(ctr + 1, 1) == (int)gridDim.x - 1) {
+                atomicExch(ctr, 0);
+                atomicExch(ctr + 1, 0);
+            }
+        }
+    } else {
+        // ---- the consumers: gemm_qr's fragments (MB 1) ----
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(QS_CONSUMER_REGS));
+        const int r0 = (warp >> 2) * 64 + (warp & 3) * 16 + (lane >> 2), grp = lane & 3;
+        const i64 hrs = (i64)(cols / QT<TY>::BL) * QT<TY>::HB;
+        for (u32 G = 0;; G += nk) {
+            const u32 s0 = G % GR_ST;
+            mbar_wait(full + 8 * s0, (G / GR_ST) & 1);
+            const int tile = tinfo[s0];
+            if (tile < 0) break;
+            int tb, j1, rb;
+            const u8 *pay, *hdr;
+            locate(tile, tb, j1, rb, pay, hdr);
+            u32 hp[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) hp[h] = (u32)(u64)(hdr + (i64)min(rb + r0 + 8 * h, rows - 1) * hrs);
+            const int nc = min((j1 - tb + 63) >> 6, NX / 64);
+            float acc[NX / 8][4] = {};
+#define QS_K(N) qs_kloop<TY, N>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16)
+            switch (nc) {
+                case 1: QS_K(64); break;
+                case 2: QS_K(128); break;
+                case 3: QS_K(192); break;
+                default: QS_K(256); break;
+            }
+#undef QS_K
+            // accumulator (j, q): row r0 (+8 for q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
+#pragma unroll
+            for (int j = 0; j < NX / 8; j++)
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    int r = rb + r0 + ((q >> 1) << 3);
+                    int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
+                    if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[j][q];
+                }
+        }
+    }
+#endif
+}
+
+// Dynamic shared memory (bytes, session.rs qs_table_bytes + the stages): align1024(GR_ST * 20 +
+// 4 * (ngroups + 1) * 4) + GR_ST * (256 * 64 + 128 * RB(type)). Grid: persistent, one block per
+// SM, 384 threads (session.rs QS_THREADS: two consumer warpgroups and the producer).
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    __shared__ uint4 g16[256];
+    if (!WG_OK) __trap();
+    // published by the tile table's barrier (gq_tile_prefix / qr_class_prefix)
+    if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);
+    switch (a.w.type) {
+        case T_Q8_0: gemm_qs_body<T_Q8_0>(a, ngroups, gq_smem, g16, ctr); break;
+        case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS>(a, ngroups, gq_smem, g16, ctr); break;
+        case T_Q2_K: gemm_qs_body<T_Q2_K>(a, ngroups, gq_smem, g16, ctr); break;
+        default: gemm_qs_body<T_Q4_K>(a, ngroups, gq_smem, g16, ctr); break;
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
