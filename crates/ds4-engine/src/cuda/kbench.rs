@@ -1195,7 +1195,14 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
     }
     let time = |reps: usize, f: &dyn Fn() -> Result<()>| time_ms(gpu, reps, f);
 
+    // DS4_KBENCH_CASE=substring: only the cases whose name contains it; DS4_KBENCH_NOBLAS=1:
+    // the grouped kernels only (no cuBLAS expert path)
+    let only = std::env::var("DS4_KBENCH_CASE").ok();
+    let no_blas = std::env::var("DS4_KBENCH_NOBLAS").is_ok_and(|v| v == "1");
     for (ci, &(name, ty, cols, rows, gather)) in cases.iter().enumerate() {
+        if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
+            continue;
+        }
         let data = random_blocks(ty, cols * rows * GEMM_E, 901 + ci as u64);
         let m = upload_raw_mat(gpu, name, ty, vec![cols as u64, rows as u64, GEMM_E as u64], &data)?;
         drop(data);
@@ -1289,6 +1296,9 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                         }
                     }
                 }
+            }
+            if no_blas {
+                continue;
             }
             // the cuBLAS expert path
             let call = ExpCall { w: m.wmat(), n_exp: GEMM_E, x: xb.ptr, ldx: cols, gather: gath, y: yblas.ptr, ldy: rows };
