@@ -1564,6 +1564,20 @@ __device__ __forceinline__ void qr_tile_locate(const GemmArgs& a, int ng, const 
     rb = rt * BM;
 }
 
+// gemm_qr / gemm_qs's tile table in tst (every thread; ends with the block's barrier): the
+// class prefixes of the dynamic order when the launch passes a counter, else gq_tile_prefix's
+// round-robin table. Returns the token tiles of the launch.
+template <int NX>
+__device__ __forceinline__ int qr_tile_table(const GemmArgs& a, int ng, int* tst, const int* ctr) {
+    if (ctr) qr_class_prefix<NX>(a, ng, tst);
+    else gq_tile_prefix<NX>(a, ng, tst);
+    if (!ctr) return tst[ng];
+    int ntt = 0;
+#pragma unroll
+    for (int k = 0; k < NX / 64; k++) ntt += tst[k * (ng + 1) + ng];
+    return ntt;
+}
+
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
 template <int TY, int MB>
 __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr) {
@@ -1582,17 +1596,9 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
     u8* xst = smem + tsb;
     u8* wst = xst + GR_ST * XS;
     if (smem_u32(xst) & 511) __trap();
-    if (ctr) qr_class_prefix<NX>(a, ng, tst);
-    else gq_tile_prefix<NX>(a, ng, tst);
+    const int ntt = qr_tile_table<NX>(a, ng, tst, ctr);
     const int rows = a.w.rows, cols = a.w.cols;
     const int rtiles = (rows + BM - 1) / BM;
-    int ntt = 0;
-    if (ctr) {
-#pragma unroll
-        for (int k = 0; k < CM; k++) ntt += tst[k * (ng + 1) + ng];
-    } else {
-        ntt = tst[ng];
-    }
     const int ntiles = rtiles * ntt;
     const int nk = cols / GQ_BK;
     const i64 hrs = (i64)(cols / QT<TY>::BL) * QT<TY>::HB;
@@ -1813,17 +1819,9 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     // (the table's barrier also publishes the barriers' initialization)
-    if (ctr) qr_class_prefix<NX>(a, ng, tst);
-    else gq_tile_prefix<NX>(a, ng, tst);
+    const int ntt = qr_tile_table<NX>(a, ng, tst, ctr);
     const int rows = a.w.rows, cols = a.w.cols;
     const int rtiles = (rows + BM - 1) / BM;
-    int ntt = 0;
-    if (ctr) {
-#pragma unroll
-        for (int k = 0; k < CM; k++) ntt += tst[k * (ng + 1) + ng];
-    } else {
-        ntt = tst[ng];
-    }
     const int ntiles = rtiles * ntt;
     const int nk = cols / GQ_BK;
     const u32 xs_u = smem_u32(xst), ws_u = smem_u32(wst);
