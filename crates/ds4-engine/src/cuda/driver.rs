@@ -58,7 +58,7 @@ pub fn kernel_source() -> String {
 
 /// Names of every `extern "C"` kernel in the source (checked by the NVRTC test).
 pub const KERNELS: &[&str] = &[
-    "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gemm_qr", "gemm_qr2", "gemm_qs",
+    "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2",
     "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_post_mix4", "hc_finish", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "idx_score_w", "topk_select",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4", "read_f4",
@@ -440,7 +440,7 @@ impl Gpu {
         }
         // the register-fragment expert GEMMs: GR_ST stages (22 KB each for Q2_K) + the tile
         // table, next to 4 KB of static shared memory (the sm_90 opt-in limit is 227 KB)
-        for k in ["gemm_qr", "gemm_qr2", "gemm_qs"] {
+        for k in ["gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2"] {
             g.set_max_smem(k, 220 * 1024)?;
         }
         // tensor-core prefill attention: Q + two K/V tiles + the S exchange (224 KiB at dh 512)

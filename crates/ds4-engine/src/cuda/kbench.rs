@@ -1272,18 +1272,21 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     // weights dequantized into registers (gemm_qr), activations in its K order
                     let x16p = gpu.alloc(xrows * cols * 2)?;
                     let cvtp = time(reps, &|| launch_x_to_f16(gpu, xb.ptr, cols, cols, xrows, 0, x16p.ptr, true))?;
-                    // gemm_qr (128-row tiles of up to 256 tokens), gemm_qr2 (256 x 128), gemm_qs
-                    // (gemm_qr with a producer warp: its bits must equal gemm_qr's); the third
+                    // gemm_qr (128-row tiles of up to 256 tokens), gemm_qr2 (256 x 128), gemm_qs /
+                    // gemm_qs2 (those with a producer warpgroup: their bits must equal them); the third
                     // error column compares with grouped (f16 rows, mma.sync)
                     let mut hqr: Option<Vec<f32>> = None;
-                    for (label, kind) in [("grouped_qr", GqKernel::Qr), ("grouped_qr2", GqKernel::Qr2), ("grouped_qs", GqKernel::Qs)] {
+                    let mut hqr2: Option<Vec<f32>> = None;
+                    for (label, kind) in [("grouped_qr", GqKernel::Qr), ("grouped_qr2", GqKernel::Qr2), ("grouped_qs", GqKernel::Qs), ("grouped_qs2", GqKernel::Qs2)] {
                         let (hr, ms_r, same_r) = measure(&yblas, &|| launch_gemm_q_kernel(gpu, gh(x16p.ptr), GEMM_E, bn, kind))?;
                         let (rel_r, _, bad_r) = gemm_err(&hr, &href, pairs, rows, rows);
                         let (vsr, mxr, _) = gemm_err(&hr, &hgrp, pairs, rows, rows);
-                        let vs_qr = match (&hqr, kind) {
-                            (Some(q), GqKernel::Qs) => {
+                        // gemm_qs / gemm_qs2 against gemm_qr / gemm_qr2: the same bits expected
+                        let vs_qr = match (kind, &hqr, &hqr2) {
+                            (GqKernel::Qs, Some(q), _) | (GqKernel::Qs2, _, Some(q)) => {
                                 let n = hr.iter().zip(q).filter(|(p, q)| p.to_bits() != q.to_bits()).count();
-                                if n == 0 { " bits==qr".to_string() } else { format!(" BITS!=qr ({n} differ)") }
+                                let base = if kind == GqKernel::Qs { "qr" } else { "qr2" };
+                                if n == 0 { format!(" bits=={base}") } else { format!(" BITS!={base} ({n} differ)") }
                             }
                             _ => String::new(),
                         };
@@ -1291,8 +1294,10 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                             "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} cvt={cvtp:.3}ms speedup={:.2}x over grouped{vs_qr}",
                             "", "", label, ms_r, gflop / ms_r, rel_r, vsr, mxr, bad_r, if same_r { "same" } else { "DIFFERENT" }, ms_g / ms_r
                         );
-                        if kind == GqKernel::Qr {
-                            hqr = Some(hr);
+                        match kind {
+                            GqKernel::Qr => hqr = Some(hr),
+                            GqKernel::Qr2 => hqr2 = Some(hr),
+                            _ => {}
                         }
                     }
                 }

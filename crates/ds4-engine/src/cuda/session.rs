@@ -1759,6 +1759,8 @@ pub(crate) enum GqKernel {
     /// gemm_qs: gemm_qr's tiles and products (the same bits) with the copies on a producer
     /// warpgroup and per-stage mbarriers (`DS4_GEMM_QS`)
     Qs,
+    /// gemm_qs2: the same for gemm_qr2's tiles (`DS4_GEMM_QS2`)
+    Qs2,
 }
 
 /// The register-fragment kernel for the routed experts of a batch averaging `avg` tokens per
@@ -1788,7 +1790,18 @@ pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> Option<GqKernel> {
         return None;
     }
     let k = forced.unwrap_or(if avg >= at { GqKernel::Qr } else { GqKernel::Qr2 });
-    Some(if k == GqKernel::Qr && gemm_qs_on() { GqKernel::Qs } else { k })
+    Some(match k {
+        GqKernel::Qr if gemm_qs_on() => GqKernel::Qs,
+        GqKernel::Qr2 if gemm_qs2_on() => GqKernel::Qs2,
+        k => k,
+    })
+}
+
+/// gemm_qs2 in place of gemm_qr2 (default; `DS4_GEMM_QS2=0` keeps gemm_qr2; read once; the
+/// same output bits). Kernel bench at 2K tokens with skewed routing (H200, session 21): IQ2_XXS
+/// gate 1.577 -> 1.423 ms, Q2_K down 2.243 -> 1.704 ms; a 2K prefill +11 %.
+pub(crate) fn gemm_qs2_on() -> bool {
+    env_unless!("DS4_GEMM_QS2", "0")
 }
 
 /// gemm_qs in place of gemm_qr (default; `DS4_GEMM_QS=0` keeps gemm_qr; read once; the same
@@ -1817,7 +1830,7 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     let mb = match kind {
         GqKernel::Mma => 0,
         GqKernel::Qr | GqKernel::Qs => 1,
-        GqKernel::Qr2 => 2,
+        GqKernel::Qr2 | GqKernel::Qs2 => 2,
     };
     if mb > 0 && (a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty)) {
         return Err(CudaError::Other("gemm_qr: f16 activations and a block-quant type only".into()));
@@ -1831,7 +1844,7 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         // the tile table, then GR_ST stages of bn x 64 activation bytes and bm raw weight rows
         GqKernel::Qr | GqKernel::Qr2 => qr_table_bytes(ng, bn) + GR_ST * (bn * 64 + bm * raw),
         // the barriers and stage tags before gemm_qr's table
-        GqKernel::Qs => qs_table_bytes(ng) + GR_ST * (bn * 64 + bm * raw),
+        GqKernel::Qs | GqKernel::Qs2 => qs_table_bytes(ng, bn) + GR_ST * (bn * 64 + bm * raw),
         // 3 stages with rows padded to 40 elements, 2 f16 weight tiles of 128 x 80 bytes
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };
@@ -1842,20 +1855,21 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         (GqKernel::Qr, _) => "gemm_qr",
         (GqKernel::Qr2, _) => "gemm_qr2",
         (GqKernel::Qs, _) => "gemm_qs",
+        (GqKernel::Qs2, _) => "gemm_qs2",
         (GqKernel::Mma, 128) => "gemm_q128",
         _ => "gemm_q64",
     };
     let args = Args::new().a(a).a(ng as i32);
     let args = if mb > 0 { args.a(if qr_sched_dyn() { gpu.qr_counter()? } else { 0u64 }) } else { args };
-    let threads = if kind == GqKernel::Qs { QS_THREADS } else { 256 };
+    let threads = if matches!(kind, GqKernel::Qs | GqKernel::Qs2) { QS_THREADS } else { 256 };
     gpu.launch(name, (grid as u32, 1, 1), threads, smem as u32, args)
 }
 
 /// gemm_qs's shared memory before the stages: GR_ST full and empty mbarriers (8 bytes each),
-/// GR_ST stage tags and two next-tile slots (ints), gemm_qr's class prefixes (4 x (ng + 1)
-/// ints), padded to 1 KB; matmul.cuh gemm_qs_body computes the same size.
-pub(crate) fn qs_table_bytes(ng: usize) -> usize {
-    (GR_ST * 20 + 8 + 4 * (ng + 1) * 4).div_ceil(1024) * 1024
+/// GR_ST stage tags and two next-tile slots (ints), gemm_qr's class prefixes ((bn / 64) x
+/// (ng + 1) ints), padded to 1 KB; matmul.cuh gemm_qs_body computes the same size.
+pub(crate) fn qs_table_bytes(ng: usize, bn: usize) -> usize {
+    (GR_ST * 20 + 8 + bn / 64 * (ng + 1) * 4).div_ceil(1024) * 1024
 }
 
 /// gemm_qr / gemm_qr2's tile table (dynamic shared memory before the stages) for `ng` groups

@@ -1714,13 +1714,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ng
     gemm_qr_dispatch<2>(a, ngroups, gq_smem, ctr);
 }
 
-// ---- gemm_qs: gemm_qr's tiles with the copies on a producer warp (warp specialization) ----
+// ---- gemm_qs / gemm_qs2: gemm_qr's / gemm_qr2's tiles with the copies on a producer warpgroup ----
 // Why: gemm_qr's K step is its threads' own instruction chain, and the copies were a quarter of
 // it (kernel bench with parts of the step left out, session 19: 2.11 ms for the IQ2_XXS gate
 // at 8K tokens, 1.53 without the copies and their waits, 1.22 with the products alone). Here
-// warps 0-7 (gemm_qr's two warpgroups and fragment rows, MB 1) only dequantize and issue the
-// products; warps 8-11 (the producer warpgroup) issue every copy into the same GR_ST stages,
-// and the two sides meet at per-stage mbarriers instead of a block barrier per step: full[s]
+// warps 0-7 (gemm_qr's / gemm_qr2's two warpgroups and fragment rows, MB 1 / 2) only
+// dequantize and issue the products; warps 8-11 (the producer warpgroup) issue every copy into
+// the same GR_ST stages, and the two sides meet at per-stage mbarriers instead of a block barrier per step: full[s]
 // (the producer's 128 threads, once their copies into stage s have completed and been fenced
 // for the async proxy, as gemm_qr's threads do before its barrier) and empty[s] (one lane per
 // consumer warp, once the products that read the stage have retired). The producer runs up to
@@ -1729,12 +1729,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ng
 // launch. setmaxnreg moves registers from the producer to the consumers (one warp of the
 // producer and two consumer warps share a sub-partition's 16K registers; a block of 288
 // threads, one producer warp, was refused at launch for that reason with 224 per thread).
-// Same tiles, fragments and products in the same order as gemm_qr: the same output bits.
+// Same tiles, fragments and products in the same order as gemm_qr / gemm_qr2: the same output
+// bits.
 #define QS_LAG 3  // the producer confirms step g's copies after issuing step g + QS_LAG
 // Registers per thread after setmaxnreg: an SM sub-partition holds 16K registers and one warp of
 // each warpgroup, so 2 x 224 + 56 per lane fit (the launch gives 384 x 168)
 #define QS_CONSUMER_REGS 224
 #define QS_PRODUCER_REGS 56
+// gemm_qs2 (twice the fragments per consumer, half the producer's activation rows): 232 / 40
+#define QS2_CONSUMER_REGS 232
+#define QS2_PRODUCER_REGS 40
 #if WG_OK
 // (the barriers by their shared-memory addresses)
 __device__ __forceinline__ void mbar_init(u32 b, u32 n) {
@@ -1754,23 +1758,27 @@ __device__ __forceinline__ void mbar_wait(u32 b, u32 parity) {
 }
 
 // A consumer warpgroup's K loop over one tile (global steps G .. G + nk - 1; step G's stage
-// is full): as qr_kloop with MB 1, the stage of step g at g % GR_ST.
-template <int TY, int N>
-__device__ __forceinline__ void qs_kloop(float (&acc)[32][4], int nk, u32 G, u32 full, u32 empty, const u8* wst, u32 xs_u,
-                                         int r0, int grp, const u32 (&hp)[2], const uint4* g16) {
-    constexpr int WS = 128 * GQR<TY>::RB, XS = 256 * 64;
+// is full): as qr_kloop (MB 64-row blocks per warpgroup), the stage of step g at g % GR_ST.
+template <int TY, int MB, int N>
+__device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int nk, u32 G, u32 full, u32 empty, const u8* wst,
+                                         u32 xs_u, const int (&r0)[MB], int grp, const u32 (&hp)[MB][2], const uint4* g16) {
+    constexpr int WS = 128 * MB * GQR<TY>::RB, XS = 256 / MB * 64;
     const int lane = threadIdx.x & 31;
-    u32 fa[2][4], fb[2][4];
-    qr_deq<TY>(wst + (G % GR_ST) * WS, r0, grp, 0, hp[0], hp[1], g16, fa);
+    u32 fa[MB][2][4], fb[MB][2][4];
+#pragma unroll
+    for (int b = 0; b < MB; b++) qr_deq<TY>(wst + (G % GR_ST) * WS, r0[b], grp, 0, hp[b][0], hp[b][1], g16, fa[b]);
     const u64 db0 = wg_desc_sw64(xs_u);
     // issue step kt's products (A = cur), retire step kt-1's and free its stage, then wait for
     // step kt+1's stage and dequantize it into nxt while step kt's products run
-    auto step = [&](int kt, u32 (&cur)[2][4], u32 (&nxt)[2][4]) {
+    auto step = [&](int kt, u32 (&cur)[MB][2][4], u32 (&nxt)[MB][2][4]) {
         const u32 g = G + kt, s = g % GR_ST;
         const u64 db = db0 + (u64)((s * XS) >> 4);
         wg_fence();
-        wg_mma_rs<N>(acc, cur[0], db);
-        wg_mma_rs<N>(acc, cur[1], db + 2);
+#pragma unroll
+        for (int b = 0; b < MB; b++) {
+            wg_mma_rs<N>(acc[b], cur[b][0], db);
+            wg_mma_rs<N>(acc[b], cur[b][1], db + 2);
+        }
         wg_commit();
         wg_wait1();
         if (kt > 0) {
@@ -1780,7 +1788,8 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[32][4], int nk, u32 G, u32
         if (kt + 1 < nk) {
             const u32 sn = (g + 1) % GR_ST;
             mbar_wait(full + 8 * sn, ((g + 1) / GR_ST) & 1);
-            qr_deq<TY>(wst + sn * WS, r0, grp, (kt + 1) * GQ_BK, hp[0], hp[1], g16, nxt);
+#pragma unroll
+            for (int b = 0; b < MB; b++) qr_deq<TY>(wst + sn * WS, r0[b], grp, (kt + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b]);
         }
     };
     for (int kt = 0; kt < nk; kt += 2) {
@@ -1790,15 +1799,16 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[32][4], int nk, u32 G, u32
     wg_wait0();
     __syncwarp();
     if (lane == 0) mbar_arrive(empty + 8 * ((G + nk - 1) % GR_ST));
-    wg_pin<256>(acc);
+#pragma unroll
+    for (int b = 0; b < MB; b++) wg_pin<256 / MB>(acc[b]);
 }
 #endif
 
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
-template <int TY>
+template <int TY, int MB>
 __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr) {
 #if WG_OK
-    constexpr int BM = 128, NX = 256, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, WS = BM * GQR<TY>::RB;
+    constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, WS = BM * GQR<TY>::RB;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int ng = a.grp_off ? ngroups : 1;
     // dynamic shared memory: the barriers, the stages' tile tags, the tile table (as gemm_qr's),
@@ -1832,10 +1842,11 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
     };
     if (warp >= 8) {
         // ---- the producer warpgroup: every copy, GR_ST - 1 steps ahead at most ----
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(QS_PRODUCER_REGS));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(MB == 1 ? QS_PRODUCER_REGS : QS2_PRODUCER_REGS));
         const int p = tid - 256;
         // this thread's activation copies: token rows p / 4 + 32 j, 16-byte part p % 4 (in the
-        // swizzled layout of sw64_off row + 32 j is 2048 j bytes further), and weight row p
+        // swizzled layout of sw64_off row + 32 j is 2048 j bytes further), and weight rows
+        // p + 128 i
         const u32 xo0 = sw64_off(p >> 2, p & 3);
         const i64 prb = (i64)(cols / QT<TY>::BL) * QT<TY>::PB, hrb = (i64)(cols / QT<TY>::BL) * QT<TY>::HB;
         u32 G = 0;
@@ -1847,22 +1858,23 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
             int tb, j1, rb;
             const u8 *pay, *hdr;
             locate(tile, tb, j1, rb, pay, hdr);
-            const u8 *prow, *hrow;
-            bool wok;
-            {
-                int wr = rb + p;
-                wok = wr < rows;
-                if (!wok) wr = 0;  // zero-filled
-                prow = pay + wr * prb;
-                hrow = hdr + wr * hrb;
+            const u8 *prow[MB], *hrow[MB];
+            bool wok[MB];
+#pragma unroll
+            for (int i = 0; i < MB; i++) {
+                int wr = rb + p + 128 * i;
+                wok[i] = wr < rows;
+                if (!wok[i]) wr = 0;  // zero-filled
+                prow[i] = pay + wr * prb;
+                hrow[i] = hdr + wr * hrb;
             }
             // the copies cover the products' nc 64-token chunks; rows past the group's end copy
             // its last token again (those outputs are never stored), so every copy of a chunk
             // is unconditional
             const int nc = min((j1 - tb + 63) >> 6, NX / 64);
-            const u8* xsrc[8];
+            const u8* xsrc[NX / 32];
 #pragma unroll
-            for (int j = 0; j < 8; j++) {
+            for (int j = 0; j < NX / 32; j++) {
                 const int tok = min(tb + (p >> 2) + 32 * j, j1 - 1);
                 xsrc[j] = (const u8*)a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx * 2 + (p & 3) * 16;
             }
@@ -1879,7 +1891,9 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
                         cp_async16(xs + 2048 * (2 * c + 1), xsrc[2 * c + 1] + ko, 16);
                     }
 #pragma unroll
-                for (int q = 0; q < NP; q++) gq_wcopy<TY>(ws, p, q, prow, hrow, wok, kt * GQ_BK);
+                for (int i = 0; i < MB; i++)
+#pragma unroll
+                    for (int q = 0; q < NP; q++) gq_wcopy<TY>(ws, p + 128 * i, q, prow[i], hrow[i], wok[i], kt * GQ_BK);
                 cp_commit();
                 if (G >= QS_LAG) {
                     cp_wait<QS_LAG>();
@@ -1908,9 +1922,14 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
             }
         }
     } else {
-        // ---- the consumers: gemm_qr's fragments (MB 1) ----
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(QS_CONSUMER_REGS));
-        const int r0 = (warp >> 2) * 64 + (warp & 3) * 16 + (lane >> 2), grp = lane & 3;
+        // ---- the consumers: gemm_qr's fragments ----
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(MB == 1 ? QS_CONSUMER_REGS : QS2_CONSUMER_REGS));
+        // this thread's fragment rows (r0[b], r0[b] + 8 of each 64-row block of its warpgroup)
+        // and its quant group
+        int r0[MB];
+#pragma unroll
+        for (int b = 0; b < MB; b++) r0[b] = (warp >> 2) * 64 * MB + 64 * b + (warp & 3) * 16 + (lane >> 2);
+        const int grp = lane & 3;
         const i64 hrs = (i64)(cols / QT<TY>::BL) * QT<TY>::HB;
         for (u32 G = 0;; G += nk) {
             const u32 s0 = G % GR_ST;
@@ -1920,49 +1939,68 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
             int tb, j1, rb;
             const u8 *pay, *hdr;
             locate(tile, tb, j1, rb, pay, hdr);
-            u32 hp[2];
+            u32 hp[MB][2];
 #pragma unroll
-            for (int h = 0; h < 2; h++) hp[h] = (u32)(u64)(hdr + (i64)min(rb + r0 + 8 * h, rows - 1) * hrs);
+            for (int b = 0; b < MB; b++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) hp[b][h] = (u32)(u64)(hdr + (i64)min(rb + r0[b] + 8 * h, rows - 1) * hrs);
             const int nc = min((j1 - tb + 63) >> 6, NX / 64);
-            float acc[NX / 8][4] = {};
-#define QS_K(N) qs_kloop<TY, N>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16)
-            switch (nc) {
-                case 1: QS_K(64); break;
-                case 2: QS_K(128); break;
-                case 3: QS_K(192); break;
-                default: QS_K(256); break;
+            float acc[MB][NX / 8][4] = {};
+#define QS_K(N) qs_kloop<TY, MB, N>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16)
+            if constexpr (MB == 2) {
+                if (nc == 1) QS_K(64);
+                else QS_K(128);
+            } else {
+                switch (nc) {
+                    case 1: QS_K(64); break;
+                    case 2: QS_K(128); break;
+                    case 3: QS_K(192); break;
+                    default: QS_K(256); break;
+                }
             }
 #undef QS_K
-            // accumulator (j, q): row r0 (+8 for q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
+            // accumulator (b, j, q): row r0[b] (+8 for q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
 #pragma unroll
-            for (int j = 0; j < NX / 8; j++)
+            for (int b = 0; b < MB; b++)
 #pragma unroll
-                for (int q = 0; q < 4; q++) {
-                    int r = rb + r0 + ((q >> 1) << 3);
-                    int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
-                    if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[j][q];
-                }
+                for (int j = 0; j < NX / 8; j++)
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        int r = rb + r0[b] + ((q >> 1) << 3);
+                        int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
+                        if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[b][j][q];
+                    }
         }
     }
 #endif
 }
 
 // Dynamic shared memory (bytes, session.rs qs_table_bytes + the stages): align1024(GR_ST * 20 +
-// 4 * (ngroups + 1) * 4) + GR_ST * (256 * 64 + 128 * RB(type)). Grid: persistent, one block per
-// SM, 384 threads (session.rs QS_THREADS: two consumer warpgroups and the producer).
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
+// 8 + CM * (ngroups + 1) * 4) (CM = 4 / MB) + GR_ST * (256 / MB * 64 + 128 * MB * RB(type)).
+// Grid: persistent, one block per SM, 384 threads (session.rs QS_THREADS: two consumer
+// warpgroups and the producer). gemm_qs: MB 1 (gemm_qr's tiles); gemm_qs2: MB 2 (gemm_qr2's).
+template <int MB>
+__device__ __forceinline__ void gemm_qs_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
     __shared__ uint4 g16[256];
     if (!WG_OK) __trap();
     // published by the tile table's barrier (gq_tile_prefix / qr_class_prefix)
     if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);
     switch (a.w.type) {
-        case T_Q8_0: gemm_qs_body<T_Q8_0>(a, ngroups, gq_smem, g16, ctr); break;
-        case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS>(a, ngroups, gq_smem, g16, ctr); break;
-        case T_Q2_K: gemm_qs_body<T_Q2_K>(a, ngroups, gq_smem, g16, ctr); break;
-        default: gemm_qs_body<T_Q4_K>(a, ngroups, gq_smem, g16, ctr); break;
+        case T_Q8_0: gemm_qs_body<T_Q8_0, MB>(a, ngroups, smem, g16, ctr); break;
+        case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS, MB>(a, ngroups, smem, g16, ctr); break;
+        case T_Q2_K: gemm_qs_body<T_Q2_K, MB>(a, ngroups, smem, g16, ctr); break;
+        default: gemm_qs_body<T_Q4_K, MB>(a, ngroups, smem, g16, ctr); break;
     }
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qs_dispatch<1>(a, ngroups, gq_smem, ctr);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qs_dispatch<2>(a, ngroups, gq_smem, ctr);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
