@@ -1684,35 +1684,6 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
 #endif
 }
 
-// Dynamic shared memory (bytes, see launch_gemm_q_kernel): align1024((CM * (ngroups+1) + 2) * 4)
-//   (CM = 4 / MB) + GR_ST * (256 / MB * 64 + 128 * MB * RB(type)). Grid: persistent, one block per SM.
-// gemm_qr: MB 1 (128 rows x up to 256 tokens); gemm_qr2: MB 2 (256 rows x up to 128 tokens:
-// half the activation reads per MAC, twice the dequantization).
-template <int MB>
-__device__ __forceinline__ void gemm_qr_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
-    __shared__ uint4 g16[256];
-    if (!WG_OK) __trap();
-    // published by the tile table's barrier (gq_tile_prefix / qr_class_prefix)
-    if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);
-    switch (a.w.type) {
-        case T_Q8_0: gemm_qr_body<T_Q8_0, MB>(a, ngroups, smem, g16, ctr); break;
-        case T_IQ2_XXS: gemm_qr_body<T_IQ2_XXS, MB>(a, ngroups, smem, g16, ctr); break;
-        case T_Q2_K: gemm_qr_body<T_Q2_K, MB>(a, ngroups, smem, g16, ctr); break;
-        default: gemm_qr_body<T_Q4_K, MB>(a, ngroups, smem, g16, ctr); break;
-    }
-}
-// ctr: two ints, zero between launches (the tile counter and the blocks done; the kernel
-// leaves them zero), or nullptr for the round-robin order of gq_tile_prefix.
-extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qr_dispatch<1>(a, ngroups, gq_smem, ctr);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qr_dispatch<2>(a, ngroups, gq_smem, ctr);
-}
 
 // ---- gemm_qs / gemm_qs2: gemm_qr's / gemm_qr2's tiles with the copies on a producer warpgroup ----
 // Why: gemm_qr's K step is its threads' own instruction chain, and the copies were a quarter of
@@ -1975,32 +1946,52 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 #endif
 }
 
-// Dynamic shared memory (bytes, session.rs qs_table_bytes + the stages): align1024(GR_ST * 20 +
-// 8 + CM * (ngroups + 1) * 4) (CM = 4 / MB) + GR_ST * (256 / MB * 64 + 128 * MB * RB(type)).
-// Grid: persistent, one block per SM, 384 threads (session.rs QS_THREADS: two consumer
-// warpgroups and the producer). gemm_qs: MB 1 (gemm_qr's tiles); gemm_qs2: MB 2 (gemm_qr2's).
-template <int MB>
-__device__ __forceinline__ void gemm_qs_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
+// gemm_qr / gemm_qr2 / gemm_qs / gemm_qs2: the body (gemm_qs_body when QS) for the launch's
+// block type. MB 1: 128 rows x up to 256 tokens; MB 2: 256 rows x up to 128 tokens (half the
+// activation reads per MAC, twice the dequantization). Grid: persistent, one block per SM.
+// Dynamic shared memory (bytes, see launch_gemm_q_kernel; CM = 4 / MB, RB by type):
+//   gemm_qr:  align1024((CM * (ngroups+1) + 2) * 4) + GR_ST * (256 / MB * 64 + 128 * MB * RB);
+//   gemm_qs:  align1024(GR_ST * 20 + 8 + CM * (ngroups + 1) * 4) + the same stages (session.rs
+//             qs_table_bytes), 384 threads (session.rs QS_THREADS: two consumer warpgroups and
+//             the producer).
+template <int MB, bool QS>
+__device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
     __shared__ uint4 g16[256];
     if (!WG_OK) __trap();
     // published by the tile table's barrier (gq_tile_prefix / qr_class_prefix)
     if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);
+#define QX_BODY(TY)                                                   \
+    if constexpr (QS) gemm_qs_body<TY, MB>(a, ngroups, smem, g16, ctr); \
+    else gemm_qr_body<TY, MB>(a, ngroups, smem, g16, ctr);
     switch (a.w.type) {
-        case T_Q8_0: gemm_qs_body<T_Q8_0, MB>(a, ngroups, smem, g16, ctr); break;
-        case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS, MB>(a, ngroups, smem, g16, ctr); break;
-        case T_Q2_K: gemm_qs_body<T_Q2_K, MB>(a, ngroups, smem, g16, ctr); break;
-        default: gemm_qs_body<T_Q4_K, MB>(a, ngroups, smem, g16, ctr); break;
+        case T_Q8_0: QX_BODY(T_Q8_0) break;
+        case T_IQ2_XXS: QX_BODY(T_IQ2_XXS) break;
+        case T_Q2_K: QX_BODY(T_Q2_K) break;
+        default: QX_BODY(T_Q4_K) break;
     }
+#undef QX_BODY
+}
+// ctr: two ints, zero between launches (the tile counter and the blocks done; the kernel
+// leaves them zero), or nullptr for the round-robin order of gq_tile_prefix.
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qx_dispatch<1, false>(a, ngroups, gq_smem, ctr);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qx_dispatch<2, false>(a, ngroups, gq_smem, ctr);
 }
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_dispatch<1>(a, ngroups, gq_smem, ctr);
+    gemm_qx_dispatch<1, true>(a, ngroups, gq_smem, ctr);
 }
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_dispatch<2>(a, ngroups, gq_smem, ctr);
+    gemm_qx_dispatch<2, true>(a, ngroups, gq_smem, ctr);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
