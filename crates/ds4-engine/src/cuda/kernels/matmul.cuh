@@ -1037,10 +1037,12 @@ __device__ __forceinline__ u32 h2_bytes23(u32 w) { return __byte_perm(w, 0x64646
 #define GQ_FLAG_HDEQ 1
 #define GQ_FLAG_XH 2  // x holds f16 rows (ldx in halfs): see gq_mma
 
-// The IQ2_XXS grid as f16: g16[i] = the 8 magnitudes of grid entry i (built per block).
+// The IQ2_XXS grid as f16: g16[i] = the 8 magnitudes of grid entry i (built per block). With
+// GS copies: entry i at g16[i * GS + c] for every copy c (gemm_qr / gemm_qs: GQ_GREP).
+template <int GS = 1>
 __device__ __forceinline__ void gq_build_g16(uint4* g16) {
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
-        u64 g = IQ2XXS_GRID[i];
+    for (int i = threadIdx.x; i < 256 * GS; i += blockDim.x) {
+        u64 g = IQ2XXS_GRID[i / GS];
         u32 w[4];
 #pragma unroll
         for (int p = 0; p < 4; p++)
@@ -1049,8 +1051,9 @@ __device__ __forceinline__ void gq_build_g16(uint4* g16) {
     }
 }
 
-// Same staged bytes and layout as gq_deq, f16x2 arithmetic.
-template <int TY>
+// Same staged bytes and layout as gq_deq, f16x2 arithmetic. GS: copies of the IQ2_XXS grid
+// (g16 = this thread's copy, entries GS apart; see GQ_GREP).
+template <int TY, int GS = 1>
 __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, const uint4* g16) {
     u32 o[4];
     if (TY == T_Q8_0) {
@@ -1072,7 +1075,7 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
         int gi = (A >> (8 * g)) & 255;
         u32 s = (B >> (7 * g)) & 127;
         s |= (u32)(__popc(s) & 1) << 7;
-        uint4 m = g16[gi];
+        uint4 m = g16[gi * GS];
         u32 mm[4] = {m.x, m.y, m.z, m.w};
 #pragma unroll
         for (int p = 0; p < 4; p++) {
@@ -1395,6 +1398,15 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int n
 // per expert (the host's choice: gemm_qr in session.rs). With the activation stages swizzled
 // (session 8): 2.10 ms for that IQ2_XXS gate, 2.70 ms for the Q2_K down.
 #define GR_ST 8
+// Copies of the f16 IQ2_XXS grid in gemm_qr / gemm_qs (8 x 4 KB of static shared memory),
+// lane l reading copy l % 8. Why: a warp's 16-byte lookups of random grid entries go out in
+// four phases of 8 lanes, and 8 lanes picking entries at random fall on the same 4-bank group
+// ~2.5-3x per phase; with copy l % 8 at bank group l % 8 every phase is one wavefront. Nsight
+// Compute on gemm_qs2 at 2K tokens (uneven routing): L1/shared throughput 88 %, SM 44 %, short
+// scoreboard the first consumer stall. Kernel bench (session 22), IQ2_XXS gate: gemm_qs 8K
+// tokens 1.797 -> 1.730 ms (uniform), 2.286 -> 2.162 (skewed); gemm_qs2 2K skewed 1.423 -> 1.230.
+// The same f16 values: bits unchanged. (The 32 KB are static, so the other types carry them too.)
+#define GQ_GREP 8
 // This thread's A fragments of one 32-k step from the staged raw rows r0 and r0 + 8 (quant
 // group g = lane % 4): f[h] = the registers of k16 half h (rows r0, r0+8 at pairs 2g, then
 // 2g + 8 of the permuted order). hp0 / hp1: the rows' header addresses (low bits), for the
@@ -1405,8 +1417,8 @@ __device__ __forceinline__ void qr_deq(const u8* st, int r0, int g, int k0, u32 
     constexpr int RB = GQR<TY>::RB;
     const u32 sh = TY == T_IQ2_XXS ? (k0 >> 8) * 2 : (k0 >> 5) * 2;
     const bool hd = TY == T_Q8_0 || TY == T_IQ2_XXS;
-    uint4 v0 = gq_deqh<TY>(st + r0 * RB, g, k0, hd ? (int)((hp0 + sh) & 2) : 0, g16);
-    uint4 v1 = gq_deqh<TY>(st + (r0 + 8) * RB, g, k0, hd ? (int)((hp1 + sh) & 2) : 0, g16);
+    uint4 v0 = gq_deqh<TY, GQ_GREP>(st + r0 * RB, g, k0, hd ? (int)((hp0 + sh) & 2) : 0, g16);
+    uint4 v1 = gq_deqh<TY, GQ_GREP>(st + (r0 + 8) * RB, g, k0, hd ? (int)((hp1 + sh) & 2) : 0, g16);
     f[0][0] = v0.x; f[0][1] = v1.x; f[0][2] = v0.y; f[0][3] = v1.y;
     f[1][0] = v0.z; f[1][1] = v1.z; f[1][2] = v0.w; f[1][3] = v1.w;
 }
@@ -1949,6 +1961,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 // gemm_qr / gemm_qr2 / gemm_qs / gemm_qs2: the body (gemm_qs_body when QS) for the launch's
 // block type. MB 1: 128 rows x up to 256 tokens; MB 2: 256 rows x up to 128 tokens (half the
 // activation reads per MAC, twice the dequantization). Grid: persistent, one block per SM.
+// Static shared memory: the IQ2_XXS grid's GQ_GREP copies (32 KB).
 // Dynamic shared memory (bytes, see launch_gemm_q_kernel; CM = 4 / MB, RB by type):
 //   gemm_qr:  align1024((CM * (ngroups+1) + 2) * 4) + GR_ST * (256 / MB * 64 + 128 * MB * RB);
 //   gemm_qs:  align1024(GR_ST * 20 + 8 + CM * (ngroups + 1) * 4) + the same stages (session.rs
@@ -1956,10 +1969,11 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 //             the producer).
 template <int MB, bool QS>
 __device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
-    __shared__ uint4 g16[256];
+    __shared__ uint4 g16r[256 * GQ_GREP];
     if (!WG_OK) __trap();
     // published by the tile table's barrier (gq_tile_prefix / qr_class_prefix)
-    if (a.w.type == T_IQ2_XXS) gq_build_g16(g16);
+    if (a.w.type == T_IQ2_XXS) gq_build_g16<GQ_GREP>(g16r);
+    const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));  // this lane's copy
 #define QX_BODY(TY)                                                   \
     if constexpr (QS) gemm_qs_body<TY, MB>(a, ngroups, smem, g16, ctr); \
     else gemm_qr_body<TY, MB>(a, ngroups, smem, g16, ctr);
