@@ -1590,6 +1590,48 @@ __device__ __forceinline__ int qr_tile_table(const GemmArgs& a, int ng, int* tst
     return ntt;
 }
 
+// gemm_qr / gemm_qs's K loop for a tile of nc 64-token chunks: LOOP(N) with products N = 64 nc
+// wide (an MB 2 tile holds 2 chunks at most)
+#define QX_BY_NC(LOOP)                      \
+    if constexpr (MB == 2) {                \
+        if (nc == 1) LOOP(64);              \
+        else LOOP(128);                     \
+    } else {                                \
+        switch (nc) {                       \
+            case 1: LOOP(64); break;        \
+            case 2: LOOP(128); break;       \
+            case 3: LOOP(192); break;       \
+            default: LOOP(256); break;      \
+        }                                   \
+    }
+
+// A tile's outputs (rows from rb, tokens [tb, j1)): accumulator (b, j, q) is row r0[b] (+8 for
+// q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
+template <int MB>
+__device__ __forceinline__ void qr_store(const GemmArgs& a, const float (&acc)[MB][256 / MB / 8][4], int rb, const int (&r0)[MB],
+                                         int tb, int j1, int rows, int lane) {
+#pragma unroll
+    for (int b = 0; b < MB; b++)
+#pragma unroll
+        for (int j = 0; j < 256 / MB / 8; j++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                int r = rb + r0[b] + ((q >> 1) << 3);
+                int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
+                if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[b][j][q];
+            }
+}
+
+// The dynamic order's counter (two ints) after a block's last tile: the last block out resets
+// it for the next launch (every block's last request, the one past the end, has returned
+// before it counts itself out). One thread per block.
+__device__ __forceinline__ void qr_ctr_done(int* ctr) {
+    if (atomicAdd(ctr + 1, 1) == (int)gridDim.x - 1) {
+        atomicExch(ctr, 0);
+        atomicExch(ctr + 1, 0);
+    }
+}
+
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
 template <int TY, int MB>
 __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr) {
@@ -1659,40 +1701,13 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
         for (int i = 0; i < NX / 64; i++) asm volatile("" : "+r"(xoff[i]), "+r"(xn[i]), "+l"(xsrc[i]));
         float acc[MB][NX / 8][4] = {};
 #define QR_K(N) qr_kloop<TY, MB, N>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp, g16)
-        if constexpr (MB == 2) {
-            if (nc == 1) QR_K(64);
-            else QR_K(128);
-        } else {
-            switch (nc) {
-                case 1: QR_K(64); break;
-                case 2: QR_K(128); break;
-                case 3: QR_K(192); break;
-                default: QR_K(256); break;
-            }
-        }
+        QX_BY_NC(QR_K)
 #undef QR_K
-        // accumulator (b, j, q): row r0[b] (+8 for q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
-#pragma unroll
-        for (int b = 0; b < MB; b++)
-#pragma unroll
-            for (int j = 0; j < NX / 8; j++)
-#pragma unroll
-                for (int q = 0; q < 4; q++) {
-                    int r = rb + r0[b] + ((q >> 1) << 3);
-                    int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
-                    if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[b][j][q];
-                }
+        qr_store<MB>(a, acc, rb, r0, tb, j1, rows, lane);
         __syncthreads();  // the next tile's prologue overwrites the stages
         tile = ctr ? slot[it & 1] : tile + (int)gridDim.x;
     }
-    // the last block out resets the counter for the next launch: every block's last request
-    // (the one past the end) has returned before it counts itself out
-    if (ctr && tid == 0) {
-        if (atomicAdd(ctr + 1, 1) == (int)gridDim.x - 1) {
-            atomicExch(ctr, 0);
-            atomicExch(ctr + 1, 0);
-        }
-    }
+    if (ctr && tid == 0) qr_ctr_done(ctr);
 #endif
 }
 
@@ -1897,13 +1912,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
         cp_wait<0>();
         fence_proxy_async();
         for (u32 g = G >= QS_LAG ? G - QS_LAG : 0; g <= G; g++) mbar_arrive(full + 8 * (g % GR_ST));
-        // the last block out resets the counter for the next launch (as gemm_qr)
-        if (ctr && p == 0) {
-            if (atomicAdd(ctr + 1, 1) == (int)gridDim.x - 1) {
-                atomicExch(ctr, 0);
-                atomicExch(ctr + 1, 0);
-            }
-        }
+        if (ctr && p == 0) qr_ctr_done(ctr);
     } else {
         // ---- the consumers: gemm_qr's fragments ----
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(MB == 1 ? QS_CONSUMER_REGS : QS2_CONSUMER_REGS));
@@ -1930,29 +1939,9 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
             const int nc = min((j1 - tb + 63) >> 6, NX / 64);
             float acc[MB][NX / 8][4] = {};
 #define QS_K(N) qs_kloop<TY, MB, N>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16)
-            if constexpr (MB == 2) {
-                if (nc == 1) QS_K(64);
-                else QS_K(128);
-            } else {
-                switch (nc) {
-                    case 1: QS_K(64); break;
-                    case 2: QS_K(128); break;
-                    case 3: QS_K(192); break;
-                    default: QS_K(256); break;
-                }
-            }
+            QX_BY_NC(QS_K)
 #undef QS_K
-            // accumulator (b, j, q): row r0[b] (+8 for q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
-#pragma unroll
-            for (int b = 0; b < MB; b++)
-#pragma unroll
-                for (int j = 0; j < NX / 8; j++)
-#pragma unroll
-                    for (int q = 0; q < 4; q++) {
-                        int r = rb + r0[b] + ((q >> 1) << 3);
-                        int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
-                        if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[b][j][q];
-                    }
+            qr_store<MB>(a, acc, rb, r0, tb, j1, rows, lane);
         }
     }
 #endif
