@@ -1848,6 +1848,7 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         // 3 stages with rows padded to 40 elements, 2 f16 weight tiles of 128 x 80 bytes
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };
+    let smem = smem + if mb > 0 { gq_grid_bytes(a.w.ty) } else { 0 };
     let upper = (a.w.rows as usize).div_ceil(bm) * (a.t as usize).div_ceil(bn) * ng;
     let per_sm = if mb > 0 { 1 } else { 2 };
     let grid = upper.min(per_sm * gpu.sm_count.max(1) as usize).max(1);
@@ -1863,6 +1864,12 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     let args = if mb > 0 { args.a(if qr_sched_dyn() { gpu.qr_counter()? } else { 0u64 }) } else { args };
     let threads = if matches!(kind, GqKernel::Qs | GqKernel::Qs2) { QS_THREADS } else { 256 };
     gpu.launch(name, (grid as u32, 1, 1), threads, smem as u32, args)
+}
+
+/// The IQ2_XXS grid's copies at the start of gemm_qr / gemm_qs's dynamic shared memory
+/// (matmul.cuh GQ_GREP = 8 copies of 256 16-byte entries), for that type only.
+pub(crate) fn gq_grid_bytes(ty: i32) -> usize {
+    if ty == GgmlType::Iq2Xxs.id() as i32 { 8 * 256 * 16 } else { 0 }
 }
 
 /// gemm_qs's shared memory before the stages: GR_ST full and empty mbarriers (8 bytes each),

@@ -1405,7 +1405,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int n
 // Compute on gemm_qs2 at 2K tokens (uneven routing): L1/shared throughput 88 %, SM 44 %, short
 // scoreboard the first consumer stall. Kernel bench (session 22), IQ2_XXS gate: gemm_qs 8K
 // tokens 1.797 -> 1.730 ms (uniform), 2.286 -> 2.162 (skewed); gemm_qs2 2K skewed 1.423 -> 1.230.
-// The same f16 values: bits unchanged. (The 32 KB are static, so the other types carry them too.)
+// The same f16 values: bits unchanged. In the dynamic shared memory of IQ2_XXS launches only.
 #define GQ_GREP 8
 // This thread's A fragments of one 32-k step from the staged raw rows r0 and r0 + 8 (quant
 // group g = lane % 4): f[h] = the registers of k16 half h (rows r0, r0+8 at pairs 2g, then
@@ -1950,18 +1950,23 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 // gemm_qr / gemm_qr2 / gemm_qs / gemm_qs2: the body (gemm_qs_body when QS) for the launch's
 // block type. MB 1: 128 rows x up to 256 tokens; MB 2: 256 rows x up to 128 tokens (half the
 // activation reads per MAC, twice the dequantization). Grid: persistent, one block per SM.
-// Static shared memory: the IQ2_XXS grid's GQ_GREP copies (32 KB).
-// Dynamic shared memory (bytes, see launch_gemm_q_kernel; CM = 4 / MB, RB by type):
+// Dynamic shared memory (bytes, see launch_gemm_q_kernel; CM = 4 / MB, RB by type), after the
+// IQ2_XXS grid's GQ_GREP copies (32 KB) for that type:
 //   gemm_qr:  align1024((CM * (ngroups+1) + 2) * 4) + GR_ST * (256 / MB * 64 + 128 * MB * RB);
 //   gemm_qs:  align1024(GR_ST * 20 + 8 + CM * (ngroups + 1) * 4) + the same stages (session.rs
 //             qs_table_bytes), 384 threads (session.rs QS_THREADS: two consumer warpgroups and
 //             the producer).
 template <int MB, bool QS>
 __device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
-    __shared__ uint4 g16r[256 * GQ_GREP];
     if (!WG_OK) __trap();
-    // published by the tile table's barrier (gq_tile_prefix / qr_class_prefix)
-    if (a.w.type == T_IQ2_XXS) gq_build_g16<GQ_GREP>(g16r);
+    // IQ2_XXS only: the grid's GQ_GREP copies at the start of the dynamic shared memory (32 KB,
+    // a multiple of 1024: the body's alignment holds; session.rs gq_grid_bytes adds them to the
+    // launch's size), published by the tile table's barrier (gq_tile_prefix / qr_class_prefix)
+    uint4* g16r = (uint4*)smem;
+    if (a.w.type == T_IQ2_XXS) {
+        gq_build_g16<GQ_GREP>(g16r);
+        smem += 256 * GQ_GREP * 16;
+    }
     const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));  // this lane's copy
 #define QX_BODY(TY)                                                   \
     if constexpr (QS) gemm_qs_body<TY, MB>(a, ngroups, smem, g16, ctr); \
