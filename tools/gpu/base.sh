@@ -4,6 +4,7 @@
 # times differ by up to ~3-5% on the same binary (bench/NOTES.md session 5), more than most
 # changes, so a before/after figure only means something inside one call.
 #   bash tools/gpu/base.sh REV      then carry .gpu/base and run e.g.  BASE_AB=3 bash tools/gpu/ab.sh
+# BASE_DIR=.gpu/other puts a second one elsewhere (a three-way A/B).
 set -euo pipefail
 rev=${1:?usage: tools/gpu/base.sh REV}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -13,8 +14,10 @@ trap 'git -C "$root" worktree remove --force "$wt"' EXIT
 nvrtc=$(ls "$root"/.venv/lib/python3*/site-packages/nvidia/cu13/lib/libnvrtc.so.13 | head -1)
 export CARGO_TARGET_DIR=${BASE_TARGET:-/tmp/ds4-base-target}
 (cd "$wt" && cargo build --release -p ds4-cli -q)
-rm -rf "$root/.gpu/base" && mkdir -p "$root/.gpu/base"
-cp "$CARGO_TARGET_DIR/release/ds4-bench" "$root/.gpu/base/" && strip "$root/.gpu/base/ds4-bench"
-(cd "$wt" && DS4_NVRTC_LIB="$nvrtc" DS4_KERNEL_CACHE="$root/.gpu/base/kcache" cargo test --release -p ds4-engine --lib prebuild_kernel_cache -q -- --ignored)
-echo "$rev" > "$root/.gpu/base/REV"
-du -sh "$root/.gpu/base"
+out="$root/${BASE_DIR:-.gpu/base}"
+rm -rf "$out" && mkdir -p "$out"
+cp "$CARGO_TARGET_DIR/release/ds4-bench" "$out/" && strip "$out/ds4-bench"
+(cd "$wt" && DS4_NVRTC_LIB="$nvrtc" DS4_KERNEL_CACHE="$out/kcache" cargo test --release -p ds4-engine --lib prebuild_kernel_cache -q -- --ignored)
+echo "$rev" > "$out/REV"
+mkdir -p "$out/kz" && for f in "$out"/kcache/*; do gzip -c "$f" > "$out/kz/$(basename "$f").gz"; done && rm -rf "$out/kcache"
+du -sh "$out"

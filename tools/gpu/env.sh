@@ -91,13 +91,17 @@ ncu_source() {
   "$ncu" --import /tmp/ncu_src_$1.ncu-rep --page source --csv --print-source sass 2>/dev/null | gzip > "$OUT/ncu_src_$1.csv.gz"
 }
 # The kernel caches of a device call: this binary's (.gpu/kz -> .gpu/kcache, exported as
-# DS4_KERNEL_CACHE) and a base binary's (.gpu/base/kz -> .gpu/base/kcache) when carried.
+# DS4_KERNEL_CACHE) and each other binary's (.gpu/X/kz -> .gpu/X/kcache: .gpu/base, ...) carried.
 setup_caches() {
   [ -f .gpu/fix.tgz ] && [ ! -d .gpu/fix ] && tar xzf .gpu/fix.tgz -C .gpu
   unpack_kz
   export DS4_KERNEL_CACHE=$PWD/.gpu/kcache
-  mkdir -p .gpu/base/kcache
-  for f in .gpu/base/kz/*.gz; do [ -e "$f" ] && gunzip -c "$f" > ".gpu/base/kcache/$(basename "$f" .gz)"; done
+  local k
+  for k in .gpu/*/kz; do
+    [ -d "$k" ] || continue
+    mkdir -p "${k%/kz}/kcache"
+    for f in "$k"/*.gz; do [ -e "$f" ] && gunzip -c "$f" > "${k%/kz}/kcache/$(basename "$f" .gz)"; done
+  done
   return 0
 }
 # nsys_decode CTX: Nsight Systems trace of a decode run in the CUDA graph, each graph node

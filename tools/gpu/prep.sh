@@ -22,9 +22,6 @@ mkdir -p .gpu/kz
 for f in .gpu/kcache/*; do gzip -c "$f" > ".gpu/kz/$(basename "$f").gz"; done
 if [ -n "${BASE:-}" ]; then
   bash tools/gpu/base.sh "$BASE"
-  mkdir -p .gpu/base/kz
-  for f in .gpu/base/kcache/*; do gzip -c "$f" > ".gpu/base/kz/$(basename "$f").gz"; done
-  rm -rf .gpu/base/kcache
 fi
 if [ ! -f .gpu/fix.tgz ]; then
   rm -rf .gpu/fix && cp -r ../shared/fixtures/model .gpu/fix

@@ -1034,6 +1034,22 @@ __device__ __forceinline__ u32 h2_bytes01(u32 w) { return __byte_perm(w, 0x64646
 __device__ __forceinline__ u32 h2_bytes23(u32 w) { return __byte_perm(w, 0x64646464u, 0x4342); }
 #define H2_1024 0x64006400u
 #define H2_1152 0x64806480u
+// The per-group scales in f16x2 arithmetic, the same values as the f32 products rounded once
+// (d * sc is exact in f32: an f16 times a small integer; mul.rn.f16x2 of the exact operands
+// rounds that product once too). Why: the f32 form spent two int->float conversions, two f16
+// -> f32 and a pack per group on the conversion pipe, a quarter of the FMA pipe's rate.
+// K-quants: dm = {d, dmin} (the block header's word), sm = {sc, m} as u16 fields (< 1024)
+// -> dl2 = {d sc, d sc}, nml2 = {-dmin m, -dmin m}.
+__device__ __forceinline__ void kq_scales(u32 dm, u32 sm, u32& dl2, u32& nml2) {
+    u32 p = h2_mul(h2_sub(sm | H2_1024, H2_1024), dm);
+    dl2 = __byte_perm(p, 0, 0x1010);
+    nml2 = __byte_perm(p, 0, 0x3232) ^ 0x80008000u;
+}
+// IQ2_XXS: the sub-block factor (0.5 + n) / 4 (n: 4 bits) in both halves, exact:
+// (1024 + n) / 4 - 255.875 in one fma (every intermediate is exact in f16).
+__device__ __forceinline__ u32 iq2_sub_scale(u32 n) {
+    return h2_fma((n * 0x10001u) | H2_1024, 0x34003400u /* 0.25 */, 0xDBFFDBFFu /* -255.875 */);
+}
 #define GQ_FLAG_HDEQ 1
 #define GQ_FLAG_XH 2  // x holds f16 rows (ldx in halfs): see gq_mma
 
@@ -1068,10 +1084,9 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
         o[3] = h2_mul(h2_sub(h2_bytes23(x1), H2_1152), d2);
     } else if (TY == T_IQ2_XXS) {
         uint2 q = *(const uint2*)R;
-        float d = h2f(*(const u16*)(R + 8 + hs));
+        u32 dh = *(const u16*)(R + 8 + hs);
         u32 A = q.x, B = q.y;
-        float db = d * (0.5f + (float)(B >> 28)) * 0.25f;
-        u32 db2 = pack_h2(db, db);
+        u32 db2 = h2_mul(iq2_sub_scale(B >> 28), dh | (dh << 16));
         int gi = (A >> (8 * g)) & 255;
         u32 s = (B >> (7 * g)) & 127;
         s |= (u32)(__popc(s) & 1) << 7;
@@ -1087,9 +1102,8 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
         int s = (k0 >> 5) & 3;
         int scb = R[32 + ((s & 1) << 1) + (g >= 2 ? 1 : 0)];  // byte 8h+2s(+1) of the staged word
         uint2 q = *(const uint2*)(R + g * 8);
-        float d = h2f(*(const u16*)(R + 36)), dmin = h2f(*(const u16*)(R + 38));
-        float dl = d * (float)(scb & 15), ml = dmin * (float)(scb >> 4);
-        u32 dl2 = pack_h2(dl, dl), nml2 = pack_h2(-ml, -ml);
+        u32 dl2, nml2;
+        kq_scales(*(const u32*)(R + 36), (u32)(scb & 15) | ((u32)(scb >> 4) << 16), dl2, nml2);
         u32 x0 = (q.x >> (2 * s)) & 0x03030303u, x1 = (q.y >> (2 * s)) & 0x03030303u;
         o[0] = h2_fma(h2_sub(h2_bytes01(x0), H2_1024), dl2, nml2);
         o[1] = h2_fma(h2_sub(h2_bytes23(x0), H2_1024), dl2, nml2);
@@ -1098,11 +1112,10 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
     } else {  // Q4_K
         int j = (k0 >> 5) & 7;
         uint2 q = *(const uint2*)(R + g * 8);
-        float d = h2f(*(const u16*)(R + 32)), dmin = h2f(*(const u16*)(R + 34));
         int sc, m;
         q4k_scale_min(j, R + 36, sc, m);
-        float dl = d * (float)sc, ml = dmin * (float)m;
-        u32 dl2 = pack_h2(dl, dl), nml2 = pack_h2(-ml, -ml);
+        u32 dl2, nml2;
+        kq_scales(*(const u32*)(R + 32), (u32)sc | ((u32)m << 16), dl2, nml2);
         int sh = (j & 1) ? 4 : 0;
         u32 x0 = (q.x >> sh) & 0x0f0f0f0fu, x1 = (q.y >> sh) & 0x0f0f0f0fu;
         o[0] = h2_fma(h2_sub(h2_bytes01(x0), H2_1024), dl2, nml2);
@@ -1605,11 +1618,58 @@ __device__ __forceinline__ int qr_tile_table(const GemmArgs& a, int ng, int* tst
         }                                   \
     }
 
+// The MoE mid fused into the up projection's store (gemm_qr / gemm_qs; out == nullptr: off).
+// Instead of y = u, the tile stores mid = moe_mid_gu(g, u, clamp) * pw[pair] rounded to f16 at
+// out, each pair's row in gemm_qr's K order (qr_kpos): the values and layout moe_mid writes
+// with perm (session.rs launch_moe_mid), from the same f32 u. g: the gate projection's output
+// (ldy apart, as y). Why: u then never goes to memory, and moe_mid's pass (read g and u, write
+// mid) becomes one read of g in the epilogue.
+struct GqMid {
+    const float* g;
+    const float* pw;  // nullptr: weight 1
+    u16* out;
+    float clamp;
+    int pad;
+};
+
 // A tile's outputs (rows from rb, tokens [tb, j1)): accumulator (b, j, q) is row r0[b] (+8 for
 // q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
 template <int MB>
 __device__ __forceinline__ void qr_store(const GemmArgs& a, const float (&acc)[MB][256 / MB / 8][4], int rb, const int (&r0)[MB],
-                                         int tb, int j1, int rows, int lane) {
+                                         int tb, int j1, int rows, int lane, const GqMid& mid) {
+    if (mid.out) {
+        // 8 tokens' g loads in flight per thread before their products (all 64 / MB would
+        // double the live registers beside the accumulators)
+#pragma unroll
+        for (int b = 0; b < MB; b++)
+#pragma unroll
+            for (int j0 = 0; j0 < 256 / MB / 8; j0 += 4) {
+                float gv[4][4], wv[4][2];
+#pragma unroll
+                for (int j = j0; j < j0 + 4; j++)
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        int r = rb + r0[b] + ((q >> 1) << 3);
+                        int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
+                        bool ok = r < rows && tk < j1;
+                        gv[j - j0][q] = ok ? __ldcs(mid.g + (i64)tk * a.ldy + r) : 0.f;
+                        if (q < 2) wv[j - j0][q] = mid.pw && tk < j1 ? mid.pw[tk] : 1.f;
+                    }
+#pragma unroll
+                for (int j = j0; j < j0 + 4; j++)
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        int r = rb + r0[b] + ((q >> 1) << 3);
+                        int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
+                        if (r < rows && tk < j1) {
+                            float m = moe_mid_gu(gv[j - j0][q], acc[b][j][q], mid.clamp);
+                            if (mid.pw) m *= wv[j - j0][q & 1];
+                            mid.out[(i64)tk * a.ldy + (r & ~31) + qr_kpos(r & 31)] = f2h(m);
+                        }
+                    }
+            }
+        return;
+    }
 #pragma unroll
     for (int b = 0; b < MB; b++)
 #pragma unroll
@@ -1634,7 +1694,7 @@ __device__ __forceinline__ void qr_ctr_done(int* ctr) {
 
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
 template <int TY, int MB>
-__device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr) {
+__device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr, const GqMid& mid) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NT = NX / 32;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -1703,7 +1763,7 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
 #define QR_K(N) qr_kloop<TY, MB, N>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp, g16)
         QX_BY_NC(QR_K)
 #undef QR_K
-        qr_store<MB>(a, acc, rb, r0, tb, j1, rows, lane);
+        qr_store<MB>(a, acc, rb, r0, tb, j1, rows, lane, mid);
         __syncthreads();  // the next tile's prologue overwrites the stages
         tile = ctr ? slot[it & 1] : tile + (int)gridDim.x;
     }
@@ -1804,7 +1864,7 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
 template <int TY, int MB>
-__device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr) {
+__device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr, const GqMid& mid) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, WS = BM * GQR<TY>::RB;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -1941,7 +2001,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 #define QS_K(N) qs_kloop<TY, MB, N>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16)
             QX_BY_NC(QS_K)
 #undef QS_K
-            qr_store<MB>(a, acc, rb, r0, tb, j1, rows, lane);
+            qr_store<MB>(a, acc, rb, r0, tb, j1, rows, lane, mid);
         }
     }
 #endif
@@ -1957,7 +2017,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 //             qs_table_bytes), 384 threads (session.rs QS_THREADS: two consumer warpgroups and
 //             the producer).
 template <int MB, bool QS>
-__device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
+__device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr, const GqMid& mid) {
     if (!WG_OK) __trap();
     // IQ2_XXS only: the grid's GQ_GREP copies at the start of the dynamic shared memory (32 KB,
     // a multiple of 1024: the body's alignment holds; session.rs gq_grid_bytes adds them to the
@@ -1969,8 +2029,8 @@ __device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups,
     }
     const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));  // this lane's copy
 #define QX_BODY(TY)                                                   \
-    if constexpr (QS) gemm_qs_body<TY, MB>(a, ngroups, smem, g16, ctr); \
-    else gemm_qr_body<TY, MB>(a, ngroups, smem, g16, ctr);
+    if constexpr (QS) gemm_qs_body<TY, MB>(a, ngroups, smem, g16, ctr, mid); \
+    else gemm_qr_body<TY, MB>(a, ngroups, smem, g16, ctr, mid);
     switch (a.w.type) {
         case T_Q8_0: QX_BODY(T_Q8_0) break;
         case T_IQ2_XXS: QX_BODY(T_IQ2_XXS) break;
@@ -1980,26 +2040,26 @@ __device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups,
 #undef QX_BODY
 }
 // ctr: two ints, zero between launches (the tile counter and the blocks done; the kernel
-// leaves them zero), or nullptr for the round-robin order of gq_tile_prefix.
-extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr(GemmArgs a, int ngroups, int* ctr) {
+// leaves them zero), or nullptr for the round-robin order of gq_tile_prefix. mid: see GqMid.
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr(GemmArgs a, int ngroups, int* ctr, GqMid mid) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<1, false>(a, ngroups, gq_smem, ctr);
+    gemm_qx_dispatch<1, false>(a, ngroups, gq_smem, ctr, mid);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ngroups, int* ctr) {
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ngroups, int* ctr, GqMid mid) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<2, false>(a, ngroups, gq_smem, ctr);
+    gemm_qx_dispatch<2, false>(a, ngroups, gq_smem, ctr, mid);
 }
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs(GemmArgs a, int ngroups, int* ctr) {
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs(GemmArgs a, int ngroups, int* ctr, GqMid mid) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<1, true>(a, ngroups, gq_smem, ctr);
+    gemm_qx_dispatch<1, true>(a, ngroups, gq_smem, ctr, mid);
 }
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2(GemmArgs a, int ngroups, int* ctr) {
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2(GemmArgs a, int ngroups, int* ctr, GqMid mid) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<2, true>(a, ngroups, gq_smem, ctr);
+    gemm_qx_dispatch<2, true>(a, ngroups, gq_smem, ctr, mid);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
