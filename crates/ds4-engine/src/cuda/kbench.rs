@@ -10,7 +10,7 @@
 use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
-    gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GqMid, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_gemm_q_mid, launch_moe_mid_form, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
+    gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_moe_mid_form, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
 use super::weights::{upload_raw_mat, GMat};
@@ -1298,51 +1298,6 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                             GqKernel::Qr => hqr = Some(hr),
                             GqKernel::Qr2 => hqr2 = Some(hr),
                             _ => {}
-                        }
-                    }
-                    // gate/up shapes: the MoE mid fused into the store (GqMid) against the same
-                    // kernel's plain store followed by moe_mid (perm), on a random g (half of it
-                    // past the clamp) and random pair weights: the f16 mids must be the same bits
-                    if gather && rows % 32 == 0 {
-                        let mut sg = 0x6d1du64 ^ t as u64;
-                        let gv: Vec<f32> = (0..ny).map(|_| ((rng(&mut sg) >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * 24.0).collect();
-                        let pv: Vec<f32> = (0..pairs).map(|_| (rng(&mut sg) >> 40) as f32 / (1u64 << 24) as f32).collect();
-                        let (gbuf, pbuf) = (gpu.alloc(ny * 4)?, gpu.alloc(pairs * 4)?);
-                        gpu.htod(gbuf.ptr, &gv)?;
-                        gpu.htod(pbuf.ptr, &pv)?;
-                        let clamp = 7.0f32;
-                        let mids = [gpu.alloc(ny * 2)?, gpu.alloc(ny * 2)?];
-                        let get16 = |b: &DevBuf| -> Result<Vec<u16>> {
-                            let mut v = vec![0u16; ny];
-                            gpu.dtoh(&mut v, b.ptr)?;
-                            Ok(v)
-                        };
-                        for (label, kind) in [("mid_qs", GqKernel::Qs), ("mid_qs2", GqKernel::Qs2)] {
-                            let plain = || -> Result<()> {
-                                launch_gemm_q_kernel(gpu, gh(x16p.ptr), GEMM_E, bn, kind)?;
-                                launch_moe_mid_form(gpu, gbuf.ptr, yblas.ptr, pbuf.ptr, pairs, rows, clamp, 0, mids[0].ptr, true, true)
-                            };
-                            let gm = GqMid { g: gbuf.ptr, pw: pbuf.ptr, out: mids[1].ptr, clamp, pad: 0 };
-                            let fused = || launch_gemm_q_mid(gpu, GemmArgs { y: 0, ..gh(x16p.ptr) }, GEMM_E, bn, kind, gm);
-                            let mut hs = Vec::new();
-                            for (o, f) in mids.iter().zip([&plain as &dyn Fn() -> Result<()>, &fused]) {
-                                gpu.htod(o.ptr, &vec![0xffffu16; ny])?;
-                                f()?;
-                                hs.push(get16(o)?);
-                            }
-                            let ms_p = time(reps, &plain)?;
-                            let ms_f = time(reps, &fused)?;
-                            let n = hs[0].iter().zip(&hs[1]).filter(|(p, q)| p != q).count();
-                            println!(
-                                "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} plain+moe_mid {ms_p:.3} ms, fused {:.2}x; mids {}",
-                                "",
-                                "",
-                                label,
-                                ms_f,
-                                gflop / ms_f,
-                                ms_p / ms_f,
-                                if n == 0 { "same bits".to_string() } else { format!("DIFFER ({n} of {ny})") }
-                            );
                         }
                     }
                 }

@@ -84,19 +84,6 @@ pub(crate) struct GemmArgs {
     pub flags: i32,
 }
 
-/// The MoE mid fused into gemm_qr / gemm_qs's store of the up projection (matmul.cuh GqMid;
-/// `out` 0: off): mid = silu(min(g, clamp)) * clamp(u) * pw[pair] as f16 in gemm_qr's K order,
-/// what launch_moe_mid writes with `perm`.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub(crate) struct GqMid {
-    pub g: u64,
-    pub pw: u64,
-    pub out: u64,
-    pub clamp: f32,
-    pub pad: i32,
-}
-
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct CompArgs {
@@ -1712,12 +1699,6 @@ fn mid_f16_enabled() -> bool {
     env_unless!("DS4_MID_F16", "0")
 }
 
-/// `DS4_MID_FUSE=0`: prefill's routed-expert mids by moe_mid after the up projection, instead
-/// of gemm_qr / gemm_qs's store of the up projection writing them (GqMid; the same bits).
-pub(crate) fn mid_fuse_enabled() -> bool {
-    env_unless!("DS4_MID_FUSE", "0")
-}
-
 /// Raw weight bytes gemm_q stages per row per K step (`GQR<TY>::RB` in matmul.cuh).
 fn gq_raw_bytes(ty: i32) -> usize {
     match ty {
@@ -1839,17 +1820,8 @@ pub(crate) const GR_ST: usize = 8;
 
 /// launch_gemm_q with the kernel family chosen by the caller (the kernel bench compares them).
 pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, kind: GqKernel) -> Result<()> {
-    launch_gemm_q_mid(gpu, a, ngroups, bn, kind, GqMid::default())
-}
-
-/// launch_gemm_q_kernel with the MoE mid fused into the store (gemm_qr / gemm_qs kinds only;
-/// a.y unused then, `mid.out` receives the f16 mids; a.ldy = the mids' width, % 32 == 0).
-pub(crate) fn launch_gemm_q_mid(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, kind: GqKernel, mid: GqMid) -> Result<()> {
     if a.t <= 0 {
         return Ok(());
-    }
-    if mid.out != 0 && (kind == GqKernel::Mma || a.ldy % 32 != 0 || a.w.rows % 32 != 0) {
-        return Err(CudaError::Other(format!("gemm_q: the fused mid needs gemm_qr / gemm_qs and a width % 32 == 0 (width {})", a.ldy)));
     }
     if kind == GqKernel::Mma && bn != 64 && bn != 128 {
         return Err(CudaError::Other(format!("gemm_q: token tiles of 64 or 128, not {bn}")));
@@ -1889,7 +1861,7 @@ pub(crate) fn launch_gemm_q_mid(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usiz
         _ => "gemm_q64",
     };
     let args = Args::new().a(a).a(ng as i32);
-    let args = if mb > 0 { args.a(if qr_sched_dyn() { gpu.qr_counter()? } else { 0u64 }).a(mid) } else { args };
+    let args = if mb > 0 { args.a(if qr_sched_dyn() { gpu.qr_counter()? } else { 0u64 }) } else { args };
     let threads = if matches!(kind, GqKernel::Qs | GqKernel::Qs2) { QS_THREADS } else { 256 };
     gpu.launch(name, (grid as u32, 1, 1), threads, smem as u32, args)
 }
@@ -2498,17 +2470,11 @@ impl CudaSession {
     /// of `ldx` halfs, read through `gather` when it is not 0; see gq_xh_ok).
     #[allow(clippy::too_many_arguments)]
     fn gemm_exp_xh(&self, w: WMat, x16: DevPtr, ldx: usize, gather: DevPtr, y: DevPtr, ldy: usize, t: usize, qr: Option<GqKernel>) -> Result<()> {
-        self.gemm_exp_xh_mid(w, x16, ldx, gather, y, ldy, t, qr, GqMid::default())
-    }
-
-    /// gemm_exp_xh; with `mid.out` set (qr only) the MoE mid is fused into its store.
-    #[allow(clippy::too_many_arguments)]
-    fn gemm_exp_xh_mid(&self, w: WMat, x16: DevPtr, ldx: usize, gather: DevPtr, y: DevPtr, ldy: usize, t: usize, qr: Option<GqKernel>, mid: GqMid) -> Result<()> {
         let d = &self.m.dims;
         let flags = gemm_q_flags() | GQ_FLAG_XH;
         let a = GemmArgs { w, x: x16, y, grp_off: self.sc.off.ptr, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags };
         if let Some(kind) = qr {
-            return launch_gemm_q_mid(self.gpu(), a, d.e, 0, kind, mid);
+            return launch_gemm_q_kernel(self.gpu(), a, d.e, 0, kind);
         }
         let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, Some((t * d.k) as f64 / d.e as f64));
         launch_gemm_q(self.gpu(), a, d.e, bn)
@@ -3064,14 +3030,8 @@ impl CudaSession {
                         launch_x_to_f16(gpu, sc.xn.ptr, d.d, d.d, t, 0, sc.ypair.ptr, qr.is_some())?;
                     }
                     self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr)?;
-                    if qr.is_some() && mid_fuse_enabled() && d.f % 32 == 0 {
-                        // the up projection's store writes the mids itself (no u, no moe_mid)
-                        let mid = GqMid { g: sc.g.ptr, pw: sc.pair_w.ptr, out: sc.mid.ptr, clamp, pad: 0 };
-                        self.gemm_exp_xh_mid(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, 0, d.f, t, qr, mid)?;
-                    } else {
-                        self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, qr)?;
-                        launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr, qr.is_some())?;
-                    }
+                    self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, qr)?;
+                    launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr, qr.is_some())?;
                     self.gemm_exp_xh(dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, qr)?;
                 } else {
                     // gate and up read the same gathered rows: converted once when both use cuBLAS

@@ -1618,58 +1618,11 @@ __device__ __forceinline__ int qr_tile_table(const GemmArgs& a, int ng, int* tst
         }                                   \
     }
 
-// The MoE mid fused into the up projection's store (gemm_qr / gemm_qs; out == nullptr: off).
-// Instead of y = u, the tile stores mid = moe_mid_gu(g, u, clamp) * pw[pair] rounded to f16 at
-// out, each pair's row in gemm_qr's K order (qr_kpos): the values and layout moe_mid writes
-// with perm (session.rs launch_moe_mid), from the same f32 u. g: the gate projection's output
-// (ldy apart, as y). Why: u then never goes to memory, and moe_mid's pass (read g and u, write
-// mid) becomes one read of g in the epilogue.
-struct GqMid {
-    const float* g;
-    const float* pw;  // nullptr: weight 1
-    u16* out;
-    float clamp;
-    int pad;
-};
-
 // A tile's outputs (rows from rb, tokens [tb, j1)): accumulator (b, j, q) is row r0[b] (+8 for
 // q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
 template <int MB>
 __device__ __forceinline__ void qr_store(const GemmArgs& a, const float (&acc)[MB][256 / MB / 8][4], int rb, const int (&r0)[MB],
-                                         int tb, int j1, int rows, int lane, const GqMid& mid) {
-    if (mid.out) {
-        // 8 tokens' g loads in flight per thread before their products (all 64 / MB would
-        // double the live registers beside the accumulators)
-#pragma unroll
-        for (int b = 0; b < MB; b++)
-#pragma unroll
-            for (int j0 = 0; j0 < 256 / MB / 8; j0 += 4) {
-                float gv[4][4], wv[4][2];
-#pragma unroll
-                for (int j = j0; j < j0 + 4; j++)
-#pragma unroll
-                    for (int q = 0; q < 4; q++) {
-                        int r = rb + r0[b] + ((q >> 1) << 3);
-                        int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
-                        bool ok = r < rows && tk < j1;
-                        gv[j - j0][q] = ok ? __ldcs(mid.g + (i64)tk * a.ldy + r) : 0.f;
-                        if (q < 2) wv[j - j0][q] = mid.pw && tk < j1 ? mid.pw[tk] : 1.f;
-                    }
-#pragma unroll
-                for (int j = j0; j < j0 + 4; j++)
-#pragma unroll
-                    for (int q = 0; q < 4; q++) {
-                        int r = rb + r0[b] + ((q >> 1) << 3);
-                        int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
-                        if (r < rows && tk < j1) {
-                            float m = moe_mid_gu(gv[j - j0][q], acc[b][j][q], mid.clamp);
-                            if (mid.pw) m *= wv[j - j0][q & 1];
-                            mid.out[(i64)tk * a.ldy + (r & ~31) + qr_kpos(r & 31)] = f2h(m);
-                        }
-                    }
-            }
-        return;
-    }
+                                         int tb, int j1, int rows, int lane) {
 #pragma unroll
     for (int b = 0; b < MB; b++)
 #pragma unroll
@@ -1694,7 +1647,7 @@ __device__ __forceinline__ void qr_ctr_done(int* ctr) {
 
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
 template <int TY, int MB>
-__device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr, const GqMid& mid) {
+__device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NT = NX / 32;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -1763,7 +1716,7 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
 #define QR_K(N) qr_kloop<TY, MB, N>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp, g16)
         QX_BY_NC(QR_K)
 #undef QR_K
-        qr_store<MB>(a, acc, rb, r0, tb, j1, rows, lane, mid);
+        qr_store<MB>(a, acc, rb, r0, tb, j1, rows, lane);
         __syncthreads();  // the next tile's prologue overwrites the stages
         tile = ctr ? slot[it & 1] : tile + (int)gridDim.x;
     }
@@ -1864,7 +1817,7 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
 template <int TY, int MB>
-__device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr, const GqMid& mid) {
+__device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, WS = BM * GQR<TY>::RB;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -2001,7 +1954,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 #define QS_K(N) qs_kloop<TY, MB, N>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16)
             QX_BY_NC(QS_K)
 #undef QS_K
-            qr_store<MB>(a, acc, rb, r0, tb, j1, rows, lane, mid);
+            qr_store<MB>(a, acc, rb, r0, tb, j1, rows, lane);
         }
     }
 #endif
@@ -2017,7 +1970,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 //             qs_table_bytes), 384 threads (session.rs QS_THREADS: two consumer warpgroups and
 //             the producer).
 template <int MB, bool QS>
-__device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr, const GqMid& mid) {
+__device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
     if (!WG_OK) __trap();
     // IQ2_XXS only: the grid's GQ_GREP copies at the start of the dynamic shared memory (32 KB,
     // a multiple of 1024: the body's alignment holds; session.rs gq_grid_bytes adds them to the
@@ -2029,8 +1982,8 @@ __device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups,
     }
     const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));  // this lane's copy
 #define QX_BODY(TY)                                                   \
-    if constexpr (QS) gemm_qs_body<TY, MB>(a, ngroups, smem, g16, ctr, mid); \
-    else gemm_qr_body<TY, MB>(a, ngroups, smem, g16, ctr, mid);
+    if constexpr (QS) gemm_qs_body<TY, MB>(a, ngroups, smem, g16, ctr); \
+    else gemm_qr_body<TY, MB>(a, ngroups, smem, g16, ctr);
     switch (a.w.type) {
         case T_Q8_0: QX_BODY(T_Q8_0) break;
         case T_IQ2_XXS: QX_BODY(T_IQ2_XXS) break;
@@ -2040,26 +1993,26 @@ __device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups,
 #undef QX_BODY
 }
 // ctr: two ints, zero between launches (the tile counter and the blocks done; the kernel
-// leaves them zero), or nullptr for the round-robin order of gq_tile_prefix. mid: see GqMid.
-extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr(GemmArgs a, int ngroups, int* ctr, GqMid mid) {
+// leaves them zero), or nullptr for the round-robin order of gq_tile_prefix.
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<1, false>(a, ngroups, gq_smem, ctr, mid);
+    gemm_qx_dispatch<1, false>(a, ngroups, gq_smem, ctr);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ngroups, int* ctr, GqMid mid) {
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<2, false>(a, ngroups, gq_smem, ctr, mid);
+    gemm_qx_dispatch<2, false>(a, ngroups, gq_smem, ctr);
 }
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs(GemmArgs a, int ngroups, int* ctr, GqMid mid) {
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<1, true>(a, ngroups, gq_smem, ctr, mid);
+    gemm_qx_dispatch<1, true>(a, ngroups, gq_smem, ctr);
 }
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2(GemmArgs a, int ngroups, int* ctr, GqMid mid) {
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<2, true>(a, ngroups, gq_smem, ctr, mid);
+    gemm_qx_dispatch<2, true>(a, ngroups, gq_smem, ctr);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
