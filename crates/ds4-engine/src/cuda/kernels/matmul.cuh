@@ -1424,14 +1424,16 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int n
 // group g = lane % 4): f[h] = the registers of k16 half h (rows r0, r0+8 at pairs 2g, then
 // 2g + 8 of the permuted order). hp0 / hp1: the rows' header addresses (low bits), for the
 // offset of a 2-byte d inside its staged aligned word (as gq_deq_stage).
-template <int TY>
+// RB: the staged row stride; sub: the step's place in gemm_qs's IQ2_XXS step pair (QSW: both
+// steps' 8 bytes, then the d word at 16; gq_deqh reads d at R + 8 + hs).
+template <int TY, int RB = GQR<TY>::RB>
 __device__ __forceinline__ void qr_deq(const u8* st, int r0, int g, int k0, u32 hp0, u32 hp1, const uint4* g16,
-                                       u32 (&f)[2][4]) {
-    constexpr int RB = GQR<TY>::RB;
+                                       u32 (&f)[2][4], int sub = 0) {
     const u32 sh = TY == T_IQ2_XXS ? (k0 >> 8) * 2 : (k0 >> 5) * 2;
     const bool hd = TY == T_Q8_0 || TY == T_IQ2_XXS;
-    uint4 v0 = gq_deqh<TY, GQ_GREP>(st + r0 * RB, g, k0, hd ? (int)((hp0 + sh) & 2) : 0, g16);
-    uint4 v1 = gq_deqh<TY, GQ_GREP>(st + (r0 + 8) * RB, g, k0, hd ? (int)((hp1 + sh) & 2) : 0, g16);
+    const int qo = TY == T_IQ2_XXS && RB == 32 ? 8 * sub : 0, ho = TY == T_IQ2_XXS && RB == 32 ? 8 - qo : 0;
+    uint4 v0 = gq_deqh<TY, GQ_GREP>(st + r0 * RB + qo, g, k0, hd ? (int)((hp0 + sh) & 2) + ho : 0, g16);
+    uint4 v1 = gq_deqh<TY, GQ_GREP>(st + (r0 + 8) * RB + qo, g, k0, hd ? (int)((hp1 + sh) & 2) + ho : 0, g16);
     f[0][0] = v0.x; f[0][1] = v1.x; f[0][2] = v0.y; f[0][3] = v1.y;
     f[1][0] = v0.z; f[1][1] = v1.z; f[1][2] = v0.w; f[1][3] = v1.w;
 }
@@ -1742,6 +1744,28 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
 // threads, one producer warp, was refused at launch for that reason with 224 per thread).
 // Same tiles, fragments and products in the same order as gemm_qr / gemm_qr2: the same output
 // bits.
+// gemm_qs's raw weights per group of P K steps: the producer copies a row's bytes once per
+// group into slot (step % GR_ST) / P (RB bytes per row), where every step of the group reads
+// them. Q2_K: the 32 qs bytes of a 128-half, the scale word and (d, dmin) serve steps 2j and
+// 2j + 1 alike (the layout of GQR, copied half as often); Q4_K: the 64-pair's 32 bytes and
+// the header likewise; IQ2_XXS: both steps' 8 bytes as one 16-byte copy, then the d word (RB
+// 32). Why: Nsight Compute on gemm_qs (IQ2_XXS gate, 8K tokens) counted 367M shared-memory
+// wavefronts in a ~3.2M-cycle launch (~87 % of the SMs' one per cycle), 200M of them the
+// producer's cp.async writes: a copy touching 32 rows' global lines costs 32 wavefronts
+// however few bytes it moves (the 8-byte IQ2_XXS copy: 67M for 2M instructions).
+template <int TY> struct QSW { static const int P = 2, RB = GQR<TY>::RB; };
+template <> struct QSW<T_Q8_0> { static const int P = 1, RB = GQR<T_Q8_0>::RB; };
+template <> struct QSW<T_IQ2_XXS> { static const int P = 2, RB = 32; };
+// copy q of a row's group (first step's column k0) into its slot (ws: the slot's base)
+template <int TY>
+__device__ __forceinline__ void qs_wcopy(u32 ws, int row, int q, const u8* prow, const u8* hrow, bool wok, int k0) {
+    if constexpr (TY == T_IQ2_XXS) {
+        if (q == 0) cp_async16(ws + row * 32, prow + (k0 >> 5) * 8, wok ? 16 : 0);
+        else cp_async4(ws + row * 32 + 16, al4(hrow + (k0 >> 8) * 2), wok ? 4 : 0);
+    } else {
+        gq_wcopy<TY>(ws, row, q, prow, hrow, wok, k0);
+    }
+}
 #define QS_LAG 3  // the producer confirms step g's copies after issuing step g + QS_LAG
 // Registers per thread after setmaxnreg: an SM sub-partition holds 16K registers and one warp of
 // each warpgroup, so 2 x 224 + 56 per lane fit (the launch gives 384 x 168)
@@ -1773,11 +1797,12 @@ __device__ __forceinline__ void mbar_wait(u32 b, u32 parity) {
 template <int TY, int MB, int N>
 __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int nk, u32 G, u32 full, u32 empty, const u8* wst,
                                          u32 xs_u, const int (&r0)[MB], int grp, const u32 (&hp)[MB][2], const uint4* g16) {
-    constexpr int WS = 128 * MB * GQR<TY>::RB, XS = 256 / MB * 64;
+    constexpr int P = QSW<TY>::P, RB = QSW<TY>::RB, WS = 128 * MB * RB, XS = 256 / MB * 64;
     const int lane = threadIdx.x & 31;
     u32 fa[MB][2][4], fb[MB][2][4];
+    // (a tile's first step G is a multiple of GR_ST: every tile's nk is)
 #pragma unroll
-    for (int b = 0; b < MB; b++) qr_deq<TY>(wst + (G % GR_ST) * WS, r0[b], grp, 0, hp[b][0], hp[b][1], g16, fa[b]);
+    for (int b = 0; b < MB; b++) qr_deq<TY, RB>(wst + (G % GR_ST) / P * WS, r0[b], grp, 0, hp[b][0], hp[b][1], g16, fa[b], 0);
     const u64 db0 = wg_desc_sw64(xs_u);
     // issue step kt's products (A = cur), retire step kt-1's and free its stage, then wait for
     // step kt+1's stage and dequantize it into nxt while step kt's products run
@@ -1800,7 +1825,8 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
             const u32 sn = (g + 1) % GR_ST;
             mbar_wait(full + 8 * sn, ((g + 1) / GR_ST) & 1);
 #pragma unroll
-            for (int b = 0; b < MB; b++) qr_deq<TY>(wst + sn * WS, r0[b], grp, (kt + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b]);
+            for (int b = 0; b < MB; b++)
+                qr_deq<TY, RB>(wst + sn / P * WS, r0[b], grp, (kt + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b], (int)(sn % P));
         }
     };
     for (int kt = 0; kt < nk; kt += 2) {
@@ -1819,7 +1845,9 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 template <int TY, int MB>
 __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr) {
 #if WG_OK
-    constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, WS = BM * GQR<TY>::RB;
+    constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, QP = QSW<TY>::P, WSQ = BM * QSW<TY>::RB;
+    // (the weight slots, GR_ST / QP of WSQ bytes, fit in session.rs's GR_ST x BM x GQR::RB)
+    static_assert(GR_ST % QP == 0 && GR_ST / QP * QSW<TY>::RB <= GR_ST * GQR<TY>::RB, "gemm_qs weight slots");
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int ng = a.grp_off ? ngroups : 1;
     // dynamic shared memory: the barriers, the stages' tile tags, the tile table (as gemm_qr's),
@@ -1892,8 +1920,11 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
             for (int kt = 0; kt < nk; kt++, G++) {
                 const u32 s = G % GR_ST;
                 mbar_wait(empty + 8 * s, ((G / GR_ST) & 1) ^ 1);
+                // a group's slot is free once the last step of its previous group is (steps retire
+                // in order; that step's stage is in this round too: P divides GR_ST)
+                if (QP > 1 && s % QP == 0) mbar_wait(empty + 8 * (s + QP - 1), ((G / GR_ST) & 1) ^ 1);
                 if (p == 0) tinfo[s] = tile;
-                const u32 xs = xs_u + s * XS + xo0, ws = ws_u + s * WS;
+                const u32 xs = xs_u + s * XS + xo0, ws = ws_u + s / QP * WSQ;
                 const int ko = kt * (GQ_BK * 2);
 #pragma unroll
                 for (int c = 0; c < NX / 64; c++)
@@ -1901,10 +1932,11 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
                         cp_async16(xs + 2048 * (2 * c), xsrc[2 * c] + ko, 16);
                         cp_async16(xs + 2048 * (2 * c + 1), xsrc[2 * c + 1] + ko, 16);
                     }
+                if (s % QP == 0)
 #pragma unroll
-                for (int i = 0; i < MB; i++)
+                    for (int i = 0; i < MB; i++)
 #pragma unroll
-                    for (int q = 0; q < NP; q++) gq_wcopy<TY>(ws, p + 128 * i, q, prow[i], hrow[i], wok[i], kt * GQ_BK);
+                        for (int q = 0; q < NP; q++) qs_wcopy<TY>(ws, p + 128 * i, q, prow[i], hrow[i], wok[i], kt * GQ_BK);
                 cp_commit();
                 if (G >= QS_LAG) {
                     cp_wait<QS_LAG>();
