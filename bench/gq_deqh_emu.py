@@ -57,3 +57,29 @@ for it in range(3000):
         sc=max(dl*(2**bits-1),ml,1e-30)
         worst[typ]=max(worst.get(typ,0),max(abs(a-b)/sc for a,b in zip(ref,got)))
 print("Q8_0 bit-exact vs f16(d*q); worst:", worst)
+
+# The scales in f16x2 arithmetic (matmul.cuh kq_scales, iq2_sub_scale; session 23) against the
+# f32 form they replaced (f32 product, one cvt.rn to f16): every finite d for IQ2_XXS's factor,
+# every finite d with sampled scale / min pairs for the K-quants. Expected: 0 differ (overflow
+# to inf on both sides).
+def f2hi(x):
+    try: return f2h(x)
+    except OverflowError: return 0x7c00 if x > 0 else 0xfc00
+def mulx(a, b): return f2hi(lo(a)*lo(b)) | (f2hi(hi(a)*hi(b)) << 16)
+n = bad = 0
+for dh in range(0x10000):
+    if (dh >> 10) & 31 == 31: continue
+    d = h2f(dh)
+    for nn in range(16):
+        k = fma((nn*0x10001) | 0x64006400, 0x34003400, 0xDBFFDBFF)
+        ref = f2hi(d*(0.5+nn)*0.25); n += 1
+        bad += mulx(k, dh | (dh << 16)) != (ref | (ref << 16))
+    dminh = (dh*7919+13) & 0x7fff
+    if (dminh >> 10) & 31 == 31: continue
+    dmin = h2f(dminh)
+    for sc in range(0, 64, 1 if dh % 97 == 0 else 9):
+        m = 63 - sc
+        p = mulx(sub((sc | (m << 16)) | 0x64006400, 0x64006400), dh | (dminh << 16))
+        rd, rm = f2hi(d*sc), f2hi(-(dmin*m)); n += 1
+        bad += bperm(p, 0, 0x1010) != (rd | (rd << 16)) or bperm(p, 0, 0x3232) ^ 0x80008000 != (rm | (rm << 16))
+print("f16x2 scales:", n, "checked,", bad, "differ")
