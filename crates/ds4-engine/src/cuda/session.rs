@@ -1835,14 +1835,6 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     if mb > 0 && (a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty)) {
         return Err(CudaError::Other("gemm_qr: f16 activations and a block-quant type only".into()));
     }
-    // gemm_qs / gemm_qs2 address gathered activation rows by 32-bit byte offsets from x
-    // (matmul.cuh gemm_qs_body): past 4 GB of rows the same tiles on gemm_qr (the same bits)
-    let kind = match kind {
-        GqKernel::Qs | GqKernel::Qs2 if a.gather != 0 && a.t as u64 * a.ldx as u64 * 2 > u32::MAX as u64 => {
-            if kind == GqKernel::Qs { GqKernel::Qr } else { GqKernel::Qr2 }
-        }
-        k => k,
-    };
     let (bm, bn) = if mb > 0 { (128 * mb, 256 / mb) } else { (128, bn) };
     let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
     let xbytes = if a.flags & GQ_FLAG_XH != 0 { 2 } else { 4 };

@@ -1883,15 +1883,10 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
         // ---- the producer warpgroup: every copy, GR_ST - 1 steps ahead at most ----
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(MB == 1 ? QS_PRODUCER_REGS : QS2_PRODUCER_REGS));
         const int p = tid - 256;
-        // this thread's activation copies, once per QP-step group as the weights: for a pair,
-        // token rows p / 8 + 16 j, bytes 16 (p % 8) of the row's 128 (step (p / 4) % 2 of the
-        // pair, 16-byte part p % 4), so 8 threads read one token's 128 contiguous bytes (a copy
-        // instruction touches 4 global lines, not 8: its shared-memory wavefronts); for single
-        // steps (Q8_0), token rows p / 4 + 32 j, part p % 4. In the swizzled layout of sw64_off
-        // row + R j is 64 R j bytes further. Weight rows p + 128 i.
-        constexpr int XR = QP == 2 ? 16 : 32, NXC = NX / XR;  // rows apart, copies per group
-        const u32 xo0 = QP == 2 ? sw64_off(p >> 3, p & 3) + ((p >> 2) & 1) * XS : sw64_off(p >> 2, p & 3);
-        const int xrow = QP == 2 ? p >> 3 : p >> 2, xpart = QP == 2 ? p & 7 : p & 3;
+        // this thread's activation copies: token rows p / 4 + 32 j, 16-byte part p % 4 (in the
+        // swizzled layout of sw64_off row + 32 j is 2048 j bytes further), and weight rows
+        // p + 128 i
+        const u32 xo0 = sw64_off(p >> 2, p & 3);
         const i64 prb = (i64)(cols / QT<TY>::BL) * QT<TY>::PB, hrb = (i64)(cols / QT<TY>::BL) * QT<TY>::HB;
         u32 G = 0;
         int tile = blockIdx.x;
@@ -1916,15 +1911,11 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
             // its last token again (those outputs are never stored), so every copy of a chunk
             // is unconditional
             const int nc = min((j1 - tb + 63) >> 6, NX / 64);
-            // byte offsets from xb (32 bits: fewer producer registers): gathered rows from a.x
-            // (the host keeps t x ldx halfs under 4 GB, else gemm_qr), a group's own rows from
-            // its first token's
-            const u8* xb = (const u8*)a.x + (a.gather ? 0 : (i64)tb * a.ldx * 2);
-            u32 xoff[NXC];
+            const u8* xsrc[NX / 32];
 #pragma unroll
-            for (int j = 0; j < NXC; j++) {
-                const int tok = min(tb + xrow + XR * j, j1 - 1);
-                xoff[j] = (u32)(a.gather ? a.gather[tok] : tok - tb) * (u32)a.ldx * 2 + xpart * 16;
+            for (int j = 0; j < NX / 32; j++) {
+                const int tok = min(tb + (p >> 2) + 32 * j, j1 - 1);
+                xsrc[j] = (const u8*)a.x + (i64)(a.gather ? a.gather[tok] : tok) * a.ldx * 2 + (p & 3) * 16;
             }
             for (int kt = 0; kt < nk; kt++, G++) {
                 const u32 s = G % GR_ST;
@@ -1935,15 +1926,12 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
                 if (p == 0) tinfo[s] = tile;
                 const u32 xs = xs_u + s * XS + xo0, ws = ws_u + s / QP * WSQ;
                 const int ko = kt * (GQ_BK * 2);
-                if (s % QP == 0)
 #pragma unroll
-                    for (int c = 0; c < NX / 64; c++)
-                        if (c < nc)
-#pragma unroll
-                            for (int u = 0; u < NXC / (NX / 64); u++) {
-                                const int j = c * (NXC / (NX / 64)) + u;
-                                cp_async16(xs + 64 * XR * j, xb + xoff[j] + ko, 16);
-                            }
+                for (int c = 0; c < NX / 64; c++)
+                    if (c < nc) {
+                        cp_async16(xs + 2048 * (2 * c), xsrc[2 * c] + ko, 16);
+                        cp_async16(xs + 2048 * (2 * c + 1), xsrc[2 * c + 1] + ko, 16);
+                    }
                 if (s % QP == 0)
 #pragma unroll
                     for (int i = 0; i < MB; i++)
