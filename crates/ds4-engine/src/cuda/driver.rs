@@ -37,6 +37,7 @@ pub fn kernel_source() -> String {
         .map(|(name, size, align)| format!("static_assert(sizeof({name}) == {size} && alignof({name}) == {align}, \"{name}: layout differs from its Rust mirror\");\n"))
         .collect::<String>()
         + &format!("static_assert(GR_ST == {}, \"GR_ST differs from session.rs\");\n", super::session::GR_ST)
+        + &format!("static_assert(GQ_GREP == {}, \"GQ_GREP differs from session.rs\");\n", super::session::GQ_GREP)
         + &format!("static_assert(IDX_ROWS_PER_BLOCK == {}, \"IDX_ROWS_PER_BLOCK differs from session.rs\");\n", super::session::IDX_ROWS_PER_BLOCK)
         + &format!("static_assert(IDXW_MAX_RPB == {}, \"IDXW_MAX_RPB differs from session.rs\");\n", super::session::IDXW_MAX_RPB)
         + &format!("static_assert(IDT_R == {}, \"IDT_R differs from session.rs\");\n", super::session::IDT_R)
@@ -439,7 +440,8 @@ impl Gpu {
             g.set_max_smem(k, 200 * 1024)?;
         }
         // the register-fragment expert GEMMs: GR_ST stages (22 KB each for Q2_K) + the tile
-        // table, next to 4 KB of static shared memory (the sm_90 opt-in limit is 227 KB)
+        // table (+ 32 KB of IQ2_XXS grid copies for that type: session.rs gq_grid_bytes; the
+        // sm_90 opt-in limit is 227 KB)
         for k in ["gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2"] {
             g.set_max_smem(k, 220 * 1024)?;
         }

@@ -1866,10 +1866,14 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     gpu.launch(name, (grid as u32, 1, 1), threads, smem as u32, args)
 }
 
+/// Copies of the f16 IQ2_XXS grid in gemm_qr / gemm_qs (`GQ_GREP` in matmul.cuh: the kernel
+/// source asserts it equal).
+pub(crate) const GQ_GREP: usize = 8;
+
 /// The IQ2_XXS grid's copies at the start of gemm_qr / gemm_qs's dynamic shared memory
-/// (matmul.cuh GQ_GREP = 8 copies of 256 16-byte entries), for that type only.
+/// (GQ_GREP copies of 256 16-byte entries), for that type only.
 pub(crate) fn gq_grid_bytes(ty: i32) -> usize {
-    if ty == GgmlType::Iq2Xxs.id() as i32 { 8 * 256 * 16 } else { 0 }
+    if ty == GgmlType::Iq2Xxs.id() as i32 { GQ_GREP * 256 * 16 } else { 0 }
 }
 
 /// gemm_qs's shared memory before the stages: GR_ST full and empty mbarriers (8 bytes each),
