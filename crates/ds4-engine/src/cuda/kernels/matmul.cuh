@@ -1420,18 +1420,32 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_q128(GemmArgs a, int n
 // tokens 1.797 -> 1.730 ms (uniform), 2.286 -> 2.162 (skewed); gemm_qs2 2K skewed 1.423 -> 1.230.
 // The same f16 values: bits unchanged. In the dynamic shared memory of IQ2_XXS launches only.
 #define GQ_GREP 8
+// gemm_qs's raw weights per group of P K steps: the producer copies a row's bytes once per
+// group into slot (step % GR_ST) / P (RB bytes per row), where every step of the group reads
+// them. Q2_K: the 32 qs bytes of a 128-half, the scale word and (d, dmin) serve steps 2j and
+// 2j + 1 alike (the layout of GQR, copied half as often); Q4_K: the 64-pair's 32 bytes and
+// the header likewise; IQ2_XXS: both steps' 8 bytes as one 16-byte copy, then the d word (RB
+// 32). Why: Nsight Compute on gemm_qs (IQ2_XXS gate, 8K tokens) counted 367M shared-memory
+// wavefronts in a ~3.2M-cycle launch (~87 % of the SMs' one per cycle), 200M of them the
+// producer's cp.async writes: a copy touching 32 rows' global lines costs 32 wavefronts
+// however few bytes it moves (the 8-byte IQ2_XXS copy: 67M for 2M instructions).
+// PAIR: IQ2_XXS's pair row (step 2j's 8 bytes, step 2j + 1's, the d word at DW).
+template <int TY> struct QSW { static const int P = 2, RB = GQR<TY>::RB; static const bool PAIR = false; };
+template <> struct QSW<T_Q8_0> { static const int P = 1, RB = GQR<T_Q8_0>::RB; static const bool PAIR = false; };
+template <> struct QSW<T_IQ2_XXS> { static const int P = 2, RB = 32, DW = 16; static const bool PAIR = true; };
 // This thread's A fragments of one 32-k step from the staged raw rows r0 and r0 + 8 (quant
 // group g = lane % 4): f[h] = the registers of k16 half h (rows r0, r0+8 at pairs 2g, then
 // 2g + 8 of the permuted order). hp0 / hp1: the rows' header addresses (low bits), for the
 // offset of a 2-byte d inside its staged aligned word (as gq_deq_stage).
-// RB: the staged row stride; sub: the step's place in gemm_qs's IQ2_XXS step pair (QSW: both
-// steps' 8 bytes, then the d word at 16; gq_deqh reads d at R + 8 + hs).
-template <int TY, int RB = GQR<TY>::RB>
+// RB: the staged row stride; PAIR: rows in QSW<IQ2_XXS>'s pair layout, `sub` the step's place
+// in the pair (gq_deqh reads d at R + 8 + hs: ho moves that onto the row's d word).
+template <int TY, int RB = GQR<TY>::RB, bool PAIR = false>
 __device__ __forceinline__ void qr_deq(const u8* st, int r0, int g, int k0, u32 hp0, u32 hp1, const uint4* g16,
                                        u32 (&f)[2][4], int sub = 0) {
+    static_assert(!PAIR || TY == T_IQ2_XXS, "the pair layout is IQ2_XXS's");
     const u32 sh = TY == T_IQ2_XXS ? (k0 >> 8) * 2 : (k0 >> 5) * 2;
     const bool hd = TY == T_Q8_0 || TY == T_IQ2_XXS;
-    const int qo = TY == T_IQ2_XXS && RB == 32 ? 8 * sub : 0, ho = TY == T_IQ2_XXS && RB == 32 ? 8 - qo : 0;
+    const int qo = PAIR ? 8 * sub : 0, ho = PAIR ? QSW<T_IQ2_XXS>::DW - 8 - qo : 0;
     uint4 v0 = gq_deqh<TY, GQ_GREP>(st + r0 * RB + qo, g, k0, hd ? (int)((hp0 + sh) & 2) + ho : 0, g16);
     uint4 v1 = gq_deqh<TY, GQ_GREP>(st + (r0 + 8) * RB + qo, g, k0, hd ? (int)((hp1 + sh) & 2) + ho : 0, g16);
     f[0][0] = v0.x; f[0][1] = v1.x; f[0][2] = v0.y; f[0][3] = v1.y;
@@ -1744,24 +1758,13 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
 // threads, one producer warp, was refused at launch for that reason with 224 per thread).
 // Same tiles, fragments and products in the same order as gemm_qr / gemm_qr2: the same output
 // bits.
-// gemm_qs's raw weights per group of P K steps: the producer copies a row's bytes once per
-// group into slot (step % GR_ST) / P (RB bytes per row), where every step of the group reads
-// them. Q2_K: the 32 qs bytes of a 128-half, the scale word and (d, dmin) serve steps 2j and
-// 2j + 1 alike (the layout of GQR, copied half as often); Q4_K: the 64-pair's 32 bytes and
-// the header likewise; IQ2_XXS: both steps' 8 bytes as one 16-byte copy, then the d word (RB
-// 32). Why: Nsight Compute on gemm_qs (IQ2_XXS gate, 8K tokens) counted 367M shared-memory
-// wavefronts in a ~3.2M-cycle launch (~87 % of the SMs' one per cycle), 200M of them the
-// producer's cp.async writes: a copy touching 32 rows' global lines costs 32 wavefronts
-// however few bytes it moves (the 8-byte IQ2_XXS copy: 67M for 2M instructions).
-template <int TY> struct QSW { static const int P = 2, RB = GQR<TY>::RB; };
-template <> struct QSW<T_Q8_0> { static const int P = 1, RB = GQR<T_Q8_0>::RB; };
-template <> struct QSW<T_IQ2_XXS> { static const int P = 2, RB = 32; };
 // copy q of a row's group (first step's column k0) into its slot (ws: the slot's base)
 template <int TY>
 __device__ __forceinline__ void qs_wcopy(u32 ws, int row, int q, const u8* prow, const u8* hrow, bool wok, int k0) {
     if constexpr (TY == T_IQ2_XXS) {
-        if (q == 0) cp_async16(ws + row * 32, prow + (k0 >> 5) * 8, wok ? 16 : 0);
-        else cp_async4(ws + row * 32 + 16, al4(hrow + (k0 >> 8) * 2), wok ? 4 : 0);
+        constexpr int RB = QSW<TY>::RB;
+        if (q == 0) cp_async16(ws + row * RB, prow + (k0 >> 5) * 8, wok ? 16 : 0);
+        else cp_async4(ws + row * RB + QSW<TY>::DW, al4(hrow + (k0 >> 8) * 2), wok ? 4 : 0);
     } else {
         gq_wcopy<TY>(ws, row, q, prow, hrow, wok, k0);
     }
@@ -1802,7 +1805,7 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
     u32 fa[MB][2][4], fb[MB][2][4];
     // (a tile's first step G is a multiple of GR_ST: every tile's nk is)
 #pragma unroll
-    for (int b = 0; b < MB; b++) qr_deq<TY, RB>(wst + (G % GR_ST) / P * WS, r0[b], grp, 0, hp[b][0], hp[b][1], g16, fa[b], 0);
+    for (int b = 0; b < MB; b++) qr_deq<TY, RB, QSW<TY>::PAIR>(wst + (G % GR_ST) / P * WS, r0[b], grp, 0, hp[b][0], hp[b][1], g16, fa[b], 0);
     const u64 db0 = wg_desc_sw64(xs_u);
     // issue step kt's products (A = cur), retire step kt-1's and free its stage, then wait for
     // step kt+1's stage and dequantize it into nxt while step kt's products run
@@ -1826,7 +1829,7 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
             mbar_wait(full + 8 * sn, ((g + 1) / GR_ST) & 1);
 #pragma unroll
             for (int b = 0; b < MB; b++)
-                qr_deq<TY, RB>(wst + sn / P * WS, r0[b], grp, (kt + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b], (int)(sn % P));
+                qr_deq<TY, RB, QSW<TY>::PAIR>(wst + sn / P * WS, r0[b], grp, (kt + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b], (int)(sn % P));
         }
     };
     for (int kt = 0; kt < nk; kt += 2) {
