@@ -747,7 +747,8 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
             cases.push(AttnCase { h: 64, dh: 512, rd: 64, topk: 512, t: 2048, p0, ratio, reps: 3 });
         }
     }
-    // tc = attn_tc (mma.sync), tw = attn_tw (wgmma, sm_90a only), both against attn_simt
+    // tc = attn_tc (mma.sync), tw = the wgmma kernel the session takes (sm_90a only: attn_tx, or
+    // attn_tw with DS4_ATTN_TX=0), both against attn_simt; under each real-shape row its phase trace
     println!(
         "{:<34} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10} {:>10} {:>10} {:>4}",
         "attention (prefill)", "simt ms", "tc ms", "tw ms", "GFLOP", "tc TF/s", "tw TF/s", "tc rel", "tw rel", "tw max", "det"
@@ -790,6 +791,7 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
         let (rel, _, _, bad) = err_stats(&y, &r);
         // attn_tw's f16 heads (the out_a GEMM's input in prefill) must be its f32 heads rounded
         let mut f16_diff = 0usize;
+        let mut tw_trace = String::new();
         let (ms_tw, rel_tw, mx_tw, bad_tw, det_tw) = if tw {
             let (yw, ms, d) = run(true)?;
             let (rel, mx, _, bad) = err_stats(&yw, &r);
@@ -798,6 +800,7 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
             let mut h16 = vec![0u16; t * h * dh];
             gpu.dtoh(&mut h16, o16.ptr)?;
             f16_diff = h16.iter().zip(&yw).filter(|(a, b)| **a != half::f16::from_f32(**b).to_bits()).count();
+            tw_trace = attn_tw_trace(gpu, &io_tc, o16.ptr, t)?;
             (ms, rel, mx, bad, d)
         } else {
             (f64::NAN, f64::NAN, f64::NAN, 0, true)
@@ -831,8 +834,54 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
             if det && det_tw { "ok" } else { "NO" },
             bad_s
         );
+        if !tw_trace.is_empty() {
+            println!("  {tw_trace}");
+        }
     }
     gpu.sync()
+}
+
+/// attn_tw / attn_tx's phase trace of one warm launch (launch_attn_tc_traced, f16 heads to `out16`):
+/// per CTA the medians (us) of Q prepared, first tile ready, tile loop, epilogue, and the gap
+/// between a CTA's exit and the next CTA's entry on the same SM.
+fn attn_tw_trace(gpu: &Gpu, io: &super::session::AttnIo, out16: u64, t: usize) -> Result<String> {
+    use super::session::{launch_attn_tc_traced, ATTN_TW_TRACE as W};
+    let tr = gpu.alloc_zeroed(t * W * 8)?;
+    for _ in 0..2 {
+        launch_attn_tc_traced(gpu, io, true, out16, tr.ptr)?;
+    }
+    gpu.sync()?;
+    let mut v = vec![0u64; t * W];
+    gpu.dtoh(&mut v, tr.ptr)?;
+    let med = |mut x: Vec<f64>| -> f64 {
+        if x.is_empty() {
+            return f64::NAN;
+        }
+        x.sort_by(f64::total_cmp);
+        x[x.len() / 2]
+    };
+    let d = |a: usize, b: usize| med((0..t).map(|c| v[c * W + b].saturating_sub(v[c * W + a]) as f64 / 1e3).collect());
+    // per SM: CTAs in entry order, the gap from one's exit to the next one's entry
+    let mut by_sm: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
+    for c in 0..t {
+        by_sm.entry(v[c * W + 5]).or_default().push((v[c * W], v[c * W + 4]));
+    }
+    let mut gaps = Vec::new();
+    for l in by_sm.values_mut() {
+        l.sort();
+        gaps.extend(l.windows(2).map(|w| w[1].0 as f64 / 1e3 - w[0].1 as f64 / 1e3));
+    }
+    let span = (v.chunks(W).map(|c| c[4]).max().unwrap_or(0) - v.chunks(W).map(|c| c[0]).min().unwrap_or(0)) as f64 / 1e3;
+    Ok(format!(
+        "trace us (median per CTA): Q {:.2} | tile0 {:.2} | loop {:.2} | epilogue {:.2} | SM gap {:.2} | span {:.1} on {} SMs",
+        d(0, 1),
+        d(1, 2),
+        d(2, 3),
+        d(3, 4),
+        med(gaps),
+        span,
+        by_sm.len()
+    ))
 }
 
 /// One prefill GEMM shape of the model.

@@ -537,6 +537,21 @@ pub(crate) fn attn_tw_smem(dhp: usize, topk: usize) -> usize {
     3 * 64 * dhp * 2 + 64 * 64 * 2 + 4 * 64 * 4 + 256 * 8 + topk * 4
 }
 
+/// attn_tx (attn_tw's split-role loop, attn.cuh ALT) where it fits, unless `DS4_ATTN_TX=0`
+/// (read once): attn_tw otherwise.
+pub(crate) fn attn_tx_enabled() -> bool {
+    env_unless!("DS4_ATTN_TX", "0")
+}
+
+/// Dynamic shared memory of attn_tx_<dhp>: attn_tw's plus a second P tile.
+pub(crate) fn attn_tx_smem(dhp: usize, topk: usize) -> usize {
+    attn_tw_smem(dhp, topk) + 64 * 64 * 2
+}
+
+/// attn_tw's phase-trace words per query token (attn.cuh ATW_TR): entry, Q prepared, first
+/// tile ready, tile loop done, exit (%globaltimer ns), SM id.
+pub(crate) const ATTN_TW_TRACE: usize = 6;
+
 /// The cap on attn_tw's dynamic shared memory (driver.rs sets it; larger selections take attn_tc).
 pub(crate) const ATTN_TW_SMEM_MAX: usize = 220 * 1024;
 
@@ -985,6 +1000,12 @@ pub(crate) fn launch_attn_tc_as(gpu: &Gpu, io: &AttnIo, wg: bool) -> Result<()> 
 /// launch_attn_tc_as, with the heads written as f16 to `out16` instead (when not 0 and
 /// attn_tw runs); returns whether they were.
 pub(crate) fn launch_attn_tc_to(gpu: &Gpu, io: &AttnIo, wg: bool, out16: DevPtr) -> Result<bool> {
+    launch_attn_tc_traced(gpu, io, wg, out16, 0)
+}
+
+/// launch_attn_tc_to with attn_tw's phase trace written to `trace` (kernel bench only; 0: off;
+/// `ATTN_TW_TRACE` u64 words per query token, see attn.cuh ATW_TR).
+pub(crate) fn launch_attn_tc_traced(gpu: &Gpu, io: &AttnIo, wg: bool, out16: DevPtr, trace: DevPtr) -> Result<bool> {
     if io.kv16 == 0 || !attn_tc_shape_ok(io.h, io.dh, io.rd) {
         return Err(CudaError::Other("tensor-core attention: unsupported shape or no f16 buffer".into()));
     }
@@ -1016,10 +1037,16 @@ pub(crate) fn launch_attn_tc_to(gpu: &Gpu, io: &AttnIo, wg: bool, out16: DevPtr)
         // V is read MN-major: LBO = the next 64-dim slab, SBO = the next 8 rows (the other
         // way round gave rel err 1.2 in the kernel bench: session 16, call 2)
         let (lbo, sbo) = (8192u32, 1024u32);
-        let name = if dhp == 512 { "attn_tw_512" } else { "attn_tw_128" };
-        // the L2 prefetch of a later CTA's q (DS4_ATW_PF=1): one wave ahead
+        let tx = attn_tx_enabled() && attn_tx_smem(dhp, io.topk) <= ATTN_TW_SMEM_MAX;
+        let (name, smem) = match (tx, dhp == 512) {
+            (true, true) => ("attn_tx_512", attn_tx_smem(dhp, io.topk)),
+            (true, false) => ("attn_tx_128", attn_tx_smem(dhp, io.topk)),
+            (false, true) => ("attn_tw_512", attn_tw_smem(dhp, io.topk)),
+            (false, false) => ("attn_tw_128", attn_tw_smem(dhp, io.topk)),
+        };
+        // the L2 prefetch of a later CTA's q (DS4_ATW_PF=1, attn_tw only): one wave ahead
         let pf = if env_is!("DS4_ATW_PF", "1") { gpu.sm_count } else { 0 };
-        gpu.launch(name, (io.t as u32, 1, 1), 256, attn_tw_smem(dhp, io.topk) as u32, Args::new().a(ta).a(lbo).a(sbo).a(out16).a(pf))?;
+        gpu.launch(name, (io.t as u32, 1, 1), 256, smem as u32, Args::new().a(ta).a(lbo).a(sbo).a(out16).a(pf).a(trace))?;
         return Ok(out16 != 0);
     }
     let name = if dhp == 512 { "attn_tc_512" } else { "attn_tc_128" };

@@ -393,8 +393,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) attn_tc_128(AttnTcArgs a) {
 // shared operand once per warpgroup.
 //
 // Measured (H200, 2048 tokens, h64 dh512): ratio-4 rows at 8K 1.52 -> 0.68 ms, window-only
-// 0.58 -> 0.31 ms against attn_tc (session 16); what is left is a ~14 us per-CTA prologue
-// (128 KB of f32 q that one CTA per SM cannot hide) and ~3 us per tile (bench/NOTES.md).
+// 0.58 -> 0.31 ms against attn_tc (session 16). Phase trace per CTA (kernel bench, session
+// 24): ~6.5 us until Q is prepared (the 128 KB of f32 q), ~5.4 us of epilogue (64 KB of f16
+// heads out) and ~2.7 us per 64-row tile. Staging either end differently (q by cp.async or the
+// bulk-copy engine, the heads through shared memory or out by a bulk copy) did not make it
+// cheaper: those ends are bound by what one SM moves, not by how (bench/NOTES.md).
 //
 // Two warpgroups, 64-row tiles, two tile buffers (the next tile's gather in flight while the
 // current one is used). Warpgroup g: S for the tile's rows 32g..32g+31 over all dims
@@ -453,8 +456,26 @@ __device__ __forceinline__ void wg_mma_ss(float (&d)[N / 8][4], u64 da, u32 db_l
 // warpgroups ([2][64] f32 each), the RoPE table (256 (cos, sin)), the token's indexer
 // selection (topk ints). See attn_tw_smem. pv_lbo / pv_sbo: V's MN-major descriptor strides
 // (the host passes 8192 / 1024); pf > 0: the L2 prefetch of CTA t + pf's q (DS4_ATW_PF).
-template <int DHP>
-__device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u32 pv_sbo, u16* out16, int pf) {
+// tr (kernel bench only; nullptr: off): per CTA %globaltimer at entry, Q prepared, the first
+// tile ready, the tile loop done, exit, and the SM id (ATW_TR words per CTA).
+#define ATW_TR 6
+// A compile-time int for the generic lambdas below (no <type_traits> under NVRTC).
+template <int N> struct AtwN { static constexpr int value = N; };
+__device__ __forceinline__ void nb_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void nb_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+// ALT (attn_tx_<dhp>): the tile loop with the warpgroups' roles split instead of each taking
+// half of every tile's S. Warpgroup 0 computes S of the whole 64-row tile (m64n64k16: Q is
+// read from shared memory once per tile, not twice, and the S products stop being bound by
+// those reads), the softmax of all 64 columns (no max exchange), writes P and the rescale
+// factors into one of two P buffers, and accumulates O for dims 0 .. DHP/2; warpgroup 1
+// rescales and accumulates O for the other half from the same P and gathers the tiles two
+// ahead. They meet at named barriers (ids 1-6: tile b landed, P b written, warpgroup 0's
+// P . V of buffer b done), so warpgroup 0's next S overlaps warpgroup 1's P . V and gather.
+// Kernel bench (session 24, same call, attn_tw / attn_tx, ms for 2048 tokens at 8K): ratio 4
+// 0.692 / 0.668 (the tile loop 27.3 / 25.2 us per CTA), ratio 128 0.397 / 0.392, window only
+// 0.310 / 0.320 (its prologue gathers two tiles); an 8K prompt +0.3 %.
+template <int DHP, bool ALT>
+__device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u32 pv_sbo, u16* out16, int pf, u64* tr) {
 #if WG_OK
     constexpr int NSL = DHP / 64;           // 64-dim slabs per row
     constexpr int TILE_B = NSL * ATW_SLAB;  // one 64-row tile (or Q)
@@ -466,7 +487,8 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
     const u32 sK = sQ + TILE_B;
     const u32 sP = sK + 2 * TILE_B;
     u8* const pP = atw_sm + 3 * TILE_B;
-    float* const smx = (float*)(atw_sm + 3 * TILE_B + ATW_SLAB);
+    constexpr int PSL = ALT ? 2 : 1;  // P buffers
+    float* const smx = (float*)(atw_sm + 3 * TILE_B + PSL * ATW_SLAB);
     float* const sml = smx + 128;
     float2* const scs = (float2*)(sml + 128);  // [R/2] the token's RoPE (cos, sin), R <= 512
     int* const ssel = (int*)(scs + 256);
@@ -476,6 +498,8 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wg = tid >> 7, wl = warp & 3;
     const int Dh = a.Dh, H = a.H;
+    u64* const trt = (tr && tid == 0) ? tr + (i64)t * ATW_TR : nullptr;
+    if (trt) trt[0] = gtimer();
     const int p = a.pos[t];
     const int nraw = min(p + 1, a.W);
     const int ncv = a.ratio ? (p + 1) / a.ratio : 0;
@@ -506,13 +530,15 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
     // products of masked columns are exact zeros). LPR lanes per row, each CPT chunks of it
     // (LPR apart: the same swizzle, ATW_SLAB * LPR / 8 bytes apart in shared memory), so a
     // row's index is found once per thread, not once per chunk.
-    constexpr int LPR = NCH < 32 ? NCH : 32, CPT = NCH / LPR, RPW = 32 / LPR, RPT = 64 / (8 * RPW);
+    // nwc: AtwN<warps issuing it>, w: this warp among them.
+    constexpr int LPR = NCH < 32 ? NCH : 32, CPT = NCH / LPR, RPW = 32 / LPR;
     const int cl = lane % LPR;
-    auto load_tile = [&](int it, int buf) {
+    auto load_tile = [&](int it, int buf, auto nwc, int w) {
+        constexpr int NW = decltype(nwc)::value, RPT = 64 / (NW * RPW);
         const u32 dst = sK + buf * TILE_B + (cl >> 3) * ATW_SLAB;
 #pragma unroll
         for (int i = 0; i < RPT; i++) {
-            const int rr = (warp + 8 * i) * RPW + lane / LPR;
+            const int rr = (w + NW * i) * RPW + lane / LPR;
             const int r = it * 64 + rr;
             const bool ok = r < n;
             int row = 0;
@@ -533,7 +559,8 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
         }
         atc_commit();
     };
-    load_tile(0, 0);
+    load_tile(0, 0, AtwN<8>{}, warp);
+    if (ALT && ntiles > 1) load_tile(1, 1, AtwN<8>{}, warp);
 
     // Q prep (as attn_tc, f32 sum of squares): per-head RMSNorm, RoPE on the tail, f16 into
     // the swizzled Q tile; warp w takes heads w, w+8, ...; zeros past Dh / H. (Its loads
@@ -570,6 +597,7 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
         }
     }
 
+    if (trt) trt[1] = gtimer();
     const float sl2 = (1.f / sqrtf((float)Dh)) * 1.4426950408889634f;  // scale, in log2 units
     float o[NO][4];
 #pragma unroll
@@ -588,6 +616,8 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
     const u64 dv = wg_desc_sw128(sK + wg * (NSL / 2) * ATW_SLAB, pv_lbo, pv_sbo);
     const u32 dv_lo = (u32)dv, dv_hi = (u32)(dv >> 32);
 
+    float lsum[2];
+    if constexpr (!ALT) {
     for (int it = 0; it < ntiles; it++) {
         const int buf = it & 1;
         atc_wait0();
@@ -595,6 +625,7 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
         wg_pin<DHP / 2>(o);
         fence_proxy_async();
         __syncthreads();  // tile it (and Q) visible to the tensor cores; tile it-1's buffer and P free
+        if (trt && it == 0) trt[2] = gtimer();
         // pf > 0: once this CTA's own q is in, ask L2 for the q of the CTA pf later (about one
         // wave of one CTA per SM), so that its prologue does not wait on DRAM (issued at the
         // CTA's start instead, the prefetch competed with its own q loads and lost)
@@ -612,7 +643,7 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
         }
         wg_commit();
         // the next tile's gather runs under this tile's S, softmax and P . V
-        if (it + 1 < ntiles) load_tile(it + 1, buf ^ 1);
+        if (it + 1 < ntiles) load_tile(it + 1, buf ^ 1, AtwN<8>{}, warp);
         wg_wait0();
         wg_pin<32>(s);
         // mask, scale, row maxima of this warpgroup's columns
@@ -682,20 +713,155 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
     }
     wg_wait0();
     wg_pin<DHP / 2>(o);
-
-    // both warpgroups' row sums, sink, normalization, inverse RoPE on the tail, store
+    if (trt) trt[3] = gtimer();
+    // both warpgroups' row sums
     if ((lane & 3) == 0) {
         sml[wg * 64 + hr] = lrow[0];
         sml[wg * 64 + hr + 8] = lrow[1];
     }
     __syncthreads();
+#pragma unroll
+    for (int r = 0; r < 2; r++) lsum[r] = sml[hr + 8 * r] + sml[64 + hr + 8 * r];
+    } else {
+        constexpr int BT = 1, PR = 3, PD = 5;  // named barriers, + buffer: tile landed, P written, wg 0's P . V done
+        float* const sfac = smx;               // [2][64] the rescale factors that go with P buffer b
+        atc_wait0();
+        fence_proxy_async();
+        __syncthreads();  // Q and tiles 0, 1 visible to the tensor cores
+        if (trt) trt[2] = gtimer();
+        if (wg == 0) {
+            float s[8][4];
+            const u64 dk0 = wg_desc_sw128(sK, 16, 1024);
+            const u32 dk0_lo = (u32)dk0, dk0_hi = (u32)(dk0 >> 32);
+            for (int it = 0; it < ntiles; it++) {
+                const int b = it & 1;
+                if (it >= 2) nb_sync(BT + b, 256);
+                // S of the tile's 64 rows; P . V of the previous tile may still run
+                wg_pin<64>(s);
+                wg_pin<DHP / 2>(o);
+                wg_fence();
+#pragma unroll
+                for (int ks = 0; ks < DHP / 16; ks++) {
+                    const u32 off = (ks >> 2) * ATW_SLAB + (ks & 3) * 32;
+                    wg_mma_ss<64, 0>(s, dq + (off >> 4), dk0_lo + ((b * TILE_B + off) >> 4), dk0_hi, ks);
+                }
+                wg_commit();
+                if (it >= 1) {
+                    wg_wait1();  // the previous tile's P . V: its buffer may take the tile after next
+                    wg_pin<DHP / 2>(o);
+                    if (it + 1 < ntiles) nb_arrive(PD + (b ^ 1), 256);
+                }
+                wg_wait0();
+                wg_pin<64>(s);
+                const int cb = it * 64 + cq;
+                float mx[2] = {NEG_INF_F, NEG_INF_F};
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const float x = cb + 8 * j + (e & 1) < n ? s[j][e] * sl2 : NEG_INF_F;
+                        s[j][e] = x;
+                        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+                    }
+                float fac[2], rsum[2] = {0.f, 0.f};
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                    const float mnew = fmaxf(mrow[r], mx[r]);  // finite: column 0 of the tile is valid
+                    fac[r] = exp2f(mrow[r] - mnew);
+                    mrow[r] = mnew;
+                }
+                u8* const pb = pP + b * ATW_SLAB;
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const float pv = exp2f(s[j][e] - mrow[e >> 1]);
+                        s[j][e] = pv;
+                        rsum[e >> 1] += pv;
+                    }
+                    *(u32*)(pb + atw_off(hr, 8 * j + cq)) = pack_h2(s[j][0], s[j][1]);
+                    *(u32*)(pb + atw_off(hr + 8, 8 * j + cq)) = pack_h2(s[j][2], s[j][3]);
+                }
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 1);
+                    rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 2);
+                    lrow[r] = lrow[r] * fac[r] + rsum[r];
+                }
+                if ((lane & 3) == 0) {
+                    sfac[b * 64 + hr] = fac[0];
+                    sfac[b * 64 + hr + 8] = fac[1];
+                }
+                fence_proxy_async();
+                nb_arrive(PR + b, 256);
+                if (__any_sync(0xffffffffu, fac[0] != 1.f || fac[1] != 1.f)) {
+#pragma unroll
+                    for (int j = 0; j < NO; j++) {
+                        o[j][0] *= fac[0]; o[j][1] *= fac[0];
+                        o[j][2] *= fac[1]; o[j][3] *= fac[1];
+                    }
+                }
+                wg_pin<DHP / 2>(o);
+                wg_fence();
+#pragma unroll
+                for (int kk = 0; kk < 4; kk++)
+                    wg_mma_ss<DHP / 2, 1>(o, dp + ((b * ATW_SLAB + kk * 32) >> 4), dv_lo + ((b * TILE_B + kk * 16 * 128) >> 4), dv_hi, 1);
+                wg_commit();
+            }
+            wg_wait0();
+            wg_pin<DHP / 2>(o);
+        } else {
+            for (int it = 0; it < ntiles; it++) {
+                const int b = it & 1;
+                nb_sync(PR + b, 256);
+                const float f0 = sfac[b * 64 + hr], f1 = sfac[b * 64 + hr + 8];
+                if (__any_sync(0xffffffffu, f0 != 1.f || f1 != 1.f)) {
+#pragma unroll
+                    for (int j = 0; j < NO; j++) {
+                        o[j][0] *= f0; o[j][1] *= f0;
+                        o[j][2] *= f1; o[j][3] *= f1;
+                    }
+                }
+                wg_pin<DHP / 2>(o);
+                wg_fence();
+#pragma unroll
+                for (int kk = 0; kk < 4; kk++)
+                    wg_mma_ss<DHP / 2, 1>(o, dp + ((b * ATW_SLAB + kk * 32) >> 4), dv_lo + ((b * TILE_B + kk * 16 * 128) >> 4), dv_hi, 1);
+                wg_commit();
+                wg_wait0();
+                wg_pin<DHP / 2>(o);
+                if (it + 2 < ntiles) {
+                    nb_sync(PD + b, 256);  // warpgroup 0 is done with buffer b too
+                    load_tile(it + 2, b, AtwN<4>{}, warp - 4);
+                    atc_wait0();
+                    fence_proxy_async();
+                    nb_arrive(BT + b, 256);
+                }
+            }
+        }
+        if (trt) trt[3] = gtimer();
+        // the row maxima and sums are warpgroup 0's
+        if (wg == 0 && (lane & 3) == 0) {
+            sml[hr] = lrow[0];
+            sml[hr + 8] = lrow[1];
+            sml[64 + hr] = mrow[0];
+            sml[64 + hr + 8] = mrow[1];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            lsum[r] = sml[hr + 8 * r];
+            mrow[r] = sml[64 + hr + 8 * r];
+        }
+    }
+
+    // sink, normalization, inverse RoPE on the tail, store
     const int Dn = Dh - a.R;
     float f[2];
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int h = hr + 8 * r;
-        f[r] = atn_sink_scale(a.sinks, h, H, mrow[r], sml[h] + sml[64 + h]);
-    }
+    for (int r = 0; r < 2; r++) f[r] = atn_sink_scale(a.sinks, hr + 8 * r, H, mrow[r], lsum[r]);
 #pragma unroll
     for (int j = 0; j < NO; j++) {
         const int d = wg * (DHP / 2) + j * 8 + cq;
@@ -715,16 +881,30 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
                 *(float2*)(a.out + at) = make_float2(y0, y1);
         }
     }
+    if (trt) {
+        u32 sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        trt[4] = gtimer();
+        trt[5] = sm;
+    }
 #else
     __trap();  // built only for sm_90a (the host checks wgmma_built)
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_512(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, u16* out16, int pf) {
+extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_512(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, u16* out16, int pf, u64* tr) {
     PDL_ENTRY;
-    attn_tw_body<512>(a, pv_lbo, pv_sbo, out16, pf);
+    attn_tw_body<512, false>(a, pv_lbo, pv_sbo, out16, pf, tr);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_128(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, u16* out16, int pf) {
+extern "C" __global__ void __launch_bounds__(256, 1) attn_tw_128(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, u16* out16, int pf, u64* tr) {
     PDL_ENTRY;
-    attn_tw_body<128>(a, pv_lbo, pv_sbo, out16, pf);
+    attn_tw_body<128, false>(a, pv_lbo, pv_sbo, out16, pf, tr);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) attn_tx_512(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, u16* out16, int pf, u64* tr) {
+    PDL_ENTRY;
+    attn_tw_body<512, true>(a, pv_lbo, pv_sbo, out16, pf, tr);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) attn_tx_128(AttnTcArgs a, u32 pv_lbo, u32 pv_sbo, u16* out16, int pf, u64* tr) {
+    PDL_ENTRY;
+    attn_tw_body<128, true>(a, pv_lbo, pv_sbo, out16, pf, tr);
 }
