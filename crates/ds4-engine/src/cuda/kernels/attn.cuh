@@ -137,6 +137,26 @@ __device__ __forceinline__ float atn_sink_scale(const float* sinks, int h, int H
     return em / (exp2f(sk - M) + l * em);
 }
 
+// The online softmax's pieces shared by attn_tc, attn_tw and attn_tx. An accumulator row's
+// columns sit in the 4 lanes of a quad (mma / wgmma layouts): its max and sum take two shuffles.
+__device__ __forceinline__ float quad_max(float v) {
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+    v += __shfl_xor_sync(0xffffffffu, v, 1);
+    return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+// O's rows rescaled to a new running max: f0 for the thread's first row, f1 for its second.
+template <int NO>
+__device__ __forceinline__ void acc_rescale(float (&o)[NO][4], float f0, float f1) {
+#pragma unroll
+    for (int j = 0; j < NO; j++) {
+        o[j][0] *= f0; o[j][1] *= f0;
+        o[j][2] *= f1; o[j][3] *= f1;
+    }
+}
+
 // Dynamic shared memory: Q [64][DHP] f16, K/V [2][64][DHP] f16, exchange [8 warps][32][32] f32.
 template <int DHP>
 __device__ void attn_tc_body(const AttnTcArgs& a) {
@@ -302,8 +322,7 @@ __device__ void attn_tc_body(const AttnTcArgs& a) {
         float fac[2], mnew[2], rsum[2] = {0.f, 0.f};
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+            mx[r] = quad_max(mx[r]);
             mnew[r] = fmaxf(mrow[r], mx[r]);  // finite: every tile has a valid column
             fac[r] = exp2f(mrow[r] - mnew[r]);
             mrow[r] = mnew[r];
@@ -318,15 +337,10 @@ __device__ void attn_tc_body(const AttnTcArgs& a) {
             }
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 1);
-            rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 2);
+            rsum[r] = quad_sum(rsum[r]);
             lrow[r] = lrow[r] * fac[r] + rsum[r];
         }
-#pragma unroll
-        for (int j = 0; j < NO; j++) {
-            o[j][0] *= fac[0]; o[j][1] *= fac[0];
-            o[j][2] *= fac[1]; o[j][3] *= fac[1];
-        }
+        acc_rescale(o, fac[0], fac[1]);
         // O += P . V over this warp's dims; P's accumulator layout is the A fragment layout
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
@@ -659,8 +673,7 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
             }
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+            mx[r] = quad_max(mx[r]);
         }
         if ((lane & 3) == 0) {
             smx[wg * 64 + hr] = mx[0];
@@ -689,19 +702,14 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
         }
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 1);
-            rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 2);
+            rsum[r] = quad_sum(rsum[r]);
             lrow[r] = lrow[r] * fac[r] + rsum[r];
         }
         fence_proxy_async();
         __syncthreads();  // P complete
         // (x * 1 == x: a warp whose rows kept their maxima skips the DHP / 2 multiplies)
         if (__any_sync(0xffffffffu, fac[0] != 1.f || fac[1] != 1.f)) {
-#pragma unroll
-            for (int j = 0; j < NO; j++) {
-                o[j][0] *= fac[0]; o[j][1] *= fac[0];
-                o[j][2] *= fac[1]; o[j][3] *= fac[1];
-            }
+            acc_rescale(o, fac[0], fac[1]);
         }
         // O[:, half wg] += P . V (k = the tile's 64 rows)
         wg_pin<DHP / 2>(o);
@@ -766,8 +774,7 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
                 float fac[2], rsum[2] = {0.f, 0.f};
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
-                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                    mx[r] = quad_max(mx[r]);
                     const float mnew = fmaxf(mrow[r], mx[r]);  // finite: column 0 of the tile is valid
                     fac[r] = exp2f(mrow[r] - mnew);
                     mrow[r] = mnew;
@@ -786,8 +793,7 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
                 }
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
-                    rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 1);
-                    rsum[r] += __shfl_xor_sync(0xffffffffu, rsum[r], 2);
+                    rsum[r] = quad_sum(rsum[r]);
                     lrow[r] = lrow[r] * fac[r] + rsum[r];
                 }
                 if ((lane & 3) == 0) {
@@ -797,11 +803,7 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
                 fence_proxy_async();
                 nb_arrive(PR + b, 256);
                 if (__any_sync(0xffffffffu, fac[0] != 1.f || fac[1] != 1.f)) {
-#pragma unroll
-                    for (int j = 0; j < NO; j++) {
-                        o[j][0] *= fac[0]; o[j][1] *= fac[0];
-                        o[j][2] *= fac[1]; o[j][3] *= fac[1];
-                    }
+                    acc_rescale(o, fac[0], fac[1]);
                 }
                 wg_pin<DHP / 2>(o);
                 wg_fence();
@@ -818,11 +820,7 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
                 nb_sync(PR + b, 256);
                 const float f0 = sfac[b * 64 + hr], f1 = sfac[b * 64 + hr + 8];
                 if (__any_sync(0xffffffffu, f0 != 1.f || f1 != 1.f)) {
-#pragma unroll
-                    for (int j = 0; j < NO; j++) {
-                        o[j][0] *= f0; o[j][1] *= f0;
-                        o[j][2] *= f1; o[j][3] *= f1;
-                    }
+                    acc_rescale(o, f0, f1);
                 }
                 wg_pin<DHP / 2>(o);
                 wg_fence();
