@@ -871,7 +871,7 @@ fn attn_tw_trace(gpu: &Gpu, io: &super::session::AttnIo, out16: u64, t: usize) -
         l.sort();
         gaps.extend(l.windows(2).map(|w| w[1].0 as f64 / 1e3 - w[0].1 as f64 / 1e3));
     }
-    let span = (v.chunks(W).map(|c| c[4]).max().unwrap_or(0) - v.chunks(W).map(|c| c[0]).min().unwrap_or(0)) as f64 / 1e3;
+    let span = v.chunks(W).map(|c| c[4]).max().unwrap_or(0).saturating_sub(v.chunks(W).map(|c| c[0]).min().unwrap_or(0)) as f64 / 1e3;
     Ok(format!(
         "trace us (median per CTA): Q {:.2} | tile0 {:.2} | loop {:.2} | epilogue {:.2} | SM gap {:.2} | span {:.1} on {} SMs",
         d(0, 1),

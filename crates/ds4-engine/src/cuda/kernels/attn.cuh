@@ -466,9 +466,10 @@ __device__ __forceinline__ void wg_mma_ss(float (&d)[N / 8][4], u64 da, u32 db_l
 }
 #endif
 
-// Dynamic shared memory: Q, two K/V tiles, P (one slab), the row maxima and sums of both
-// warpgroups ([2][64] f32 each), the RoPE table (256 (cos, sin)), the token's indexer
-// selection (topk ints). See attn_tw_smem. pv_lbo / pv_sbo: V's MN-major descriptor strides
+// Dynamic shared memory: Q, two K/V tiles, P (one slab; attn_tx two), the row maxima and sums
+// of both warpgroups ([2][64] f32 each; attn_tx: the rescale factors of its two P buffers, then
+// the maxima and sums), the RoPE table (256 (cos, sin)), the token's indexer selection (topk
+// ints). See attn_tw_smem / attn_tx_smem. pv_lbo / pv_sbo: V's MN-major descriptor strides
 // (the host passes 8192 / 1024); pf > 0: the L2 prefetch of CTA t + pf's q (DS4_ATW_PF).
 // tr (kernel bench only; nullptr: off): per CTA %globaltimer at entry, Q prepared, the first
 // tile ready, the tile loop done, exit, and the SM id (ATW_TR words per CTA).
