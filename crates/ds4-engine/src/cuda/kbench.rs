@@ -748,7 +748,7 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
         }
     }
     // tc = attn_tc (mma.sync), tw = the wgmma kernel the session takes (sm_90a only: attn_tx, or
-    // attn_tw with DS4_ATTN_TX=0), both against attn_simt; under each real-shape row its phase trace
+    // attn_tw with DS4_ATTN_TX=0), both against attn_simt; under each row its phase trace
     println!(
         "{:<34} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>10} {:>10} {:>10} {:>4}",
         "attention (prefill)", "simt ms", "tc ms", "tw ms", "GFLOP", "tc TF/s", "tw TF/s", "tc rel", "tw rel", "tw max", "det"
