@@ -450,7 +450,7 @@ impl Gpu {
         for (k, dhp) in [("attn_tc_512", 512usize), ("attn_tc_128", 128)] {
             g.set_max_smem(k, super::session::attn_tc_smem(dhp) as i32)?;
         }
-        // wgmma prefill attention: Q + two K/V tiles + P + the token's selection (~203 KiB at dh 512)
+        // wgmma prefill attention: Q + two K/V tiles + P (attn_tx: two) + the token's selection (~205 / 213 KiB at dh 512)
         for k in ["attn_tw_512", "attn_tw_128", "attn_tx_512", "attn_tx_128"] {
             g.set_max_smem(k, super::session::ATTN_TW_SMEM_MAX as i32)?;
         }

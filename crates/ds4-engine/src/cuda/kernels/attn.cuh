@@ -147,6 +147,34 @@ __device__ __forceinline__ float quad_sum(float v) {
     v += __shfl_xor_sync(0xffffffffu, v, 1);
     return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
+// A tile of S in accumulator layout (NJ n8 tiles): scaled by sl2 (log2 units), columns at or
+// past n masked (c0: this thread's first column), the row pair's maxima over the thread's columns.
+template <int NJ>
+__device__ __forceinline__ void s_mask_max(float (&s)[NJ][4], int c0, int n, float sl2, float (&mx)[2]) {
+    mx[0] = mx[1] = NEG_INF_F;
+#pragma unroll
+    for (int j = 0; j < NJ; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float x = c0 + 8 * j + (e & 1) < n ? s[j][e] * sl2 : NEG_INF_F;
+            s[j][e] = x;
+            mx[e >> 1] = fmaxf(mx[e >> 1], x);
+        }
+}
+// S -> P = exp2(S - m) in place, the row pair's sums over the thread's columns added to rsum.
+// (attn_tw / attn_tx write each n8 tile's P into shared memory inside this loop: with the
+// stores after it the SASS is scheduled differently, not measured; they keep their own loops.)
+template <int NJ>
+__device__ __forceinline__ void s_exp_sum(float (&s)[NJ][4], const float (&m)[2], float (&rsum)[2]) {
+#pragma unroll
+    for (int j = 0; j < NJ; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float pv = exp2f(s[j][e] - m[e >> 1]);
+            s[j][e] = pv;
+            rsum[e >> 1] += pv;
+        }
+}
 // O's rows rescaled to a new running max: f0 for the thread's first row, f1 for its second.
 template <int NO>
 __device__ __forceinline__ void acc_rescale(float (&o)[NO][4], float f0, float f1) {
@@ -309,16 +337,8 @@ __device__ void attn_tc_body(const AttnTcArgs& a) {
             for (int e = 0; e < 4; e++) s[j][e] += xp[(j * 4 + e) * 32 + lane];
         // mask, scale, online softmax (rows g: e = 0,1; g+8: e = 2,3)
         const int cbase = it * ATC_ROWS + 2 * tq;
-        float mx[2] = {NEG_INF_F, NEG_INF_F};
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int col = cbase + j * 8 + (e & 1);
-                float x = col < n ? s[j][e] * sl2 : NEG_INF_F;
-                s[j][e] = x;
-                mx[e >> 1] = fmaxf(mx[e >> 1], x);
-            }
+        float mx[2];
+        s_mask_max(s, cbase, n, sl2, mx);
         float fac[2], mnew[2], rsum[2] = {0.f, 0.f};
 #pragma unroll
         for (int r = 0; r < 2; r++) {
@@ -327,14 +347,7 @@ __device__ void attn_tc_body(const AttnTcArgs& a) {
             fac[r] = exp2f(mrow[r] - mnew[r]);
             mrow[r] = mnew[r];
         }
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                float pv = exp2f(s[j][e] - mnew[e >> 1]);
-                s[j][e] = pv;
-                rsum[e >> 1] += pv;
-            }
+        s_exp_sum(s, mnew, rsum);
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             rsum[r] = quad_sum(rsum[r]);
@@ -663,15 +676,8 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
         wg_pin<32>(s);
         // mask, scale, row maxima of this warpgroup's columns
         const int cb = it * 64 + wg * 32 + cq;
-        float mx[2] = {NEG_INF_F, NEG_INF_F};
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const float x = cb + 8 * j + (e & 1) < n ? s[j][e] * sl2 : NEG_INF_F;
-                s[j][e] = x;
-                mx[e >> 1] = fmaxf(mx[e >> 1], x);
-            }
+        float mx[2];
+        s_mask_max(s, cb, n, sl2, mx);
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             mx[r] = quad_max(mx[r]);
@@ -738,6 +744,16 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
         fence_proxy_async();
         __syncthreads();  // Q and tiles 0, 1 visible to the tensor cores
         if (trt) trt[2] = gtimer();
+        // this warpgroup's half of O rescaled (unless no row's max moved) and += P_b . V_b
+        auto pv_half = [&](int b, float f0, float f1) {
+            if (__any_sync(0xffffffffu, f0 != 1.f || f1 != 1.f)) acc_rescale(o, f0, f1);
+            wg_pin<DHP / 2>(o);
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+                wg_mma_ss<DHP / 2, 1>(o, dp + ((b * ATW_SLAB + kk * 32) >> 4), dv_lo + ((b * TILE_B + kk * 16 * 128) >> 4), dv_hi, 1);
+            wg_commit();
+        };
         if (wg == 0) {
             float s[8][4];
             const u64 dk0 = wg_desc_sw128(sK, 16, 1024);
@@ -763,15 +779,8 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
                 wg_wait0();
                 wg_pin<64>(s);
                 const int cb = it * 64 + cq;
-                float mx[2] = {NEG_INF_F, NEG_INF_F};
-#pragma unroll
-                for (int j = 0; j < 8; j++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const float x = cb + 8 * j + (e & 1) < n ? s[j][e] * sl2 : NEG_INF_F;
-                        s[j][e] = x;
-                        mx[e >> 1] = fmaxf(mx[e >> 1], x);
-                    }
+                float mx[2];
+                s_mask_max(s, cb, n, sl2, mx);
                 float fac[2], rsum[2] = {0.f, 0.f};
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
@@ -803,15 +812,7 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
                 }
                 fence_proxy_async();
                 nb_arrive(PR + b, 256);
-                if (__any_sync(0xffffffffu, fac[0] != 1.f || fac[1] != 1.f)) {
-                    acc_rescale(o, fac[0], fac[1]);
-                }
-                wg_pin<DHP / 2>(o);
-                wg_fence();
-#pragma unroll
-                for (int kk = 0; kk < 4; kk++)
-                    wg_mma_ss<DHP / 2, 1>(o, dp + ((b * ATW_SLAB + kk * 32) >> 4), dv_lo + ((b * TILE_B + kk * 16 * 128) >> 4), dv_hi, 1);
-                wg_commit();
+                pv_half(b, fac[0], fac[1]);
             }
             wg_wait0();
             wg_pin<DHP / 2>(o);
@@ -819,16 +820,7 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
             for (int it = 0; it < ntiles; it++) {
                 const int b = it & 1;
                 nb_sync(PR + b, 256);
-                const float f0 = sfac[b * 64 + hr], f1 = sfac[b * 64 + hr + 8];
-                if (__any_sync(0xffffffffu, f0 != 1.f || f1 != 1.f)) {
-                    acc_rescale(o, f0, f1);
-                }
-                wg_pin<DHP / 2>(o);
-                wg_fence();
-#pragma unroll
-                for (int kk = 0; kk < 4; kk++)
-                    wg_mma_ss<DHP / 2, 1>(o, dp + ((b * ATW_SLAB + kk * 32) >> 4), dv_lo + ((b * TILE_B + kk * 16 * 128) >> 4), dv_hi, 1);
-                wg_commit();
+                pv_half(b, sfac[b * 64 + hr], sfac[b * 64 + hr + 8]);
                 wg_wait0();
                 wg_pin<DHP / 2>(o);
                 if (it + 2 < ntiles) {
