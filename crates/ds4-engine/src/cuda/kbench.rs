@@ -10,7 +10,7 @@
 use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, DevBuf, Gpu, Result};
 use super::session::{
-    gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_moe_mid_form, launch_quant_q8, moe_group2_smem, GemmArgs, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
+    gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_moe_mid_form, launch_quant_q8, moe_group2_smem, GemmArgs, MidForm, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
 use super::weights::{upload_raw_mat, GMat};
@@ -1439,9 +1439,10 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
 
 /// moe_mid into gemm_qr's f16 K order (`DS4_KBENCH=mid`, `DS4_KBENCH_T`, default 2048,8192
 /// tokens of 6 slots x 2048): a thread per value (perm 1) against a thread per 32-value block
-/// (perm 3) on the same random g, u and routing weights, the clamp at the median |g| so both
-/// sides of it are taken; ms per call, GB/s (f32 g and u read, f16 written), and how many f16
-/// mids differ in their bits (expected 0: the same arithmetic per value).
+/// (perm 3) and a warp per 32 blocks (perm 4) on the same random g, u and routing weights, the
+/// clamp at the median |g| so both sides of it are taken; ms per call, GB/s (f32 g and u read,
+/// f16 written), and how many f16 mids differ in their bits from perm 1's (expected 0: the same
+/// arithmetic per value).
 fn mid_bench(gpu: &Gpu) -> Result<()> {
     const F: usize = 2048;
     for t in bench_ts(&[2048, 8192]) {
@@ -1456,28 +1457,34 @@ fn mid_bench(gpu: &Gpu) -> Result<()> {
         gpu.htod(gb.ptr, &gv)?;
         gpu.htod(ub.ptr, &uv)?;
         gpu.htod(pb.ptr, &pv)?;
-        let outs = [gpu.alloc(n * F * 2)?, gpu.alloc(n * F * 2)?];
+        let outs = [gpu.alloc(n * F * 2)?, gpu.alloc(n * F * 2)?, gpu.alloc(n * F * 2)?];
         let mut res = Vec::new();
-        for (o, vec) in outs.iter().zip([false, true]) {
+        for (o, form) in outs.iter().zip([MidForm::Value, MidForm::Block, MidForm::Warp]) {
             gpu.htod(o.ptr, &vec![0xffffu16; n * F])?;
-            let run = || launch_moe_mid_form(gpu, gb.ptr, ub.ptr, pb.ptr, n, F, clamp, 0, o.ptr, true, vec);
+            let run = || launch_moe_mid_form(gpu, gb.ptr, ub.ptr, pb.ptr, n, F, clamp, 0, o.ptr, true, form);
             run()?;
             let mut h = vec![0u16; n * F];
             gpu.dtoh(&mut h, o.ptr)?;
             let ms = time_ms(gpu, 10, &run)?;
             res.push((ms, h));
         }
-        let diff = res[0].1.iter().zip(&res[1].1).filter(|(a, b)| a != b).count();
-        let unwritten = res[1].1.iter().filter(|&&v| v == 0xffff).count();
+        let diff = |k: usize| res[0].1.iter().zip(&res[k].1).filter(|(a, b)| a != b).count();
+        let unwritten = |k: usize| res[k].1.iter().filter(|&&v| v == 0xffff).count();
         let gbs = |ms: f64| (n * F * 10) as f64 / ms / 1e6;
         println!(
-            "moe_mid T={t:<5} n={n} x {F}: per value {:.3} ms ({:.0} GB/s), per block {:.3} ms ({:.0} GB/s), {:.2}x; f16 mids differing {diff} of {} (unwritten {unwritten}), clamp {clamp:.3}",
+            "moe_mid T={t:<5} n={n} x {F}: per value {:.3} ms ({:.0} GB/s), per block {:.3} ms ({:.0} GB/s), per warp {:.3} ms ({:.0} GB/s, {:.2}x per block); f16 mids differing from per value: block {} warp {} of {} (unwritten {} / {}), clamp {clamp:.3}",
             res[0].0,
             gbs(res[0].0),
             res[1].0,
             gbs(res[1].0),
-            res[0].0 / res[1].0,
-            n * F
+            res[2].0,
+            gbs(res[2].0),
+            res[1].0 / res[2].0,
+            diff(1),
+            diff(2),
+            n * F,
+            unwritten(1),
+            unwritten(2)
         );
     }
     Ok(())

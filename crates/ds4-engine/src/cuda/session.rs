@@ -1694,17 +1694,40 @@ pub(crate) fn launch_moe_mid(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usi
     if perm && (mid16 == 0 || f % 32 != 0) {
         return Err(CudaError::Other(format!("moe_mid: the permuted f16 order needs f16 output and width % 32 == 0 (width {f})")));
     }
-    launch_moe_mid_form(gpu, g, u, pw, n, f, clamp, mid, mid16, perm, env_unless!("DS4_MID_VEC", "0"))
+    let form = if !env_unless!("DS4_MID_VEC", "0") {
+        MidForm::Value
+    } else if env_unless!("DS4_MID_WARP", "0") {
+        MidForm::Warp
+    } else {
+        MidForm::Block
+    };
+    launch_moe_mid_form(gpu, g, u, pw, n, f, clamp, mid, mid16, perm, form)
+}
+
+/// The thread layout of moe_mid's permuted f16 mids (model.cuh moe_mid `perm`; the same bits
+/// in every form): a thread per value (`DS4_MID_VEC=0`), a thread per 32-value block (perm 3,
+/// `DS4_MID_WARP=0`), or a warp per 32 blocks with coalesced loads and stores (perm 4, the
+/// default). The vector forms need 16-byte aligned buffers (else a thread per value).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(crate) enum MidForm {
+    Value,
+    Block,
+    Warp,
 }
 
 /// launch_moe_mid with the form of the permuted f16 mids chosen by the caller (the kernel bench
-/// compares them): `vec`, a thread per 32-value block (model.cuh moe_mid perm 3: 16-byte loads
-/// and stores, taken only on 16-byte aligned buffers), else a thread per value.
+/// compares them).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn launch_moe_mid_form(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usize, f: usize, clamp: f32, mid: DevPtr, mid16: DevPtr, perm: bool, vec: bool) -> Result<()> {
-    let vec = vec && perm && (g | u | mid16) % 16 == 0;
-    let args = Args::new().a(g).a(u).a(pw).a(n as i32).a(f as i32).a(clamp).a(mid).a(mid16).a(if vec { 3i32 } else { perm as i32 });
-    let threads = if vec { n * f / 32 } else { n * f };
+pub(crate) fn launch_moe_mid_form(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usize, f: usize, clamp: f32, mid: DevPtr, mid16: DevPtr, perm: bool, form: MidForm) -> Result<()> {
+    let vec = perm && (g | u | mid16) % 16 == 0;
+    let kind = match form {
+        MidForm::Block if vec => 3i32,
+        MidForm::Warp if vec => 4,
+        _ => perm as i32,
+    };
+    let args = Args::new().a(g).a(u).a(pw).a(n as i32).a(f as i32).a(clamp).a(mid).a(mid16).a(kind);
+    // perm 3: a thread per 32-value block; perm 4: a lane per block too (a warp per 32)
+    let threads = if kind >= 3 { (n * f / 32).div_ceil(32) * 32 } else { n * f };
     gpu.launch("moe_mid", (threads.div_ceil(256) as u32, 1, 1), 256, 0, args)
 }
 

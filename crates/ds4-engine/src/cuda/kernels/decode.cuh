@@ -25,6 +25,11 @@ __device__ __forceinline__ float ld_dsmem(u32 a) {
     asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a));
     return v;
 }
+__device__ __forceinline__ float2 ld_dsmem2(u32 a) {
+    float2 v;
+    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(a));
+    return v;
+}
 __device__ __forceinline__ float4 ld_dsmem4(u32 a) {
     float4 v;
     asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a));
@@ -89,9 +94,7 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
     extern __shared__ float4 adc_sm4[];
     float* ks = (float*)adc_sm4;  // [ADC_TR][Dh] row tile; after the rows: [2][8][Dh] partial o
     __shared__ float cs[2][256];  // cos, sin of the RoPE pairs at p
-    __shared__ float pm[2 * ADC_HPB], pl[2 * ADC_HPB];  // [subset][head] partial m, l
-    __shared__ float wm[ADC_HPB][2 * ADC_CL], wl[ADC_HPB][2 * ADC_CL];
-    __shared__ float cm[ADC_HPB], cl[ADC_HPB];
+    __shared__ float2 pml_s[2 * ADC_HPB];  // [subset][head] partial (m, l)
     __shared__ int last;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = blockIdx.x, sp = blockIdx.y;
@@ -282,55 +285,45 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
             if (d < Dh) *(float4*)(op + d) = make_float4(o[j][4 * jj], o[j][4 * jj + 1], o[j][4 * jj + 2], o[j][4 * jj + 3]);
         }
         if (lane == 0) {
-            pm[rs * ADC_HPB + hl] = m[j];
-            pl[rs * ADC_HPB + hl] = l[j];
+            pml_s[rs * ADC_HPB + hl] = make_float2(m[j], l[j]);
         }
     }
     __syncthreads();
     cluster_sync_all();
     ADC_TRACE(3);
 
-    // cluster merge: weights of the 16 partials of each head (fixed order: rank, subset)
+    // cluster merge in one round of remote loads: each thread loads the 16 partials' (m, l)
+    // of its head and its float4 column of all 16 partial o (fixed order: rank, subset; a
+    // partial without rows has o = 0, m = -inf, l = 0), then derives the weights itself (the
+    // same max and sums, in the same order, as one thread per head did, so the same bits; the
+    // two-round form with two block barriers and a serial weight phase between them took
+    // ~3.4 us after the cluster barrier in every case, kbench dec trace, session 25).
+    // Rank r merges a contiguous run of dq/8 float4 columns of the 8 heads (consecutive threads
+    // read consecutive 16 bytes of the remote partials; the strided c4 = rank + 8 i put a
+    // warp's remote loads in the same banks), one per thread.
     const u32 rank = cluster_rank();
     const int cidx = sp / ADC_CL, NC = a.nsplit / ADC_CL;
-    if (tid < ADC_HPB * 2 * ADC_CL) {
-        int hl = tid >> 4, e = tid & 15, b = e >> 1, sub = e & 1;
-        wm[hl][e] = ld_dsmem(dsmem_addr(&pm[sub * ADC_HPB + hl], b));
-        wl[hl][e] = ld_dsmem(dsmem_addr(&pl[sub * ADC_HPB + hl], b));
-    }
-    __syncthreads();
-    if (tid < ADC_HPB) {
-        float M = -INF_F;
-        for (int e = 0; e < 2 * ADC_CL; e++)
-            if (wl[tid][e] > 0.f) M = fmaxf(M, wm[tid][e]);
-        float L = 0.f;
-        for (int e = 0; e < 2 * ADC_CL; e++) {
-            float w = wl[tid][e] > 0.f ? expf(wm[tid][e] - M) : 0.f;
-            L += wl[tid][e] * w;
-            wm[tid][e] = w;  // now the weight of partial e
-        }
-        cm[tid] = M;
-        cl[tid] = L;
-    }
-    __syncthreads();
-    // this rank's float4 columns c4 = rank * nq + i (i < nq, a contiguous run: consecutive
-    // threads read consecutive 16 bytes of the remote partials; the strided c4 = rank + 8 i
-    // put a warp's remote loads in the same banks) of the 8 heads: one per thread
     const int nq = (dq + ADC_CL - 1) / ADC_CL;
     const int c4 = (int)rank * nq + tid % nq;
     const bool have = tid < ADC_HPB * nq && c4 < dq;
     const int hl = have ? tid / nq : 0;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    float Mc = -INF_F, Lc = 0.f;
     if (have) {
-        // the remote loads of the non-empty partials first, then the sums (a load behind each
-        // sum serialized the distributed-shared-memory round trips)
+        float2 ml[2 * ADC_CL];
         float4 v[2 * ADC_CL];
 #pragma unroll
+        for (int e = 0; e < 2 * ADC_CL; e++) {
+            ml[e] = ld_dsmem2(dsmem_addr(&pml_s[(e & 1) * ADC_HPB + hl], e >> 1));
+            v[e] = ld_dsmem4(dsmem_addr(ks + (i64)((e & 1) * ADC_HPB + hl) * Dh + 4 * c4, e >> 1));
+        }
+#pragma unroll
         for (int e = 0; e < 2 * ADC_CL; e++)
-            v[e] = wm[hl][e] > 0.f ? ld_dsmem4(dsmem_addr(ks + (i64)((e & 1) * ADC_HPB + hl) * Dh + 4 * c4, e >> 1)) : make_float4(0.f, 0.f, 0.f, 0.f);
+            if (ml[e].y > 0.f) Mc = fmaxf(Mc, ml[e].x);
 #pragma unroll
         for (int e = 0; e < 2 * ADC_CL; e++) {
-            float w = wm[hl][e];
+            float w = ml[e].y > 0.f ? expf(ml[e].x - Mc) : 0.f;
+            Lc += ml[e].y * w;
             if (w > 0.f) {
                 acc.x += w * v[e].x;
                 acc.y += w * v[e].y;
@@ -344,15 +337,14 @@ extern "C" __global__ void __cluster_dims__(1, ADC_CL, 1) __launch_bounds__(256,
 
     const int h = g * ADC_HPB + hl;
     const bool hv = have && h < a.H;
-    float Mc = cm[hl], Lc = cl[hl];
     if (NC > 1) {
         float* po = a.part;
         float* pml = a.part + (i64)gridDim.x * NC * ADC_HPB * Dh;
         if (have) *(float4*)(po + ((i64)(g * NC + cidx) * ADC_HPB + hl) * Dh + 4 * c4) = acc;
-        if (tid < ADC_HPB) {
-            i64 b = (((i64)(g * NC + cidx) * ADC_CL + rank) * ADC_HPB + tid) * 2;
-            pml[b] = cm[tid];
-            pml[b + 1] = cl[tid];
+        if (have && tid % nq == 0) {  // (a rank without columns writes none: none are read)
+            i64 b = (((i64)(g * NC + cidx) * ADC_CL + rank) * ADC_HPB + hl) * 2;
+            pml[b] = Mc;
+            pml[b + 1] = Lc;
         }
         __threadfence();
         __syncthreads();

@@ -2121,11 +2121,60 @@ __device__ __forceinline__ float moe_mid_at(const float* __restrict__ g, const f
 // value) or 3 (a thread per 32-value block, the same bits). perm == 2:
 // a thread per pair of values (2i, 2i + 1; F even, n * F / 2 threads), packed by pack_h2 as
 // x_to_f16 packs them: the cuBLAS path's f16 copy of the f32 mids (DS4_MID_F16).
+// perm == 4: the same values as perm 3 with a warp per 32 consecutive blocks: lane l loads the
+// float4s l, l + 32, ... of the warp's 1024 values (each load instruction 512 contiguous bytes;
+// perm 3's lanes were 128 bytes apart, so every instruction touched 32 lines: 2.0 TB/s at 8K
+// tokens, session 19), packs its pairs into the warp's 2 KB of shared memory at their K-order
+// places, and the warp stores the 2 KB as 512 contiguous bytes per instruction. 256 threads.
+#define MID_W_WARPS 8
+__device__ __forceinline__ void moe_mid_warp(const float* __restrict__ g, const float* __restrict__ u,
+                                             const float* __restrict__ pw, int n, int F, float clamp, u16* mid16) {
+    __shared__ u32 st[MID_W_WARPS][32 * 16];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const i64 nb = (i64)n * F / 32;
+    const i64 b0 = ((i64)blockIdx.x * MID_W_WARPS + w) * 32;  // the warp's first block
+    if (b0 >= nb) return;
+    u32* sw = st[w];
+    float4 ga[8], ua[8];
+#pragma unroll
+    for (int q = 0; q < 8; q++) {
+        const i64 b = b0 + 4 * q + (lane >> 3);
+        const i64 f = b0 * 8 + lane + 32 * q;  // float4 index
+        ga[q] = b < nb ? ((const float4*)g)[f] : make_float4(0.f, 0.f, 0.f, 0.f);
+        ua[q] = b < nb ? ((const float4*)u)[f] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    const int c = lane & 7;  // the lane's quad within each of its blocks
+#pragma unroll
+    for (int q = 0; q < 8; q++) {
+        const i64 b = b0 + 4 * q + (lane >> 3);
+        const float wt = (pw && b < nb) ? pw[b * 32 / F] : 1.f;
+        float4 a = ga[q], bb = ua[q];
+        float m0 = moe_mid_gu(a.x, bb.x, clamp), m1 = moe_mid_gu(a.y, bb.y, clamp);
+        float m2 = moe_mid_gu(a.z, bb.z, clamp), m3 = moe_mid_gu(a.w, bb.w, clamp);
+        if (pw) {
+            m0 *= wt; m1 *= wt; m2 *= wt; m3 *= wt;
+        }
+        u32* blk = sw + 16 * (4 * q + (lane >> 3));
+        blk[qr_kpos(4 * c) >> 1] = pack_h2(m0, m1);
+        blk[qr_kpos(4 * c + 2) >> 1] = pack_h2(m2, m3);
+    }
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const int wd = 4 * (lane + 32 * j);  // u32 index in the warp's 512
+        if (b0 + wd / 16 < nb) *(uint4*)((u32*)mid16 + b0 * 16 + wd) = *(const uint4*)(sw + wd);
+    }
+}
+
 extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __restrict__ u,
                                    const float* __restrict__ pw, int n, int F, float clamp, float* mid, u16* mid16,
                                    int perm) {
     PDL_ENTRY;
     i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (perm == 4) {
+        moe_mid_warp(g, u, pw, n, F, clamp, mid16);
+        return;
+    }
     if (perm == 3) {
         // a thread per 32-value block i (F % 32 == 0, mid16): 16-byte loads of g and u, the
         // block's 64 bytes of f16 in gemm_qr's K order as four 16-byte stores (the same values
