@@ -1708,7 +1708,7 @@ pub(crate) fn launch_moe_mid(gpu: &Gpu, g: DevPtr, u: DevPtr, pw: DevPtr, n: usi
 /// in every form): a thread per value (`DS4_MID_VEC=0`), a thread per 32-value block (perm 3,
 /// `DS4_MID_WARP=0`), or a warp per 32 blocks with coalesced loads and stores (perm 4, the
 /// default). The vector forms need 16-byte aligned buffers (else a thread per value).
-#[derive(Clone, Copy, PartialEq, Debug)]
+#[derive(Clone, Copy)]
 pub(crate) enum MidForm {
     Value,
     Block,

@@ -2126,6 +2126,18 @@ __device__ __forceinline__ float moe_mid_at(const float* __restrict__ g, const f
 // perm 3's lanes were 128 bytes apart, so every instruction touched 32 lines: 2.0 TB/s at 8K
 // tokens, session 19), packs its pairs into the warp's 2 KB of shared memory at their K-order
 // places, and the warp stores the 2 KB as 512 contiguous bytes per instruction. 256 threads.
+// The mids of values 4c .. 4c + 3 of a 32-value block (quad c; g, u as float4, times w when
+// weighted), packed as the logical f16 pairs 2c, 2c + 1 at their gemm_qr K-order places
+// qr_kpos(4c) / 2, qr_kpos(4c + 2) / 2 of the block's 16 words `o` (perm 3 and 4).
+__device__ __forceinline__ void moe_mid_quad(float4 a, float4 b, float clamp, bool weighted, float w, int c, u32* o) {
+    float m0 = moe_mid_gu(a.x, b.x, clamp), m1 = moe_mid_gu(a.y, b.y, clamp);
+    float m2 = moe_mid_gu(a.z, b.z, clamp), m3 = moe_mid_gu(a.w, b.w, clamp);
+    if (weighted) {
+        m0 *= w; m1 *= w; m2 *= w; m3 *= w;
+    }
+    o[qr_kpos(4 * c) >> 1] = pack_h2(m0, m1);
+    o[qr_kpos(4 * c + 2) >> 1] = pack_h2(m2, m3);
+}
 #define MID_W_WARPS 8
 __device__ __forceinline__ void moe_mid_warp(const float* __restrict__ g, const float* __restrict__ u,
                                              const float* __restrict__ pw, int n, int F, float clamp, u16* mid16) {
@@ -2148,15 +2160,7 @@ __device__ __forceinline__ void moe_mid_warp(const float* __restrict__ g, const 
     for (int q = 0; q < 8; q++) {
         const i64 b = b0 + 4 * q + (lane >> 3);
         const float wt = (pw && b < nb) ? pw[b * 32 / F] : 1.f;
-        float4 a = ga[q], bb = ua[q];
-        float m0 = moe_mid_gu(a.x, bb.x, clamp), m1 = moe_mid_gu(a.y, bb.y, clamp);
-        float m2 = moe_mid_gu(a.z, bb.z, clamp), m3 = moe_mid_gu(a.w, bb.w, clamp);
-        if (pw) {
-            m0 *= wt; m1 *= wt; m2 *= wt; m3 *= wt;
-        }
-        u32* blk = sw + 16 * (4 * q + (lane >> 3));
-        blk[qr_kpos(4 * c) >> 1] = pack_h2(m0, m1);
-        blk[qr_kpos(4 * c + 2) >> 1] = pack_h2(m2, m3);
+        moe_mid_quad(ga[q], ua[q], clamp, pw != nullptr, wt, c, sw + 16 * (4 * q + (lane >> 3)));
     }
     __syncwarp();
 #pragma unroll
@@ -2186,17 +2190,7 @@ extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __r
         const float w = pw ? pw[i0 / F] : 1.f;
         u32 o[16];
 #pragma unroll
-        for (int q = 0; q < 8; q++) {
-            float4 a = g4[q], b = u4[q];
-            float m0 = moe_mid_gu(a.x, b.x, clamp), m1 = moe_mid_gu(a.y, b.y, clamp);
-            float m2 = moe_mid_gu(a.z, b.z, clamp), m3 = moe_mid_gu(a.w, b.w, clamp);
-            if (pw) {
-                m0 *= w; m1 *= w; m2 *= w; m3 *= w;
-            }
-            // logical pairs 2q, 2q + 1 -> positions qr_kpos(4q) / 2, qr_kpos(4q + 2) / 2
-            o[qr_kpos(4 * q) >> 1] = pack_h2(m0, m1);
-            o[qr_kpos(4 * q + 2) >> 1] = pack_h2(m2, m3);
-        }
+        for (int q = 0; q < 8; q++) moe_mid_quad(g4[q], u4[q], clamp, pw != nullptr, w, q, o);
         uint4* d = (uint4*)(mid16 + i0);
 #pragma unroll
         for (int c = 0; c < 4; c++) d[c] = make_uint4(o[4 * c], o[4 * c + 1], o[4 * c + 2], o[4 * c + 3]);
