@@ -243,6 +243,8 @@ pub struct DenseCall {
     pub y: DevPtr,
     pub ldy: usize,
     pub t: usize,
+    /// y as f16 (cuBLAS rounds its f32 sums once, to nearest) instead of f32
+    pub y16: bool,
 }
 
 impl DenseCall {
@@ -264,6 +266,7 @@ impl DenseCall {
             && self.ldx % 4 == 0
             && self.x % 16 == 0
             && self.ldy >= rows
+            && (!self.y16 || (self.ldy % 8 == 0 && self.y % 16 == 0))
             && (self.w_in_place() || rows * cols <= s.w_elems)
             && self.t * self.xcols() <= s.x_elems
             && self.t <= i32::MAX as usize
@@ -300,10 +303,11 @@ impl DenseCall {
         let bp = &beta as *const f32 as *const c_void;
         let (op_t, op_n) = (bs::cublasOperation_t::CUBLAS_OP_T, bs::cublasOperation_t::CUBLAS_OP_N);
         let (f16, f32t) = (bs::cudaDataType_t::CUDA_R_16F, bs::cudaDataType_t::CUDA_R_32F);
+        let yt = if self.y16 { f16 } else { f32t };
         let ct = bs::cublasComputeType_t::CUBLAS_COMPUTE_32F;
         let algo = bs::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT;
         // SAFETY: w16 holds rows x k f16, x16 t x xc f16 (ok() checked the scratch sizes), y
-        // holds t rows of ldy f32 (caller); alpha/beta are host scalars read during the call.
+        // holds t rows of ldy f32 or f16 (y16) (caller); alpha/beta are host scalars read during the call.
         unsafe {
             if self.groups == 1 {
                 br::gemm_ex(
@@ -322,7 +326,7 @@ impl DenseCall {
                     xc as i32,
                     bp,
                     self.y as *mut c_void,
-                    f32t,
+                    yt,
                     self.ldy as i32,
                     ct,
                     algo,
@@ -346,7 +350,7 @@ impl DenseCall {
                     k as i64,
                     bp,
                     self.y as *mut c_void,
-                    f32t,
+                    yt,
                     self.ldy as i32,
                     r as i64,
                     self.groups as i32,
@@ -498,7 +502,7 @@ impl ExpCall {
             let pay = if self.w_in_place() { self.w.pay + e as u64 * self.w.e_pay as u64 } else { s.w16 + (e * self.mat_elems() * 2) as u64 };
             // expert e as a plain F16 matrix (read in place by DenseCall::gemm)
             let w = WMat { pay, ty: 1, rows, cols: cols as i32, ..Default::default() };
-            let call = DenseCall { w, groups: 1, x: 0, ldx: cols, y: self.y + (a * self.ldy * 4) as u64, ldy: self.ldy, t: n };
+            let call = DenseCall { w, groups: 1, x: 0, ldx: cols, y: self.y + (a * self.ldy * 4) as u64, ldy: self.ldy, t: n, y16: false };
             let se = Dense16 { w16: 0, w_elems: 0, x16: s.x16 + (a * cols * 2) as u64, x_elems: n * cols };
             v.push((call, se));
         }
@@ -523,7 +527,7 @@ mod tests {
 
     fn call(ty: i32, rows: i32, cols: i32, groups: usize, ldx: usize, ldy: usize, t: usize) -> DenseCall {
         let w = WMat { ty, rows, cols, pay: 0x1000, ..Default::default() };
-        DenseCall { w, groups, x: 0x2000, ldx, y: 0x3000, ldy, t }
+        DenseCall { w, groups, x: 0x2000, ldx, y: 0x3000, ldy, t, y16: false }
     }
 
     /// The shape guard sends only calls the f16 kernels and the scratch can serve to cuBLAS;
@@ -544,6 +548,9 @@ mod tests {
         // F16 weights are read in place: no weight scratch needed
         assert!(call(1, 16384, 4096, 1, 4096, 16384, 8).ok(&s));
         assert!(!call(8, 1024, 4096, 1, 4096, 1024, 0).ok(&s));
+        // f16 y: 16-byte aligned rows
+        assert!(DenseCall { y16: true, ..call(8, 1024, 4096, 1, 4096, 1024, 64) }.ok(&s));
+        assert!(!DenseCall { y16: true, ..call(8, 1020, 4096, 1, 4096, 1020, 64) }.ok(&s), "f16 y rows not 16-byte aligned");
     }
 
     fn exp_call(ty: i32, rows: i32, cols: i32, ldx: usize, gather: DevPtr, ldy: usize) -> ExpCall {

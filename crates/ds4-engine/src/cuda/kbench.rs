@@ -708,6 +708,7 @@ impl AttnInputs {
         let s = self.s;
         super::session::AttnIo {
             q: self.q.ptr,
+            q16: 0,
             raw: self.raw.ptr,
             comp: if s.ratio > 0 { self.comp.ptr } else { 0 },
             sel: self.sel.ptr,
@@ -836,6 +837,25 @@ pub fn attn_bench(gpu: &Gpu) -> Result<()> {
         );
         if !tw_trace.is_empty() {
             println!("  {tw_trace}");
+        }
+        // the same kernel on q rounded to f16 (prefill's q_b writes it so: DS4_Q16), against
+        // the same f32 reference
+        if tw {
+            let mut qv = vec![0f32; t * h * dh];
+            gpu.dtoh(&mut qv, inp.q.ptr)?;
+            let qh: Vec<u16> = qv.iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
+            let q16 = gpu.alloc(qh.len() * 2)?;
+            gpu.htod(q16.ptr, &qh)?;
+            let io16 = AttnIo { q16: q16.ptr, ..io_tc };
+            gpu.htod(out_tc.ptr, &vec![f32::NAN; t * h * dh])?;
+            launch_attn_tc_as(gpu, &io16, true)?;
+            let mut y = vec![0f32; t * h * dh];
+            gpu.dtoh(&mut y, out_tc.ptr)?;
+            let ms = time(&|| launch_attn_tc_as(gpu, &io16, true))?;
+            let (rel, mx, _, bad) = err_stats(&y, &r);
+            let o16 = gpu.alloc(t * h * dh * 2)?;
+            let tr = attn_tw_trace(gpu, &io16, o16.ptr, t)?;
+            println!("  q16: tw {ms:.3} ms, rel {rel:.2e}, max {mx:.2e}{} | {tr}", if bad > 0 { format!(", {bad} NON-FINITE") } else { String::new() });
         }
     }
     gpu.sync()
@@ -1504,7 +1524,7 @@ fn blas_rows(gpu: &Gpu, c: &GemmCase, m: &GMat, x: u64, ldx: usize, ytst: &DevBu
     let wb = gpu.alloc(c.rows * c.cols * 2)?;
     let xb16 = gpu.alloc(t * xc * 2)?;
     let s = Dense16 { w16: wb.ptr, w_elems: c.rows * c.cols, x16: xb16.ptr, x_elems: t * xc };
-    let call = DenseCall { w: m.wmat(), groups: c.groups, x, ldx, y: ytst.ptr, ldy, t };
+    let call = DenseCall { w: m.wmat(), groups: c.groups, x, ldx, y: ytst.ptr, ldy, t, y16: false };
     if !call.ok(&s) {
         println!("{:<30} {:>5} {:<10} (shape not supported by the cuBLAS path)", "", "", "cublas");
         return Ok(());

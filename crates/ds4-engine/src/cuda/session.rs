@@ -448,6 +448,7 @@ struct AttnTcArgs {
     w: i32,
     ratio: i32,
     eps: f32,
+    q16: u64,
 }
 
 /// Arguments of the tensor-core indexer scores (kernels/idx.cuh `IdxTcArgs`).
@@ -473,6 +474,8 @@ struct IdxTcArgs {
 pub(crate) struct AttnIo {
     /// [t][h*dh] q_b output (before the per-head norm and RoPE).
     pub q: DevPtr,
+    /// The same as f16 (0: none; the tensor-core kernels then read it instead of `q`).
+    pub q16: DevPtr,
     /// Raw ring [cap][dh] (row of position p at p % cap).
     pub raw: DevPtr,
     /// Compressed rows [.][dh] (0 when ratio == 0).
@@ -528,6 +531,13 @@ pub(crate) fn attn_tc_smem(dhp: usize) -> usize {
 /// `DS4_ATTN_WG=0` (read once): attn_tc otherwise.
 pub(crate) fn attn_tw_enabled() -> bool {
     env_unless!("DS4_ATTN_WG", "0")
+}
+
+/// Prefill's q_b on cuBLAS writes q as f16 for the tensor-core attention, which rounds it to
+/// f16 after the per-head norm anyway (half the bytes of its prologue's q loads and of the
+/// GEMM's stores), unless `DS4_Q16=0` (read once): f32.
+fn q16_enabled() -> bool {
+    env_unless!("DS4_Q16", "0")
 }
 
 /// Dynamic shared memory of attn_tw_<dhp>: Q + two K/V tiles (64 rows of dhp f16 each), the
@@ -1031,6 +1041,7 @@ pub(crate) fn launch_attn_tc_traced(gpu: &Gpu, io: &AttnIo, wg: bool, out16: Dev
         w: io.w as i32,
         ratio: io.ratio as i32,
         eps: io.eps,
+        q16: io.q16,
     };
     let dhp = attn_tc_dhp(io.dh);
     if wg && attn_tw_ok(gpu, io) {
@@ -2404,13 +2415,23 @@ impl CudaSession {
     fn dense_call(&self, w: WMat, groups: usize, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize) -> Option<(DenseCall, Dense16, &Blas)> {
         let (_, _, s) = self.sc.dense16.as_ref()?;
         let blas = self.gpu().blas()?;
-        let call = DenseCall { w, groups, x, ldx, y, ldy, t };
+        let call = DenseCall { w, groups, x, ldx, y, ldy, t, y16: false };
         (t >= self.dense_min_t && call.ok(s)).then_some((call, *s, blas))
     }
 
     fn gemm_blas(&self, w: WMat, groups: usize, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize) -> Result<bool> {
+        self.gemm_blas_to(w, groups, x, ldx, y, ldy, t, false)
+    }
+
+    /// gemm_blas with y as f16 when `y16` (then false also when the f16 y breaks a rule).
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_blas_to(&self, w: WMat, groups: usize, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize, y16: bool) -> Result<bool> {
         let Some((call, s, blas)) = self.dense_call(w, groups, x, ldx, y, ldy, t) else { return Ok(false) };
+        let call = DenseCall { y16, ..call };
         let s = &s;
+        if !call.ok(s) {
+            return Ok(false);
+        }
         // Several projections read the same activations (q_a, kv and the compressors read xn;
         // q_b and idx_q_b read qr; the router and shared expert read xn): they reuse the f16
         // copy when it is of the same x and no device work was queued since it was made.
@@ -2418,7 +2439,7 @@ impl CudaSession {
         let ready = self.x16_key.get() == Some((key, self.gpu().work_seq()));
         call.run(self.gpu(), blas, s, ready)?;
         // (a product that wrote over its own input leaves nothing to reuse)
-        let (xe, ye) = (x + (t * ldx * 4) as u64, y + (t * ldy * 4) as u64);
+        let (xe, ye) = (x + (t * ldx * 4) as u64, y + (t * ldy * if y16 { 2 } else { 4 }) as u64);
         let overlap = x < ye && y < xe;
         self.x16_key.set(if overlap { None } else { Some((key, self.gpu().work_seq())) });
         Ok(true)
@@ -2718,9 +2739,12 @@ impl CudaSession {
     /// Layer `l`'s query up-projections from qr: the attention's (`q`) and the indexer's
     /// (`idx`); both in one launch where the decode tables allow it.
     /// `narrow`: the int8 q_b alone on one block per SM (DS4_QB_PERSIST, beside a branch).
-    fn q_proj(&self, l: usize, t: usize, decode: bool, att: Option<&AttnJobsQ>, q: bool, idx: bool, narrow: bool) -> Result<()> {
+    /// Returns whether q was written as f16 (prefill into the tensor-core attention, see
+    /// q16_enabled; sc.q then holds t x h*dh f16).
+    fn q_proj(&self, l: usize, t: usize, decode: bool, att: Option<&AttnJobsQ>, q: bool, idx: bool, narrow: bool) -> Result<bool> {
         let (d, sc, ly, gpu) = (&self.m.dims, &self.sc, &self.m.layers[l], self.gpu());
         let missing = || CudaError::Other(format!("layer {l}: no indexer q_b"));
+        let mut q16 = false;
         if let Some(a) = att {
             match (q, idx, &a.ib) {
                 (true, true, Some(_)) => a.b.run(gpu, 2)?,
@@ -2742,13 +2766,23 @@ impl CudaSession {
             }
         } else {
             if q {
-                self.gemm(ly.q_b.wmat(), sc.qr.ptr, d.rq, sc.q.ptr, d.h * d.dh, t, None)?;
+                let hd = d.h * d.dh;
+                q16 = self.attn_tc_prefill(decode) && q16_enabled() && self.gemm_blas_to(ly.q_b.wmat(), 1, sc.qr.ptr, d.rq, sc.q.ptr, hd, t, true)?;
+                if !q16 {
+                    self.gemm(ly.q_b.wmat(), sc.qr.ptr, d.rq, sc.q.ptr, hd, t, None)?;
+                }
             }
             if idx {
                 self.gemm(ly.idx_q_b.as_ref().ok_or_else(missing)?.wmat(), sc.qr.ptr, d.rq, sc.iq.ptr, d.hi * d.di, t, None)?;
             }
         }
-        Ok(())
+        Ok(q16)
+    }
+
+    /// Whether this batch's attention runs on the tensor-core kernels (prefill, Fast, with the
+    /// f16 row copies).
+    fn attn_tc_prefill(&self, decode: bool) -> bool {
+        !decode && self.opts.precision == Precision::Fast && self.sc.kv16.is_some()
     }
 
     /// Layer `l`'s indexer from its q_b output: query prep (Hadamard, FP4), scores of the
@@ -2861,6 +2895,7 @@ impl CudaSession {
             // on one block per SM beside it, DS4_QB_PERSIST.) Without a branch, the same work in
             // the same order on one stream.
             let branch = decode && ratio > 0 && fork_on() && gpu.fork()?;
+            let q16;
             if branch {
                 // the side stream
                 if ratio == 4 {
@@ -2877,7 +2912,7 @@ impl CudaSession {
                 if ratio == 4 {
                     self.compressor(l, t, false)?;
                 }
-                self.q_proj(l, t, decode, att, true, false, qb_persist())?;
+                q16 = self.q_proj(l, t, decode, att, true, false, qb_persist())?;
                 gpu.join()?;
             } else {
                 if ratio > 0 {
@@ -2886,7 +2921,7 @@ impl CudaSession {
                 if ratio == 4 {
                     self.compressor(l, t, true)?;
                 }
-                self.q_proj(l, t, decode, att, true, use_idx, false)?;
+                q16 = self.q_proj(l, t, decode, att, true, use_idx, false)?;
                 if use_idx {
                     self.indexer(l, t, idx_rows, decode)?;
                 }
@@ -2894,6 +2929,7 @@ impl CudaSession {
             let nsplit = if decode { nsplit_decode(ratio) } else { 1 };
             let io = AttnIo {
                 q: sc.q.ptr,
+                q16: if q16 { sc.q.ptr } else { 0 },
                 raw: stl.raw.ptr,
                 comp: stl.comp.as_ref().map(|b| b.ptr).unwrap_or(0),
                 sel: sc.isel.ptr,
@@ -2921,7 +2957,7 @@ impl CudaSession {
             let hg = d.h / d.g * d.dh;
             // out_a: the 8 block-diagonal groups in one strided-batched cuBLAS call where it applies
             let out_a_blas = ly.out_a.rows == d.g * d.ro && ly.out_a.cols == hg;
-            if !decode && self.opts.precision == Precision::Fast && sc.kv16.is_some() {
+            if self.attn_tc_prefill(decode) {
                 // attn_tw writes the heads as f16 straight into that call's input scratch
                 // (no f32 round trip through x_to_f16); DS4_ATW_F16=0 keeps the f32 heads
                 let x16 = if out_a_blas && !env_is!("DS4_ATW_F16", "0") {

@@ -31,6 +31,7 @@ struct AttnTcArgs {
     int W;
     int ratio;
     float eps;
+    const u16* q16;      // non-null: q as f16 (the q_b GEMM's f16 output, same layout), read instead of q
 };
 
 #define ATC_ROWS 64   // KV rows per tile
@@ -90,10 +91,33 @@ __device__ __forceinline__ u32 atc_off(int row, int col) {
     return (u32)(row * (DHP * 2) + ((((col >> 3) ^ (row & 7))) << 4) + ((col & 7) << 1));
 }
 
-// The raw q of this warp's heads (w, w+8, ...; lane: dims 4*lane + 128*j), zeros past H / Dh.
-// All loads are issued before any use: one memory round trip per CTA, not one per head.
+// The raw q of this warp's heads (w, w+8, ...; lane: dims 4*lane + 128*j), zeros past H / Dh,
+// from the f32 q or, when q16 is set, its f16 form (half the bytes of the prologue's longest
+// round trip). All loads are issued before any use: one memory round trip per CTA, not one per head.
 template <int HPW, int QJ>
-__device__ __forceinline__ void atn_q_load(float (&v)[HPW][QJ][4], const float* q, int t, int H, int Dh, int warp, int lane) {
+__device__ __forceinline__ void atn_q_load(float (&v)[HPW][QJ][4], const float* q, const u16* q16, int t, int H, int Dh, int warp, int lane) {
+    if (q16) {
+        uint2 u[HPW][QJ];
+#pragma unroll
+        for (int hh = 0; hh < HPW; hh++) {
+            const int h = warp + 8 * hh;
+#pragma unroll
+            for (int j = 0; j < QJ; j++) {
+                const int d = 4 * lane + 128 * j;
+                u[hh][j] = (h < H && d < Dh) ? *(const uint2*)(q16 + ((i64)t * H + h) * Dh + d) : make_uint2(0u, 0u);
+            }
+        }
+#pragma unroll
+        for (int hh = 0; hh < HPW; hh++)
+#pragma unroll
+            for (int j = 0; j < QJ; j++) {
+                v[hh][j][0] = h2f((u16)(u[hh][j].x & 0xffffu));
+                v[hh][j][1] = h2f((u16)(u[hh][j].x >> 16));
+                v[hh][j][2] = h2f((u16)(u[hh][j].y & 0xffffu));
+                v[hh][j][3] = h2f((u16)(u[hh][j].y >> 16));
+            }
+        return;
+    }
 #pragma unroll
     for (int hh = 0; hh < HPW; hh++) {
         const int h = warp + 8 * hh;
@@ -251,7 +275,7 @@ __device__ void attn_tc_body(const AttnTcArgs& a) {
         constexpr int HPW = ATC_HEADS / 8;
         const int Dn = Dh - a.R;
         float v[HPW][QJ][4];
-        atn_q_load<HPW, QJ>(v, a.q, t, H, Dh, warp, lane);
+        atn_q_load<HPW, QJ>(v, a.q, a.q16, t, H, Dh, warp, lane);
         float rc[QJ][2], rsn[QJ][2];
 #pragma unroll
         for (int j = 0; j < QJ; j++) {
@@ -541,7 +565,7 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
     // hides it (one CTA per SM)
     constexpr int HPW = 8;
     float v[HPW][QJ][4];
-    atn_q_load<HPW, QJ>(v, a.q, t, H, Dh, warp, lane);
+    atn_q_load<HPW, QJ>(v, a.q, a.q16, t, H, Dh, warp, lane);
     if (use_sel) {
         const int* selt = a.sel + (i64)t * a.topk;
         for (int i = tid; i < a.topk; i += 256) ssel[i] = selt[i];
@@ -658,7 +682,8 @@ __device__ __forceinline__ void attn_tw_body(const AttnTcArgs& a, u32 pv_lbo, u3
         // wave of one CTA per SM), so that its prologue does not wait on DRAM (issued at the
         // CTA's start instead, the prefetch competed with its own q loads and lost)
         if (it == 0 && tid == 0 && pf > 0 && t + pf < (int)gridDim.x)
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(a.q + (i64)(t + pf) * H * Dh), "r"((u32)(H * Dh * 4)) : "memory");
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(a.q16 ? (const void*)(a.q16 + (i64)(t + pf) * H * Dh) : (const void*)(a.q + (i64)(t + pf) * H * Dh)),
+                         "r"((u32)(H * Dh * (a.q16 ? 2 : 4))) : "memory");
         // S over this warpgroup's 32 rows of the tile (the pins keep the compiler from moving
         // accumulator reads or writes across the fences and waits, which would serialize wgmma;
         // so does a wait_group 1 with two accumulator sets in flight: every wait here is 0)

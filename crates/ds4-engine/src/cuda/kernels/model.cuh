@@ -1274,7 +1274,7 @@ extern "C" __global__ void comp_state(CompArgs a) {
 // 1.25 ms per ratio-4 layer of an 8K prefill). Di a power of two in 32..256, R even (checked
 // with the model shape: cuda/dims.rs). grid ceil(Hi * T / 8), block 256.
 template <int J>
-__device__ __forceinline__ void idx_q_prep_vec(float* q, int p, const float* __restrict__ omega, int R, int qat, int layer,
+__device__ __forceinline__ void idx_q_prep_vec(float* q, int p, const float2* cs, int R, int qat, int layer,
                                                int* tp, float* tb) {
     const int lane = threadIdx.x & 31, Di = 32 * J, base = Di - R;
     float v[J];
@@ -1286,8 +1286,8 @@ __device__ __forceinline__ void idx_q_prep_vec(float* q, int p, const float* __r
         const int i = lane + 32 * j;
         const float o = __shfl_xor_sync(0xffffffffu, v[j], 1);
         if (i >= base) {
-            const float th = (float)p * omega[(i - base) >> 1];
-            const float c = cosf(th), sn = sinf(th);
+            const float2 t = cs[(i - base) >> 1];
+            const float c = t.x, sn = t.y;
             if ((i & 1) == 0) { float a = v[j], b = o; v[j] = a * c - b * sn; }
             else { float a = o, b = v[j]; v[j] = a * sn + b * c; }
         }
@@ -1334,17 +1334,30 @@ extern "C" __global__ void __launch_bounds__(256) idx_q_prep(float* qi, const in
                                                              int Hi, int Di, int R, int qat, int layer, int topk, int* ties, int T) {
     PDL_ENTRY;
     __shared__ float tb[8][32];  // a block's pre-rounding values for the near-tie margin
-    const int w = threadIdx.x >> 5;
+    // the token's RoPE (cos, sin) per pair (R <= Di <= 256), computed once for the block when
+    // its 8 warps share a token (Hi % 8 == 0: each (head, token) had its lanes compute every
+    // pair twice), else once per warp; the same cosf / sinf of the same angles as before
+    __shared__ float2 cs_s[8][128];
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const bool one_tok = (Hi & 7) == 0;
     const i64 ht = (i64)blockIdx.x * 8 + w;
-    if (ht >= (i64)Hi * T) return;
+    if (ht >= (i64)Hi * T) return;  // (one_tok: the whole block or none of it)
     const int p = pos[ht / Hi];
+    float2* cs = cs_s[one_tok ? 0 : w];
+    const int f0 = one_tok ? threadIdx.x : lane, fs = one_tok ? blockDim.x : 32;
+    for (int k = f0; k < R / 2; k += fs) {
+        const float th = (float)p * omega[k];
+        cs[k] = make_float2(cosf(th), sinf(th));
+    }
+    if (one_tok) __syncthreads();
+    else __syncwarp();
     float* q = qi + ht * Di;
     int* tp = (p + 1) / 4 > topk ? ties : nullptr;
     switch (Di) {
-        case 32: idx_q_prep_vec<1>(q, p, omega, R, qat, layer, tp, tb[w]); break;
-        case 64: idx_q_prep_vec<2>(q, p, omega, R, qat, layer, tp, tb[w]); break;
-        case 128: idx_q_prep_vec<4>(q, p, omega, R, qat, layer, tp, tb[w]); break;
-        default: idx_q_prep_vec<8>(q, p, omega, R, qat, layer, tp, tb[w]); break;  // 256 (dims.rs check)
+        case 32: idx_q_prep_vec<1>(q, p, cs, R, qat, layer, tp, tb[w]); break;
+        case 64: idx_q_prep_vec<2>(q, p, cs, R, qat, layer, tp, tb[w]); break;
+        case 128: idx_q_prep_vec<4>(q, p, cs, R, qat, layer, tp, tb[w]); break;
+        default: idx_q_prep_vec<8>(q, p, cs, R, qat, layer, tp, tb[w]); break;  // 256 (dims.rs check)
     }
 }
 
