@@ -705,15 +705,23 @@ pub(crate) const IDT_R: usize = 64;
 /// Tensor-core indexer scores (kernels/idx.cuh): scaled f16 copies of q and the rows, then
 /// idx_score_tc. Exact up to f32 summation order only for FP4-simulated q and k (see idx.cuh).
 pub(crate) fn launch_idx_tc(gpu: &Gpu, io: &IdxIo) -> Result<()> {
+    launch_idx_tc_from(gpu, io, false)
+}
+
+/// launch_idx_tc, with q's f16 copy and scales already in io.h16 / io.hsc when `q_ready`
+/// (idx_q_prep wrote them).
+pub(crate) fn launch_idx_tc_from(gpu: &Gpu, io: &IdxIo, q_ready: bool) -> Result<()> {
     if io.h16 == 0 || io.hsc == 0 || !idx_tc_shape_ok(io.hi, io.di) {
         return Err(CudaError::Other("tensor-core indexer: unsupported shape or no f16 buffer".into()));
     }
     let nq = io.t * io.hi;
     let k16 = io.h16 + (nq * 128 * 2) as u64;
     let ks = io.hsc + (nq * 4) as u64;
-    // 8 vectors (warps) per block
-    let args = Args::new().a(io.q).a(nq as i32).a(io.di as i32).a(io.w).a(io.wscale).a(io.h16).a(io.hsc);
-    gpu.launch("idx_to_f16", (nq.div_ceil(8) as u32, 1, 1), 256, 0, args)?;
+    if !q_ready {
+        // 8 vectors (warps) per block
+        let args = Args::new().a(io.q).a(nq as i32).a(io.di as i32).a(io.w).a(io.wscale).a(io.h16).a(io.hsc);
+        gpu.launch("idx_to_f16", (nq.div_ceil(8) as u32, 1, 1), 256, 0, args)?;
+    }
     if io.rows > 0 {
         let args = Args::new().a(io.k).a(io.rows as i32).a(io.di as i32).a(0u64).a(1.0f32).a(k16).a(ks);
         gpu.launch("idx_to_f16", (io.rows.div_ceil(8) as u32, 1, 1), 256, 0, args)?;
@@ -2789,11 +2797,23 @@ impl CudaSession {
     /// compressed indexer rows, top-k -> sc.isel.
     fn indexer(&self, l: usize, t: usize, idx_rows: usize, decode: bool) -> Result<()> {
         let (d, sc, gpu) = (&self.m.dims, &self.sc, self.gpu());
+        let wscale = 1.0f32 / ((d.di * d.hi) as f32).sqrt();
+        // the f16 buffers exist only for Fast precision with the FP4 step on; prefill's
+        // tensor-core scores then take q in f16 from idx_q_prep itself (DS4_IDXQ_F16=0: in
+        // f32, converted by idx_to_f16)
+        let tc = !decode && sc.idx16.is_some();
+        let q16 = match &sc.idx16 {
+            Some((h, s)) if tc && idx_tc_shape_ok(d.hi, d.di) && env_unless!("DS4_IDXQ_F16", "0") => Some((h.ptr, s.ptr)),
+            _ => None,
+        };
         let args = Args::new().a(sc.iq.ptr).a(sc.pos.ptr).a(self.m.omega_comp.ptr).a(d.hi as i32).a(d.di as i32).a(d.r as i32).a(self.opts.qat as i32);
         let args = args.a(l as i32).a(d.topk as i32).a(self.ties_ptr());
         let args = args.a(t as i32);
+        let args = match q16 {
+            Some((h, s)) => args.a(h).a(s).a(sc.iw.ptr).a(wscale),
+            None => args.a(0u64).a(0u64).a(0u64).a(0f32),
+        };
         gpu.launch("idx_q_prep", ((d.hi * t).div_ceil(8) as u32, 1, 1), 256, 0, args)?;
-        let wscale = 1.0f32 / ((d.di * d.hi) as f32).sqrt();
         let io = IdxIo {
             q: sc.iq.ptr,
             w: sc.iw.ptr,
@@ -2810,9 +2830,8 @@ impl CudaSession {
             h16: sc.idx16.as_ref().map_or(0, |b| b.0.ptr),
             hsc: sc.idx16.as_ref().map_or(0, |b| b.1.ptr),
         };
-        // the f16 buffers exist only for Fast precision with the FP4 step on
-        if !decode && sc.idx16.is_some() {
-            launch_idx_tc(gpu, &io)?;
+        if tc {
+            launch_idx_tc_from(gpu, &io, q16.is_some())?;
         } else if idx_dtc_ok(t, idx_rows, d.hi, d.di, sc.idx16.is_some()) {
             launch_idx_dtc(gpu, &io)?;
         } else {

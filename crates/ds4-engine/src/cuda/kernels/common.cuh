@@ -36,6 +36,9 @@ __device__ __forceinline__ u64 gtimer() {
     return t;
 }
 
+// The tensor-core indexer's padded f16 vector length (Di <= 128; idx.cuh, idx_q_prep)
+#define ITC_DP 128
+
 __device__ __forceinline__ float h2f(u16 h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));

@@ -17,7 +17,7 @@
 // indexer margins the exact fixtures guarantee, so the session uses idx_score there.
 // ------------------------------------------------------------------------------------------
 
-#define ITC_DP 128   // padded vector length (Di <= 128)
+// (ITC_DP, the padded vector length, is in common.cuh: idx_q_prep writes this form too)
 
 // A Di-vector (Di % 4 == 0, Di <= 128) held 4 values per lane (lane l: 4l..4l+3, zeros past
 // Di) as f16 of x / 2^e, e the exponent of the vector's max |x| (the whole warp calls it);

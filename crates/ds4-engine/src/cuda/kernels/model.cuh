@@ -1275,7 +1275,7 @@ extern "C" __global__ void comp_state(CompArgs a) {
 // with the model shape: cuda/dims.rs). grid ceil(Hi * T / 8), block 256.
 template <int J>
 __device__ __forceinline__ void idx_q_prep_vec(float* q, int p, const float2* cs, int R, int qat, int layer,
-                                               int* tp, float* tb) {
+                                               int* tp, float* tb, u16* h16, float* hsc) {
     const int lane = threadIdx.x & 31, Di = 32 * J, base = Di - R;
     float v[J];
 #pragma unroll
@@ -1327,11 +1327,33 @@ __device__ __forceinline__ void idx_q_prep_vec(float* q, int p, const float2* cs
 #pragma unroll
         for (int j = 0; j < J; j++) v[j] = fp4_round_warp(v[j]);
     }
+    if (h16) {
+        // prefill's tensor-core scores read q as idx_to_f16 leaves it (idx.cuh: the vector over
+        // 2^e, e the exponent of its max |x|, as f16 in ITC_DP slots; the scale into hsc, to be
+        // multiplied by the head weight there): the same max, products and roundings, so the
+        // same bits, without the f32 round trip and the conversion launch
+        float am = 0.f;
+#pragma unroll
+        for (int j = 0; j < J; j++) am = fmaxf(am, fabsf(v[j]));
+        am = warp_max(am);
+        int be = (int)((__float_as_uint(am) >> 23) & 255u);
+        int e = (am > 0.f && be < 255) ? max(be, 1) - 127 : 0;
+        e = min(e, 126);
+        const float inv = __uint_as_float((u32)(127 - e) << 23);
+#pragma unroll
+        for (int j = 0; j < J; j++) h16[lane + 32 * j] = (u16)(pack_h2(v[j] * inv, 0.f) & 0xffffu);
+        for (int i = 32 * J + lane; i < ITC_DP; i += 32) h16[i] = 0;
+        if (lane == 0) *hsc = __uint_as_float((u32)(127 + e) << 23);
+        return;
+    }
 #pragma unroll
     for (int j = 0; j < J; j++) q[lane + 32 * j] = v[j];
 }
+// h16 (0: the f32 q in place): idx_to_f16's f16 form of q instead, with its scale per vector
+// (wt ? wt[v] * wscale : 1) * 2^e into hsc (prefill's tensor-core scores; Di <= ITC_DP).
 extern "C" __global__ void __launch_bounds__(256) idx_q_prep(float* qi, const int* __restrict__ pos, const float* __restrict__ omega,
-                                                             int Hi, int Di, int R, int qat, int layer, int topk, int* ties, int T) {
+                                                             int Hi, int Di, int R, int qat, int layer, int topk, int* ties, int T,
+                                                             u16* h16, float* hsc, const float* __restrict__ wt, float wscale) {
     PDL_ENTRY;
     __shared__ float tb[8][32];  // a block's pre-rounding values for the near-tie margin
     // the token's RoPE (cos, sin) per pair (R <= Di <= 256), computed once for the block when
@@ -1353,12 +1375,15 @@ extern "C" __global__ void __launch_bounds__(256) idx_q_prep(float* qi, const in
     else __syncwarp();
     float* q = qi + ht * Di;
     int* tp = (p + 1) / 4 > topk ? ties : nullptr;
+    u16* h = (h16 && Di <= ITC_DP) ? h16 + ht * ITC_DP : nullptr;
+    float sc = 0.f;
     switch (Di) {
-        case 32: idx_q_prep_vec<1>(q, p, cs, R, qat, layer, tp, tb[w]); break;
-        case 64: idx_q_prep_vec<2>(q, p, cs, R, qat, layer, tp, tb[w]); break;
-        case 128: idx_q_prep_vec<4>(q, p, cs, R, qat, layer, tp, tb[w]); break;
-        default: idx_q_prep_vec<8>(q, p, cs, R, qat, layer, tp, tb[w]); break;  // 256 (dims.rs check)
+        case 32: idx_q_prep_vec<1>(q, p, cs, R, qat, layer, tp, tb[w], h, &sc); break;
+        case 64: idx_q_prep_vec<2>(q, p, cs, R, qat, layer, tp, tb[w], h, &sc); break;
+        case 128: idx_q_prep_vec<4>(q, p, cs, R, qat, layer, tp, tb[w], h, &sc); break;
+        default: idx_q_prep_vec<8>(q, p, cs, R, qat, layer, tp, tb[w], nullptr, &sc); break;  // 256 (dims.rs check)
     }
+    if (h && (threadIdx.x & 31) == 0) hsc[ht] = wt ? (wt[ht] * wscale) * sc : sc;
 }
 
 // Rows per idx_score block (owned by session.rs, which sizes the grid; asserted equal by the
