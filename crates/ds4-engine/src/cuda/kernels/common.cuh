@@ -38,6 +38,16 @@ __device__ __forceinline__ u64 gtimer() {
 
 // The tensor-core indexer's padded f16 vector length (Di <= 128; idx.cuh, idx_q_prep)
 #define ITC_DP 128
+// The power-of-two scale of the tensor-core indexer's f16 vectors (idx.cuh's f16_pow2_scaled,
+// idx_q_prep): for am = max |x| of a vector, returns 2^e and sets inv = 2^-e, e the unbiased
+// exponent of am, clamped so that both are normal f32.
+__device__ __forceinline__ float pow2_of_max(float am, float& inv) {
+    int be = (int)((__float_as_uint(am) >> 23) & 255u);
+    int e = (am > 0.f && be < 255) ? max(be, 1) - 127 : 0;
+    e = min(e, 126);
+    inv = __uint_as_float((u32)(127 - e) << 23);
+    return __uint_as_float((u32)(127 + e) << 23);
+}
 
 __device__ __forceinline__ float h2f(u16 h) {
     float f;

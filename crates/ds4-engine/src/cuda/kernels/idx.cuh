@@ -25,14 +25,11 @@
 __device__ __forceinline__ float f16_pow2_scaled(const float (&x)[4], uint2& h) {
     float am = fmaxf(fmaxf(fabsf(x[0]), fabsf(x[1])), fmaxf(fabsf(x[2]), fabsf(x[3])));
     am = warp_max(am);
-    // unbiased exponent of the max, clamped so that 2^e and 2^-e are normal f32
-    int be = (int)((__float_as_uint(am) >> 23) & 255u);
-    int e = (am > 0.f && be < 255) ? max(be, 1) - 127 : 0;
-    e = min(e, 126);
-    float inv = __uint_as_float((u32)(127 - e) << 23);
+    float inv;
+    const float s = pow2_of_max(am, inv);
     h.x = pack_h2(x[0] * inv, x[1] * inv);
     h.y = pack_h2(x[2] * inv, x[3] * inv);
-    return __uint_as_float((u32)(127 + e) << 23);
+    return s;
 }
 // Lane l's 4 values of the Di-vector at v (zeros past Di).
 __device__ __forceinline__ void ld_vec4(const float* __restrict__ v, int Di, int lane, float (&x)[4]) {

@@ -1336,14 +1336,12 @@ __device__ __forceinline__ void idx_q_prep_vec(float* q, int p, const float2* cs
 #pragma unroll
         for (int j = 0; j < J; j++) am = fmaxf(am, fabsf(v[j]));
         am = warp_max(am);
-        int be = (int)((__float_as_uint(am) >> 23) & 255u);
-        int e = (am > 0.f && be < 255) ? max(be, 1) - 127 : 0;
-        e = min(e, 126);
-        const float inv = __uint_as_float((u32)(127 - e) << 23);
+        float inv;
+        const float s = pow2_of_max(am, inv);
 #pragma unroll
         for (int j = 0; j < J; j++) h16[lane + 32 * j] = (u16)(pack_h2(v[j] * inv, 0.f) & 0xffffu);
         for (int i = 32 * J + lane; i < ITC_DP; i += 32) h16[i] = 0;
-        if (lane == 0) *hsc = __uint_as_float((u32)(127 + e) << 23);
+        if (lane == 0) *hsc = s;
         return;
     }
 #pragma unroll
