@@ -1269,6 +1269,12 @@ fn fork_on() -> bool {
     env_unless!("DS4_FORK", "0")
 }
 
+/// `DS4_COMP_LATE=0`: a ratio-4 decode branch's main stream runs the attention's compressor
+/// before q_b instead of after it (see `layers`).
+fn comp_late() -> bool {
+    env_unless!("DS4_COMP_LATE", "0")
+}
+
 /// `DS4_QB_PERSIST=1`: q_b beside an open decode branch on one block per SM, each looping
 /// over q_b's blocks, so that the branch's kernels find free SM slots (see `layers`).
 fn qb_persist() -> bool {
@@ -2927,11 +2933,17 @@ impl CudaSession {
                     self.compressor(l, t, false)?;
                 }
                 gpu.to_main();
-                // the main stream
-                if ratio == 4 {
+                // the main stream: q_b, then (ratio 4) the attention's compressor, which only
+                // attention reads: it runs while the main stream waits for the indexer's side,
+                // not in front of q_b (DS4_COMP_LATE=0: before q_b)
+                let late = comp_late();
+                if ratio == 4 && !late {
                     self.compressor(l, t, false)?;
                 }
                 q16 = self.q_proj(l, t, decode, att, true, false, qb_persist())?;
+                if ratio == 4 && late {
+                    self.compressor(l, t, false)?;
+                }
                 gpu.join()?;
             } else {
                 if ratio > 0 {
