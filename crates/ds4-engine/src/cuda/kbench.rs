@@ -1696,7 +1696,66 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
             bad_s
         );
     }
+    idx_q_prep_bench(gpu)?;
     idx_dec_bench(gpu)
+}
+
+/// Prefill's indexer query prep: idx_q_prep writing the tensor-core scores' f16 form itself
+/// (session.rs `indexer`) against idx_q_prep in f32 then idx_to_f16, on the same random q:
+/// the f16 values and the scales must be the same bits (`f16 diff` / `scale diff` count the
+/// differing ones), and the time of each form.
+fn idx_q_prep_bench(gpu: &Gpu) -> Result<()> {
+    use super::session::idx_tc_bufs;
+    println!("{:<34} {:>10} {:>10} {:>10} {:>10}", "indexer query prep (prefill)", "f32+conv", "f16 ms", "f16 diff", "scale diff");
+    // (hi, di, rope dims, T, p0): the fixtures' shape, the real one
+    for (hi, di, r, t, p0) in [(16usize, 32usize, 16usize, 300usize, 0usize), (64, 128, 64, 8192, 4096)] {
+        let nq = t * hi;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ ((di as u64) << 16) ^ t as u64;
+        let qv: Vec<f32> = (0..nq * di).map(|_| frand(&mut seed) * 4.0 - 2.0).collect();
+        let wv: Vec<f32> = (0..nq).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
+        let pos: Vec<i32> = (0..t).map(|i| (p0 + i) as i32).collect();
+        let omega: Vec<f32> = (0..r / 2).map(|k| 1.0 / 160000f32.powf(2.0 * k as f32 / r as f32)).collect();
+        let f4 = |n: usize| gpu.alloc(n * 4);
+        let (q0, qa, qb, wb, pb, ob) = (f4(qv.len())?, f4(qv.len())?, f4(qv.len())?, f4(nq)?, f4(t)?, f4(omega.len().max(1))?);
+        gpu.htod(q0.ptr, &qv)?;
+        gpu.htod(wb.ptr, &wv)?;
+        gpu.htod(pb.ptr, &pos)?;
+        gpu.htod(ob.ptr, &omega)?;
+        let (b16, bsc) = idx_tc_bufs(t, hi, 0);
+        let (ha, sa, hb, sb) = (gpu.alloc(b16)?, gpu.alloc(bsc)?, gpu.alloc(b16)?, gpu.alloc(bsc)?);
+        let wscale = 1.0f32 / ((hi * di) as f32).sqrt();
+        let bytes = qv.len() * 4;
+        let prep = |q: u64, h16: u64, hsc: u64| -> Result<()> {
+            let args = Args::new().a(q).a(pb.ptr).a(ob.ptr).a(hi as i32).a(di as i32).a(r as i32).a(1i32).a(0i32).a(512i32).a(0u64).a(t as i32);
+            let args = if h16 != 0 { args.a(h16).a(hsc).a(wb.ptr).a(wscale) } else { args.a(0u64).a(0u64).a(0u64).a(0f32) };
+            gpu.launch("idx_q_prep", (nq.div_ceil(8) as u32, 1, 1), 256, 0, args)
+        };
+        let old = || -> Result<()> {
+            gpu.dtod(qa.ptr, q0.ptr, bytes)?;
+            prep(qa.ptr, 0, 0)?;
+            gpu.launch("idx_to_f16", (nq.div_ceil(8) as u32, 1, 1), 256, 0, Args::new().a(qa.ptr).a(nq as i32).a(di as i32).a(wb.ptr).a(wscale).a(ha.ptr).a(sa.ptr))
+        };
+        let new = || -> Result<()> {
+            gpu.dtod(qb.ptr, q0.ptr, bytes)?;
+            prep(qb.ptr, hb.ptr, sb.ptr)
+        };
+        old()?;
+        new()?;
+        gpu.sync()?;
+        let (mut xa, mut xb) = (vec![0u16; nq * 128], vec![0u16; nq * 128]);
+        gpu.dtoh(&mut xa, ha.ptr)?;
+        gpu.dtoh(&mut xb, hb.ptr)?;
+        let (mut ca, mut cb) = (vec![0f32; nq], vec![0f32; nq]);
+        gpu.dtoh(&mut ca, sa.ptr)?;
+        gpu.dtoh(&mut cb, sb.ptr)?;
+        let hdiff = xa.iter().zip(&xb).filter(|(a, b)| a != b).count();
+        let sdiff = ca.iter().zip(&cb).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+        // (each timed form includes the same copy of q into its scratch)
+        let ms_old = time_ms(gpu, 5, &old)?;
+        let ms_new = time_ms(gpu, 5, &new)?;
+        println!("{:<34} {:>10.3} {:>10.3} {:>10} {:>10}", format!("idx q prep {hi}x{di} R{r} T={t}"), ms_old, ms_new, hdiff, sdiff);
+    }
+    Ok(())
 }
 
 /// One-token (decode) indexer: `idx_score_w` against `idx_score` on the same FP4 inputs at the
