@@ -1269,12 +1269,6 @@ fn fork_on() -> bool {
     env_unless!("DS4_FORK", "0")
 }
 
-/// `DS4_COMP_LATE=0`: a ratio-4 decode branch's main stream runs the attention's compressor
-/// before q_b instead of after it (see `layers`).
-fn comp_late() -> bool {
-    env_unless!("DS4_COMP_LATE", "0")
-}
-
 /// `DS4_QB_PERSIST=1`: q_b beside an open decode branch on one block per SM, each looping
 /// over q_b's blocks, so that the branch's kernels find free SM slots (see `layers`).
 fn qb_persist() -> bool {
@@ -2917,8 +2911,9 @@ impl CudaSession {
             // for the indexer's compressor, so that both q_b start together and the branch's
             // priority serves its own first, was neutral: 556.0 against 555.2 summed t/s at
             // 8K and 64K, session 14; so was the indexer's q_b alone before the branch, and q_b
-            // on one block per SM beside it, DS4_QB_PERSIST.) Without a branch, the same work in
-            // the same order on one stream.
+            // on one block per SM beside it, DS4_QB_PERSIST; and, session 26, the main stream's
+            // compressor after q_b instead of before it: 316.9 against 316.8 summed t/s at 8K.)
+            // Without a branch, the same work in the same order on one stream.
             let branch = decode && ratio > 0 && fork_on() && gpu.fork()?;
             let q16;
             if branch {
@@ -2933,17 +2928,11 @@ impl CudaSession {
                     self.compressor(l, t, false)?;
                 }
                 gpu.to_main();
-                // the main stream: q_b, then (ratio 4) the attention's compressor, which only
-                // attention reads: it runs while the main stream waits for the indexer's side,
-                // not in front of q_b (DS4_COMP_LATE=0: before q_b)
-                let late = comp_late();
-                if ratio == 4 && !late {
+                // the main stream
+                if ratio == 4 {
                     self.compressor(l, t, false)?;
                 }
                 q16 = self.q_proj(l, t, decode, att, true, false, qb_persist())?;
-                if ratio == 4 && late {
-                    self.compressor(l, t, false)?;
-                }
                 gpu.join()?;
             } else {
                 if ratio > 0 {
