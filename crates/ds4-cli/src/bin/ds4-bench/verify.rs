@@ -339,6 +339,9 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
         fast_blas.set_blas_min_t(1);
         let blas_exp = ds4_engine::cuda::blas::exp_blas_wanted() && cm.gpu.blas().is_some();
         let mut ref_off = sess(&cm, true, Precision::Reference, 2048)?;
+        // the default configuration (Fast with QAT): the only one that runs prefill's
+        // tensor-core indexer (its f16 query from idx_q_prep) and FP8 / FP4 steps in Fast
+        let mut fast_off = sess(&cm, true, Precision::Fast, 2048)?;
         let mut cpu = CpuBackend::new(cpu_model.clone(), Options { qat: false });
         for sq in mo["sequences"].as_array().into_iter().flatten() {
             let sname = sq["name"].as_str().unwrap_or("?");
@@ -517,6 +520,14 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             let gf = fast_ex.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
             let (mx, kl, top1) = kl_top1(&g1, &gf, vocab);
             println!("INFO {} fast-vs-reference prefill: max_abs_dlogit={mx:.3e} mean_kl={kl:.3e} top1_agree={top1:.4}", tag(""));
+            // the default configuration against the official (QAT) reference precision
+            fast_off.reset().map_err(|e| anyhow!("{e}"))?;
+            let fo1 = fast_off.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
+            fast_off.reset().map_err(|e| anyhow!("{e}"))?;
+            let fo2 = fast_off.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
+            t.flag(&tag("fast official determinism"), same_bits(&fo1, &fo2), "two prefills bit-identical");
+            let (omx, okl, otop1) = kl_top1(&go, &fo1, vocab);
+            println!("INFO {} fast-official-vs-reference-official prefill: max_abs_dlogit={omx:.3e} mean_kl={okl:.3e} top1_agree={otop1:.4}", tag(""));
             // the same with every dense GEMM on cuBLAS at any batch size (as prefill batches of
             // >= 128 tokens run them: q_b then writes q as f16 for the tensor-core attention)
             // and, with DS4_GEMM_EXP=cublas, the routed experts too: deterministic, and about as
