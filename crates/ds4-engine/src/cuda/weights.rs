@@ -410,6 +410,9 @@ impl CudaModel {
             if let Some(c) = &layer.icomp {
                 b += lb(&c.kv) + lb(&c.gate) + lb(layer.idx_proj.as_ref().unwrap());
             }
+            // the indexer's q_b: read by every step once the indexer selects (contexts past 4 x
+            // top-k; below that this figure overstates the step by it)
+            b += layer.idx_q_b.as_ref().map_or(0, lb);
             decode_bytes += b;
             layers.push(layer);
         }
