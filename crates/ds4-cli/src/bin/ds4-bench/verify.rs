@@ -546,11 +546,15 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             println!("INFO {} fast-cublas-vs-reference prefill: max_abs_dlogit={bmx:.3e} mean_kl={bkl:.3e} top1_agree={btop1:.4}", tag(""));
             let (mx2, kl2, top12) = kl_top1(&gf, &b1, vocab);
             println!("INFO {} fast-cublas-vs-fast prefill: max_abs_dlogit={mx2:.3e} mean_kl={kl2:.3e} top1_agree={top12:.4}", tag(""));
-            t.flag(
-                &tag("fast cuBLAS deviation"),
-                bkl <= 2.0 * kl + 1e-5,
-                &format!("mean KL to the reference {bkl:.3e} within 2x the built-in fast path's {kl:.3e} (+1e-5)"),
-            );
+            // (a sequence long enough for the default session's cuBLAS path gives it the same
+            // bits: nothing to compare there)
+            if !same_bits(&gf, &b1) {
+                t.flag(
+                    &tag("fast cuBLAS deviation"),
+                    bkl <= 2.0 * kl + 1e-5,
+                    &format!("mean KL to the reference {bkl:.3e} within 2x the built-in fast path's {kl:.3e} (+1e-5)"),
+                );
+            }
             // decode rows (prefix prefill + one eval per token) against the reference decode:
             // shows the int8-activation FFN matvecs (q8=on; DS4_DECODE_Q8=0 turns them off)
             let gfd = gpu_decode(&mut fast_ex, &toks, prefix)?;

@@ -1273,9 +1273,10 @@ extern "C" __global__ void comp_state(CompArgs a) {
 // block-per-vector version it replaces (hadamard_fp4_smem, ~10 block barriers per 128 values:
 // 1.25 ms per ratio-4 layer of an 8K prefill). Di a power of two in 32..256, R even (checked
 // with the model shape: cuda/dims.rs). grid ceil(Hi * T / 8), block 256.
+// Returns the f16 form's power-of-two scale when h16 is given (else 0).
 template <int J>
-__device__ __forceinline__ void idx_q_prep_vec(float* q, int p, const float2* cs, int R, int qat, int layer,
-                                               int* tp, float* tb, u16* h16, float* hsc) {
+__device__ __forceinline__ float idx_q_prep_vec(float* q, int p, const float2* cs, int R, int qat, int layer,
+                                                int* tp, float* tb, u16* h16) {
     const int lane = threadIdx.x & 31, Di = 32 * J, base = Di - R;
     float v[J];
 #pragma unroll
@@ -1329,8 +1330,8 @@ __device__ __forceinline__ void idx_q_prep_vec(float* q, int p, const float2* cs
     }
     if (h16) {
         // prefill's tensor-core scores read q as idx_to_f16 leaves it (idx.cuh: the vector over
-        // 2^e, e the exponent of its max |x|, as f16 in ITC_DP slots; the scale into hsc, to be
-        // multiplied by the head weight there): the same max, products and roundings, so the
+        // 2^e, e the exponent of its max |x|, as f16 in ITC_DP slots; 2^e returned, for the
+        // caller to multiply by the head weight): the same max, products and roundings, so the
         // same bits, without the f32 round trip and the conversion launch
         float am = 0.f;
 #pragma unroll
@@ -1341,11 +1342,11 @@ __device__ __forceinline__ void idx_q_prep_vec(float* q, int p, const float2* cs
 #pragma unroll
         for (int j = 0; j < J; j++) h16[lane + 32 * j] = (u16)(pack_h2(v[j] * inv, 0.f) & 0xffffu);
         for (int i = 32 * J + lane; i < ITC_DP; i += 32) h16[i] = 0;
-        if (lane == 0) *hsc = s;
-        return;
+        return s;
     }
 #pragma unroll
     for (int j = 0; j < J; j++) q[lane + 32 * j] = v[j];
+    return 0.f;
 }
 // h16 (0: the f32 q in place): idx_to_f16's f16 form of q instead, with its scale per vector
 // (wt ? wt[v] * wscale : 1) * 2^e into hsc (prefill's tensor-core scores; Di <= ITC_DP).
@@ -1374,14 +1375,14 @@ extern "C" __global__ void __launch_bounds__(256) idx_q_prep(float* qi, const in
     float* q = qi + ht * Di;
     int* tp = (p + 1) / 4 > topk ? ties : nullptr;
     u16* h = (h16 && Di <= ITC_DP) ? h16 + ht * ITC_DP : nullptr;
-    float sc = 0.f;
+    float sc;
     switch (Di) {
-        case 32: idx_q_prep_vec<1>(q, p, cs, R, qat, layer, tp, tb[w], h, &sc); break;
-        case 64: idx_q_prep_vec<2>(q, p, cs, R, qat, layer, tp, tb[w], h, &sc); break;
-        case 128: idx_q_prep_vec<4>(q, p, cs, R, qat, layer, tp, tb[w], h, &sc); break;
-        default: idx_q_prep_vec<8>(q, p, cs, R, qat, layer, tp, tb[w], nullptr, &sc); break;  // 256 (dims.rs check)
+        case 32: sc = idx_q_prep_vec<1>(q, p, cs, R, qat, layer, tp, tb[w], h); break;
+        case 64: sc = idx_q_prep_vec<2>(q, p, cs, R, qat, layer, tp, tb[w], h); break;
+        case 128: sc = idx_q_prep_vec<4>(q, p, cs, R, qat, layer, tp, tb[w], h); break;
+        default: sc = idx_q_prep_vec<8>(q, p, cs, R, qat, layer, tp, tb[w], nullptr); break;  // 256 (dims.rs check)
     }
-    if (h && (threadIdx.x & 31) == 0) hsc[ht] = wt ? (wt[ht] * wscale) * sc : sc;
+    if (h && lane == 0) hsc[ht] = wt ? (wt[ht] * wscale) * sc : sc;
 }
 
 // Rows per idx_score block (owned by session.rs, which sizes the grid; asserted equal by the
