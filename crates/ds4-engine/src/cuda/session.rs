@@ -2396,7 +2396,9 @@ impl CudaSession {
         let ly = &self.m.layers[l];
         let mut b = vec![MvJobQ::plain(ly.q_b.wmat(), sc.qqr.at(0), sc.q.ptr)];
         let (mut ib, mut bi) = (None, None);
-        if let Some(m) = &ly.idx_q_b {
+        // (the indexer's F16 q_b through its Q8_0 copy when the model has one: half the bytes
+        // on the ratio-4 layers' indexer branch, whose chain attention waits for)
+        if let Some(m) = ly.idx_q_b8.as_ref().or(ly.idx_q_b.as_ref()) {
             if m.wmat().ty == 8 {
                 let j = MvJobQ::plain(m.wmat(), sc.qqr.at(0), sc.iq.ptr);
                 b.push(j);

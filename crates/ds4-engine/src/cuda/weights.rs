@@ -213,6 +213,22 @@ pub fn upload_raw_mat(gpu: &Gpu, name: &str, ty: GgmlType, dims: Vec<u64>, data:
     Ok(m)
 }
 
+/// A Q8_0 copy of an F16 matrix, quantized on the device (q8.cuh `q8_from_f16`: MODEL.md
+/// §5.6's rule, ds4-gguf's quantize_q8_0) into the repacked layout `Uploader::mat` gives Q8_0.
+pub fn q8_copy(gpu: &Gpu, m: &GMat) -> Result<GMat> {
+    if m.ty != GgmlType::F16 || m.n_exp != 1 || !m.cols.is_multiple_of(32) {
+        return Err(CudaError::Other(format!("q8_copy: needs an F16 matrix with a multiple of 32 columns, got {} x {}", m.ty.name(), m.cols)));
+    }
+    let nb = m.rows * m.cols / 32;
+    let (pb, hb) = split_sizes(GgmlType::Q8_0);
+    let pay = gpu.alloc(nb * pb)?;
+    let hdr = gpu.alloc(nb * hb)?;
+    let args = Args::new().a(m.pay.ptr).a(pay.ptr).a(hdr.ptr).a(nb as i64);
+    gpu.launch("q8_from_f16", (nb.div_ceil(256) as u32, 1, 1), 256, 0, args)?;
+    let bb = GgmlType::Q8_0.block_bytes();
+    Ok(GMat { pay, hdr: Some(hdr), ty: GgmlType::Q8_0, rows: m.rows, cols: m.cols, n_exp: 1, e_pay: nb * pb, e_hdr: nb * hb, bytes_per_mat: nb * bb })
+}
+
 pub struct GComp {
     pub ape: DevBuf,
     pub kv: GMat,
@@ -237,6 +253,9 @@ pub struct GLayer {
     pub comp: Option<GComp>,
     pub icomp: Option<GComp>,
     pub idx_q_b: Option<GMat>,
+    /// The indexer's q_b (F16 in the GGUF) as Q8_0, for decode's int8 matvec (`q8_copy`;
+    /// `DS4_IDXQB_Q8=0`: none, decode reads the F16 matrix). Prefill keeps the F16 matrix.
+    pub idx_q_b8: Option<GMat>,
     pub idx_proj: Option<GMat>,
     pub hc_ffn_fn: DevBuf,
     pub hc_ffn_scale: DevBuf,
@@ -318,6 +337,7 @@ impl CudaModel {
             up.raw(g.tensor_data(t))
         };
         let d = &dims;
+        let idxqb_q8 = std::env::var("DS4_IDXQB_Q8").map(|v| v != "0").unwrap_or(true);
         let nhc = d.n_hc;
         let mhc = nhc * (nhc + 2);
         let mut layers = Vec::with_capacity(d.n_layer);
@@ -368,6 +388,10 @@ impl CudaModel {
                 out_b: mat(&p("attn_output_b.weight"), &mut up)?,
                 comp,
                 icomp,
+                idx_q_b8: match &idx_q_b {
+                    Some(m) if idxqb_q8 && m.ty == GgmlType::F16 && m.n_exp == 1 && m.cols.is_multiple_of(32) => Some(q8_copy(&gpu, m)?),
+                    _ => None,
+                },
                 idx_q_b,
                 idx_proj,
                 hc_ffn_fn: f16raw(&p("hc_ffn_fn.weight"), mhc * nhc * d.d, &mut up)?,
@@ -434,6 +458,8 @@ impl CudaModel {
             .meta("tokenizer.ggml.eos_token_id")
             .and_then(|v| v.as_u64())
             .map(|v| v as u32);
+        // (with the indexer's Q8_0 copies, made on the device)
+        let q8_bytes: u64 = layers.iter().filter_map(|l| l.idx_q_b8.as_ref()).map(|m| m.bytes_per_mat as u64).sum();
         Ok(CudaModel {
             gpu,
             dims,
@@ -448,7 +474,7 @@ impl CudaModel {
             omega_comp,
             eos,
             decode_weight_bytes: decode_bytes,
-            resident_bytes: total,
+            resident_bytes: total + q8_bytes,
         })
     }
 }

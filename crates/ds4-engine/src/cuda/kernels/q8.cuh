@@ -27,6 +27,29 @@ extern "C" __global__ void __launch_bounds__(256) quant_q8(const float* __restri
     }
 }
 
+// Q8_0 weight blocks in the repacked layout (32 int8 codes per block in `pay`, the f16 scale in
+// `hdr`) from an F16 matrix: one thread per block of 32 consecutive values. MODEL.md §5.6's
+// rule, as ds4-gguf's quantize_q8_0: d = amax / 127 (f32), q = clamp(rne(x * (1 / d))), the
+// header d rounded to f16 (ggml's Q8_0 weights). Decode's int8 matvec then reads the indexer's
+// F16 q_b at half the bytes (session.rs attn_jobsq).
+extern "C" __global__ void q8_from_f16(const u16* __restrict__ src, signed char* __restrict__ pay, u16* __restrict__ hdr, i64 nblocks) {
+    PDL_ENTRY;
+    const i64 b = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nblocks) return;
+    float v[32];
+    float amax = 0.f;
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+        v[i] = h2f(src[b * 32 + i]);
+        amax = fmaxf(amax, fabsf(v[i]));
+    }
+    const float d = amax / 127.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+#pragma unroll
+    for (int i = 0; i < 32; i++) pay[b * 32 + i] = (signed char)max(-128, min(127, __float2int_rn(v[i] * id)));
+    hdr[b] = f2h(d);
+}
+
 struct MvJobQ {
     WMat w;
     WMat w2;                 // paired jobs: the "up" matrix (same type and shape); w2.pay == 0 otherwise
