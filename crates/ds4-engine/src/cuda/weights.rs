@@ -214,10 +214,11 @@ pub fn upload_raw_mat(gpu: &Gpu, name: &str, ty: GgmlType, dims: Vec<u64>, data:
 }
 
 /// A Q8_0 copy of an F16 matrix, quantized on the device (q8.cuh `q8_from_f16`: MODEL.md
-/// §5.6's rule, ds4-gguf's quantize_q8_0) into the repacked layout `Uploader::mat` gives Q8_0.
-pub fn q8_copy(gpu: &Gpu, m: &GMat) -> Result<GMat> {
-    if m.ty != GgmlType::F16 || m.n_exp != 1 || !m.cols.is_multiple_of(32) {
-        return Err(CudaError::Other(format!("q8_copy: needs an F16 matrix with a multiple of 32 columns, got {} x {}", m.ty.name(), m.cols)));
+/// §5.6's rule, ds4-gguf's quantize_q8_0) into the repacked layout `Uploader::mat` gives Q8_0;
+/// None for other matrices (another type, an expert stack, columns not a multiple of 32).
+pub fn q8_copy(gpu: &Gpu, m: &GMat) -> Result<Option<GMat>> {
+    if !q8_copy_fits(m.ty, m.n_exp, m.cols) {
+        return Ok(None);
     }
     let nb = m.rows * m.cols / 32;
     let (pb, hb) = split_sizes(GgmlType::Q8_0);
@@ -226,7 +227,21 @@ pub fn q8_copy(gpu: &Gpu, m: &GMat) -> Result<GMat> {
     let args = Args::new().a(m.pay.ptr).a(pay.ptr).a(hdr.ptr).a(nb as i64);
     gpu.launch("q8_from_f16", (nb.div_ceil(256) as u32, 1, 1), 256, 0, args)?;
     let bb = GgmlType::Q8_0.block_bytes();
-    Ok(GMat { pay, hdr: Some(hdr), ty: GgmlType::Q8_0, rows: m.rows, cols: m.cols, n_exp: 1, e_pay: nb * pb, e_hdr: nb * hb, bytes_per_mat: nb * bb })
+    Ok(Some(GMat { pay, hdr: Some(hdr), ty: GgmlType::Q8_0, rows: m.rows, cols: m.cols, n_exp: 1, e_pay: nb * pb, e_hdr: nb * hb, bytes_per_mat: nb * bb }))
+}
+
+fn q8_copy_fits(ty: GgmlType, n_exp: usize, cols: usize) -> bool {
+    ty == GgmlType::F16 && n_exp == 1 && cols.is_multiple_of(32)
+}
+
+/// `DS4_IDXQB_Q8=0`: no Q8_0 copy of the indexer's q_b (decode then reads the F16 matrix).
+fn idxqb_q8() -> bool {
+    std::env::var("DS4_IDXQB_Q8").map(|v| v != "0").unwrap_or(true)
+}
+
+/// The GGUF name of layer `l`'s indexer q_b (the one matrix `q8_copy` serves).
+fn idx_q_b_name(l: usize) -> String {
+    format!("blk.{l}.indexer.attn_q_b.weight")
 }
 
 pub struct GComp {
@@ -305,15 +320,26 @@ impl CudaModel {
     /// Upload every tensor. `progress(done_bytes, total_bytes)` is called as data streams.
     pub fn upload(gpu: Arc<Gpu>, g: &Gguf, progress: &mut dyn FnMut(u64, u64)) -> Result<CudaModel> {
         let dims = Dims::from_gguf(g)?;
+        // (plus the Q8_0 copies of the indexer's q_b made at load: 34 bytes per 32 values)
+        let q8_extra: u64 = if idxqb_q8() {
+            (0..dims.n_layer)
+                .filter_map(|l| g.tensor(&idx_q_b_name(l)))
+                .filter(|t| q8_copy_fits(t.ty, *t.dims.get(2).unwrap_or(&1) as usize, *t.dims.first().unwrap_or(&1) as usize))
+                .map(|t| t.n_elements() / 32 * 34)
+                .sum()
+        } else {
+            0
+        };
         let total: u64 = g.tensors.iter().map(|t| t.n_bytes).sum();
+        let need = total + q8_extra;
         // A model that cannot fit fails here with advice instead of an allocation error halfway
         // through the upload (best effort: no check when the driver cannot say).
         if let Some(free) = gpu.free_mem() {
             let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-            if total > free as u64 {
+            if need > free as u64 {
                 return Err(CudaError::Other(format!(
                     "the weights need {:.1} GiB but {} has {:.1} GiB free: use --cpu, a smaller quantization (q2), or a GPU with more memory",
-                    gib(total),
+                    gib(need),
                     gpu.name,
                     gib(free as u64)
                 )));
@@ -337,7 +363,6 @@ impl CudaModel {
             up.raw(g.tensor_data(t))
         };
         let d = &dims;
-        let idxqb_q8 = std::env::var("DS4_IDXQB_Q8").map(|v| v != "0").unwrap_or(true);
         let nhc = d.n_hc;
         let mhc = nhc * (nhc + 2);
         let mut layers = Vec::with_capacity(d.n_layer);
@@ -364,7 +389,7 @@ impl CudaModel {
                         gate: mat(&p("indexer_compressor_gate.weight"), &mut up)?,
                         norm: vecf(&p("indexer_compressor_norm.weight"), d.di, &mut up)?,
                     }),
-                    Some(mat(&p("indexer.attn_q_b.weight"), &mut up)?),
+                    Some(mat(&idx_q_b_name(l), &mut up)?),
                     Some(mat(&p("indexer.proj.weight"), &mut up)?),
                 )
             } else {
@@ -389,7 +414,7 @@ impl CudaModel {
                 comp,
                 icomp,
                 idx_q_b8: match &idx_q_b {
-                    Some(m) if idxqb_q8 && m.ty == GgmlType::F16 && m.n_exp == 1 && m.cols.is_multiple_of(32) => Some(q8_copy(&gpu, m)?),
+                    Some(m) if idxqb_q8() => q8_copy(&gpu, m)?,
                     _ => None,
                 },
                 idx_q_b,
@@ -458,8 +483,6 @@ impl CudaModel {
             .meta("tokenizer.ggml.eos_token_id")
             .and_then(|v| v.as_u64())
             .map(|v| v as u32);
-        // (with the indexer's Q8_0 copies, made on the device)
-        let q8_bytes: u64 = layers.iter().filter_map(|l| l.idx_q_b8.as_ref()).map(|m| m.bytes_per_mat as u64).sum();
         Ok(CudaModel {
             gpu,
             dims,
@@ -474,7 +497,7 @@ impl CudaModel {
             omega_comp,
             eos,
             decode_weight_bytes: decode_bytes,
-            resident_bytes: total + q8_bytes,
+            resident_bytes: need,
         })
     }
 }
