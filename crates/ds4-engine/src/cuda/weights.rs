@@ -240,7 +240,7 @@ fn idxqb_q8() -> bool {
 }
 
 /// The GGUF name of layer `l`'s indexer q_b (the one matrix `q8_copy` serves).
-fn idx_q_b_name(l: usize) -> String {
+pub fn idx_q_b_name(l: usize) -> String {
     format!("blk.{l}.indexer.attn_q_b.weight")
 }
 
@@ -320,12 +320,13 @@ impl CudaModel {
     /// Upload every tensor. `progress(done_bytes, total_bytes)` is called as data streams.
     pub fn upload(gpu: Arc<Gpu>, g: &Gguf, progress: &mut dyn FnMut(u64, u64)) -> Result<CudaModel> {
         let dims = Dims::from_gguf(g)?;
-        // (plus the Q8_0 copies of the indexer's q_b made at load: 34 bytes per 32 values)
+        // (plus the Q8_0 copies of the indexer's q_b made at load)
+        let q8 = GgmlType::Q8_0;
         let q8_extra: u64 = if idxqb_q8() {
             (0..dims.n_layer)
                 .filter_map(|l| g.tensor(&idx_q_b_name(l)))
                 .filter(|t| q8_copy_fits(t.ty, *t.dims.get(2).unwrap_or(&1) as usize, *t.dims.first().unwrap_or(&1) as usize))
-                .map(|t| t.n_elements() / 32 * 34)
+                .map(|t| t.n_elements() / q8.block_len() as u64 * q8.block_bytes() as u64)
                 .sum()
         } else {
             0
@@ -460,7 +461,8 @@ impl CudaModel {
                 b += lb(&c.kv) + lb(&c.gate) + lb(layer.idx_proj.as_ref().unwrap());
             }
             // the indexer's q_b: read by every step once the indexer selects (contexts past 4 x
-            // top-k; below that this figure overstates the step by it)
+            // top-k; below that this figure overstates the step by it), at its GGUF size (the
+            // issue's floor) although decode reads the Q8_0 copy (~8 MB less per layer)
             b += layer.idx_q_b.as_ref().map_or(0, lb);
             decode_bytes += b;
             layers.push(layer);

@@ -321,7 +321,7 @@ fn idx_q8_check(t: &mut Tally, name: &str, cm: &CudaModel, cpu_model: &Arc<Model
     let g = cpu_model.gguf();
     for (l, ly) in cm.layers.iter().enumerate() {
         let Some(m8) = &ly.idx_q_b8 else { continue };
-        let ti = g.tensor(&format!("blk.{l}.indexer.attn_q_b.weight")).ok_or_else(|| anyhow!("layer {l}: no indexer q_b"))?;
+        let ti = g.tensor(&ds4_engine::cuda::weights::idx_q_b_name(l)).ok_or_else(|| anyhow!("layer {l}: no indexer q_b"))?;
         let mut x = vec![0f32; m8.rows * m8.cols];
         ds4_gguf::quant::dequantize(ti.ty, g.tensor_data(ti), &mut x).map_err(|e| anyhow!("{e}"))?;
         let want = ds4_gguf::quant::quantize_q8_0(&x);
