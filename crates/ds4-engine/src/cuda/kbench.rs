@@ -8,12 +8,12 @@
 //! the kernels it replaces (`DS4_KBENCH=hc`).
 
 use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
-use super::driver::{Args, DevBuf, Gpu, Result};
+use super::driver::{Args, CudaError, DevBuf, Gpu, Result};
 use super::session::{
     gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_moe_mid_form, launch_quant_q8, moe_group2_smem, GemmArgs, MidForm, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
-use super::weights::{upload_raw_mat, GMat};
+use super::weights::{q8_copy, upload_raw_mat, GMat, WMat};
 use ds4_gguf::GgmlType;
 
 /// Device-to-device copy bandwidth (bytes read + written per second), 2 x 2 GiB buffers.
@@ -249,8 +249,12 @@ fn q8_bench(gpu: &Gpu) -> Result<()> {
         ("gate   Q4_K 6x4096->2048", GgmlType::Q4K, 4096, 2048, 256, 6, false),
         ("shared Q8_0 4096->2048", GgmlType::Q8_0, 4096, 2048, 1, 1, false),
         ("shared Q8_0 2048->4096", GgmlType::Q8_0, 2048, 4096, 1, 1, false),
-        // attention-side projections (would need int8 copies of xn, qr, heads, low)
+        // attention-side projections
         ("q_a    Q8_0 4096->1024", GgmlType::Q8_0, 4096, 1024, 1, 1, false),
+        // F16 compressor kv / gate (ratio 4 / 128): the int8 path reads the matrix's Q8_0 copy
+        // (weights.rs q8_copy), so its error also holds the weights' rounding
+        ("ckv    F16 4096->1024 q8copy", GgmlType::F16, 4096, 1024, 1, 1, false),
+        ("ckv    F16 4096->512 q8copy", GgmlType::F16, 4096, 512, 1, 1, false),
         ("q_b    Q8_0 1024->32768", GgmlType::Q8_0, 1024, 32768, 1, 1, false),
         ("out_a  Q8_0 4096->8192", GgmlType::Q8_0, 4096, 8192, 1, 1, false),
         ("out_b  Q8_0 8192->4096", GgmlType::Q8_0, 8192, 4096, 1, 1, false),
@@ -290,29 +294,41 @@ fn q8_bench(gpu: &Gpu) -> Result<()> {
         let mut t32 = Vec::new();
         let mut tq = Vec::new();
         let mut specs = Vec::new();
+        // an F16 matrix: the int8 path on its Q8_0 copy (weights.rs q8_copy, as decode reads it)
+        let copy8 = |m: &GMat, keep: &mut Vec<DevBuf>| -> Result<WMat> {
+            if ty != GgmlType::F16 {
+                return Ok(m.wmat());
+            }
+            let m8 = q8_copy(gpu, m)?.ok_or_else(|| CudaError::Other(format!("{name}: no Q8_0 copy")))?;
+            let w8 = m8.wmat();
+            keep.push(m8.pay);
+            keep.extend(m8.hdr);
+            Ok(w8)
+        };
         for v in 0..variants {
-            let (w, selp) = if n_exp > 1 {
+            let (w, wq, selp) = if n_exp > 1 {
                 let ids: Vec<i32> = (0..slots).map(|i| ((v * 37 + i * 41) % n_exp) as i32).collect();
                 let b = gpu.alloc(64)?;
                 gpu.htod(b.ptr, &ids)?;
                 let p = b.ptr;
                 keep.push(b);
-                (m.wmat(), p)
+                (m.wmat(), m.wmat(), p)
             } else if v == 0 {
-                (m.wmat(), 0)
+                (m.wmat(), copy8(&m, &mut keep)?, 0)
             } else {
                 let d2 = random_blocks(ty, cols * rows, 2000 + v as u64);
                 let m2 = upload_raw_mat(gpu, name, ty, vec![cols as u64, rows as u64], &d2)?;
                 let w = m2.wmat();
+                let wq = copy8(&m2, &mut keep)?;
                 keep.push(m2.pay);
                 if let Some(h) = m2.hdr {
                     keep.push(h);
                 }
-                (w, 0)
+                (w, wq, 0)
             };
             let mut j2 = [MvJob2 { sel: selp, nslots: slots as i32, x_slot: x_slot as i64, ..MvJob2::plain(w, x.ptr, y.ptr) }];
             t32.push(JobTable2::new(gpu, &mut j2)?);
-            let mut jq = [MvJobQ { sel: selp, nslots: slots as i32, x_slot: x_slot as i64, ..MvJobQ::plain(w, (qs.ptr, qd.ptr), y.ptr) }];
+            let mut jq = [MvJobQ { sel: selp, nslots: slots as i32, x_slot: x_slot as i64, ..MvJobQ::plain(wq, (qs.ptr, qd.ptr), y.ptr) }];
             tq.push(JobTableQ::new(&mut jq)?);
             specs.push(jq[0]);
         }
@@ -366,6 +382,9 @@ fn q8_bench(gpu: &Gpu) -> Result<()> {
             gpu.launch("read_f4", (gpu.sm_count as u32 * 8, 1, 1), 256, 0, Args::new().a(rbuf.ptr + off).a(n4 as i64).a(y.ptr))
         })?;
         let tbs = |us: f64| per_call as f64 / (us / 1e6) / 1e12;
+        // (the int8 path of an F16 case reads the Q8_0 copy's bytes)
+        let per_call8 = if ty == GgmlType::F16 { rows * cols / 32 * GgmlType::Q8_0.block_bytes() * slots } else { per_call };
+        let tbs8 = |us: f64| per_call8 as f64 / (us / 1e6) / 1e12;
         println!(
             "{:<28} {:>8.2} {:>9.2} {:>9.2} {:>7.3}  {:>9.2} {:>7.3}  {:>8.2}  {:>9.2e} {:>9.2e} {:>9.2e}  {}{}",
             name,
@@ -374,7 +393,7 @@ fn q8_bench(gpu: &Gpu) -> Result<()> {
             us32,
             tbs(us32),
             usq,
-            tbs(usq),
+            tbs8(usq),
             usquant,
             rel,
             md / mref.max(1e-300),
@@ -384,7 +403,7 @@ fn q8_bench(gpu: &Gpu) -> Result<()> {
         );
         // work split sweep (rows per warp, warps per row group, register cap)
         let res = sweep_splits(gpu, &specs, &MVQ_KERNELS, y.ptr, &yq)?;
-        print_sweep(name, &res, tbs);
+        print_sweep(name, &res, tbs8);
     }
     gpu.sync()
 }

@@ -1358,6 +1358,9 @@ pub(crate) fn attn_q8_fits(d: &super::dims::Dims, out_a_rows: usize, tys: [i32; 
 /// quantized qr, `c` out_a (its g block-diagonal groups as g slots of one ro-row matrix) on the
 /// quantized heads, writing the output LoRA also quantized, `d` out_b on that.
 struct AttnJobsQ {
+    /// q_a, kv and the compressors' / indexer's projections of xn on its int8 copy (every
+    /// matrix with a Q8_0 form, `attn_a_list`; else None and the f32 launch runs)
+    a: Option<JobTableQ>,
     b: JobTableQ,
     /// the indexer's q_b alone when it is Q8_0 (b's second job; run by itself in a branch)
     ib: Option<JobTableQ>,
@@ -1591,20 +1594,27 @@ impl Q8Buf {
 /// (everything that reads the normalized input xn: q_a, kv, the compressor and indexer
 /// projections) and launch `b` (what reads the q LoRA output: q_b, then the indexer's q_b,
 /// which decode runs only when the indexer is active). One list for every matvec design.
-fn attn_side_mats(ly: &super::weights::GLayer, sc: &Scratch) -> (Vec<(WMat, u64, u64)>, Vec<(WMat, u64, u64)>) {
-    let xn = sc.xn.ptr;
-    let mut a = vec![(ly.q_a.wmat(), xn, sc.qa.ptr), (ly.kv.wmat(), xn, sc.kvp.ptr)];
-    if let Some(c) = &ly.comp {
-        a.push((c.kv.wmat(), xn, sc.ckv.ptr));
-        a.push((c.gate.wmat(), xn, sc.csc.ptr));
-    }
-    if let Some(c) = &ly.icomp {
-        a.push((c.kv.wmat(), xn, sc.ikv.ptr));
-        a.push((c.gate.wmat(), xn, sc.isc.ptr));
-        if let Some(p) = &ly.idx_proj {
-            a.push((p.wmat(), xn, sc.iw.ptr));
+/// The first attention-side decode launch's matrices (q_a, kv, the compressors' and the
+/// indexer's kv / gate / proj, all reading xn), each with its decode Q8_0 form (the matrix
+/// itself when Q8_0, else the loader's Q8_0 copy, else None) and its output.
+fn attn_a_list<'m>(ly: &'m super::weights::GLayer, sc: &Scratch) -> Vec<(&'m super::weights::GMat, Option<&'m super::weights::GMat>, u64)> {
+    let q8 = |m: &'m super::weights::GMat| (m.ty == GgmlType::Q8_0).then_some(m);
+    let mut a = vec![(&ly.q_a, q8(&ly.q_a), sc.qa.ptr), (&ly.kv, q8(&ly.kv), sc.kvp.ptr)];
+    for (c, kv, gate) in [(&ly.comp, sc.ckv.ptr, sc.csc.ptr), (&ly.icomp, sc.ikv.ptr, sc.isc.ptr)] {
+        if let Some(c) = c {
+            a.push((&c.kv, c.kv8.as_ref().or(q8(&c.kv)), kv));
+            a.push((&c.gate, c.gate8.as_ref().or(q8(&c.gate)), gate));
         }
     }
+    if let (Some(_), Some(p)) = (&ly.icomp, &ly.idx_proj) {
+        a.push((p, ly.idx_proj8.as_ref().or(q8(p)), sc.iw.ptr));
+    }
+    a
+}
+
+fn attn_side_mats(ly: &super::weights::GLayer, sc: &Scratch) -> (Vec<(WMat, u64, u64)>, Vec<(WMat, u64, u64)>) {
+    let xn = sc.xn.ptr;
+    let a = attn_a_list(ly, sc).into_iter().map(|(m, _, y)| (m.wmat(), xn, y)).collect();
     let mut b = vec![(ly.q_b.wmat(), sc.qr.ptr, sc.q.ptr)];
     if let Some(m) = &ly.idx_q_b {
         b.push((m.wmat(), sc.qr.ptr, sc.iq.ptr));
@@ -2410,7 +2420,12 @@ impl CudaSession {
         let mut c = MvJobQ::row_groups(&ly.out_a, d.g, sc.qheads.at(0), sc.low.ptr, sc.grp_ids.ptr);
         (c.yq, c.yd) = sc.qlow.at(0);
         let dd = MvJobQ::plain(ly.out_b.wmat(), sc.qlow.at(0), sc.attn_out.ptr);
-        Ok(AttnJobsQ { b: JobTableQ::new(&mut b)?, ib, bi, c: JobTableQ::new(&mut [c])?, d: JobTableQ::new(&mut [dd])? })
+        let a = attn_a_list(ly, sc).into_iter().map(|(_, m8, y)| m8.map(|m| MvJobQ::plain(m.wmat(), sc.qx.at(0), y))).collect::<Option<Vec<_>>>();
+        let a = match a {
+            Some(mut a) if super::weights::attn_a_q8() => Some(JobTableQ::new(&mut a)?),
+            _ => None,
+        };
+        Ok(AttnJobsQ { a, b: JobTableQ::new(&mut b)?, ib, bi, c: JobTableQ::new(&mut [c])?, d: JobTableQ::new(&mut [dd])? })
     }
 
     // ---------------------------------------------------------------------------------------
@@ -2696,10 +2711,20 @@ impl CudaSession {
     }
 
     /// The finish of layer `l`'s attention-side hc_pre (-> sc.xn).
-    fn attn_fin(&self, l: usize) -> HcFinish {
+    /// In decode with the int8 first launch (`attn_aq`) the finish also writes xn's int8 copy.
+    fn attn_fin(&self, l: usize, decode: bool) -> HcFinish {
         let ly = &self.m.layers[l];
         let d = &self.m.dims;
-        HcFinish { m: d.n_hc * (d.n_hc + 2), scale: ly.hc_attn_scale.ptr, base: ly.hc_attn_base.ptr, norm: ly.attn_norm.ptr, out: self.sc.xn.ptr, q8: None, f16: HcF16::default() }
+        let q8 = (decode && self.attn_aq(l).is_some()).then(|| self.sc.qx.at(0));
+        HcFinish { m: d.n_hc * (d.n_hc + 2), scale: ly.hc_attn_scale.ptr, base: ly.hc_attn_base.ptr, norm: ly.attn_norm.ptr, out: self.sc.xn.ptr, q8, f16: HcF16::default() }
+    }
+
+    /// Layer `l`'s first attention-side decode launch on int8 activations, when it has one.
+    fn attn_aq(&self, l: usize) -> Option<&JobTableQ> {
+        if !self.q8 {
+            return None;
+        }
+        self.jobsq.get(l)?.att.as_ref()?.a.as_ref()
     }
 
     fn comp_args(&self, l: usize, t: usize, indexer: bool) -> CompArgs {
@@ -2853,7 +2878,7 @@ impl CudaSession {
         // embedding and the first hc_pre partials
         gpu.launch("embed_rows", (t as u32, 1, 1), 256, 0, Args::new().a(self.m.tok_embd.ptr).a(sc.tok.ptr).a(sc.s.ptr).a(d.d as i32).a(nhc as i32))?;
         // sk: the last hc_step deferred its Sinkhorn (to attn_prep or router_dec)
-        let mut sk = self.hc_step(t, 0, 1, self.m.layers[0].hc_attn_fn.ptr, mhc, Some(self.attn_fin(0)), decode)?;
+        let mut sk = self.hc_step(t, 0, 1, self.m.layers[0].hc_attn_fn.ptr, mhc, Some(self.attn_fin(0, decode)), decode)?;
         let idx_active = idx_rows > d.topk;
         for l in 0..d.n_layer {
             let ly = &self.m.layers[l];
@@ -2862,7 +2887,10 @@ impl CudaSession {
             let omega = if ratio == 0 { self.m.omega_main.ptr } else { self.m.omega_comp.ptr };
             // ---- attention (its hc_pre was finished by the previous hc_step) ----
             if decode {
-                self.jobs[l].a.run(gpu, self.jobs[l].a.len())?;
+                match self.attn_aq(l) {
+                    Some(aq) => aq.run(gpu, aq.len())?,
+                    None => self.jobs[l].a.run(gpu, self.jobs[l].a.len())?,
+                }
             } else {
                 self.gemm(ly.q_a.wmat(), sc.xn.ptr, d.d, sc.qa.ptr, d.rq, t, None)?;
                 self.gemm(ly.kv.wmat(), sc.xn.ptr, d.d, sc.kvp.ptr, d.dh, t, None)?;
@@ -3176,7 +3204,7 @@ impl CudaSession {
             // the next layer's attention hc_pre, or the output head's (fused only: head_last
             // finishes it otherwise, for the token it needs)
             let (next_fn, next_m, fin) = if l + 1 < d.n_layer {
-                (self.m.layers[l + 1].hc_attn_fn.ptr, mhc, Some(self.attn_fin(l + 1)))
+                (self.m.layers[l + 1].hc_attn_fn.ptr, mhc, Some(self.attn_fin(l + 1, decode)))
             } else {
                 (self.m.out_hc_fn.ptr, nhc, self.hc_fused(t).then(|| self.head_fin()))
             };

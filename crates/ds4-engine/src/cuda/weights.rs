@@ -234,14 +234,58 @@ fn q8_copy_fits(ty: GgmlType, n_exp: usize, cols: usize) -> bool {
     ty == GgmlType::F16 && n_exp == 1 && cols.is_multiple_of(32)
 }
 
+/// Whether the loader makes a decode Q8_0 copy (`q8_copy`) of GGUF tensor `name`: the
+/// indexer's q_b (`DS4_IDXQB_Q8=0`: none) and the F16 matrices of the attention side's first
+/// decode launch, the compressors' and the indexer's kv / gate / proj (`DS4_ATTN_A_Q8=0`:
+/// none; that launch then runs on f32 activations). One rule for the loader and the fit check.
+fn q8_copied(name: &str) -> bool {
+    if name.ends_with(".indexer.attn_q_b.weight") {
+        return idxqb_q8();
+    }
+    let a_side = [COMP_ATTN, COMP_IDX].iter().any(|c| ["kv", "gate"].iter().any(|part| name.ends_with(&format!(".{c}_{part}.weight"))));
+    (a_side || name.ends_with(IDX_PROJ)) && attn_a_q8()
+}
+
+/// The GGUF name prefixes of the attention's and the indexer's compressor tensors, and the
+/// indexer proj's name suffix.
+const COMP_ATTN: &str = "attn_compressor";
+const COMP_IDX: &str = "indexer_compressor";
+const IDX_PROJ: &str = ".indexer.proj.weight";
+
+/// Layer `l`'s compressor tensor `part` (ape, kv, gate, norm); `indexer`: the indexer's.
+pub fn comp_name(l: usize, indexer: bool, part: &str) -> String {
+    format!("blk.{l}.{}_{part}.weight", if indexer { COMP_IDX } else { COMP_ATTN })
+}
+
 /// `DS4_IDXQB_Q8=0`: no Q8_0 copy of the indexer's q_b (decode then reads the F16 matrix).
 fn idxqb_q8() -> bool {
     std::env::var("DS4_IDXQB_Q8").map(|v| v != "0").unwrap_or(true)
 }
 
-/// The GGUF name of layer `l`'s indexer q_b (the one matrix `q8_copy` serves).
+/// `DS4_ATTN_A_Q8=0`: no Q8_0 copies of the attention side's F16 projections (see q8_copied).
+pub fn attn_a_q8() -> bool {
+    std::env::var("DS4_ATTN_A_Q8").map(|v| v != "0").unwrap_or(true)
+}
+
+/// The GGUF name of layer `l`'s indexer q_b.
 pub fn idx_q_b_name(l: usize) -> String {
     format!("blk.{l}.indexer.attn_q_b.weight")
+}
+
+impl GLayer {
+    /// Layer `l`'s decode Q8_0 copies (`q8_copy`) with the GGUF names of their F16 sources.
+    pub fn q8_copies(&self, l: usize) -> Vec<(String, &GMat)> {
+        let mut v = Vec::new();
+        for (c, indexer) in [(&self.comp, false), (&self.icomp, true)] {
+            if let Some(c) = c {
+                v.extend(c.kv8.as_ref().map(|m| (comp_name(l, indexer, "kv"), m)));
+                v.extend(c.gate8.as_ref().map(|m| (comp_name(l, indexer, "gate"), m)));
+            }
+        }
+        v.extend(self.idx_q_b8.as_ref().map(|m| (idx_q_b_name(l), m)));
+        v.extend(self.idx_proj8.as_ref().map(|m| (format!("blk.{l}{IDX_PROJ}"), m)));
+        v
+    }
 }
 
 pub struct GComp {
@@ -249,6 +293,9 @@ pub struct GComp {
     pub kv: GMat,
     pub gate: GMat,
     pub norm: DevBuf,
+    /// kv and gate (F16 in the GGUF) as Q8_0 for decode's int8 matvec (`q8_copied`)
+    pub kv8: Option<GMat>,
+    pub gate8: Option<GMat>,
 }
 
 pub struct GLayer {
@@ -272,6 +319,8 @@ pub struct GLayer {
     /// `DS4_IDXQB_Q8=0`: none, decode reads the F16 matrix). Prefill keeps the F16 matrix.
     pub idx_q_b8: Option<GMat>,
     pub idx_proj: Option<GMat>,
+    /// The indexer's proj as Q8_0 (`q8_copied`), like idx_q_b8.
+    pub idx_proj8: Option<GMat>,
     pub hc_ffn_fn: DevBuf,
     pub hc_ffn_scale: DevBuf,
     pub hc_ffn_base: DevBuf,
@@ -320,17 +369,14 @@ impl CudaModel {
     /// Upload every tensor. `progress(done_bytes, total_bytes)` is called as data streams.
     pub fn upload(gpu: Arc<Gpu>, g: &Gguf, progress: &mut dyn FnMut(u64, u64)) -> Result<CudaModel> {
         let dims = Dims::from_gguf(g)?;
-        // (plus the Q8_0 copies of the indexer's q_b made at load)
+        // (plus the Q8_0 copies made at load)
         let q8 = GgmlType::Q8_0;
-        let q8_extra: u64 = if idxqb_q8() {
-            (0..dims.n_layer)
-                .filter_map(|l| g.tensor(&idx_q_b_name(l)))
-                .filter(|t| q8_copy_fits(t.ty, *t.dims.get(2).unwrap_or(&1) as usize, *t.dims.first().unwrap_or(&1) as usize))
-                .map(|t| t.n_elements() / q8.block_len() as u64 * q8.block_bytes() as u64)
-                .sum()
-        } else {
-            0
-        };
+        let q8_extra: u64 = g
+            .tensors
+            .iter()
+            .filter(|t| q8_copied(&t.name) && q8_copy_fits(t.ty, *t.dims.get(2).unwrap_or(&1) as usize, *t.dims.first().unwrap_or(&1) as usize))
+            .map(|t| t.n_elements() / q8.block_len() as u64 * q8.block_bytes() as u64)
+            .sum();
         let total: u64 = g.tensors.iter().map(|t| t.n_bytes).sum();
         let need = total + q8_extra;
         // A model that cannot fit fails here with advice instead of an allocation error halfway
@@ -356,6 +402,12 @@ impl CudaModel {
             let t = tensor(g, name)?;
             up.mat(t, g.tensor_data(t))
         };
+        // a matrix and its decode Q8_0 copy when the loader makes one (q8_copied)
+        let mat8 = |name: &str, up: &mut Uploader| -> Result<(GMat, Option<GMat>)> {
+            let m = mat(name, up)?;
+            let m8 = if q8_copied(name) { q8_copy(&gpu, &m)? } else { None };
+            Ok((m, m8))
+        };
         let f16raw = |name: &str, n: usize, up: &mut Uploader| -> Result<DevBuf> {
             let t = tensor(g, name)?;
             if t.ty != GgmlType::F16 || t.n_elements() as usize != n {
@@ -371,31 +423,26 @@ impl CudaModel {
         for l in 0..d.n_layer {
             let p = |s: &str| format!("blk.{l}.{s}");
             let ratio = d.ratios[l];
+            let comp_of = |indexer: bool, ape_n: usize, norm_n: usize, up: &mut Uploader| -> Result<GComp> {
+                let ape = f16raw(&comp_name(l, indexer, "ape"), ape_n, up)?;
+                let (kv, kv8) = mat8(&comp_name(l, indexer, "kv"), up)?;
+                let (gate, gate8) = mat8(&comp_name(l, indexer, "gate"), up)?;
+                let norm = vecf(&comp_name(l, indexer, "norm"), norm_n, up)?;
+                Ok(GComp { ape, kv, gate, norm, kv8, gate8 })
+            };
             let comp = if ratio > 0 {
                 let w = if ratio == 4 { 2 * d.dh } else { d.dh };
-                Some(GComp {
-                    ape: f16raw(&p("attn_compressor_ape.weight"), w * ratio, &mut up)?,
-                    kv: mat(&p("attn_compressor_kv.weight"), &mut up)?,
-                    gate: mat(&p("attn_compressor_gate.weight"), &mut up)?,
-                    norm: vecf(&p("attn_compressor_norm.weight"), d.dh, &mut up)?,
-                })
+                Some(comp_of(false, w * ratio, d.dh, &mut up)?)
             } else {
                 None
             };
             let (icomp, idx_q_b, idx_proj) = if ratio == 4 {
-                (
-                    Some(GComp {
-                        ape: f16raw(&p("indexer_compressor_ape.weight"), 2 * d.di * 4, &mut up)?,
-                        kv: mat(&p("indexer_compressor_kv.weight"), &mut up)?,
-                        gate: mat(&p("indexer_compressor_gate.weight"), &mut up)?,
-                        norm: vecf(&p("indexer_compressor_norm.weight"), d.di, &mut up)?,
-                    }),
-                    Some(mat(&idx_q_b_name(l), &mut up)?),
-                    Some(mat(&p("indexer.proj.weight"), &mut up)?),
-                )
+                (Some(comp_of(true, 2 * d.di * 4, d.di, &mut up)?), Some(mat8(&idx_q_b_name(l), &mut up)?), Some(mat8(&format!("blk.{l}{IDX_PROJ}"), &mut up)?))
             } else {
                 (None, None, None)
             };
+            let (idx_q_b, idx_q_b8) = idx_q_b.map_or((None, None), |(m, m8)| (Some(m), m8));
+            let (idx_proj, idx_proj8) = idx_proj.map_or((None, None), |(m, m8)| (Some(m), m8));
             let has_bias = g.tensor(&p("exp_probs_b.bias")).is_some();
             let hash = l < d.n_hash;
             let layer = GLayer {
@@ -414,12 +461,10 @@ impl CudaModel {
                 out_b: mat(&p("attn_output_b.weight"), &mut up)?,
                 comp,
                 icomp,
-                idx_q_b8: match &idx_q_b {
-                    Some(m) if idxqb_q8() => q8_copy(&gpu, m)?,
-                    _ => None,
-                },
+                idx_q_b8,
                 idx_q_b,
                 idx_proj,
+                idx_proj8,
                 hc_ffn_fn: f16raw(&p("hc_ffn_fn.weight"), mhc * nhc * d.d, &mut up)?,
                 hc_ffn_scale: vecf(&p("hc_ffn_scale.weight"), 3, &mut up)?,
                 hc_ffn_base: vecf(&p("hc_ffn_base.weight"), mhc, &mut up)?,

@@ -312,33 +312,35 @@ fn kl_top1(r: &[f32], f: &[f32], vocab: usize) -> (f64, f64, f64) {
     (mx, kl / rows.max(1) as f64, agree as f64 / rows.max(1) as f64)
 }
 
-/// The indexer q_b's Q8_0 copies made on the device at load (weights.rs q8_copy) against
-/// ds4-gguf's quantize_q8_0 of the GGUF's F16 values: the same codes, and the same f16 scales.
-fn idx_q8_check(t: &mut Tally, name: &str, cm: &CudaModel, cpu_model: &Arc<Model>) -> Result<()> {
-    let mut layers = 0;
+/// The decode Q8_0 copies made on the device at load (weights.rs q8_copy: the indexer's q_b,
+/// the compressors' and the indexer's kv / gate / proj) against ds4-gguf's quantize_q8_0 of the
+/// GGUF's F16 values: the same codes, and the same f16 scales.
+fn q8_copy_check(t: &mut Tally, name: &str, cm: &CudaModel, cpu_model: &Arc<Model>) -> Result<()> {
+    let mut mats = 0;
     let mut bad = (0usize, 0usize);
     let mut blocks = 0usize;
     let g = cpu_model.gguf();
     for (l, ly) in cm.layers.iter().enumerate() {
-        let Some(m8) = &ly.idx_q_b8 else { continue };
-        let ti = g.tensor(&ds4_engine::cuda::weights::idx_q_b_name(l)).ok_or_else(|| anyhow!("layer {l}: no indexer q_b"))?;
-        let mut x = vec![0f32; m8.rows * m8.cols];
-        ds4_gguf::quant::dequantize(ti.ty, g.tensor_data(ti), &mut x).map_err(|e| anyhow!("{e}"))?;
-        let want = ds4_gguf::quant::quantize_q8_0(&x);
-        let mut q = vec![0i8; x.len()];
-        let mut d = vec![0u16; x.len() / 32];
-        cm.gpu.dtoh(&mut q, m8.pay.ptr).map_err(|e| anyhow!("{e}"))?;
-        cm.gpu.dtoh(&mut d, m8.hdr.as_ref().ok_or_else(|| anyhow!("Q8_0 without scales"))?.ptr).map_err(|e| anyhow!("{e}"))?;
-        bad.0 += q.iter().zip(&want.q).filter(|(a, b)| a != b).count();
-        bad.1 += d.iter().zip(&want.d).filter(|&(&a, &b)| a != half::f16::from_f32(b).to_bits()).count();
-        blocks += d.len();
-        layers += 1;
+        for (tname, m8) in ly.q8_copies(l) {
+            let ti = g.tensor(&tname).ok_or_else(|| anyhow!("layer {l}: no {tname}"))?;
+            let mut x = vec![0f32; m8.rows * m8.cols];
+            ds4_gguf::quant::dequantize(ti.ty, g.tensor_data(ti), &mut x).map_err(|e| anyhow!("{e}"))?;
+            let want = ds4_gguf::quant::quantize_q8_0(&x);
+            let mut q = vec![0i8; x.len()];
+            let mut d = vec![0u16; x.len() / 32];
+            cm.gpu.dtoh(&mut q, m8.pay.ptr).map_err(|e| anyhow!("{e}"))?;
+            cm.gpu.dtoh(&mut d, m8.hdr.as_ref().ok_or_else(|| anyhow!("Q8_0 without scales"))?.ptr).map_err(|e| anyhow!("{e}"))?;
+            bad.0 += q.iter().zip(&want.q).filter(|(a, b)| a != b).count();
+            bad.1 += d.iter().zip(&want.d).filter(|&(&a, &b)| a != half::f16::from_f32(b).to_bits()).count();
+            blocks += d.len();
+            mats += 1;
+        }
     }
-    if layers > 0 {
+    if mats > 0 {
         t.flag(
-            &format!("{name} indexer q_b Q8_0 copy"),
+            &format!("{name} decode Q8_0 copies"),
             bad == (0, 0),
-            &format!("{layers} layers, {blocks} blocks: {} codes and {} scales differ from ds4-gguf's quantize_q8_0", bad.0, bad.1),
+            &format!("{mats} matrices, {blocks} blocks: {} codes and {} scales differ from ds4-gguf's quantize_q8_0", bad.0, bad.1),
         );
     }
     Ok(())
@@ -362,7 +364,7 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
         let dev = load_cuda(cpu_model.clone())?;
         let cm = dev.cuda_weights().expect("a CUDA device").clone();
         let vocab = cm.dims.vocab;
-        idx_q8_check(&mut t, name, &cm, &cpu_model)?;
+        q8_copy_check(&mut t, name, &cm, &cpu_model)?;
         let mut ref_ex = sess(&cm, false, Precision::Reference, 2048)?;
         let mut ref_chunk = sess(&cm, false, Precision::Reference, 37)?;
         let mut fast_ex = sess(&cm, false, Precision::Fast, 2048)?;
