@@ -239,22 +239,26 @@ fn q8_copy_fits(ty: GgmlType, n_exp: usize, cols: usize) -> bool {
 /// decode launch, the compressors' and the indexer's kv / gate / proj (`DS4_ATTN_A_Q8=0`:
 /// none; that launch then runs on f32 activations). One rule for the loader and the fit check.
 fn q8_copied(name: &str) -> bool {
-    if name.ends_with(".indexer.attn_q_b.weight") {
+    if name.ends_with(IDX_Q_B) {
         return idxqb_q8();
     }
-    let a_side = [COMP_ATTN, COMP_IDX].iter().any(|c| ["kv", "gate"].iter().any(|part| name.ends_with(&format!(".{c}_{part}.weight"))));
+    let a_side = [false, true].iter().any(|&ix| ["kv", "gate"].iter().any(|part| name.ends_with(&comp_suffix(ix, part))));
     (a_side || name.ends_with(IDX_PROJ)) && attn_a_q8()
 }
 
-/// The GGUF name prefixes of the attention's and the indexer's compressor tensors, and the
-/// indexer proj's name suffix.
-const COMP_ATTN: &str = "attn_compressor";
-const COMP_IDX: &str = "indexer_compressor";
+/// The GGUF name suffixes (after `blk.{l}`) of the indexer's q_b and proj.
+const IDX_Q_B: &str = ".indexer.attn_q_b.weight";
 const IDX_PROJ: &str = ".indexer.proj.weight";
 
-/// Layer `l`'s compressor tensor `part` (ape, kv, gate, norm); `indexer`: the indexer's.
+/// The GGUF name suffix (after `blk.{l}`) of a compressor tensor `part` (ape, kv, gate, norm);
+/// `indexer`: the indexer's compressor.
+fn comp_suffix(indexer: bool, part: &str) -> String {
+    format!(".{}_{part}.weight", if indexer { "indexer_compressor" } else { "attn_compressor" })
+}
+
+/// Layer `l`'s compressor tensor `part`; `indexer`: the indexer's.
 pub fn comp_name(l: usize, indexer: bool, part: &str) -> String {
-    format!("blk.{l}.{}_{part}.weight", if indexer { COMP_IDX } else { COMP_ATTN })
+    format!("blk.{l}{}", comp_suffix(indexer, part))
 }
 
 /// `DS4_IDXQB_Q8=0`: no Q8_0 copy of the indexer's q_b (decode then reads the F16 matrix).
@@ -267,9 +271,12 @@ pub fn attn_a_q8() -> bool {
     std::env::var("DS4_ATTN_A_Q8").map(|v| v != "0").unwrap_or(true)
 }
 
-/// The GGUF name of layer `l`'s indexer q_b.
+/// The GGUF names of layer `l`'s indexer q_b and proj.
 pub fn idx_q_b_name(l: usize) -> String {
-    format!("blk.{l}.indexer.attn_q_b.weight")
+    format!("blk.{l}{IDX_Q_B}")
+}
+pub fn idx_proj_name(l: usize) -> String {
+    format!("blk.{l}{IDX_PROJ}")
 }
 
 impl GLayer {
@@ -283,7 +290,7 @@ impl GLayer {
             }
         }
         v.extend(self.idx_q_b8.as_ref().map(|m| (idx_q_b_name(l), m)));
-        v.extend(self.idx_proj8.as_ref().map(|m| (format!("blk.{l}{IDX_PROJ}"), m)));
+        v.extend(self.idx_proj8.as_ref().map(|m| (idx_proj_name(l), m)));
         v
     }
 }
@@ -437,7 +444,7 @@ impl CudaModel {
                 None
             };
             let (icomp, idx_q_b, idx_proj) = if ratio == 4 {
-                (Some(comp_of(true, 2 * d.di * 4, d.di, &mut up)?), Some(mat8(&idx_q_b_name(l), &mut up)?), Some(mat8(&format!("blk.{l}{IDX_PROJ}"), &mut up)?))
+                (Some(comp_of(true, 2 * d.di * 4, d.di, &mut up)?), Some(mat8(&idx_q_b_name(l), &mut up)?), Some(mat8(&idx_proj_name(l), &mut up)?))
             } else {
                 (None, None, None)
             };
@@ -506,8 +513,9 @@ impl CudaModel {
                 b += lb(&c.kv) + lb(&c.gate) + lb(layer.idx_proj.as_ref().unwrap());
             }
             // the indexer's q_b: read by every step once the indexer selects (contexts past 4 x
-            // top-k; below that this figure overstates the step by it), at its GGUF size (the
-            // issue's floor) although decode reads the Q8_0 copy (~8 MB less per layer)
+            // top-k; below that this figure overstates the step by it). Every matrix counts at
+            // its GGUF size (the floor), although decode reads the Q8_0 copies of the
+            // F16 ones (q8_copied: ~0.45 GB less per token at the published shapes)
             b += layer.idx_q_b.as_ref().map_or(0, lb);
             decode_bytes += b;
             layers.push(layer);
