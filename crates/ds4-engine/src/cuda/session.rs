@@ -1344,6 +1344,11 @@ struct LayerJobsQ {
     g: JobTableQ,
     /// the attention side on int8 activations too (`DS4_DECODE_Q8_ATTN`, on by default)
     att: Option<AttnJobsQ>,
+    /// the attention side's first launch on xn's int8 copy: q_a, kv and the compressors' /
+    /// indexer's projections (every matrix with a Q8_0 form, `attn_a_list`, and
+    /// `DS4_ATTN_A_Q8` not 0; else None and the f32 launch runs). Independent of `att`: it
+    /// needs only xn's width to be a multiple of 256 (which the int8 FFN needs too).
+    a: Option<JobTableQ>,
 }
 
 /// Whether a layer's attention side can run on int8 activations (`AttnJobsQ`): q_b, out_a and
@@ -1358,9 +1363,6 @@ pub(crate) fn attn_q8_fits(d: &super::dims::Dims, out_a_rows: usize, tys: [i32; 
 /// quantized qr, `c` out_a (its g block-diagonal groups as g slots of one ro-row matrix) on the
 /// quantized heads, writing the output LoRA also quantized, `d` out_b on that.
 struct AttnJobsQ {
-    /// q_a, kv and the compressors' / indexer's projections of xn on its int8 copy (every
-    /// matrix with a Q8_0 form, `attn_a_list`; else None and the f32 launch runs)
-    a: Option<JobTableQ>,
     b: JobTableQ,
     /// the indexer's q_b alone when it is Q8_0 (b's second job; run by itself in a branch)
     ib: Option<JobTableQ>,
@@ -2384,6 +2386,11 @@ impl CudaSession {
             gd.x_slot = d.f as i64;
             let gs = MvJobQ::plain(ly.down_sh.wmat(), qms, sc.ypair.ptr + (d.k * d.d * 4) as u64);
             let att = if attn_q8 { Some(self.attn_jobsq(l)?) } else { None };
+            let a = attn_a_list(ly, sc).into_iter().map(|(_, m8, y)| m8.map(|m| MvJobQ::plain(m.wmat(), qx, y))).collect::<Option<Vec<_>>>();
+            let a = match a {
+                Some(mut a) if super::weights::attn_a_q8() => Some(JobTableQ::new(&mut a)?),
+                _ => None,
+            };
             // (gate/up writing the mids quantized, as out_a does, measured 1.5 % slower in the
             // decode graph than the quant_q8 launch: the shared expert's gate/up then needs 32-row
             // blocks, 64 long ones, and the launch a second partial wave; session 9)
@@ -2392,7 +2399,7 @@ impl CudaSession {
             // tail (blocks start in index order); DS4_DOWN_SH_FIRST=0: after the routed ones
             let g = if down_sh_first() { JobTableQ::new(&mut [gs, gd])? } else { JobTableQ::new(&mut [gd, gs])? };
             // (the shared gate/up first lost: 152.6 against 156.9 t/s at 8K, session 15)
-            all.push(LayerJobsQ { f: JobTableQ::new(&mut [f, fs])?, g, att });
+            all.push(LayerJobsQ { f: JobTableQ::new(&mut [f, fs])?, g, att, a });
         }
         self.jobsq = all;
         self.q8 = true;
@@ -2420,12 +2427,7 @@ impl CudaSession {
         let mut c = MvJobQ::row_groups(&ly.out_a, d.g, sc.qheads.at(0), sc.low.ptr, sc.grp_ids.ptr);
         (c.yq, c.yd) = sc.qlow.at(0);
         let dd = MvJobQ::plain(ly.out_b.wmat(), sc.qlow.at(0), sc.attn_out.ptr);
-        let a = attn_a_list(ly, sc).into_iter().map(|(_, m8, y)| m8.map(|m| MvJobQ::plain(m.wmat(), sc.qx.at(0), y))).collect::<Option<Vec<_>>>();
-        let a = match a {
-            Some(mut a) if super::weights::attn_a_q8() => Some(JobTableQ::new(&mut a)?),
-            _ => None,
-        };
-        Ok(AttnJobsQ { a, b: JobTableQ::new(&mut b)?, ib, bi, c: JobTableQ::new(&mut [c])?, d: JobTableQ::new(&mut [dd])? })
+        Ok(AttnJobsQ { b: JobTableQ::new(&mut b)?, ib, bi, c: JobTableQ::new(&mut [c])?, d: JobTableQ::new(&mut [dd])? })
     }
 
     // ---------------------------------------------------------------------------------------
@@ -2724,7 +2726,7 @@ impl CudaSession {
         if !self.q8 {
             return None;
         }
-        self.jobsq.get(l)?.att.as_ref()?.a.as_ref()
+        self.jobsq.get(l)?.a.as_ref()
     }
 
     fn comp_args(&self, l: usize, t: usize, indexer: bool) -> CompArgs {
