@@ -245,6 +245,9 @@ pub struct DenseCall {
     pub t: usize,
     /// y as f16 (cuBLAS rounds its f32 sums once, to nearest) instead of f32
     pub y16: bool,
+    /// W's f16 copy made at load (`CudaModel::w16`), 0: none (dequantized per call into the
+    /// scratch, or F16 read in place)
+    pub w16: DevPtr,
 }
 
 impl DenseCall {
@@ -267,7 +270,7 @@ impl DenseCall {
             && self.x % 16 == 0
             && self.ldy >= rows
             && (!self.y16 || (self.ldy % 8 == 0 && self.y % 16 == 0))
-            && (self.w_in_place() || rows * cols <= s.w_elems)
+            && (self.w_in_place() || self.w16 != 0 || rows * cols <= s.w_elems)
             && self.t * self.xcols() <= s.x_elems
             && self.t <= i32::MAX as usize
     }
@@ -275,18 +278,19 @@ impl DenseCall {
     fn w16(&self, s: &Dense16) -> DevPtr {
         if self.w_in_place() {
             self.w.pay
+        } else if self.w16 != 0 {
+            self.w16
         } else {
             s.w16
         }
     }
 
-    /// Dequantize W into `s.w16` (nothing for F16 weights).
+    /// Dequantize W into `s.w16` (nothing for F16 weights or with a copy made at load).
     pub fn prep_w(&self, gpu: &Gpu, s: &Dense16) -> Result<()> {
-        if self.w_in_place() {
+        if self.w_in_place() || self.w16 != 0 {
             return Ok(());
         }
-        let n = self.w.rows as usize * (self.w.cols as usize / 8);
-        gpu.launch("deq_f16", (n.div_ceil(256) as u32, 1, 1), 256, 0, Args::new().a(self.w).a(s.w16))
+        launch_deq_f16(gpu, self.w, s.w16)
     }
     /// Round x to f16 into `s.x16` (t x xcols, packed).
     pub fn prep_x(&self, gpu: &Gpu, s: &Dense16) -> Result<()> {
@@ -374,6 +378,12 @@ impl DenseCall {
     pub fn x_key(&self) -> (DevPtr, usize, usize, usize) {
         (self.x, self.ldx, self.xcols(), self.t)
     }
+}
+
+/// W (rows x cols, a quantized type) dequantized to f16 at `out` (row-major).
+pub fn launch_deq_f16(gpu: &Gpu, w: WMat, out: DevPtr) -> Result<()> {
+    let n = w.rows as usize * (w.cols as usize / 8);
+    gpu.launch("deq_f16", (n.div_ceil(256) as u32, 1, 1), 256, 0, Args::new().a(w).a(out))
 }
 
 /// x: `t` rows of `cols` f32 at stride `ldx` (row `gather[r]` when gather != 0) -> out: packed
@@ -502,7 +512,7 @@ impl ExpCall {
             let pay = if self.w_in_place() { self.w.pay + e as u64 * self.w.e_pay as u64 } else { s.w16 + (e * self.mat_elems() * 2) as u64 };
             // expert e as a plain F16 matrix (read in place by DenseCall::gemm)
             let w = WMat { pay, ty: 1, rows, cols: cols as i32, ..Default::default() };
-            let call = DenseCall { w, groups: 1, x: 0, ldx: cols, y: self.y + (a * self.ldy * 4) as u64, ldy: self.ldy, t: n, y16: false };
+            let call = DenseCall { w, groups: 1, x: 0, ldx: cols, y: self.y + (a * self.ldy * 4) as u64, ldy: self.ldy, t: n, y16: false, w16: 0 };
             let se = Dense16 { w16: 0, w_elems: 0, x16: s.x16 + (a * cols * 2) as u64, x_elems: n * cols };
             v.push((call, se));
         }
@@ -527,7 +537,7 @@ mod tests {
 
     fn call(ty: i32, rows: i32, cols: i32, groups: usize, ldx: usize, ldy: usize, t: usize) -> DenseCall {
         let w = WMat { ty, rows, cols, pay: 0x1000, ..Default::default() };
-        DenseCall { w, groups, x: 0x2000, ldx, y: 0x3000, ldy, t, y16: false }
+        DenseCall { w, groups, x: 0x2000, ldx, y: 0x3000, ldy, t, y16: false, w16: 0 }
     }
 
     /// The shape guard sends only calls the f16 kernels and the scratch can serve to cuBLAS;
@@ -545,8 +555,14 @@ mod tests {
         assert!(call(8, 1024, 4096, 1, 4096, 1024, 512).ok(&s));
         assert!(!call(8, 1024, 4096, 1, 4096, 1024, 513).ok(&s), "x scratch too small");
         assert!(!call(8, 16384, 4096, 1, 4096, 16384, 8).ok(&s), "w scratch too small");
-        // F16 weights are read in place: no weight scratch needed
+        // F16 weights are read in place, a copy made at load instead of the scratch: no
+        // weight scratch needed, and that copy is the matrix cuBLAS reads
         assert!(call(1, 16384, 4096, 1, 4096, 16384, 8).ok(&s));
+        let c16 = DenseCall { w16: 0x6000, ..call(8, 16384, 4096, 1, 4096, 16384, 8) };
+        assert!(c16.ok(&s));
+        assert_eq!(c16.w16(&s), 0x6000);
+        assert_eq!(call(8, 1024, 4096, 1, 4096, 1024, 64).w16(&s), s.w16);
+        assert_eq!(call(1, 1024, 4096, 1, 4096, 1024, 64).w16(&s), 0x1000);
         assert!(!call(8, 1024, 4096, 1, 4096, 1024, 0).ok(&s));
         // f16 y: 16-byte aligned rows
         assert!(DenseCall { y16: true, ..call(8, 1024, 4096, 1, 4096, 1024, 64) }.ok(&s));

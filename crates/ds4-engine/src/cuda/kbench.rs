@@ -1543,7 +1543,7 @@ fn blas_rows(gpu: &Gpu, c: &GemmCase, m: &GMat, x: u64, ldx: usize, ytst: &DevBu
     let wb = gpu.alloc(c.rows * c.cols * 2)?;
     let xb16 = gpu.alloc(t * xc * 2)?;
     let s = Dense16 { w16: wb.ptr, w_elems: c.rows * c.cols, x16: xb16.ptr, x_elems: t * xc };
-    let call = DenseCall { w: m.wmat(), groups: c.groups, x, ldx, y: ytst.ptr, ldy, t, y16: false };
+    let call = DenseCall { w: m.wmat(), groups: c.groups, x, ldx, y: ytst.ptr, ldy, t, y16: false, w16: 0 };
     if !call.ok(&s) {
         println!("{:<30} {:>5} {:<10} (shape not supported by the cuBLAS path)", "", "", "cublas");
         return Ok(());

@@ -2442,7 +2442,7 @@ impl CudaSession {
     fn dense_call(&self, w: WMat, groups: usize, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize) -> Option<(DenseCall, Dense16, &Blas)> {
         let (_, _, s) = self.sc.dense16.as_ref()?;
         let blas = self.gpu().blas()?;
-        let call = DenseCall { w, groups, x, ldx, y, ldy, t, y16: false };
+        let call = DenseCall { w, groups, x, ldx, y, ldy, t, y16: false, w16: self.m.w16_of(w) };
         (t >= self.dense_min_t && call.ok(s)).then_some((call, *s, blas))
     }
 

@@ -359,6 +359,56 @@ pub struct CudaModel {
     /// GGUF bytes streamed per decoded token at short context (weights only).
     pub decode_weight_bytes: u64,
     pub resident_bytes: u64,
+    /// f16 copies of the dense quantized matrices prefill's cuBLAS path reads (`make_w16`),
+    /// by payload address: (copy, rows, cols).
+    pub w16: std::collections::HashMap<u64, (DevBuf, i32, i32)>,
+}
+
+/// The f16 copies of the dense quantized matrices that prefill's cuBLAS path reads (q_a, kv,
+/// q_b, out_a, out_b, the shared expert), made once at load by the kernel that dequantized them
+/// into the scratch on every call (the same bits: blas.rs DenseCall::w16). Why: that pass ran
+/// per call and chunk (~5 ms of an 8K prefill, more of a short one). Made only while the
+/// device keeps `DS4_W16_RESERVE_GB` (default 24) GiB free for the sessions' caches and
+/// scratch, in layer order; `DS4_W16=0`: none. ~11.4 GB at the published shapes.
+fn make_w16(gpu: &Gpu, layers: &[GLayer]) -> Result<std::collections::HashMap<u64, (DevBuf, i32, i32)>> {
+    let mut map = std::collections::HashMap::new();
+    if std::env::var("DS4_W16").is_ok_and(|v| v == "0") {
+        return Ok(map);
+    }
+    let reserve = std::env::var("DS4_W16_RESERVE_GB").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(24) << 30;
+    let mut bytes = 0u64;
+    'all: for ly in layers {
+        for m in [&ly.q_a, &ly.kv, &ly.q_b, &ly.out_a, &ly.out_b, &ly.gate_sh, &ly.up_sh, &ly.down_sh] {
+            if matches!(m.ty, GgmlType::F16 | GgmlType::F32) || m.n_exp != 1 || !m.cols.is_multiple_of(8) {
+                continue;
+            }
+            let b = m.rows * m.cols * 2;
+            match gpu.free_mem() {
+                Some(free) if free as u64 >= b as u64 + reserve => {}
+                _ => break 'all,
+            }
+            let buf = gpu.alloc(b)?;
+            super::blas::launch_deq_f16(gpu, m.wmat(), buf.ptr)?;
+            bytes += b as u64;
+            map.insert(m.pay.ptr, (buf, m.rows as i32, m.cols as i32));
+        }
+    }
+    gpu.sync()?;
+    if !map.is_empty() {
+        eprintln!("ds4: f16 copies of {} dense matrices for prefill ({:.1} GiB)", map.len(), bytes as f64 / (1u64 << 30) as f64);
+    }
+    Ok(map)
+}
+
+impl CudaModel {
+    /// The f16 copy of `w` made at load (`make_w16`), 0: none. A view of the first rows of a
+    /// copied matrix reads the copy's first rows.
+    pub fn w16_of(&self, w: WMat) -> DevPtr {
+        match self.w16.get(&w.pay) {
+            Some((b, rows, cols)) if w.cols == *cols && w.rows <= *rows => b.ptr,
+            _ => 0,
+        }
+    }
 }
 
 fn tensor<'g>(g: &'g Gguf, name: &str) -> Result<&'g TensorInfo> {
@@ -529,6 +579,8 @@ impl CudaModel {
         decode_bytes += output.bytes_per_mat as u64 + (nhc * nhc * d.d * 2) as u64;
         up.finish()?;
         drop(up);
+        let w16 = make_w16(&gpu, &layers)?;
+        let w16_bytes: u64 = w16.values().map(|(b, _, _)| b.bytes as u64).sum();
         let (om, oc) = dims.omegas();
         let omega_main = gpu.alloc(om.len() * 4)?;
         gpu.htod(omega_main.ptr, &om)?;
@@ -552,7 +604,8 @@ impl CudaModel {
             omega_comp,
             eos,
             decode_weight_bytes: decode_bytes,
-            resident_bytes: need,
+            resident_bytes: need + w16_bytes,
+            w16,
         })
     }
 }
