@@ -2197,6 +2197,8 @@ impl CudaSession {
         sess.build_routers()?;
         sess.build_jobsq()?;
         sess.reset()?;
+        // prefill's f16 weight copies, once per model, after this context's buffers
+        sess.m.ensure_w16();
         Ok(sess)
     }
 

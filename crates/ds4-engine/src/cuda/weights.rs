@@ -360,22 +360,27 @@ pub struct CudaModel {
     pub decode_weight_bytes: u64,
     pub resident_bytes: u64,
     /// f16 copies of the dense quantized matrices prefill's cuBLAS path reads (`make_w16`),
-    /// by payload address: (copy, rows, cols).
-    pub w16: std::collections::HashMap<u64, (DevBuf, i32, i32)>,
+    /// by payload address: (copy, rows, cols); made by the first session (`ensure_w16`).
+    w16: std::sync::OnceLock<W16Map>,
 }
 
+type W16Map = std::collections::HashMap<u64, (DevBuf, i32, i32)>;
+
 /// The f16 copies of the dense quantized matrices that prefill's cuBLAS path reads (q_a, kv,
-/// q_b, out_a, out_b, the shared expert), made once at load by the kernel that dequantized them
-/// into the scratch on every call (the same bits: blas.rs DenseCall::w16). Why: that pass ran
-/// per call and chunk (~5 ms of an 8K prefill, more of a short one). Made only while the
-/// device keeps `DS4_W16_RESERVE_GB` (default 24) GiB free for the sessions' caches and
-/// scratch, in layer order; `DS4_W16=0`: none. ~11.4 GB at the published shapes.
-fn make_w16(gpu: &Gpu, layers: &[GLayer]) -> Result<std::collections::HashMap<u64, (DevBuf, i32, i32)>> {
-    let mut map = std::collections::HashMap::new();
+/// q_b, out_a, out_b, the shared expert), made once by the kernel that dequantized them into
+/// the scratch on every call (the same bits: blas.rs DenseCall::w16). Why: that pass ran per
+/// call and chunk (~5 ms of an 8K prefill, more of a short one; H200, session 29: prompts of
+/// 512 / 2K / 8K +2.6 / +1.7 / +0.9 %). Made by the first session after its own buffers
+/// (`ensure_w16`: the context's caches come first), only while the device keeps
+/// `DS4_W16_RESERVE_GB` (default 12) GiB free for the scratch allocated on first use (the
+/// expert GEMMs' ~4.7 GB) and further sessions, in layer order; `DS4_W16=0`: none. 10.6 GiB
+/// at the published shapes.
+fn make_w16(gpu: &Gpu, layers: &[GLayer]) -> Result<W16Map> {
+    let mut map = W16Map::new();
     if std::env::var("DS4_W16").is_ok_and(|v| v == "0") {
         return Ok(map);
     }
-    let reserve = std::env::var("DS4_W16_RESERVE_GB").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(24) << 30;
+    let reserve = std::env::var("DS4_W16_RESERVE_GB").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(12) << 30;
     let mut bytes = 0u64;
     'all: for ly in layers {
         for m in [&ly.q_a, &ly.kv, &ly.q_b, &ly.out_a, &ly.out_b, &ly.gate_sh, &ly.up_sh, &ly.down_sh] {
@@ -401,10 +406,20 @@ fn make_w16(gpu: &Gpu, layers: &[GLayer]) -> Result<std::collections::HashMap<u6
 }
 
 impl CudaModel {
-    /// The f16 copy of `w` made at load (`make_w16`), 0: none. A view of the first rows of a
-    /// copied matrix reads the copy's first rows.
+    /// Make the f16 copies (`make_w16`) unless made: once, by the first session. A failure
+    /// leaves prefill dequantizing per call (logged, not an error).
+    pub fn ensure_w16(&self) {
+        self.w16.get_or_init(|| {
+            make_w16(&self.gpu, &self.layers).unwrap_or_else(|e| {
+                eprintln!("ds4: no f16 copies for prefill ({e}); prefill dequantizes per call");
+                W16Map::new()
+            })
+        });
+    }
+    /// The f16 copy of `w` (`make_w16`), 0: none. A view of the first rows of a copied matrix
+    /// reads the copy's first rows.
     pub fn w16_of(&self, w: WMat) -> DevPtr {
-        match self.w16.get(&w.pay) {
+        match self.w16.get().and_then(|m| m.get(&w.pay)) {
             Some((b, rows, cols)) if w.cols == *cols && w.rows <= *rows => b.ptr,
             _ => 0,
         }
@@ -579,8 +594,6 @@ impl CudaModel {
         decode_bytes += output.bytes_per_mat as u64 + (nhc * nhc * d.d * 2) as u64;
         up.finish()?;
         drop(up);
-        let w16 = make_w16(&gpu, &layers)?;
-        let w16_bytes: u64 = w16.values().map(|(b, _, _)| b.bytes as u64).sum();
         let (om, oc) = dims.omegas();
         let omega_main = gpu.alloc(om.len() * 4)?;
         gpu.htod(omega_main.ptr, &om)?;
@@ -604,8 +617,8 @@ impl CudaModel {
             omega_comp,
             eos,
             decode_weight_bytes: decode_bytes,
-            resident_bytes: need + w16_bytes,
-            w16,
+            resident_bytes: need,
+            w16: std::sync::OnceLock::new(),
         })
     }
 }
