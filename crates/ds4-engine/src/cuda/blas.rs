@@ -245,8 +245,8 @@ pub struct DenseCall {
     pub t: usize,
     /// y as f16 (cuBLAS rounds its f32 sums once, to nearest) instead of f32
     pub y16: bool,
-    /// W's f16 copy made at load (`CudaModel::w16`), 0: none (dequantized per call into the
-    /// scratch, or F16 read in place)
+    /// W's f16 copy (`CudaModel::w16_of`, made once by the first session), 0: none
+    /// (dequantized per call into the scratch, or F16 read in place)
     pub w16: DevPtr,
 }
 
@@ -285,7 +285,7 @@ impl DenseCall {
         }
     }
 
-    /// Dequantize W into `s.w16` (nothing for F16 weights or with a copy made at load).
+    /// Dequantize W into `s.w16` (nothing for F16 weights or with an f16 copy).
     pub fn prep_w(&self, gpu: &Gpu, s: &Dense16) -> Result<()> {
         if self.w_in_place() || self.w16 != 0 {
             return Ok(());
@@ -555,8 +555,8 @@ mod tests {
         assert!(call(8, 1024, 4096, 1, 4096, 1024, 512).ok(&s));
         assert!(!call(8, 1024, 4096, 1, 4096, 1024, 513).ok(&s), "x scratch too small");
         assert!(!call(8, 16384, 4096, 1, 4096, 16384, 8).ok(&s), "w scratch too small");
-        // F16 weights are read in place, a copy made at load instead of the scratch: no
-        // weight scratch needed, and that copy is the matrix cuBLAS reads
+        // F16 weights are read in place, and an f16 copy replaces the scratch: no weight
+        // scratch needed, and that copy is the matrix cuBLAS reads
         assert!(call(1, 16384, 4096, 1, 4096, 16384, 8).ok(&s));
         let c16 = DenseCall { w16: 0x6000, ..call(8, 16384, 4096, 1, 4096, 16384, 8) };
         assert!(c16.ok(&s));
