@@ -379,6 +379,14 @@ fn bench(a: &Args) -> Result<()> {
             }
             bk.wait()?;
             let gt = t1.elapsed().as_secs_f64();
+            // (diagnostic: the last decode step's indexer scores of its last ratio-4 layer, the
+            // visible rows, as f32 to DIR/scores_CTX.f32: the kernel bench times topk_select on
+            // them with DS4_KBENCH_SCORES)
+            if let (Ok(dir), Bk::Cuda(s)) = (std::env::var("DS4_BENCH_SCORES"), &bk) {
+                let v = s.scores_head((f + a.gen_tokens) / 4).map_err(|e| anyhow!("{e}"))?;
+                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                std::fs::write(std::path::Path::new(&dir).join(format!("scores_{f}.f32")), bytes)?;
+            }
             if print_tokens() {
                 // (greedy tokens of the same prompt: two builds or switches that change no
                 // arithmetic must print the same list)

@@ -1716,7 +1716,62 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
         );
     }
     idx_q_prep_bench(gpu)?;
-    idx_dec_bench(gpu)
+    idx_dec_bench(gpu)?;
+    topk_cold_bench(gpu)
+}
+
+/// topk_select between other work, as in the decode graph, where it takes ~20 us per call at
+/// 64K against ~12 back to back here: each call after a matvec of q_b's shape (35.6 MB of
+/// Q8_0 streamed through L2, its code on every SM). The difference against the matvec alone is
+/// topk_select's time there.
+fn topk_cold_bench(gpu: &Gpu) -> Result<()> {
+    use super::session::{launch_topk, IdxIo};
+    let (rows, topk, cols, mrows) = (16384usize, 512usize, 1024usize, 32768usize);
+    let mut seed = 0x7091_c01du64;
+    let sv: Vec<f32> = (0..rows).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
+    let xv: Vec<f32> = (0..cols).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
+    let (sc, sel, pb) = (gpu.alloc(rows * 4)?, gpu.alloc(topk * 4)?, gpu.alloc(4)?);
+    gpu.htod(sc.ptr, &sv)?;
+    gpu.htod(pb.ptr, &[(4 * rows - 1) as i32])?;
+    let io = IdxIo { q: 0, w: 0, k: 0, pos: pb.ptr, scores: sc.ptr, ldsc: rows, t: 1, rows, hi: 64, di: 128, wscale: 1.0, topk, h16: 0, hsc: 0 };
+    let m = upload_raw_mat(gpu, "q_b", GgmlType::Q8_0, vec![cols as u64, mrows as u64], &random_blocks(GgmlType::Q8_0, cols * mrows, 91))?;
+    let (x, qs, qd, y) = (gpu.alloc(cols * 4)?, gpu.alloc(cols)?, gpu.alloc(cols / 32 * 8)?, gpu.alloc(mrows * 4)?);
+    gpu.htod(x.ptr, &xv)?;
+    launch_quant_q8(gpu, x.ptr, cols, 0, 0, qs.ptr, qd.ptr)?;
+    let tq = JobTableQ::new(&mut [MvJobQ::plain(m.wmat(), (qs.ptr, qd.ptr), y.ptr)])?;
+    let t_topk = graph_us(gpu, 100, &|| launch_topk(gpu, &io, sel.ptr, 0, 0))?;
+    let t_mv = graph_us(gpu, 50, &|| tq.run(gpu, 1))?;
+    let t_both = graph_us(gpu, 50, &|| {
+        tq.run(gpu, 1)?;
+        launch_topk(gpu, &io, sel.ptr, 0, 0)
+    })?;
+    println!("topk_select {rows} rows: back to back {t_topk:.2} us; after a 35.6 MB matvec {:.2} us (the matvec alone {t_mv:.2} us)", t_both - t_mv);
+    // scores a decode step left (ds4-bench DS4_BENCH_SCORES): their time, and how many are
+    // exact duplicates (equal keys share every radix bin)
+    if let Ok(path) = std::env::var("DS4_KBENCH_SCORES") {
+        let raw = std::fs::read(&path).map_err(|e| CudaError::Other(format!("{path}: {e}")))?;
+        let v: Vec<f32> = raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let n = v.len();
+        let mut keys: Vec<u32> = v.iter().map(|x| x.to_bits()).collect();
+        keys.sort_unstable();
+        let (mut distinct, mut run, mut maxrun) = (0usize, 0usize, 0usize);
+        for i in 0..n {
+            if i == 0 || keys[i] != keys[i - 1] {
+                distinct += 1;
+                run = 0;
+            }
+            run += 1;
+            maxrun = maxrun.max(run);
+        }
+        let top8: std::collections::BTreeSet<u32> = v.iter().map(|x| (x.to_bits() ^ if x.is_sign_negative() { 0xffff_ffff } else { 0x8000_0000 }) >> 24).collect();
+        let sd = gpu.alloc(n * 4)?;
+        gpu.htod(sd.ptr, &v)?;
+        gpu.htod(pb.ptr, &[(4 * n - 1) as i32])?;
+        let io_s = IdxIo { scores: sd.ptr, ldsc: n, rows: n, ..io };
+        let t_s = graph_us(gpu, 100, &|| launch_topk(gpu, &io_s, sel.ptr, 0, 0))?;
+        println!("  {path}: {n} scores, {distinct} distinct (largest run {maxrun}), {} top-byte bins: topk_select {t_s:.2} us", top8.len());
+    }
+    Ok(())
 }
 
 /// Prefill's indexer query prep: idx_q_prep writing the tensor-core scores' f16 form itself

@@ -2209,6 +2209,14 @@ impl CudaSession {
     pub fn model(&self) -> &Arc<CudaModel> {
         &self.m
     }
+    /// The first `n` indexer scores of the batch's first token as the last indexer left them
+    /// (after a decode step: its last ratio-4 layer's), for ds4-bench `DS4_BENCH_SCORES`.
+    pub fn scores_head(&self, n: usize) -> Result<Vec<f32>> {
+        let mut v = vec![0f32; n.min(self.idx_ld)];
+        self.gpu().dtoh(&mut v, self.sc.scores.ptr)?;
+        Ok(v)
+    }
+
     pub fn tokens(&self) -> &[u32] {
         &self.tokens
     }
