@@ -255,7 +255,7 @@ impl DenseCall {
         self.groups * self.w.cols as usize
     }
     fn w_in_place(&self) -> bool {
-        self.w.ty == 1 // F16: cuBLAS reads the uploaded matrix (the payload is the plain matrix)
+        !dequantized_per_call(&self.w)
     }
     /// Whether this call fits the kernels' alignment rules and the scratch sizes.
     pub fn ok(&self, s: &Dense16) -> bool {
@@ -378,6 +378,13 @@ impl DenseCall {
     pub fn x_key(&self) -> (DevPtr, usize, usize, usize) {
         (self.x, self.ldx, self.xcols(), self.t)
     }
+}
+
+/// Whether a DenseCall dequantizes W into its scratch on every call: every type but F16, which
+/// cuBLAS reads as uploaded (the payload is the plain matrix). These are the matrices an f16
+/// copy made once can stand in for (weights.rs make_w16).
+pub fn dequantized_per_call(w: &WMat) -> bool {
+    w.ty != 1
 }
 
 /// W (rows x cols, a quantized type) dequantized to f16 at `out` (row-major).

@@ -384,7 +384,8 @@ fn make_w16(gpu: &Gpu, layers: &[GLayer]) -> Result<W16Map> {
     let mut bytes = 0u64;
     'all: for ly in layers {
         for m in [&ly.q_a, &ly.kv, &ly.q_b, &ly.out_a, &ly.out_b, &ly.gate_sh, &ly.up_sh, &ly.down_sh] {
-            if matches!(m.ty, GgmlType::F16 | GgmlType::F32) || m.n_exp != 1 || !m.cols.is_multiple_of(8) {
+            // (deq_f16 writes 8-value groups)
+            if !super::blas::dequantized_per_call(&m.wmat()) || m.n_exp != 1 || !m.cols.is_multiple_of(8) {
                 continue;
             }
             let b = m.rows * m.cols * 2;
