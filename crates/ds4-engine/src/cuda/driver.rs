@@ -42,6 +42,7 @@ pub fn kernel_source() -> String {
         + &format!("static_assert(IDX_ROWS_PER_BLOCK == {}, \"IDX_ROWS_PER_BLOCK differs from session.rs\");\n", super::session::IDX_ROWS_PER_BLOCK)
         + &format!("static_assert(IDXW_MAX_RPB == {}, \"IDXW_MAX_RPB differs from session.rs\");\n", super::session::IDXW_MAX_RPB)
         + &format!("static_assert(IDT_R == {}, \"IDT_R differs from session.rs\");\n", super::session::IDT_R)
+        + &format!("static_assert(TOPK_CL == {}, \"TOPK_CL differs from session.rs\");\n", super::session::TOPK_CL)
         + &format!("static_assert(MAX_JOBS == {}, \"MAX_JOBS differs from session.rs\");\n", super::session::MAX_JOBS)
         + &format!("static_assert(MAXN == {}, \"MAXN differs from session.rs HC_MAXN\");\n", super::session::HC_MAXN);
     format!(
@@ -62,7 +63,7 @@ pub fn kernel_source() -> String {
 pub const KERNELS: &[&str] = &[
     "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2",
     "repack_blocks", "dequant_rows", "embed_rows",
-    "hc_post_mix", "hc_post_mix4", "hc_finish", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "idx_score_w", "topk_select",
+    "hc_post_mix", "hc_post_mix4", "hc_finish", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "idx_score", "idx_score_w", "topk_select", "topk_cluster",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_mid", "moe_combine", "argmax_excl", "copy_f4", "read_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128", "attn_tw_512", "attn_tw_128", "attn_tx_512", "attn_tx_128", "idx_to_f16", "idx_score_tc", "idx_score_tc2", "idx_score_dtc", "quant_q8", "q8_from_f16", "mvq_b2", "mvq_b3",
     "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "router_dec",
@@ -466,6 +467,7 @@ impl Gpu {
         g.set_max_smem("idx_score_tc2", super::session::idx_tc_smem(128, 32, 256) as i32)?;
         // top-k selection: the keys of long contexts (session.rs topk_smem_keys)
         g.set_max_smem("topk_select", (4 * super::session::topk_smem_keys(&g)) as i32)?;
+        g.set_max_smem("topk_cluster", (4 * super::session::topk_smem_keys(&g)) as i32)?;
         Ok(g)
     }
 

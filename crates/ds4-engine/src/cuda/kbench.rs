@@ -1717,7 +1717,83 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
     }
     idx_q_prep_bench(gpu)?;
     idx_dec_bench(gpu)?;
+    topk_cluster_bench(gpu)?;
     topk_cold_bench(gpu)
+}
+
+/// Decode's top-k, one token: topk_select (one block) against topk_cluster (a cluster of
+/// TOPK_CL blocks of 256, 512 or 1024 threads), us per call in a graph, on random scores and on scores crowded onto 64
+/// values (equal keys share every radix bin and straddle the cut). `host`: each kernel's rows
+/// are the host's top-k (a sort, ties to the smaller index); `ties`: both logged the same
+/// near-tie margin (bits) of the cut; `det`: a second (timed) run of each selected the same rows.
+/// With DS4_KBENCH_SCORES=FILE also both on the scores a decode step left (ds4-bench
+/// DS4_BENCH_SCORES).
+fn topk_cluster_bench(gpu: &Gpu) -> Result<()> {
+    use super::session::{launch_topk_with, IdxIo};
+    const THREADS: [usize; 3] = [256, 512, 1024];
+    println!("{:<30} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6} {:>5}", "top-k (decode, k 512)", "block us", "cl256 us", "cl512 us", "cl1024 us", "host", "ties", "det");
+    let topk = 512usize;
+    let mut cases: Vec<(usize, bool, Option<String>)> = [2048usize, 4096, 8192, 12000, 16388, 24000, 40000, 70000, 131072, 262144]
+        .iter()
+        .flat_map(|&r| [(r, false, None), (r, true, None)])
+        .collect();
+    if let Ok(path) = std::env::var("DS4_KBENCH_SCORES") {
+        cases.push((0, false, Some(path)));
+    }
+    for (rows0, crowd, file) in cases {
+        let v: Vec<f32> = match &file {
+            Some(path) => {
+                let raw = std::fs::read(path).map_err(|e| CudaError::Other(format!("{path}: {e}")))?;
+                raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+            }
+            None => {
+                let mut seed = 0x70b_c1u64 ^ rows0 as u64;
+                (0..rows0).map(|_| if crowd { (frand(&mut seed) * 64.0).floor() / 8.0 - 4.0 } else { frand(&mut seed) * 2.0 - 1.0 }).collect()
+            }
+        };
+        let rows = v.len();
+        if rows <= topk {
+            continue;
+        }
+        let (sc, pb) = (gpu.alloc(rows * 4)?, gpu.alloc(4)?);
+        gpu.htod(sc.ptr, &v)?;
+        gpu.htod(pb.ptr, &[(4 * rows - 1) as i32])?;
+        let io = IdxIo { q: 0, w: 0, k: 0, pos: pb.ptr, scores: sc.ptr, ldsc: rows, t: 1, rows, hi: 64, di: 128, wscale: 1.0, topk, h16: 0, hsc: 0 };
+        let mut order: Vec<usize> = (0..rows).collect();
+        order.sort_by(|&a, &b| v[b].total_cmp(&v[a]).then(a.cmp(&b)));
+        let mut want: Vec<i32> = order[..topk].iter().map(|&i| i as i32).collect();
+        want.sort_unstable();
+        // near-tie logs: [count, capacity, 0, 0, capacity x (layer, pos, kind, margin)]
+        let cap = 4usize;
+        let mut t0 = vec![0i32; 4 + 4 * cap];
+        t0[1] = cap as i32;
+        // per kernel (topk_select, then topk_cluster at each block size): us, rows as the
+        // host's, the tie log, a second (timed) run's rows
+        let mut res = Vec::new();
+        for th in [0].into_iter().chain(THREADS) {
+            let (sa, sa2, ta) = (gpu.alloc(topk * 4)?, gpu.alloc(topk * 4)?, gpu.alloc((4 + 4 * cap) * 4)?);
+            gpu.htod(ta.ptr, &t0)?;
+            launch_topk_with(gpu, &io, sa.ptr, 0, ta.ptr, th)?;
+            gpu.sync()?;
+            let us = graph_us(gpu, 100, &|| launch_topk_with(gpu, &io, sa2.ptr, 0, 0, th))?;
+            let (mut xa, mut xa2, mut la) = (vec![0i32; topk], vec![0i32; topk], vec![0i32; 4 + 4 * cap]);
+            gpu.dtoh(&mut xa, sa.ptr)?;
+            gpu.dtoh(&mut xa2, sa2.ptr)?;
+            gpu.dtoh(&mut la, ta.ptr)?;
+            res.push((us, xa == want, la, xa2 == xa));
+        }
+        let host = if res.iter().all(|r| r.1) { "ok".to_string() } else { res.iter().map(|r| if r.1 { '.' } else { 'X' }).collect() };
+        // one entry each (or none when the margin is not near): the same count and margin bits
+        let l0 = &res[0].2;
+        let ties = if res.iter().all(|r| r.2[0] == l0[0] && r.2[4..8] == l0[4..8]) { format!("{}", l0[0]) } else { "NO".into() };
+        let det = if res.iter().all(|r| r.3) { "ok" } else { "NO" };
+        let name = match &file {
+            Some(p) => format!("{} ({rows} rows)", std::path::Path::new(p).file_name().map_or(p.clone(), |f| f.to_string_lossy().into())),
+            None => format!("rows {rows}{}", if crowd { " crowded" } else { "" }),
+        };
+        println!("{:<30} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>6} {:>6} {:>5}", name, res[0].0, res[1].0, res[2].0, res[3].0, host, ties, det);
+    }
+    Ok(())
 }
 
 /// topk_select between other work, as in the decode graph, where it takes ~20 us per call at

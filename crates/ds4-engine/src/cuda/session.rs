@@ -743,8 +743,8 @@ pub(crate) fn launch_idx_tc_from(gpu: &Gpu, io: &IdxIo, q_ready: bool) -> Result
     gpu.launch(name, (io.rows.div_ceil(tr).max(1) as u32, io.t.div_ceil(tt) as u32, 1), 256, idx_tc_smem(io.hi, tt, tr) as u32, Args::new().a(ta))
 }
 
-/// Rows beyond which topk_select's keys leave its registers (20 per thread of 1024).
-const TOPK_REG_ROWS: usize = 20 * 1024;
+/// Keys per thread beyond which the top-k keys leave the registers (model.cuh topk_rows' KC).
+const TOPK_REG_KEYS: usize = 20;
 
 /// Keys topk_select may keep in dynamic shared memory: what a block may opt into, less its
 /// static shared memory (< 2 KiB), in whole rounds of its 1024 threads (~56K on sm_90).
@@ -752,13 +752,45 @@ pub(crate) fn topk_smem_keys(gpu: &Gpu) -> usize {
     (gpu.smem_optin().saturating_sub(2048) / 4) / 1024 * 1024
 }
 
-/// topk_select over the scores of `io` into `sel` ([T][topk]); `ties` 0 or the near-tie log.
-/// Past TOPK_REG_ROWS rows the keys go to shared memory sized for `io.rows` (the upper bound
-/// of any token's rows), or are re-read per pass beyond what shared memory holds.
+/// Whether a launch of `t` tokens over up to `rows` rows selects with `topk_cluster` (a cluster
+/// of TOPK_CL blocks per token) instead of topk_select (one block per token): decode (t <= 4:
+/// a cluster per token still leaves most SMs to the graph's other branch) from
+/// `DS4_TOPK_CL_MIN` rows (default 12288; read once; 0: always, which the fixture check uses to
+/// cover it). DS4_TOPK_CL=0 keeps topk_select.
+pub(crate) fn topk_cluster_ok(t: usize, rows: usize) -> bool {
+    static MIN: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let min = *MIN.get_or_init(|| match std::env::var("DS4_TOPK_CL").as_deref() {
+        Ok("0") => None,
+        _ => Some(std::env::var("DS4_TOPK_CL_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(12288)),
+    });
+    t <= 4 && min.is_some_and(|m| rows >= m)
+}
+
+/// `TOPK_CL` in model.cuh: blocks per token of topk_cluster (asserted equal by the kernel source).
+pub(crate) const TOPK_CL: usize = 8;
+/// Threads per block of topk_cluster.
+pub(crate) const TOPK_CL_THREADS: usize = 1024;
+
+/// Top-k over the scores of `io` into `sel` ([T][topk]); `ties` 0 or the near-tie log; the
+/// kernel as topk_cluster_ok picks it.
 pub(crate) fn launch_topk(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u64) -> Result<()> {
-    let keys = if io.rows > TOPK_REG_ROWS { io.rows.next_multiple_of(1024).min(topk_smem_keys(gpu)) } else { 0 };
+    launch_topk_with(gpu, io, sel, layer, ties, if topk_cluster_ok(io.t, io.rows) { TOPK_CL_THREADS } else { 0 })
+}
+
+/// topk_select (`cluster` 0: one block of 1024 threads per token) or topk_cluster (`cluster`
+/// threads per block, TOPK_CL blocks per token). Past what the registers hold (20 keys per
+/// thread) the keys go to shared memory sized for `io.rows` (the upper bound of any token's
+/// rows), or are re-read per pass beyond what shared memory holds.
+pub(crate) fn launch_topk_with(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u64, cluster: usize) -> Result<()> {
+    let (blocks, threads) = if cluster > 0 { (TOPK_CL, cluster) } else { (1, 1024) };
+    let per = io.rows.div_ceil(blocks * threads);
+    let keys = if per > TOPK_REG_KEYS { (per * threads).min(topk_smem_keys(gpu) / threads * threads) } else { 0 };
     let args = Args::new().a(io.scores).a(io.ldsc as i32).a(io.pos).a(io.topk as i32).a(sel).a(layer as i32).a(ties).a(keys as i32);
-    gpu.launch("topk_select", (io.t as u32, 1, 1), 1024, (4 * keys) as u32, args)
+    if cluster > 0 {
+        gpu.launch("topk_cluster", (TOPK_CL as u32, io.t as u32, 1), threads as u32, (4 * keys) as u32, args)
+    } else {
+        gpu.launch("topk_select", (io.t as u32, 1, 1), 1024, (4 * keys) as u32, args)
+    }
 }
 
 /// SIMT attention (attn_partial + attn_combine): the reference path, prefill without tensor

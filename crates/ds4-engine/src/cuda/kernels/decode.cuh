@@ -4,33 +4,6 @@
 // (DS4_ATTN_DEC=old, DS4_ROUTE=old).
 // ------------------------------------------------------------------------------------------
 
-// Thread-block cluster helpers (sm_90): rank in the cluster, a full cluster barrier
-// (release/acquire: shared-memory writes before it are visible to the other blocks after it),
-// and loads from another block's shared memory (distributed shared memory).
-__device__ __forceinline__ u32 cluster_rank() {
-    u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ void cluster_sync_all() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-__device__ __forceinline__ u32 dsmem_addr(const void* p, u32 rank) {
-    u32 r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_u32(p)), "r"(rank));
-    return r;
-}
-__device__ __forceinline__ float2 ld_dsmem2(u32 a) {
-    float2 v;
-    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(a));
-    return v;
-}
-__device__ __forceinline__ float4 ld_dsmem4(u32 a) {
-    float4 v;
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a));
-    return v;
-}
-
 // Decode attention with sink (MODEL.md §2.5.7-2.5.8), same function as attn_partial +
 // attn_combine for one token. Grid (ceil(H/8) head groups, nsplit row splits), nsplit a
 // multiple of ADC_CL; clusters of ADC_CL consecutive splits. Block: 8 heads, 8 warps; warp w

@@ -792,11 +792,6 @@ template <> struct GQR<T_IQ2_XXS> { static const int RB = 16, NP = 2; };
 template <> struct GQR<T_Q2_K> { static const int RB = 48, NP = 4; };
 template <> struct GQR<T_Q4_K> { static const int RB = 48, NP = 3; };
 
-__device__ __forceinline__ u32 smem_u32(const void* p) {
-    u32 r;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
-    return r;
-}
 // cp.async with zero fill: n = bytes read from src (0 or the full size)
 __device__ __forceinline__ void cp_async16(u32 dst, const void* src, int n) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");

@@ -1587,28 +1587,38 @@ __device__ __forceinline__ float fkey_inv(u32 k) {
 }
 
 // Streaming top-k by radix select (no sort): the topk largest scores of the n visible rows,
-// ties to the smaller index, written in ascending index order. grid T, block 1024.
-// device-only: topk_select's shared memory, handed to its per-size bodies
-struct TopkSmem {
-    u32 hist[256];
+// ties to the smaller index, written in ascending index order. topk_select: grid T, block
+// 1024, one block per token. topk_cluster (decode's long contexts): a cluster of TOPK_CL
+// blocks per token, each holding 1/TOPK_CL of the rows, their histograms summed through
+// distributed shared memory: one block's passes over 16K rows were ~14 us of a 64K-context
+// step's critical path (the ratio-4 layers' attention waits on them), and its time grows with
+// the rows (1M positions: 256K rows, re-read in every pass).
+#define TOPK_CL 8
+// device-only: the top-k kernels' shared memory, handed to their per-size bodies
+struct __align__(16) TopkSmem {
+    u32 hist[2][256];  // pass p counts into hist[p & 1] (a cluster's blocks read it after the pass)
     u32 prefix, remaining, below;
     u64 wsum[32];  // per-warp (gt, eq) counts of the output pass, then their exclusive prefix
-    u64 total;
+    u64 total;     // the block's (gt, eq) counts
+    u64 off;       // topk_cluster: the (gt, eq) counts of the cluster's lower-ranked blocks
+    u32 teq;       // topk_cluster: the token's keys equal to the cut
 };
 
-// Thread j of the block owns the contiguous rows [j * per, j * per + per) of the n rows, so
-// the output pass finds every row's slot from one block-wide prefix sum of the per-thread
-// counts (the strided layout it replaces needed a prefix over the warps, three barriers, per
-// 1024 rows: ~1 us each, most of a call at 16K rows). Where the keys live, by KC:
+// Thread j of the token's threads (block rank r, thread tid: j = r * blockDim + tid) owns the
+// contiguous rows [j * per, j * per + per) of the n rows, so the output pass finds every row's
+// slot from one prefix sum of the per-thread counts (the strided layout it replaces needed a
+// prefix over the warps, three barriers, per 1024 rows: ~1 us each, most of a call at 16K
+// rows). Where the keys live, by KC:
 //  KC > 0: KC registers (the smallest that holds n, topk_select: every slot costs its test in
 //          each pass whether it holds a key or not, and one 1024-thread block per token is
 //          issue bound; 24 slots spilled);
-//  KC = 0: dynamic shared memory, thread j's c-th key at ksm[c * blockDim + j] (each thread
+//  KC = 0: dynamic shared memory, thread j's c-th key at ksm[c * blockDim + tid] (each thread
 //          reads back only what it wrote: no barrier, no bank conflict), up to the launch's
-//          shared memory (~56K rows: contexts to ~224K);
-//  KC < 0: read again from the scores in every pass (block-strided: coalesced; a thread's
+//          shared memory (~56K rows per block);
+//  KC < 0: read again from the scores in every pass (thread-strided: coalesced; a thread's
 //          contiguous rows only in the output pass: kbench, 70K rows, 385 us when every pass
 //          read them that way).
+// CL: blocks per token (1: topk_select; TOPK_CL: topk_cluster, whose blocks are one cluster).
 template <int KC, typename F>
 __device__ __forceinline__ void topk_each(int per, F f) {
     if constexpr (KC > 0) {
@@ -1619,13 +1629,21 @@ __device__ __forceinline__ void topk_each(int per, F f) {
         for (int c = 0; c < per; c++) f(c);
     }
 }
-template <int KC>
+// The token's barrier: the block's, or the cluster's (release / acquire: the blocks' shared
+// memory writes before it are visible to the cluster after it).
+template <int CL>
+__device__ __forceinline__ void topk_sync() {
+    if constexpr (CL > 1) cluster_sync_all();
+    else __syncthreads();
+}
+template <int KC, int CL>
 __device__ __forceinline__ void topk_rows(TopkSmem& s, u32* ksm, const float* __restrict__ sc, int n, int t,
                                           const int* __restrict__ pos, int topk, int* sel, int layer, int* ties) {
-    u32* hist = s.hist;
     const int bd = blockDim.x, tid = threadIdx.x;
-    const int per = KC > 0 ? KC : (n + bd - 1) / bd;
-    const int base = tid * per;
+    const int rank = CL > 1 ? (int)cluster_rank() : 0;
+    const int gt = rank * bd + tid, gbd = CL * bd;  // this thread and the threads of the token
+    const int per = KC > 0 ? KC : (n + gbd - 1) / gbd;
+    const int base = gt * per;
     u32 kc[KC > 0 ? KC : 1];
     if constexpr (KC > 0) {
         // vector loads where the row start allows them (decode: always)
@@ -1654,10 +1672,15 @@ __device__ __forceinline__ void topk_rows(TopkSmem& s, u32* ksm, const float* __
         else if constexpr (KC == 0) return ksm[c * bd + tid];
         else return fkey(__ldg(sc + base + c));
     };
+    for (int i = tid; i < 512; i += bd) (&s.hist[0][0])[i] = 0;
+    if (tid == 0) {
+        s.below = 0;
+        s.off = 0;
+    }
+    __syncthreads();
     u32 prefix = 0, mask = 0, remaining = topk;
-    for (int shift = 24; shift >= 0; shift -= 8) {
-        for (int i = tid; i < 256; i += bd) hist[i] = 0;
-        __syncthreads();
+    for (int pass = 0, shift = 24; shift >= 0; pass++, shift -= 8) {
+        u32* hist = s.hist[pass & 1];
         // (one shared atomic per key: aggregating a warp's equal bins, by __match_any_sync or
         // by ballot + shfl + all, cost 4 us per call at 8K in the decode graph, sessions 12-13)
         if constexpr (KC >= 0) {
@@ -1667,23 +1690,54 @@ __device__ __forceinline__ void topk_rows(TopkSmem& s, u32* ksm, const float* __
                     if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255], 1u);
                 }
             });
-        } else {  // order does not matter here: coalesced block-strided loads
+        } else {  // order does not matter here: coalesced thread-strided loads
 #pragma unroll 4
-            for (int i = tid; i < n; i += bd) {
+            for (int i = gt; i < n; i += gbd) {
                 const u32 k = fkey(__ldg(sc + i));
                 if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255], 1u);
             }
         }
-        __syncthreads();
+        topk_sync<CL>();
+        // the other histogram, last read (by every block of the token) in the previous pass's
+        // scan, before the barrier above: zeroed for the next pass (published by the barrier
+        // after the scan)
+        for (int i = tid; i < 256; i += bd) s.hist[(pass + 1) & 1][i] = 0;
         // The cut bin: the largest b >= 1 whose suffix count S(b) = hist[b] + ... + hist[255]
         // reaches `remaining`, else 0; `remaining` - S(b + 1) keys of it are still to take.
-        // Warp 0 scans (lane l owns bins 8l..8l+7): a serial scan by one thread cost ~4 us per
+        // Warp 0 scans (lane l owns bins 8l..8l+7; topk_cluster: summed over the cluster's
+        // blocks, the same sums in every block): a serial scan by one thread cost ~4 us per
         // pass in decode.
         if (tid < 32) {
             int l = tid;
-            u32 h8[8], tot = 0;
+            u32 h8[8], lo8[8], tot = 0;  // lo8: topk_cluster, the lower-ranked blocks' counts
 #pragma unroll
-            for (int j = 0; j < 8; j++) { h8[j] = hist[8 * l + j]; tot += h8[j]; }
+            for (int j = 0; j < 8; j++) h8[j] = lo8[j] = 0;
+            if constexpr (CL > 1) {
+#pragma unroll
+                for (int r0 = 0; r0 < CL; r0 += 4) {  // (4 blocks' loads in flight: registers)
+                    uint4 v[4][2];
+#pragma unroll
+                    for (int r = 0; r < 4; r++) {
+                        const u32 a = dsmem_addr(hist + 8 * l, r0 + r);
+                        v[r][0] = ld_dsmem_u4(a);
+                        v[r][1] = ld_dsmem_u4(a + 16);
+                    }
+#pragma unroll
+                    for (int r = 0; r < 4; r++) {
+                        const u32 x[8] = {v[r][0].x, v[r][0].y, v[r][0].z, v[r][0].w, v[r][1].x, v[r][1].y, v[r][1].z, v[r][1].w};
+#pragma unroll
+                        for (int j = 0; j < 8; j++) {
+                            h8[j] += x[j];
+                            lo8[j] += r0 + r < rank ? x[j] : 0u;
+                        }
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < 8; j++) h8[j] = hist[8 * l + j];
+            }
+#pragma unroll
+            for (int j = 0; j < 8; j++) tot += h8[j];
             u32 incl = tot;  // inclusive suffix sum over lanes l..31
 #pragma unroll
             for (int o = 1; o < 32; o <<= 1) {
@@ -1708,17 +1762,45 @@ __device__ __forceinline__ void topk_rows(TopkSmem& s, u32* ksm, const float* __
                 s.prefix = prefix | ((u32)(bmax - 1) << shift);
                 s.remaining = rem_at;
             }
+            if constexpr (CL > 1) {
+                // The lower-ranked blocks' keys above the cut bin are above the cut (the cut's
+                // higher bytes are this prefix): over the passes, their count; in the last pass
+                // the cut bin holds the keys equal to it. So the output pass needs no exchange.
+                const int cb = bmax ? bmax - 1 : 0;
+                u32 lg = 0, le = 0, te = 0;
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    lg += 8 * l + j > cb ? lo8[j] : 0u;
+                    le += 8 * l + j == cb ? lo8[j] : 0u;
+                    te += 8 * l + j == cb ? h8[j] : 0u;
+                }
+                lg = __reduce_add_sync(0xffffffffu, lg);
+                le = __reduce_add_sync(0xffffffffu, le);
+                te = __reduce_add_sync(0xffffffffu, te);
+                if (l == 0) {
+                    s.off += lg;
+                    if (shift == 0) {
+                        s.off += (u64)le << 32;
+                        s.teq = te;
+                    }
+                }
+            }
         }
+        // (s.prefix is next written after the next pass's token barrier, which every thread
+        // reaches after reading it here)
         __syncthreads();
         prefix = s.prefix;
         remaining = s.remaining;
         mask |= 255u << shift;
-        __syncthreads();
     }
+    // topk_cluster: this block has read its partners' histograms for the last time (they may
+    // leave once every block has arrived; its wait is at the end)
+    if constexpr (CL > 1) cluster_arrive();
     const u32 kth = prefix;  // key of the topk-th largest; take `remaining` of the equal keys
     // Output: this thread's counts of keys above and equal to the cut, their exclusive prefix
-    // over the block (lower threads hold lower rows), then its selected rows in order. Slot of
-    // a row = (rows above the cut before it) + min(equal rows before it, remaining).
+    // over the token's threads (lower threads hold lower rows; topk_cluster: s.off counts the
+    // lower-ranked blocks'), then its selected rows in order. Slot of a row = (rows above the
+    // cut before it) + min(equal rows before it, remaining).
     const int lane = tid & 31, warp = tid >> 5, nw = bd >> 5;
     u32 ng = 0, ne = 0;
     u32 below = 0;  // largest key under the cut (near-tie margin only); every real key is > 0
@@ -1738,7 +1820,7 @@ __device__ __forceinline__ void topk_rows(TopkSmem& s, u32* ksm, const float* __
         if (lane >= o) incl += v;
     }
     if (lane == 31) s.wsum[warp] = incl;
-    if (tid == 0) s.below = 0;
+    if (ties && below) atomicMax(&s.below, below);
     __syncthreads();
     if (warp == 0) {
         const u64 w0 = lane < nw ? s.wsum[lane] : 0ull;
@@ -1752,7 +1834,7 @@ __device__ __forceinline__ void topk_rows(TopkSmem& s, u32* ksm, const float* __
         if (lane == 31) s.total = wi;
     }
     __syncthreads();
-    const u64 ex = s.wsum[warp] + (incl - mine);
+    const u64 ex = s.off + s.wsum[warp] + (incl - mine);
     u32 rg = (u32)ex, re = (u32)(ex >> 32);
     int* out = sel + (i64)t * topk;
     topk_each<KC>(per, [&](int c) {
@@ -1766,18 +1848,27 @@ __device__ __forceinline__ void topk_rows(TopkSmem& s, u32* ksm, const float* __
             }
         }
     });
-    if (ties) {  // uniform branch: the barrier below is reached by all threads or none
-        if (below) atomicMax(&s.below, below);
-        __syncthreads();
-        if (tid == 0) {
+    if (ties) {  // uniform branch: the barriers in it are reached by all threads or none
+        u32 teq = (u32)(s.total >> 32), tbelow = s.below;  // the token's equal keys, largest under the cut
+        if constexpr (CL > 1) {
+            // the cluster's largest key under the cut (one exchange more: the near-tie log only)
+            cluster_wait();
+            cluster_sync_all();
+            if (gt == 0)
+                for (int r = 1; r < CL; r++) tbelow = max(tbelow, ld_dsmem_u32(dsmem_addr(&s.below, r)));
+            teq = s.teq;
+            cluster_arrive();
+        }
+        if (gt == 0) {
             // Gap between the last selected score and the best rejected one (cpu.rs): a
             // rejected score equal to the cut when equal keys outnumber the free slots.
             float cut = fkey_inv(kth);
-            float next = (u32)(s.total >> 32) > remaining ? cut : fkey_inv(s.below);
+            float next = teq > remaining ? cut : fkey_inv(tbelow);
             float m = fabsf(cut - next) / fmaxf(fmaxf(fabsf(cut), fabsf(next)), 1.17549435e-38f);
             note_tie(ties, layer, pos[t], 4, m);
         }
     }
+    if constexpr (CL > 1) cluster_wait();  // no block leaves while a partner may read its memory
 }
 
 // ksm_keys: keys the launch's dynamic shared memory holds (0: none; session.rs launch_topk).
@@ -1792,13 +1883,35 @@ extern "C" __global__ void __launch_bounds__(1024) topk_select(const float* __re
     if (n <= topk) return;
     const float* sc = scores + (i64)t * ldsc;
     const int b = blockDim.x;
-    if (n <= 2 * b) topk_rows<2>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
-    else if (n <= 4 * b) topk_rows<4>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
-    else if (n <= 8 * b) topk_rows<8>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
-    else if (n <= 16 * b) topk_rows<16>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
-    else if (n <= 20 * b) topk_rows<20>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
-    else if ((n + b - 1) / b * b <= ksm_keys) topk_rows<0>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
-    else topk_rows<-1>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    if (n <= 2 * b) topk_rows<2, 1>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 4 * b) topk_rows<4, 1>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 8 * b) topk_rows<8, 1>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 16 * b) topk_rows<16, 1>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 20 * b) topk_rows<20, 1>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if ((n + b - 1) / b * b <= ksm_keys) topk_rows<0, 1>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else topk_rows<-1, 1>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+}
+
+// grid (TOPK_CL, T), one cluster per token; ksm_keys: keys one block's dynamic shared memory
+// holds (session.rs launch_topk).
+extern "C" __global__ void __cluster_dims__(TOPK_CL, 1, 1) __launch_bounds__(1024)
+    topk_cluster(const float* __restrict__ scores, int ldsc, const int* __restrict__ pos, int topk, int* sel, int layer,
+                 int* ties, int ksm_keys) {
+    PDL_ENTRY;
+    __shared__ TopkSmem s;
+    extern __shared__ u32 topk_ksm[];
+    int t = blockIdx.y;
+    int n = (pos[t] + 1) / 4;
+    if (n <= topk) return;  // the whole cluster (one token) returns: no barrier is left waiting
+    const float* sc = scores + (i64)t * ldsc;
+    const int b = blockDim.x * TOPK_CL;
+    if (n <= 2 * b) topk_rows<2, TOPK_CL>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 4 * b) topk_rows<4, TOPK_CL>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 8 * b) topk_rows<8, TOPK_CL>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 16 * b) topk_rows<16, TOPK_CL>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if (n <= 20 * b) topk_rows<20, TOPK_CL>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else if ((n + b - 1) / b * (int)blockDim.x <= ksm_keys) topk_rows<0, TOPK_CL>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
+    else topk_rows<-1, TOPK_CL>(s, topk_ksm, sc, n, t, pos, topk, sel, layer, ties);
 }
 
 // ------------------------------------------------------------------------------------------
