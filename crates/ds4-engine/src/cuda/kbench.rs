@@ -1722,7 +1722,7 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
 }
 
 /// Decode's top-k, one token: topk_select (one block) against topk_cluster (a cluster of
-/// TOPK_CL blocks of 256, 512 or 1024 threads), us per call in a graph, on random scores and on scores crowded onto 64
+/// TOPK_CL blocks), each with blocks of 1024, 512 and 256 threads, us per call in a graph, on random scores and on scores crowded onto 64
 /// values (equal keys share every radix bin and straddle the cut). `host`: each kernel's rows
 /// are the host's top-k (a sort, ties to the smaller index); `ties`: both logged the same
 /// near-tie margin (bits) of the cut; `det`: a second (timed) run of each selected the same rows.
@@ -1730,8 +1730,12 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
 /// DS4_BENCH_SCORES).
 fn topk_cluster_bench(gpu: &Gpu) -> Result<()> {
     use super::session::{launch_topk_with, IdxIo};
-    const THREADS: [usize; 3] = [256, 512, 1024];
-    println!("{:<30} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6} {:>5}", "top-k (decode, k 512)", "block us", "cl256 us", "cl512 us", "cl1024 us", "host", "ties", "det");
+    // (topk_cluster?, threads per block)
+    const KS: [(bool, usize); 6] = [(false, 1024), (false, 512), (false, 256), (true, 1024), (true, 512), (true, 256)];
+    println!(
+        "{:<30} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6} {:>5}",
+        "top-k (decode, k 512), us", "blk1024", "blk512", "blk256", "cl1024", "cl512", "cl256", "host", "ties", "det"
+    );
     let topk = 512usize;
     let mut cases: Vec<(usize, bool, Option<String>)> = [2048usize, 4096, 8192, 12000, 16388, 24000, 40000, 70000, 131072, 262144]
         .iter()
@@ -1770,12 +1774,12 @@ fn topk_cluster_bench(gpu: &Gpu) -> Result<()> {
         // per kernel (topk_select, then topk_cluster at each block size): us, rows as the
         // host's, the tie log, a second (timed) run's rows
         let mut res = Vec::new();
-        for th in [0].into_iter().chain(THREADS) {
+        for (cl, th) in KS {
             let (sa, sa2, ta) = (gpu.alloc(topk * 4)?, gpu.alloc(topk * 4)?, gpu.alloc((4 + 4 * cap) * 4)?);
             gpu.htod(ta.ptr, &t0)?;
-            launch_topk_with(gpu, &io, sa.ptr, 0, ta.ptr, th)?;
+            launch_topk_with(gpu, &io, sa.ptr, 0, ta.ptr, cl, th)?;
             gpu.sync()?;
-            let us = graph_us(gpu, 100, &|| launch_topk_with(gpu, &io, sa2.ptr, 0, 0, th))?;
+            let us = graph_us(gpu, 100, &|| launch_topk_with(gpu, &io, sa2.ptr, 0, 0, cl, th))?;
             let (mut xa, mut xa2, mut la) = (vec![0i32; topk], vec![0i32; topk], vec![0i32; 4 + 4 * cap]);
             gpu.dtoh(&mut xa, sa.ptr)?;
             gpu.dtoh(&mut xa2, sa2.ptr)?;
@@ -1791,7 +1795,10 @@ fn topk_cluster_bench(gpu: &Gpu) -> Result<()> {
             Some(p) => format!("{} ({rows} rows)", std::path::Path::new(p).file_name().map_or(p.clone(), |f| f.to_string_lossy().into())),
             None => format!("rows {rows}{}", if crowd { " crowded" } else { "" }),
         };
-        println!("{:<30} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>6} {:>6} {:>5}", name, res[0].0, res[1].0, res[2].0, res[3].0, host, ties, det);
+        println!(
+            "{:<30} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6} {:>6} {:>5}",
+            name, res[0].0, res[1].0, res[2].0, res[3].0, res[4].0, res[5].0, host, ties, det
+        );
     }
     Ok(())
 }

@@ -774,22 +774,23 @@ pub(crate) const TOPK_CL_THREADS: usize = 1024;
 /// Top-k over the scores of `io` into `sel` ([T][topk]); `ties` 0 or the near-tie log; the
 /// kernel as topk_cluster_ok picks it.
 pub(crate) fn launch_topk(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u64) -> Result<()> {
-    launch_topk_with(gpu, io, sel, layer, ties, if topk_cluster_ok(io.t, io.rows) { TOPK_CL_THREADS } else { 0 })
+    let cl = topk_cluster_ok(io.t, io.rows);
+    launch_topk_with(gpu, io, sel, layer, ties, cl, if cl { TOPK_CL_THREADS } else { 1024 })
 }
 
-/// topk_select (`cluster` 0: one block of 1024 threads per token) or topk_cluster (`cluster`
-/// threads per block, TOPK_CL blocks per token). Past what the registers hold (20 keys per
-/// thread) the keys go to shared memory sized for `io.rows` (the upper bound of any token's
-/// rows), or are re-read per pass beyond what shared memory holds.
-pub(crate) fn launch_topk_with(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u64, cluster: usize) -> Result<()> {
-    let (blocks, threads) = if cluster > 0 { (TOPK_CL, cluster) } else { (1, 1024) };
+/// topk_select (`cluster` false: one block per token) or topk_cluster (TOPK_CL blocks per
+/// token), blocks of `threads`. Past what the registers hold (20 keys per thread) the keys go
+/// to shared memory sized for `io.rows` (the upper bound of any token's rows), or are re-read
+/// per pass beyond what shared memory holds.
+pub(crate) fn launch_topk_with(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u64, cluster: bool, threads: usize) -> Result<()> {
+    let blocks = if cluster { TOPK_CL } else { 1 };
     let per = io.rows.div_ceil(blocks * threads);
     let keys = if per > TOPK_REG_KEYS { (per * threads).min(topk_smem_keys(gpu) / threads * threads) } else { 0 };
     let args = Args::new().a(io.scores).a(io.ldsc as i32).a(io.pos).a(io.topk as i32).a(sel).a(layer as i32).a(ties).a(keys as i32);
-    if cluster > 0 {
+    if cluster {
         gpu.launch("topk_cluster", (TOPK_CL as u32, io.t as u32, 1), threads as u32, (4 * keys) as u32, args)
     } else {
-        gpu.launch("topk_select", (io.t as u32, 1, 1), 1024, (4 * keys) as u32, args)
+        gpu.launch("topk_select", (io.t as u32, 1, 1), threads as u32, (4 * keys) as u32, args)
     }
 }
 
