@@ -772,14 +772,23 @@ pub(crate) fn topk_cluster_ok(t: usize, rows: usize) -> bool {
 
 /// `TOPK_CL` in model.cuh: blocks per token of topk_cluster (asserted equal by the kernel source).
 pub(crate) const TOPK_CL: usize = 8;
-/// Threads per block of topk_cluster.
-pub(crate) const TOPK_CL_THREADS: usize = 1024;
+/// Threads per block of topk_cluster: 1024 (kernel bench: 10.5 / 11.9 / 19.3 us at 2K / 16K /
+/// 70K rows; 512: 9.7 / 13.7 / 17.4; 256: 9.4 / 15.7 / 28.3); `DS4_TOPK_CL_THREADS` 256 or 512
+/// (read once) for A/B.
+fn topk_cl_threads() -> usize {
+    static T: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *T.get_or_init(|| match std::env::var("DS4_TOPK_CL_THREADS").as_deref() {
+        Ok("256") => 256,
+        Ok("512") => 512,
+        _ => 1024,
+    })
+}
 
 /// Top-k over the scores of `io` into `sel` ([T][topk]); `ties` 0 or the near-tie log; the
 /// kernel as topk_cluster_ok picks it.
 pub(crate) fn launch_topk(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u64) -> Result<()> {
     let cl = topk_cluster_ok(io.t, io.rows);
-    launch_topk_with(gpu, io, sel, layer, ties, cl, if cl { TOPK_CL_THREADS } else { 1024 })
+    launch_topk_with(gpu, io, sel, layer, ties, cl, if cl { topk_cl_threads() } else { 1024 })
 }
 
 /// topk_select (`cluster` false: one block per token) or topk_cluster (TOPK_CL blocks per
