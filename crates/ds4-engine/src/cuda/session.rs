@@ -755,17 +755,17 @@ pub(crate) fn topk_smem_keys(gpu: &Gpu) -> usize {
 /// Whether a launch of `t` tokens over up to `rows` rows selects with `topk_cluster` (a cluster
 /// of TOPK_CL blocks per token) instead of topk_select (one block per token): decode (t <= 4:
 /// a cluster per token still leaves most SMs to the graph's other branch) from
-/// `DS4_TOPK_CL_MIN` rows (default 8192; read once; 0: always, which the fixture check uses to
-/// cover it). DS4_TOPK_CL=0 keeps topk_select. Why 8192 (session 30, kernel bench / decode
+/// `DS4_TOPK_CL_MIN` rows (default 10240; read once; 0: always, which the fixture check uses
+/// to cover it). DS4_TOPK_CL=0 keeps topk_select. Why 10240 (session 30, kernel bench / decode
 /// graph): alone a cluster costs ~10 us at any size (topk_select: 5.0 us at 2K rows, 8.0 at 8K,
 /// 14.3 at 16K, 188 at 70K; the cluster 10.5, 10.6, 11.9, 19.3), but in the decode graph the
-/// one block is slower than alone: at 32K context (graph rows 10240) the cluster decodes 0.7 %
-/// faster, at 64K 3.0 %; at 8K (graph rows 4096) 1.4 % slower.
+/// one block is slower than alone: with the cluster decode is 3.0 % faster at 64K context,
+/// 0.7 % at 32K (graph rows 10240), 0.8 % slower at 26.6K (8192) and 18.4K (6144), 1.4 % at 8K.
 pub(crate) fn topk_cluster_ok(t: usize, rows: usize) -> bool {
     static MIN: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     let min = *MIN.get_or_init(|| match std::env::var("DS4_TOPK_CL").as_deref() {
         Ok("0") => None,
-        _ => Some(std::env::var("DS4_TOPK_CL_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(8192)),
+        _ => Some(std::env::var("DS4_TOPK_CL_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(10240)),
     });
     t <= 4 && min.is_some_and(|m| rows >= m)
 }
