@@ -1594,6 +1594,7 @@ __device__ __forceinline__ float fkey_inv(u32 k) {
 // step's critical path (the ratio-4 layers' attention waits on them), and its time grows with
 // the rows (1M positions: 256K rows, re-read in every pass).
 #define TOPK_CL 8
+static_assert(TOPK_CL % 4 == 0, "topk_rows sums the cluster's histograms 4 blocks at a time");
 // device-only: the top-k kernels' shared memory, handed to their per-size bodies
 struct __align__(16) TopkSmem {
     u32 hist[2][256];  // pass p counts into hist[p & 1] (a cluster's blocks read it after the pass)
