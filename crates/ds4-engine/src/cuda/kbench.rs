@@ -1721,6 +1721,22 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
     topk_cold_bench(gpu)
 }
 
+/// The host's top-k of `y`: the `topk` largest (a sort, ties to the smaller index), as row
+/// indices in ascending order (the order the top-k kernels write).
+fn host_topk(y: &[f32], topk: usize) -> Vec<i32> {
+    let mut order: Vec<usize> = (0..y.len()).collect();
+    order.sort_by(|&a, &b| y[b].total_cmp(&y[a]).then(a.cmp(&b)));
+    let mut want: Vec<i32> = order[..topk].iter().map(|&i| i as i32).collect();
+    want.sort_unstable();
+    want
+}
+
+/// Little-endian f32 values of a file (ds4-bench DS4_BENCH_SCORES' output).
+fn read_f32_file(path: &str) -> Result<Vec<f32>> {
+    let raw = std::fs::read(path).map_err(|e| CudaError::Other(format!("{path}: {e}")))?;
+    Ok(raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
 /// Decode's top-k, one token: topk_select (one block) against topk_cluster (a cluster of
 /// TOPK_CL blocks), each with blocks of 1024, 512 and 256 threads, us per call in a graph, on random scores and on scores crowded onto 64
 /// values (equal keys share every radix bin and straddle the cut). `host`: each kernel's rows
@@ -1746,10 +1762,7 @@ fn topk_cluster_bench(gpu: &Gpu) -> Result<()> {
     }
     for (rows0, crowd, file) in cases {
         let v: Vec<f32> = match &file {
-            Some(path) => {
-                let raw = std::fs::read(path).map_err(|e| CudaError::Other(format!("{path}: {e}")))?;
-                raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-            }
+            Some(path) => read_f32_file(path)?,
             None => {
                 let mut seed = 0x70b_c1u64 ^ rows0 as u64;
                 (0..rows0).map(|_| if crowd { (frand(&mut seed) * 64.0).floor() / 8.0 - 4.0 } else { frand(&mut seed) * 2.0 - 1.0 }).collect()
@@ -1763,10 +1776,7 @@ fn topk_cluster_bench(gpu: &Gpu) -> Result<()> {
         gpu.htod(sc.ptr, &v)?;
         gpu.htod(pb.ptr, &[(4 * rows - 1) as i32])?;
         let io = IdxIo { q: 0, w: 0, k: 0, pos: pb.ptr, scores: sc.ptr, ldsc: rows, t: 1, rows, hi: 64, di: 128, wscale: 1.0, topk, h16: 0, hsc: 0 };
-        let mut order: Vec<usize> = (0..rows).collect();
-        order.sort_by(|&a, &b| v[b].total_cmp(&v[a]).then(a.cmp(&b)));
-        let mut want: Vec<i32> = order[..topk].iter().map(|&i| i as i32).collect();
-        want.sort_unstable();
+        let want = host_topk(&v, topk);
         // near-tie logs: [count, capacity, 0, 0, capacity x (layer, pos, kind, margin)]
         let cap = 4usize;
         let mut t0 = vec![0i32; 4 + 4 * cap];
@@ -1832,8 +1842,7 @@ fn topk_cold_bench(gpu: &Gpu) -> Result<()> {
     // scores a decode step left (ds4-bench DS4_BENCH_SCORES): their time, and how many are
     // exact duplicates (equal keys share every radix bin)
     if let Ok(path) = std::env::var("DS4_KBENCH_SCORES") {
-        let raw = std::fs::read(&path).map_err(|e| CudaError::Other(format!("{path}: {e}")))?;
-        let v: Vec<f32> = raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let v = read_f32_file(&path)?;
         let n = v.len();
         let mut keys: Vec<u32> = v.iter().map(|x| x.to_bits()).collect();
         keys.sort_unstable();
@@ -2000,14 +2009,7 @@ fn idx_dec_bench(gpu: &Gpu) -> Result<()> {
         gpu.dtoh(&mut y2, s_new.ptr)?;
         gpu.dtoh(&mut sn2, sel_new.ptr)?;
         let det = y.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits()) && sn == sn2;
-        let host_topk = |y: &[f32]| {
-            let mut order: Vec<usize> = (0..rows).collect();
-            order.sort_by(|&a, &b| y[b].total_cmp(&y[a]).then(a.cmp(&b)));
-            let mut want: Vec<i32> = order[..topk].iter().map(|&i| i as i32).collect();
-            want.sort_unstable();
-            want
-        };
-        let host_ok = sn == host_topk(&y) && sd == host_topk(&yd);
+        let host_ok = sn == host_topk(&y, topk) && sd == host_topk(&yd, topk);
         let (rel, mx, mref, bad) = err_stats(&y, &r);
         let (_, mxd, mrefd, badd) = err_stats(&yd, &r);
         let bad_s = if bad + badd > 0 { format!("  {} NON-FINITE", bad + badd) } else { String::new() };
