@@ -2323,7 +2323,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         let fnb = gpu.alloc(fnv.len() * 2)?;
         gpu.htod(fnb.ptr, &fnv)?;
         let (pdot, pss) = (gpu.alloc(t * split * m * 4)?, gpu.alloc(t * split * 8)?);
-        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, gs: 0, z: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
+        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, gs: 0, z: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false };
         // y = 0 keeps S unchanged, so every repetition sees the same input
         let run = || launch_hc_post_mix(gpu, &b, t, 0, ny, fnb.ptr, m);
         run()?;
@@ -2430,6 +2430,22 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
                 rel(&qo, &qw),
                 if sdiff == 0 && rel(&mo, &mw) < 1e-5 && rel(&qo, &qw) < 1e-9 { "" } else { "  FAIL" }
             );
+            // hc_post_mma (tensor-core partial mixes): the same state bits, the mixes within
+            // the tf32 split's rounding of hc_post_mix's
+            let bm = HcBufs { mma: true, ..bw };
+            if crate::cuda::session::hc_mma_ok(bm.n, m, bm.d, bm.split) {
+                let (sm, mm, qm) = outs(&bm, &|| f(&bm))?;
+                let mdiff = so.iter().zip(&sm).filter(|(p, q)| p != q).count();
+                let msm = time_ms(gpu, 5, &|| f(&bm))?;
+                println!(
+                    "hc_post_mma {what} T={t}: hc_post_mix4 {msw:.3} ms, hc_post_mma {msm:.3} ms ({:.2}x); S differing {mdiff} of {}, mixes rel {:.2e}, ss rel {:.2e}{}",
+                    msw / msm.max(1e-9),
+                    so.len(),
+                    rel(&mo, &mm),
+                    rel(&qo, &qm),
+                    if mdiff == 0 && rel(&mo, &mm) < 1e-5 && rel(&qo, &qm) < 1e-9 { "" } else { "  FAIL" }
+                );
+            }
         }
         gpu.htod(s0.ptr, &s0h)?;
         // hc_finish's f16 copies: the partials of S (y = 0), then the finish both ways
@@ -2576,7 +2592,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
             // (the decode configuration: the Sinkhorn deferred to a later launch)
             let z = bufs[9].ptr;
             let gsp = if gs { bufs[10].ptr } else { 0 };
-            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: gsp, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6 };
+            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: gsp, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false };
             Ok((b, bufs))
         };
         let (bo, so) = state(false)?;

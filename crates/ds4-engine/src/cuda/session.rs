@@ -213,6 +213,15 @@ pub(crate) struct HcBufs {
     pub eps: f32,
     pub iters: usize,
     pub hc_eps: f32,
+    /// prefill's 128-column slices take hc_post_mma where it applies (hc_mma_ok; Fast
+    /// precision only: its partial mixes keep ~22 bits of each state value)
+    pub mma: bool,
+}
+
+/// Whether hc_post_mma takes a prefill hc_post_mix launch of this shape (model.cuh: N == 4,
+/// M <= 24, 128-column slices); `DS4_HC_MMA=0`: never.
+pub(crate) fn hc_mma_ok(n: usize, m: usize, d: usize, split: usize) -> bool {
+    n == 4 && m <= 24 && d % HC_WIDE == 0 && split == d / HC_WIDE && env_unless!("DS4_HC_MMA", "0")
 }
 
 /// hc_post with the layer output `y` (`ny` > 1: the sum of `ny` consecutive D-rows, MoE slot
@@ -252,7 +261,11 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         .a(HC_TOKENS as i32)
         .a(pair_of)
         .a(shared);
-    // the slice width is the split's (hc_prefill_split): 128 columns (hc_post_mix4) or 32
+    // the slice width is the split's (hc_prefill_split): 128 columns (hc_post_mma or
+    // hc_post_mix4) or 32
+    if b.mma && hc_mma_ok(b.n, m, b.d, b.split) {
+        return gpu.launch("hc_post_mma", (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, HC_MMA_SMEM as u32, args);
+    }
     let name = if b.d % HC_WIDE == 0 && b.split == b.d / HC_WIDE {
         "hc_post_mix4"
     } else if b.split == b.d.div_ceil(HC_COLS) {
@@ -1125,6 +1138,9 @@ const MV_ROWS_PER_BLOCK: usize = 16;
 const HC_COLS: usize = 32;
 /// hc_post_mix4: columns per block (4 per lane)
 const HC_WIDE: usize = 128;
+/// hc_post_mma's dynamic shared memory (model.cuh HCM_SMEM: 16 tokens' new state at row
+/// stride 516 floats, the 8 warps' partial mixes, fn's f16 fragments; 73 KB)
+pub(crate) const HC_MMA_SMEM: usize = (16 * 516 + 8 * 16 * 32) * 4 + 64 * 32 * 12;
 const HC_TOKENS: usize = 64;
 /// Largest batch that takes the fused hc_step (its ticket buffer's length).
 const HC_STEP_MAX_T: usize = 1;
@@ -2671,6 +2687,7 @@ impl CudaSession {
             gs: sc.hc_gs.as_ref().map(|b| b.ptr).unwrap_or(0),
             z: sc.hcz.ptr,
             split: self.hc_split,
+            mma: false,
             d: d.d,
             n: d.n_hc,
             eps: d.rms_eps,
@@ -2682,7 +2699,7 @@ impl CudaSession {
     /// hc_bufs with the slices of the separate prefill launches (hc_post_mix + hc_finish).
     fn hc_bufs_prefill(&self) -> HcBufs {
         let b = self.hc_bufs();
-        HcBufs { split: hc_prefill_split(b.d), ..b }
+        HcBufs { split: hc_prefill_split(b.d), mma: self.opts.precision == Precision::Fast, ..b }
     }
 
     /// hc_finish for tokens [t0, t0+t) writing xn rows starting at `out`.

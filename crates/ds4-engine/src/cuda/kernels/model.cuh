@@ -297,6 +297,178 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(float* S, const f
     }
 }
 
+// hc_post_mix4's work with the partial mixes on tensor cores (prefill; N == 4, M <= 24, D % 128
+// == 0: session.rs hc_mma_ok; `DS4_HC_MMA=0`: hc_post_mix4). Why: hc_post_mix4 reads its staged
+// fn float4 once per token (96 shared loads of 512 bytes per token and 128-column slice), and
+// Nsight Compute puts it at 88 % of its memory-pipe peak with DRAM at 42 % (8K tokens, ~0.6 ms
+// per launch). Here a block takes 16 tokens at a time in three phases:
+// 1. warp w updates tokens 2w, 2w + 1 as hc_post_mix4 does (lane on 4 columns, the same state
+//    bits, float4 loads and stores) and puts the new state in shared memory, Bs[token][column
+//    x 4 + stream] (row stride HCM_BST: the fragment loads below are free of bank conflicts);
+// 2. warp w forms the partial mixes of k-steps 8w .. 8w + 7 (columns 16w .. 16w + 15, k =
+//    (column pair, stream)) for all 16 tokens as mma.sync m16n8k8 (tf32): A = fn (two m-tiles,
+//    M <= 24; f16, so exact in tf32; the warp's fragments staged once per block), B = the
+//    state, split into its tf32 high part and the tf32 of the remainder (two products: ~22
+//    bits of each value kept, against f32's 24);
+// 3. the 8 warps' partials are added in warp order (deterministic) and stored as hc_post_mix4
+//    stores them (pdot [t][split][m], pss [t][split]; the mixes differ from its in the last
+//    bits, as any other summation order does).
+// Dynamic shared memory HCM_SMEM: Bs (16 x HCM_BST floats), the partials [8][16][32], then fn's
+// fragments as f16 (per warp, k-step and lane: m-tile 0's four values, m-tile 1's two: M <=
+// 24, its rows 8-15 are zero), 73 KB: three blocks per SM (with the fragments in registers,
+// 128 registers and two blocks: v2 on branch s32-hcmma, latency bound at 24 % occupancy).
+// Kernel bench (H200, T 8192): y rows 0.527 ms against hc_post_mix4's 0.607, MoE sum 0.692
+// against 0.783; Nsight Compute: DRAM 49 %, memory pipes 70 %, occupancy 37 %, 72 registers.
+#define HCM_BST 516
+#define HCM_SMEM ((16 * HCM_BST + 8 * 16 * 32) * 4 + 64 * 32 * 12)
+__device__ __forceinline__ u32 f2tf32(float x) {
+    u32 r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const uint4& a, u32 b0, u32 b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+}
+extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const float* __restrict__ y, const float* __restrict__ post,
+                                                                 const float* __restrict__ comb, const u16* __restrict__ fn, int M,
+                                                                 int D, int N, float* pdot, double* pss, int ny, int T, int tt,
+                                                                 const int* __restrict__ pair_of, const float* __restrict__ shared) {
+    PDL_ENTRY;
+    extern __shared__ float hsm[];
+    float* Bs = hsm;
+    float* red = hsm + 16 * HCM_BST;
+    const int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int g = lane >> 2, q = lane & 3, c0 = sp * 128;
+    if (N != 4 || M > 24 || blockDim.x != 256) __trap();  // (the host checks: hc_mma_ok)
+    // A fragments of k-steps 8w + j: a0 = fn[16 mt + g][q][2 ks], a1 = mix + 8, a2 = column
+    // 2 ks + 1, a3 = both (each a 32-bit load of two f16 columns), kept as f16: m-tile 0 as
+    // {a0 a2, a1 a3} (uint2), m-tile 1 as a0 a2 (its mixes 24..31 are zero); warp-private
+    uint2* fr0 = (uint2*)(red + 8 * 16 * 32) + w * 8 * 32;
+    u32* fr1 = (u32*)((uint2*)(red + 8 * 16 * 32) + 64 * 32) + w * 8 * 32;
+    {
+        const i64 fstride = (i64)N * D;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int col = c0 + 2 * (8 * w + j);
+            const u32 p0 = g < M ? *(const u32*)(fn + (i64)g * fstride + (i64)q * D + col) : 0u;
+            const u32 p1 = g + 8 < M ? *(const u32*)(fn + (i64)(g + 8) * fstride + (i64)q * D + col) : 0u;
+            const u32 p2 = g + 16 < M ? *(const u32*)(fn + (i64)(g + 16) * fstride + (i64)q * D + col) : 0u;
+            fr0[j * 32 + lane] = make_uint2(p0, p1);
+            fr1[j * 32 + lane] = p2;
+        }
+        __syncwarp();
+    }
+    const int d0 = c0 + 4 * lane;
+    const int tbeg = blockIdx.y * tt, t1 = min(T, tbeg + tt);
+    for (int t0 = tbeg; t0 < t1; t0 += 16) {
+        // ---- 1. the new state of tokens t0 + 2w, t0 + 2w + 1 ----
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            const int tl = 2 * w + u, t = t0 + tl;
+            float nv[4][4];  // [stream][column]
+            if (t < t1) {
+                float* St = S + (i64)t * N * D;
+                float4 sv[4];
+#pragma unroll
+                for (int a = 0; a < 4; a++) sv[a] = *(const float4*)(St + (i64)a * D + d0);
+                if (y) {
+                    const float4 yd = pair_of ? moe_sum_at4(y, pair_of, shared, ny, D, t, d0) : sum_strided4(y + (i64)t * ny * D + d0, D, ny);
+                    const float yv[4] = {yd.x, yd.y, yd.z, yd.w};
+                    float pv[4], cv[4][4];
+#pragma unroll
+                    for (int b = 0; b < 4; b++) pv[b] = post[t * N + b];
+#pragma unroll
+                    for (int a = 0; a < 4; a++)
+#pragma unroll
+                        for (int b = 0; b < 4; b++) cv[a][b] = comb[t * N * N + a * N + b];
+#pragma unroll
+                    for (int b = 0; b < 4; b++)
+#pragma unroll
+                        for (int c = 0; c < 4; c++) {
+                            float acc = __fmul_rn(pv[b], yv[c]);
+#pragma unroll
+                            for (int a = 0; a < 4; a++) {
+                                const float sa = c == 0 ? sv[a].x : c == 1 ? sv[a].y : c == 2 ? sv[a].z : sv[a].w;
+                                acc = hc_term(acc, cv[a][b], sa);
+                            }
+                            nv[b][c] = acc;
+                        }
+#pragma unroll
+                    for (int b = 0; b < 4; b++) *(float4*)(St + (i64)b * D + d0) = make_float4(nv[b][0], nv[b][1], nv[b][2], nv[b][3]);
+                } else {
+#pragma unroll
+                    for (int b = 0; b < 4; b++) {
+                        nv[b][0] = sv[b].x;
+                        nv[b][1] = sv[b].y;
+                        nv[b][2] = sv[b].z;
+                        nv[b][3] = sv[b].w;
+                    }
+                }
+                double ss = 0.0;
+#pragma unroll
+                for (int c = 0; c < 4; c++)
+#pragma unroll
+                    for (int b = 0; b < 4; b++) ss += (double)nv[b][c] * (double)nv[b][c];
+#pragma unroll
+                for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+                if (lane == 0) pss[(i64)t * nsplit + sp] = ss;
+            } else {
+#pragma unroll
+                for (int b = 0; b < 4; b++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++) nv[b][c] = 0.f;
+            }
+#pragma unroll
+            for (int c = 0; c < 4; c++) *(float4*)(Bs + tl * HCM_BST + (4 * lane + c) * 4) = make_float4(nv[0][c], nv[1][c], nv[2][c], nv[3][c]);
+        }
+        __syncthreads();
+        // ---- 2. the warp's k-steps for the 16 tokens (n-tiles: tokens 0-7, 8-15) ----
+        float acc[2][2][4] = {};  // [m-tile][n-tile]
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int kb = (2 * (8 * w + j)) * 4 + q;
+            const uint2 f0 = fr0[j * 32 + lane];
+            const u32 f1 = fr1[j * 32 + lane];
+            const uint4 af[2] = {make_uint4(__float_as_uint(h2f((u16)f0.x)), __float_as_uint(h2f((u16)f0.y)), __float_as_uint(h2f((u16)(f0.x >> 16))),
+                                            __float_as_uint(h2f((u16)(f0.y >> 16)))),
+                                 make_uint4(__float_as_uint(h2f((u16)f1)), 0u, __float_as_uint(h2f((u16)(f1 >> 16))), 0u)};
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++) {
+                const float* br = Bs + (8 * nt + g) * HCM_BST + kb;
+                const float v0 = br[0], v1 = br[4];
+                const u32 h0 = f2tf32(v0), h1 = f2tf32(v1);
+                const u32 l0 = f2tf32(v0 - __uint_as_float(h0)), l1 = f2tf32(v1 - __uint_as_float(h1));
+#pragma unroll
+                for (int mt = 0; mt < 2; mt++) {
+                    mma_tf32(acc[mt][nt], af[mt], h0, h1);
+                    mma_tf32(acc[mt][nt], af[mt], l0, l1);
+                }
+            }
+        }
+        // c0, c1: mix 16 mt + g, tokens 8 nt + 2q, + 1; c2, c3: mix 16 mt + g + 8
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) red[(w * 16 + 8 * nt + 2 * q + (r & 1)) * 32 + 16 * mt + g + 8 * (r >> 1)] = acc[mt][nt][r];
+        __syncthreads();
+        // ---- 3. the warps' partials in warp order ----
+        for (int i = threadIdx.x; i < 16 * M; i += 256) {
+            const int tl = i / M, m = i - tl * M;
+            if (t0 + tl < t1) {
+                float s = 0.f;
+#pragma unroll
+                for (int ww = 0; ww < 8; ww++) s += red[(ww * 16 + tl) * 32 + m];
+                pdot[((i64)(t0 + tl) * nsplit + sp) * M + m] = s;
+            }
+        }
+    }
+}
+
 // 1/x for the Sinkhorn iterations: the hardware reciprocal plus one Newton step (within an
 // ulp of the IEEE quotient, usually equal). The IEEE division is a call the compiler does not
 // interleave: with 8 per iteration it made the 20 iterations the finish's critical path.
