@@ -206,6 +206,61 @@ __device__ __forceinline__ float4 moe_sum_at4(const float* __restrict__ ypair, c
     return acc;
 }
 
+// The state update of token t at a lane's 4 columns d0 .. d0 + 3 (hc_post_mix4, hc_post_mma):
+// new[b] = post[b] * y + sum_a comb[a][b] * old[a] by hc_term (the CPU reference's bits), y the
+// sum of ny rows or the MoE slot sum (as hc_post_mix's), stored back into St; without y the
+// state as it is. nv [stream][column]; returns the sum of squares of the 16 values (double,
+// column-major order). FULL: N == 4 is known (no per-stream guards).
+template <bool FULL>
+__device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], float* St, const float* __restrict__ y, const float* __restrict__ post,
+                                               const float* __restrict__ comb, int N, int D, int ny, int t, int d0,
+                                               const int* __restrict__ pair_of, const float* __restrict__ shared) {
+    float4 sv[4];
+#pragma unroll
+    for (int a = 0; a < 4; a++) sv[a] = (FULL || a < N) ? *(const float4*)(St + (i64)a * D + d0) : make_float4(0.f, 0.f, 0.f, 0.f);
+    if (y) {
+        const float4 yd = pair_of ? moe_sum_at4(y, pair_of, shared, ny, D, t, d0) : sum_strided4(y + (i64)t * ny * D + d0, D, ny);
+        const float yv[4] = {yd.x, yd.y, yd.z, yd.w};
+        float pv[4], cv[4][4];
+#pragma unroll
+        for (int b = 0; b < 4; b++) pv[b] = (FULL || b < N) ? post[t * N + b] : 0.f;
+#pragma unroll
+        for (int a = 0; a < 4; a++)
+#pragma unroll
+            for (int b = 0; b < 4; b++) cv[a][b] = (FULL || (a < N && b < N)) ? comb[t * N * N + a * N + b] : 0.f;
+#pragma unroll
+        for (int b = 0; b < 4; b++) {
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                float acc = __fmul_rn(pv[b], yv[c]);
+#pragma unroll
+                for (int a = 0; a < 4; a++) {
+                    const float sa = c == 0 ? sv[a].x : c == 1 ? sv[a].y : c == 2 ? sv[a].z : sv[a].w;
+                    if (FULL || a < N) acc = hc_term(acc, cv[a][b], sa);
+                }
+                nv[b][c] = (FULL || b < N) ? acc : 0.f;
+            }
+        }
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+            if (FULL || b < N) *(float4*)(St + (i64)b * D + d0) = make_float4(nv[b][0], nv[b][1], nv[b][2], nv[b][3]);
+    } else {
+#pragma unroll
+        for (int b = 0; b < 4; b++) {
+            nv[b][0] = sv[b].x;
+            nv[b][1] = sv[b].y;
+            nv[b][2] = sv[b].z;
+            nv[b][3] = sv[b].w;
+        }
+    }
+    double ss = 0.0;
+#pragma unroll
+    for (int c = 0; c < 4; c++)
+#pragma unroll
+        for (int b = 0; b < 4; b++) ss += (double)nv[b][c] * (double)nv[b][c];
+    return ss;
+}
+
 // hc_post_mix over 128-column slices (prefill, D % 128 == 0; session.rs hc_prefill_split): a
 // lane owns 4 consecutive columns, so a token's state, y and new state move as float4 (4x the
 // bytes per load instruction and per warp in flight), and the 24 partial dots per (token,
@@ -237,51 +292,8 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(float* S, const f
     __syncthreads();
     const int t1 = min(T, (int)(blockIdx.y + 1) * tt);
     for (int t = blockIdx.y * tt + w; t < t1; t += HCP_WARPS) {
-        float* St = S + (i64)t * N * D;
         float nv[4][4];  // [stream][column]
-        float4 sv[4];
-#pragma unroll
-        for (int a = 0; a < 4; a++) sv[a] = a < N ? *(const float4*)(St + (i64)a * D + d0) : make_float4(0.f, 0.f, 0.f, 0.f);
-        if (y) {
-            const float4 yd = pair_of ? moe_sum_at4(y, pair_of, shared, ny, D, t, d0) : sum_strided4(y + (i64)t * ny * D + d0, D, ny);
-            const float yv[4] = {yd.x, yd.y, yd.z, yd.w};
-            float pv[4], cv[4][4];
-#pragma unroll
-            for (int b = 0; b < 4; b++) pv[b] = b < N ? post[t * N + b] : 0.f;
-#pragma unroll
-            for (int a = 0; a < 4; a++)
-#pragma unroll
-                for (int b = 0; b < 4; b++) cv[a][b] = (a < N && b < N) ? comb[t * N * N + a * N + b] : 0.f;
-#pragma unroll
-            for (int b = 0; b < 4; b++) {
-#pragma unroll
-                for (int c = 0; c < 4; c++) {
-                    float acc = __fmul_rn(pv[b], yv[c]);
-#pragma unroll
-                    for (int a = 0; a < 4; a++) {
-                        const float sa = c == 0 ? sv[a].x : c == 1 ? sv[a].y : c == 2 ? sv[a].z : sv[a].w;
-                        if (a < N) acc = hc_term(acc, cv[a][b], sa);
-                    }
-                    nv[b][c] = b < N ? acc : 0.f;
-                }
-            }
-#pragma unroll
-            for (int b = 0; b < 4; b++)
-                if (b < N) *(float4*)(St + (i64)b * D + d0) = make_float4(nv[b][0], nv[b][1], nv[b][2], nv[b][3]);
-        } else {
-#pragma unroll
-            for (int b = 0; b < 4; b++) {
-                nv[b][0] = sv[b].x;
-                nv[b][1] = sv[b].y;
-                nv[b][2] = sv[b].z;
-                nv[b][3] = sv[b].w;
-            }
-        }
-        double ss = 0.0;
-#pragma unroll
-        for (int c = 0; c < 4; c++)
-#pragma unroll
-            for (int b = 0; b < 4; b++) ss += (double)nv[b][c] * (double)nv[b][c];
+        const double ss = hc_post4_tok<false>(nv, S + (i64)t * N * D, y, post, comb, N, D, ny, t, d0, pair_of, shared);
         float v[MAXM];
 #pragma unroll
         for (int m = 0; m < MAXM; m++) {
@@ -370,48 +382,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const
             const int tl = 2 * w + u, t = t0 + tl;
             float nv[4][4];  // [stream][column]
             if (t < t1) {
-                float* St = S + (i64)t * N * D;
-                float4 sv[4];
-#pragma unroll
-                for (int a = 0; a < 4; a++) sv[a] = *(const float4*)(St + (i64)a * D + d0);
-                if (y) {
-                    const float4 yd = pair_of ? moe_sum_at4(y, pair_of, shared, ny, D, t, d0) : sum_strided4(y + (i64)t * ny * D + d0, D, ny);
-                    const float yv[4] = {yd.x, yd.y, yd.z, yd.w};
-                    float pv[4], cv[4][4];
-#pragma unroll
-                    for (int b = 0; b < 4; b++) pv[b] = post[t * N + b];
-#pragma unroll
-                    for (int a = 0; a < 4; a++)
-#pragma unroll
-                        for (int b = 0; b < 4; b++) cv[a][b] = comb[t * N * N + a * N + b];
-#pragma unroll
-                    for (int b = 0; b < 4; b++)
-#pragma unroll
-                        for (int c = 0; c < 4; c++) {
-                            float acc = __fmul_rn(pv[b], yv[c]);
-#pragma unroll
-                            for (int a = 0; a < 4; a++) {
-                                const float sa = c == 0 ? sv[a].x : c == 1 ? sv[a].y : c == 2 ? sv[a].z : sv[a].w;
-                                acc = hc_term(acc, cv[a][b], sa);
-                            }
-                            nv[b][c] = acc;
-                        }
-#pragma unroll
-                    for (int b = 0; b < 4; b++) *(float4*)(St + (i64)b * D + d0) = make_float4(nv[b][0], nv[b][1], nv[b][2], nv[b][3]);
-                } else {
-#pragma unroll
-                    for (int b = 0; b < 4; b++) {
-                        nv[b][0] = sv[b].x;
-                        nv[b][1] = sv[b].y;
-                        nv[b][2] = sv[b].z;
-                        nv[b][3] = sv[b].w;
-                    }
-                }
-                double ss = 0.0;
-#pragma unroll
-                for (int c = 0; c < 4; c++)
-#pragma unroll
-                    for (int b = 0; b < 4; b++) ss += (double)nv[b][c] * (double)nv[b][c];
+                double ss = hc_post4_tok<true>(nv, S + (i64)t * N * D, y, post, comb, N, D, ny, t, d0, pair_of, shared);
 #pragma unroll
                 for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
                 if (lane == 0) pss[(i64)t * nsplit + sp] = ss;
