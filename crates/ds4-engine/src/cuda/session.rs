@@ -221,7 +221,12 @@ pub(crate) struct HcBufs {
 /// Whether hc_post_mma takes a prefill hc_post_mix launch of this shape (model.cuh: N == 4,
 /// M <= 24, 128-column slices); `DS4_HC_MMA=0`: never.
 pub(crate) fn hc_mma_ok(n: usize, m: usize, d: usize, split: usize) -> bool {
-    n == 4 && m <= 24 && d % HC_WIDE == 0 && split == d / HC_WIDE && env_unless!("DS4_HC_MMA", "0")
+    n == 4 && m <= 24 && hc_wide_slices(d, split) && env_unless!("DS4_HC_MMA", "0")
+}
+
+/// Whether `split` slices of D are hc_post_mix4's / hc_post_mma's 128 columns each.
+fn hc_wide_slices(d: usize, split: usize) -> bool {
+    d % HC_WIDE == 0 && split == d / HC_WIDE
 }
 
 /// hc_post with the layer output `y` (`ny` > 1: the sum of `ny` consecutive D-rows, MoE slot
@@ -266,7 +271,7 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
     if b.mma && hc_mma_ok(b.n, m, b.d, b.split) {
         return gpu.launch("hc_post_mma", (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, HC_MMA_SMEM as u32, args);
     }
-    let name = if b.d % HC_WIDE == 0 && b.split == b.d / HC_WIDE {
+    let name = if hc_wide_slices(b.d, b.split) {
         "hc_post_mix4"
     } else if b.split == b.d.div_ceil(HC_COLS) {
         "hc_post_mix"
