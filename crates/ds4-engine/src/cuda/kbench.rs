@@ -2440,8 +2440,9 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
                 let (sm, mm, qm) = outs(&bm, &|| f(&bm))?;
                 let mdiff = so.iter().zip(&sm).filter(|(p, q)| p != q).count();
                 let msm = time_ms(gpu, 5, &|| f(&bm))?;
+                let kn = if crate::cuda::session::hc_mma8() { "hc_post_mma8" } else { "hc_post_mma" };
                 println!(
-                    "hc_post_mma {what} T={t}: hc_post_mix4 {msw:.3} ms, hc_post_mma {msm:.3} ms ({:.2}x); S differing {mdiff} of {}, mixes rel {:.2e}, ss rel {:.2e}{}",
+                    "{kn} {what} T={t}: hc_post_mix4 {msw:.3} ms, {kn} {msm:.3} ms ({:.2}x); S differing {mdiff} of {}, mixes rel {:.2e}, ss rel {:.2e}{}",
                     msw / msm.max(1e-9),
                     so.len(),
                     rel(&mo, &mm),

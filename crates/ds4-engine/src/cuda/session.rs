@@ -229,6 +229,11 @@ fn hc_wide_slices(d: usize, split: usize) -> bool {
     d % HC_WIDE == 0 && split == d / HC_WIDE
 }
 
+/// hc_post_mma on 8-token groups (`hc_post_mma8`, `DS4_HC_MMA8=1`; prepared, not measured).
+pub(crate) fn hc_mma8() -> bool {
+    env_is!("DS4_HC_MMA8", "1")
+}
+
 /// hc_post with the layer output `y` (`ny` > 1: the sum of `ny` consecutive D-rows, MoE slot
 /// outputs added in slot order; y == 0: none) and the partial sums of the next hc_pre with
 /// mixing weights `fn_ptr` (`m` mixes), for `t` tokens.
@@ -269,7 +274,8 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
     // the slice width is the split's (hc_prefill_split): 128 columns (hc_post_mma or
     // hc_post_mix4) or 32
     if b.mma && hc_mma_ok(b.n, m, b.d, b.split) {
-        return gpu.launch("hc_post_mma", (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, HC_MMA_SMEM as u32, args);
+        let (name, smem) = if hc_mma8() { ("hc_post_mma8", HC_MMA8_SMEM) } else { ("hc_post_mma", HC_MMA_SMEM) };
+        return gpu.launch(name, (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, smem as u32, args);
     }
     let name = if hc_wide_slices(b.d, b.split) {
         "hc_post_mix4"
@@ -1146,6 +1152,8 @@ const HC_WIDE: usize = 128;
 /// hc_post_mma's dynamic shared memory (model.cuh HCM_SMEM: 16 tokens' new state at row
 /// stride 516 floats, the 8 warps' partial mixes, fn's f16 fragments; 73 KB)
 pub(crate) const HC_MMA_SMEM: usize = (16 * 516 + 8 * 16 * 32) * 4 + 64 * 32 * 12;
+/// hc_post_mma8's (model.cuh HCM_SMEM8: the same for 8 tokens; 48.5 KB)
+pub(crate) const HC_MMA8_SMEM: usize = (8 * 516 + 8 * 8 * 32) * 4 + 64 * 32 * 12;
 const HC_TOKENS: usize = 64;
 /// Largest batch that takes the fused hc_step (its ticket buffer's length).
 const HC_STEP_MAX_T: usize = 1;

@@ -333,6 +333,7 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(float* S, const f
 // against 0.783; Nsight Compute: DRAM 49 %, memory pipes 70 %, occupancy 37 %, 72 registers.
 #define HCM_BST 516
 #define HCM_SMEM ((16 * HCM_BST + 8 * 16 * 32) * 4 + 64 * 32 * 12)
+#define HCM_SMEM8 ((8 * HCM_BST + 8 * 8 * 32) * 4 + 64 * 32 * 12)
 __device__ __forceinline__ u32 f2tf32(float x) {
     u32 r;
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
@@ -344,22 +345,24 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const uint4& a, u32 b0, 
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 }
-extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const float* __restrict__ y, const float* __restrict__ post,
-                                                                 const float* __restrict__ comb, const u16* __restrict__ fn, int M,
-                                                                 int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                 const int* __restrict__ pair_of, const float* __restrict__ shared) {
-    PDL_ENTRY;
+// The body for groups of 8 NT tokens (NT n-tiles; hc_post_mma: 2, hc_post_mma8: 1).
+template <int NT>
+__device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restrict__ y, const float* __restrict__ post,
+                                                 const float* __restrict__ comb, const u16* __restrict__ fn, int M, int D, int N,
+                                                 float* pdot, double* pss, int ny, int T, int tt, const int* __restrict__ pair_of,
+                                                 const float* __restrict__ shared) {
+    constexpr int TG = 8 * NT;  // tokens per group
     extern __shared__ float hsm[];
     float* Bs = hsm;
-    float* red = hsm + 16 * HCM_BST;
+    float* red = hsm + TG * HCM_BST;
     const int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int g = lane >> 2, q = lane & 3, c0 = sp * 128;
     if (N != 4 || M > 24 || blockDim.x != 256) __trap();  // (the host checks: hc_mma_ok)
     // A fragments of k-steps 8w + j: a0 = fn[16 mt + g][q][2 ks], a1 = mix + 8, a2 = column
     // 2 ks + 1, a3 = both (each a 32-bit load of two f16 columns), kept as f16: m-tile 0 as
     // {a0 a2, a1 a3} (uint2), m-tile 1 as a0 a2 (its mixes 24..31 are zero); warp-private
-    uint2* fr0 = (uint2*)(red + 8 * 16 * 32) + w * 8 * 32;
-    u32* fr1 = (u32*)((uint2*)(red + 8 * 16 * 32) + 64 * 32) + w * 8 * 32;
+    uint2* fr0 = (uint2*)(red + 8 * TG * 32) + w * 8 * 32;
+    u32* fr1 = (u32*)((uint2*)(red + 8 * TG * 32) + 64 * 32) + w * 8 * 32;
     {
         const i64 fstride = (i64)N * D;
 #pragma unroll
@@ -375,11 +378,11 @@ extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const
     }
     const int d0 = c0 + 4 * lane;
     const int tbeg = blockIdx.y * tt, t1 = min(T, tbeg + tt);
-    for (int t0 = tbeg; t0 < t1; t0 += 16) {
-        // ---- 1. the new state of tokens t0 + 2w, t0 + 2w + 1 ----
+    for (int t0 = tbeg; t0 < t1; t0 += TG) {
+        // ---- 1. the new state of tokens t0 + NT w + u, u < NT ----
 #pragma unroll
-        for (int u = 0; u < 2; u++) {
-            const int tl = 2 * w + u, t = t0 + tl;
+        for (int u = 0; u < NT; u++) {
+            const int tl = NT * w + u, t = t0 + tl;
             float nv[4][4];  // [stream][column]
             if (t < t1) {
                 double ss = hc_post4_tok<true>(nv, S + (i64)t * N * D, y, post, comb, N, D, ny, t, d0, pair_of, shared);
@@ -396,8 +399,8 @@ extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const
             for (int c = 0; c < 4; c++) *(float4*)(Bs + tl * HCM_BST + (4 * lane + c) * 4) = make_float4(nv[0][c], nv[1][c], nv[2][c], nv[3][c]);
         }
         __syncthreads();
-        // ---- 2. the warp's k-steps for the 16 tokens (n-tiles: tokens 0-7, 8-15) ----
-        float acc[2][2][4] = {};  // [m-tile][n-tile]
+        // ---- 2. the warp's k-steps for the group's tokens (n-tile nt: tokens 8 nt .. 8 nt + 7) ----
+        float acc[2][NT][4] = {};  // [m-tile][n-tile]
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             const int kb = (2 * (8 * w + j)) * 4 + q;
@@ -407,7 +410,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const
                                             __float_as_uint(h2f((u16)(f0.y >> 16)))),
                                  make_uint4(__float_as_uint(h2f((u16)f1)), 0u, __float_as_uint(h2f((u16)(f1 >> 16))), 0u)};
 #pragma unroll
-            for (int nt = 0; nt < 2; nt++) {
+            for (int nt = 0; nt < NT; nt++) {
                 const float* br = Bs + (8 * nt + g) * HCM_BST + kb;
                 const float v0 = br[0], v1 = br[4];
                 const u32 h0 = f2tf32(v0), h1 = f2tf32(v1);
@@ -423,21 +426,38 @@ extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const
 #pragma unroll
         for (int mt = 0; mt < 2; mt++)
 #pragma unroll
-            for (int nt = 0; nt < 2; nt++)
+            for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-                for (int r = 0; r < 4; r++) red[(w * 16 + 8 * nt + 2 * q + (r & 1)) * 32 + 16 * mt + g + 8 * (r >> 1)] = acc[mt][nt][r];
+                for (int r = 0; r < 4; r++) red[(w * TG + 8 * nt + 2 * q + (r & 1)) * 32 + 16 * mt + g + 8 * (r >> 1)] = acc[mt][nt][r];
         __syncthreads();
         // ---- 3. the warps' partials in warp order ----
-        for (int i = threadIdx.x; i < 16 * M; i += 256) {
+        for (int i = threadIdx.x; i < TG * M; i += 256) {
             const int tl = i / M, m = i - tl * M;
             if (t0 + tl < t1) {
                 float s = 0.f;
 #pragma unroll
-                for (int ww = 0; ww < 8; ww++) s += red[(ww * 16 + tl) * 32 + m];
+                for (int ww = 0; ww < 8; ww++) s += red[(ww * TG + tl) * 32 + m];
                 pdot[((i64)(t0 + tl) * nsplit + sp) * M + m] = s;
             }
         }
     }
+}
+extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const float* __restrict__ y, const float* __restrict__ post,
+                                                                 const float* __restrict__ comb, const u16* __restrict__ fn, int M,
+                                                                 int D, int N, float* pdot, double* pss, int ny, int T, int tt,
+                                                                 const int* __restrict__ pair_of, const float* __restrict__ shared) {
+    PDL_ENTRY;
+    hc_post_mma_body<2>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared);
+}
+// 8-token groups (`DS4_HC_MMA8=1`; prepared in session 32, not GPU-run): half the state and
+// partials in shared memory (48.5 KB) and 8 accumulators instead of 16, for four blocks per
+// SM if ptxas keeps it within 64 registers; twice the block barriers per token.
+extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8(float* S, const float* __restrict__ y, const float* __restrict__ post,
+                                                                  const float* __restrict__ comb, const u16* __restrict__ fn, int M,
+                                                                  int D, int N, float* pdot, double* pss, int ny, int T, int tt,
+                                                                  const int* __restrict__ pair_of, const float* __restrict__ shared) {
+    PDL_ENTRY;
+    hc_post_mma_body<1>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared);
 }
 
 // 1/x for the Sinkhorn iterations: the hardware reciprocal plus one Newton step (within an
