@@ -2301,7 +2301,7 @@ fn ab_line(what: &str, ms_old: f64, ms_new: f64, diff: usize, n: usize) {
 }
 
 pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{launch_hc_finish, launch_hc_post_mix, launch_hc_post_mix_moe, launch_moe_mid, launch_moe_mid_pairs, HcBufs, HcF16, HcFinish};
+    use super::session::{launch_hc_finish, launch_hc_finish_sk, launch_hc_post_mix, launch_hc_post_mix_moe, launch_moe_mid, launch_moe_mid_pairs, HcBufs, HcF16, HcFinish};
     let (d, n, m, ny) = (4096usize, 4usize, 24usize, 1usize);
     let split = d.div_ceil(32);
     for t in bench_ts(&[8192]) {
@@ -2517,6 +2517,19 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         for (side, o, nw, diff) in [("attn", ms[0], ms[1], diff_attn), ("ffn ", ms[2], ms[3], diff_ffn), ("ffn no f32", ms[2], ms[4], diff_nof32)] {
             ab_line(&format!("hc_finish f16 {side} T={t}: old (hc_finish + x_to_f16)"), o, nw, diff, vo.len());
         }
+        // DS4_HC_SK_ROWS: the FFN side's finish with the Sinkhorn in hc_sk_rows against warp 0
+        // of hc_finish running it (the same bits expected: sinkhorn_nt either way)
+        let sk_old = || launch_hc_finish_sk(gpu, &b, 0, t, &fw, false);
+        let sk_new = || launch_hc_finish_sk(gpu, &b, 0, t, &fw, true);
+        clear()?;
+        sk_old()?;
+        let vso = bits(&xw, [&hw_a, &hw_b])?;
+        clear()?;
+        sk_new()?;
+        let vsn = bits(&xw, [&hw_a, &hw_b])?;
+        let diff_sk = vso.iter().zip(&vsn).filter(|(a, b)| a != b).count();
+        let (ms_so, ms_sn) = (time_ms(gpu, 5, &sk_old)?, time_ms(gpu, 5, &sk_new)?);
+        ab_line(&format!("hc_finish sk rows T={t}: old (hc_finish, the Sinkhorn on warp 0)"), ms_so, ms_sn, diff_sk, vso.len());
         // DS4_MID_F16: the shared expert's mid (F 2048) as f32 + x_to_f16 against moe_mid
         // writing the f16 pairs itself
         let f = 2048usize;

@@ -305,6 +305,11 @@ pub(crate) fn hc_prefill_split(d: usize) -> usize {
 /// xn rows written from `f.out` on, the f16 copies (`f.f16`) likewise from theirs (`f.q8` is
 /// not written here: see launch_quant_q8).
 pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &HcFinish) -> Result<()> {
+    launch_hc_finish_sk(gpu, b, t0, t, f, hc_sk_rows_on())
+}
+
+/// launch_hc_finish with the Sinkhorn in hc_sk_rows (`sk_rows`, where there is one) or not.
+pub(crate) fn launch_hc_finish_sk(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &HcFinish, sk_rows: bool) -> Result<()> {
     let (ns, n, d, m) = (b.split, b.n, b.d, f.m);
     let h = f.f16;
     if (h.a != 0 || h.b != 0) && d % 32 != 0 {
@@ -317,7 +322,9 @@ pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &H
     // a block's shared memory is the N x D state alone (three blocks per SM at D 4096, N 4,
     // where the staged weights made it two; DS4_HC_FIN_NSH=1: staged)
     let nglobal = !env_is!("DS4_HC_FIN_NSH", "1");
-    let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1 | (nglobal as i32) << 2;
+    // (model.cuh HCF_SK_LATER: the Sinkhorn in hc_sk_rows after the launch)
+    let sk_later = m > n && sk_rows;
+    let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1 | (nglobal as i32) << 2 | (sk_later as i32) << 3;
     let smem = if nglobal { (n * d * 4) as u32 } else { hc_fin_smem(n, d) };
     let args = Args::new()
         .a(b.s + (t0 * n * d * 4) as u64)
@@ -339,7 +346,18 @@ pub(crate) fn launch_hc_finish(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f: &H
         .a(h.a)
         .a(h.b)
         .a(flags);
-    gpu.launch("hc_finish", (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, smem, args)
+    gpu.launch("hc_finish", (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, smem, args)?;
+    if sk_later {
+        let args = Args::new().a(b.comb + (t0 * n * n * 4) as u64).a(t as i32).a(n as i32).a(b.iters as i32).a(b.hc_eps);
+        gpu.launch("hc_sk_rows", (t.div_ceil(128) as u32, 1, 1), 128, 0, args)?;
+    }
+    Ok(())
+}
+
+/// hc_finish leaves the Sinkhorn to a thread-per-token launch after it (`hc_sk_rows`; default,
+/// `DS4_HC_SK_ROWS=0`: hc_finish's warp 0 runs it while the other warps collapse). Read once.
+pub(crate) fn hc_sk_rows_on() -> bool {
+    env_unless!("DS4_HC_SK_ROWS", "0")
 }
 
 /// hc_post_mix + hc_finish (+ the int8 copy of xn when `f.q8`) in one launch (model.cuh

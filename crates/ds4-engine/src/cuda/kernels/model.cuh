@@ -617,6 +617,7 @@ __device__ __forceinline__ double div_n(double a, int n) {
 #define HCF_PERM_B 1
 #define HCF_NO_F32 2
 #define HCF_NORM_GLOBAL 4  // the norm weights read where used, not staged (hc_finish: smem N * D floats)
+#define HCF_SK_LATER 8     // hc_finish: comb gets the logits, hc_sk_rows runs the Sinkhorn afterwards
 __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, int ps, const double* pss, int nsplit, int M, int D,
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
                               const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,
@@ -757,8 +758,37 @@ extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __rest
                                                             float* xn_out, u16* h16a, u16* h16b, int h16flags) {
     PDL_ENTRY;
     extern __shared__ float xsh[];
-    hc_finish_tok(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, nullptr,
-                  xn_out, nullptr, nullptr, xsh, nullptr, h16a, h16b, h16flags, !(h16flags & HCF_NORM_GLOBAL));
+    // HCF_SK_LATER: the comb logits go to comb_out (as z_out) and warp 0 joins the collapse
+    hc_finish_tok(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out,
+                  (h16flags & HCF_SK_LATER) ? comb_out : nullptr, xn_out, nullptr, nullptr, xsh, nullptr, h16a, h16b, h16flags,
+                  !(h16flags & HCF_NORM_GLOBAL));
+}
+
+// The Sinkhorn of each token's comb logits (hc_finish with HCF_SK_LATER), in place: a thread
+// per token, sinkhorn_nt as the warp form runs it (the same bits). Why: in hc_finish the
+// Sinkhorn warp's 20 dependent iterations set a block's life (the collapse is shorter), so
+// the three blocks per SM that the staged state allows sat idle behind it.
+extern "C" __global__ void __launch_bounds__(128) hc_sk_rows(float* comb, int T, int N, int iters, float hc_eps) {
+    PDL_ENTRY;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= T) return;
+    float* ct = comb + (i64)t * N * N;
+    float c[MAXN][MAXN];
+#pragma unroll
+    for (int i = 0; i < MAXN; i++)
+#pragma unroll
+        for (int j = 0; j < MAXN; j++) c[i][j] = (i < N && j < N) ? ct[i * N + j] : 0.f;
+    switch (N) {
+        case 1: sinkhorn_nt<1>(c, iters, hc_eps); break;
+        case 2: sinkhorn_nt<2>(c, iters, hc_eps); break;
+        case 3: sinkhorn_nt<3>(c, iters, hc_eps); break;
+        default: sinkhorn_nt<4>(c, iters, hc_eps); break;  // N <= MAXN (checked by the host)
+    }
+#pragma unroll
+    for (int i = 0; i < MAXN; i++)
+#pragma unroll
+        for (int j = 0; j < MAXN; j++)
+            if (i < N && j < N) ct[i * N + j] = c[i][j];
 }
 
 // Decode (small T): hc_post_mix and hc_finish in one launch. grid (D/32, T), 1024 threads: a
