@@ -516,15 +516,19 @@ __device__ __forceinline__ void sinkhorn_nt(float (&c)[MAXN][MAXN], int iters, f
     }
 }
 
-// The Sinkhorn of the N x N logits in c (replicated in every lane of a warp), lane a*N+b
-// storing C[a][b] at out[a*N+b] (selected by unrolled compares: no local-memory indexing).
-__device__ __forceinline__ void sinkhorn_warp_store(float (&c)[MAXN][MAXN], int N, int iters, float hc_eps, int lane, float* out) {
+// sinkhorn_nt for N at run time
+__device__ __forceinline__ void sinkhorn_n(float (&c)[MAXN][MAXN], int N, int iters, float hc_eps) {
     switch (N) {
         case 1: sinkhorn_nt<1>(c, iters, hc_eps); break;
         case 2: sinkhorn_nt<2>(c, iters, hc_eps); break;
         case 3: sinkhorn_nt<3>(c, iters, hc_eps); break;
         default: sinkhorn_nt<4>(c, iters, hc_eps); break;  // N <= MAXN (checked by the host)
     }
+}
+// The Sinkhorn of the N x N logits in c (replicated in every lane of a warp), lane a*N+b
+// storing C[a][b] at out[a*N+b] (selected by unrolled compares: no local-memory indexing).
+__device__ __forceinline__ void sinkhorn_warp_store(float (&c)[MAXN][MAXN], int N, int iters, float hc_eps, int lane, float* out) {
+    sinkhorn_n(c, N, iters, hc_eps);
     float mine = 0.f;
 #pragma unroll
     for (int a = 0; a < MAXN; a++)
@@ -778,12 +782,7 @@ extern "C" __global__ void __launch_bounds__(128) hc_sk_rows(float* comb, int T,
     for (int i = 0; i < MAXN; i++)
 #pragma unroll
         for (int j = 0; j < MAXN; j++) c[i][j] = (i < N && j < N) ? ct[i * N + j] : 0.f;
-    switch (N) {
-        case 1: sinkhorn_nt<1>(c, iters, hc_eps); break;
-        case 2: sinkhorn_nt<2>(c, iters, hc_eps); break;
-        case 3: sinkhorn_nt<3>(c, iters, hc_eps); break;
-        default: sinkhorn_nt<4>(c, iters, hc_eps); break;  // N <= MAXN (checked by the host)
-    }
+    sinkhorn_n(c, N, iters, hc_eps);
 #pragma unroll
     for (int i = 0; i < MAXN; i++)
 #pragma unroll
