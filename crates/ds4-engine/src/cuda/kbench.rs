@@ -2415,6 +2415,14 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
                 out.into_iter().map(f32::to_bits)
             })
             .collect();
+        // one kernel against another: times, S bits differing, the mixes' and ss's relative error
+        let line = |what: &str, ko: &str, mso: f64, kn: &str, msn: f64, sdiff: usize, ns: usize, rm: f64, rq: f64| {
+            println!(
+                "{kn} {what} T={t}: {ko} {mso:.3} ms, {kn} {msn:.3} ms ({:.2}x); S differing {sdiff} of {ns}, mixes rel {rm:.2e}, ss rel {rq:.2e}{}",
+                mso / msn.max(1e-9),
+                verdict(sdiff, rm, rq)
+            )
+        };
         for (ci, (what, f)) in cases.iter().enumerate() {
             let (so, mo, qo) = outs(&b, &|| f(&b))?;
             let (sw, mw, qw) = outs(&bw, &|| f(&bw))?;
@@ -2425,14 +2433,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
                 sdiff += cpu;
             }
             let (mso, msw) = (time_ms(gpu, 5, &|| f(&b))?, time_ms(gpu, 5, &|| f(&bw))?);
-            println!(
-                "hc_post_mix4 {what} T={t}: hc_post_mix {mso:.3} ms, hc_post_mix4 {msw:.3} ms ({:.2}x); S differing {sdiff} of {}, mixes rel {:.2e}, ss rel {:.2e}{}",
-                mso / msw.max(1e-9),
-                so.len(),
-                rel(&mo, &mw),
-                rel(&qo, &qw),
-                verdict(sdiff, rel(&mo, &mw), rel(&qo, &qw))
-            );
+            line(what, "hc_post_mix", mso, "hc_post_mix4", msw, sdiff, so.len(), rel(&mo, &mw), rel(&qo, &qw));
             // hc_post_mma (tensor-core partial mixes): the same state bits, the mixes within
             // the tf32 split's rounding of hc_post_mix's
             let bm = HcBufs { mma: true, ..bw };
@@ -2441,14 +2442,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
                 let mdiff = so.iter().zip(&sm).filter(|(p, q)| p != q).count();
                 let msm = time_ms(gpu, 5, &|| f(&bm))?;
                 let kn = if crate::cuda::session::hc_mma8() { "hc_post_mma8" } else { "hc_post_mma" };
-                println!(
-                    "{kn} {what} T={t}: hc_post_mix4 {msw:.3} ms, {kn} {msm:.3} ms ({:.2}x); S differing {mdiff} of {}, mixes rel {:.2e}, ss rel {:.2e}{}",
-                    msw / msm.max(1e-9),
-                    so.len(),
-                    rel(&mo, &mm),
-                    rel(&qo, &qm),
-                    verdict(mdiff, rel(&mo, &mm), rel(&qo, &qm))
-                );
+                line(what, "hc_post_mix4", msw, kn, msm, mdiff, so.len(), rel(&mo, &mm), rel(&qo, &qm));
             }
         }
         gpu.htod(s0.ptr, &s0h)?;
