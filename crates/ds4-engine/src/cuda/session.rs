@@ -1170,11 +1170,15 @@ const MV_ROWS_PER_BLOCK: usize = 16;
 const HC_COLS: usize = 32;
 /// hc_post_mix4: columns per block (4 per lane)
 const HC_WIDE: usize = 128;
-/// hc_post_mma's dynamic shared memory (model.cuh HCM_SMEM: 16 tokens' new state at row
-/// stride 516 floats, the 8 warps' partial mixes, fn's f16 fragments; 73 KB)
-pub(crate) const HC_MMA_SMEM: usize = (16 * 516 + 8 * 16 * 32) * 4 + 64 * 32 * 12;
-/// hc_post_mma8's (model.cuh HCM_SMEM8: the same for 8 tokens; 48.5 KB)
-pub(crate) const HC_MMA8_SMEM: usize = (8 * 516 + 8 * 8 * 32) * 4 + 64 * 32 * 12;
+/// hc_post_mma's dynamic shared memory for groups of `tokens` (model.cuh HCM_SMEM /
+/// HCM_SMEM8): their new state at row stride 516 floats, the 8 warps' partial mixes (32 per
+/// token), fn's f16 fragments
+const fn hc_mma_smem(tokens: usize) -> usize {
+    (tokens * 516 + 8 * tokens * 32) * 4 + 64 * 32 * 12
+}
+/// hc_post_mma's (16 tokens, 73 KB) and hc_post_mma8's (8 tokens, 48.5 KB)
+pub(crate) const HC_MMA_SMEM: usize = hc_mma_smem(16);
+pub(crate) const HC_MMA8_SMEM: usize = hc_mma_smem(8);
 const HC_TOKENS: usize = 64;
 /// Largest batch that takes the fused hc_step (its ticket buffer's length).
 const HC_STEP_MAX_T: usize = 1;
