@@ -5,7 +5,7 @@ graph nodes traced one by one). For the last N decoded tokens' kernels, each ker
 (sum of durations), its call count, and the idle gap before each of its launches (start minus
 the previous kernel's end), i.e. what the graph spends between dependent kernels.
 A token is cut at each `embed_rows` launch (the first kernel of every forward pass).
-Usage: nsys_gaps.py TRACE.csv[.gz] [--tokens N] [--seq K]"""
+Usage: nsys_gaps.py TRACE.csv[.gz] [--tokens N] [--seq K] [--longest]"""
 import argparse, csv, gzip, re
 from collections import defaultdict
 
@@ -13,6 +13,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("path")
 ap.add_argument("--tokens", type=int, default=8)
 ap.add_argument("--seq", type=int, default=0, help="also list the first SEQ kernels of the last token in order")
+ap.add_argument("--longest", action="store_true", help="summarize only the forward pass with the most kernel time (a prompt's prefill)")
 a = ap.parse_args()
 f = gzip.open(a.path, "rt") if a.path.endswith(".gz") else open(a.path)
 rows = list(csv.DictReader(f))
@@ -33,6 +34,12 @@ if len(starts) < a.tokens + 1:
     raise SystemExit(f"only {len(starts)} forward passes in the trace")
 # the last N complete forward passes (the final one may be cut by the process exit)
 seg = starts[-a.tokens - 1:]
+if a.longest:
+    # one pass: the complete one whose kernels take longest (a prefill of many chunks is
+    # several passes only if each chunk begins with embed_rows; then this is its longest chunk)
+    spans = list(zip(starts, starts[1:]))
+    t0, t1 = max(spans, key=lambda p: sum(d for _, d, _ in ev[p[0]:p[1]]))
+    seg, a.tokens = [t0, t1], 1
 busy = defaultdict(int); gap = defaultdict(int); cnt = defaultdict(int)
 wall = 0
 for t0, t1 in zip(seg, seg[1:]):

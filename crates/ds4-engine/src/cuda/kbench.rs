@@ -1034,9 +1034,18 @@ fn moe_group_bench(gpu: &Gpu, t: usize) -> Result<()> {
     gpu.htod(selb.ptr, &sel)?;
     gpu.htod(wb.ptr, &wts)?;
     let mut outs = Vec::new();
-    for (name, block, smem) in [("moe_group", GEMM_E as u32, GEMM_E * 4), ("moe_group2", 1024u32, moe_group2_smem(GEMM_E))] {
+    // (moe_grp: moe_grp_count + moe_grp_place, session.rs's two launches over chunks of 1024)
+    let nch = tk.div_ceil(1024);
+    let cbt = gpu.alloc_zeroed(4 * (1 + nch * GEMM_E))?;
+    for (name, block, smem) in [("moe_group", GEMM_E as u32, GEMM_E * 4), ("moe_group2", 1024u32, moe_group2_smem(GEMM_E)), ("moe_grp", 1024, 0)] {
         let (ob, tb, pb, wo) = (gpu.alloc((GEMM_E + 1) * 4)?, gpu.alloc(tk * 4)?, gpu.alloc(tk * 4)?, gpu.alloc(tk * 4)?);
         let run = || -> Result<()> {
+            if name == "moe_grp" {
+                let a = Args::new().a(selb.ptr).a(t as i32).a(GEMM_K as i32).a(GEMM_E as i32).a(ob.ptr).a(cbt.ptr);
+                gpu.launch("moe_grp_count", (nch as u32, 1, 1), 1024, (GEMM_E * 4) as u32, a)?;
+                let a = Args::new().a(selb.ptr).a(wb.ptr).a(t as i32).a(GEMM_K as i32).a(GEMM_E as i32).a(cbt.ptr).a(tb.ptr).a(pb.ptr).a(wo.ptr);
+                return gpu.launch("moe_grp_place", (nch as u32, 1, 1), 1024, (32 * GEMM_E * 4) as u32, a);
+            }
             let args = Args::new().a(selb.ptr).a(wb.ptr).a(t as i32).a(GEMM_K as i32).a(GEMM_E as i32).a(ob.ptr).a(tb.ptr).a(pb.ptr).a(wo.ptr);
             gpu.launch(name, (1, 1, 1), block, smem as u32, args)
         };
@@ -1056,9 +1065,10 @@ fn moe_group_bench(gpu: &Gpu, t: usize) -> Result<()> {
         gpu.dtoh(&mut pw, wo.ptr)?;
         outs.push((name, ms, o, pt, po, pw.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()));
     }
-    let same = outs[0].2 == outs[1].2 && outs[0].3 == outs[1].3 && outs[0].4 == outs[1].4 && outs[0].5 == outs[1].5;
-    for (name, ms, ..) in &outs {
-        println!("{:<30} {:>5} {:<10} {:>9.3} {}", "moe_group (T*6 pairs, 256 exp)", t, name, ms, if *name == "moe_group2" { if same { "outputs identical" } else { "outputs DIFFER" } } else { "" });
+    // each later form against moe_group (the O(T K E) original)
+    for (i, (name, ms, ..)) in outs.iter().enumerate() {
+        let same = outs[0].2 == outs[i].2 && outs[0].3 == outs[i].3 && outs[0].4 == outs[i].4 && outs[0].5 == outs[i].5;
+        println!("{:<30} {:>5} {:<10} {:>9.3} {}", "moe_group (T*6 pairs, 256 exp)", t, name, ms, if i > 0 { if same { "outputs identical" } else { "outputs DIFFER" } } else { "" });
     }
     Ok(())
 }
@@ -1872,6 +1882,13 @@ fn topk_cold_bench(gpu: &Gpu) -> Result<()> {
 /// differing ones), and the time of each form.
 fn idx_q_prep_bench(gpu: &Gpu) -> Result<()> {
     use super::session::idx_tc_bufs;
+    // the FP4 step's rounding (common.cuh e2m1_round) against the search it replaced, on every
+    // float in [-6, 6]
+    let bad = gpu.alloc_zeroed(4)?;
+    gpu.launch("e2m1_check", (1 << 18, 1, 1), 256, 0, Args::new().a(0u32).a(bad.ptr))?;
+    let mut nb = [0i32; 1];
+    gpu.dtoh(&mut nb, bad.ptr)?;
+    println!("e2m1_round against the search on all floats in [-6, 6]: {} differ", nb[0]);
     println!("{:<34} {:>10} {:>10} {:>10} {:>10}", "indexer query prep (prefill)", "f32+conv", "f16 ms", "f16 diff", "scale diff");
     // (hi, di, rope dims, T, p0): the fixtures' shape, the real one
     for (hi, di, r, t, p0) in [(16usize, 32usize, 16usize, 300usize, 0usize), (64, 128, 64, 8192, 4096)] {

@@ -1663,6 +1663,9 @@ struct Scratch {
     /// did not fit.
     exp16: std::cell::OnceCell<Option<(DevBuf, DevBuf, Dense16)>>,
     off: DevBuf,
+    /// moe_grp_count / moe_grp_place: the ticket (zero between launches), then per chunk of
+    /// 1024 pairs its per-expert counts / first slots
+    grp_cb: DevBuf,
     pair_tok: DevBuf,
     pair_of: DevBuf,
     pair_w: DevBuf,
@@ -1793,6 +1796,14 @@ fn gemm_exp_h() -> bool {
 /// Dynamic shared memory of moe_group2 for `e` experts.
 pub(crate) fn moe_group2_smem(e: usize) -> usize {
     33 * e * 4
+}
+
+/// The grouping in two launches of a block per 1024 pairs (model.cuh moe_grp_count /
+/// moe_grp_place; moe_group2's shared-memory bound applies); `DS4_MOE_GRP=0`: moe_group2.
+/// Kernel bench at 8K tokens (session 34): 0.017 ms against moe_group2's 0.197, the same
+/// outputs.
+pub(crate) fn moe_grp_split() -> bool {
+    env_unless!("DS4_MOE_GRP", "0")
 }
 
 /// moe_group2 (parallel grouping) unless `DS4_MOE_GROUP=old`, or the expert count needs more
@@ -2243,6 +2254,7 @@ impl CudaSession {
             },
             exp16: Default::default(),
             off: f4(d.e + 1)?,
+            grp_cb: gpu.alloc_zeroed(4 * (1 + (tmax * d.k).div_ceil(1024) * d.e))?,
             pair_tok: f4(t * d.k)?,
             pair_of: f4(t * d.k)?,
             pair_w: f4(t * d.k)?,
@@ -3262,7 +3274,14 @@ impl CudaSession {
                     .a(sc.pair_tok.ptr)
                     .a(sc.pair_of.ptr)
                     .a(sc.pair_w.ptr);
-                if moe_group2_ok(d.e) {
+                if moe_group2_ok(d.e) && moe_grp_split() {
+                    let nch = (t * d.k).div_ceil(1024) as u32;
+                    let a = Args::new().a(sc.esel.ptr).a(t as i32).a(d.k as i32).a(d.e as i32).a(sc.off.ptr).a(sc.grp_cb.ptr);
+                    gpu.launch("moe_grp_count", (nch, 1, 1), 1024, (d.e * 4) as u32, a)?;
+                    let a = Args::new().a(sc.esel.ptr).a(sc.ewts.ptr).a(t as i32).a(d.k as i32).a(d.e as i32).a(sc.grp_cb.ptr);
+                    let a = a.a(sc.pair_tok.ptr).a(sc.pair_of.ptr).a(sc.pair_w.ptr);
+                    gpu.launch("moe_grp_place", (nch, 1, 1), 1024, (32 * d.e * 4) as u32, a)?;
+                } else if moe_group2_ok(d.e) {
                     gpu.launch("moe_group2", (1, 1, 1), 1024, moe_group2_smem(d.e) as u32, args)?;
                 } else {
                     gpu.launch("moe_group", (1, 1, 1), (((d.e + 31) / 32 * 32).min(1024)) as u32, (d.e * 4) as u32, args)?;

@@ -1174,11 +1174,27 @@ __device__ void fp8_sim_smem(float* v, int n, int* ties = nullptr, int layer = 0
 
 // FP4 (E2M1) round trip of a 32-value block held one value per lane: power-of-two block
 // scale from the block's absolute maximum, nearest E2M1 value (ties to the even code).
+// x / scale as x * 2^-k: k = log2(scale) is in [-126, 126] (amax is at least 2^-126 * 6 and
+// finite), so 2^-k is a normal float and both forms are the exact scaling of x, correctly
+// rounded: the same bits without the IEEE division's ~20 instructions.
 __device__ __forceinline__ float fp4_round_warp(float x) {
     float amax = warp_max(fabsf(x));
     amax = fmaxf(amax, 7.052966104933725e-38f);
-    const float scale = exp2i(ceil_log2_exact(amax / 6.f));
-    return e2m1_round(fminf(fmaxf(x / scale, -6.f), 6.f)) * scale;
+    const int k = ceil_log2_exact(amax / 6.f);
+    return e2m1_round(fminf(fmaxf(x * exp2i(-k), -6.f), 6.f)) * exp2i(k);
+}
+// Float bit patterns base + 64 t .. + 63 for thread t (a grid of 2^18 blocks x 256 threads
+// covers all 2^32 from base 0): e2m1_round against e2m1_round_search where |x| <= 6 (the
+// clamped domain fp4_round_warp calls it on); bad[0] += mismatches. Kernel bench only.
+extern "C" __global__ void __launch_bounds__(256) e2m1_check(u32 base, int* bad) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    int n = 0;
+    for (u32 i = 0; i < 64; i++) {
+        const float x = __uint_as_float(base + t * 64u + i);
+        if (!(fabsf(x) <= 6.f)) continue;
+        n += __float_as_uint(e2m1_round(x)) != __float_as_uint(e2m1_round_search(x));
+    }
+    if (n) atomicAdd(bad, n);
 }
 // Hadamard (natural order, scaled 1/sqrt(n)) + FP4 E2M1 round trip in blocks of 32. With
 // `ties`, each block's margin is noted after the rotation, before the rounding.
@@ -2446,6 +2462,99 @@ extern "C" __global__ void __launch_bounds__(1024) moe_group2(const int* __restr
         __syncthreads();
         for (int j = tid; j < NW * E; j += 1024) wc[j] = 0;
         __syncthreads();
+    }
+}
+
+// moe_group2's outputs (the same bits) from two launches of a block per chunk of 1024 pairs
+// instead of one block walking the chunks in turn (143 us per layer of an 8K prefill: 48
+// chunks, each five block barriers and a 32-step serial walk). moe_grp_count: the chunk's
+// per-expert counts into cb[chunk][E] (cb = cbt + 1); the last block to finish (the ticket
+// cbt[0], reset by it) turns them into every chunk's first slot per expert (off[e] plus the expert's
+// pairs in earlier chunks) and writes off. moe_grp_place: moe_group2's per-chunk placement
+// (warp counts, the prefix over warps, the rank among equal lanes) from those bases. Grid
+// ceil(T K / 1024) each, block 1024; dynamic shared memory E ints (count) / 32 E (place).
+extern "C" __global__ void __launch_bounds__(1024) moe_grp_count(const int* __restrict__ sel, int T, int K, int E, int* off, int* cbt) {
+    PDL_ENTRY;
+    int* cb = cbt + 1;  // cbt[0]: the ticket (zero between launches)
+    extern __shared__ int mg_sm[];
+    __shared__ int last;
+    const int tid = threadIdx.x, c = blockIdx.x, nch = gridDim.x, TK = T * K;
+    for (int e = tid; e < E; e += 1024) mg_sm[e] = 0;
+    __syncthreads();
+    const int i = c * 1024 + tid;
+    const int e = i < TK ? sel[i] : -1;
+    if ((unsigned)e < (unsigned)E) atomicAdd(&mg_sm[e], 1);
+    __syncthreads();
+    for (int x = tid; x < E; x += 1024) cb[c * E + x] = mg_sm[x];
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) last = atomicAdd(cbt, 1) == nch - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    // the expert totals (chunk order), their exclusive prefix (one warp over the experts, as
+    // moe_group2), then each chunk's base
+    for (int x = tid; x < E; x += 1024) {
+        int run = 0;
+        for (int q = 0; q < nch; q++) run += __ldcg(cb + q * E + x);
+        mg_sm[x] = run;
+    }
+    __syncthreads();
+    if (tid < 32) {
+        const int lane = tid, per = (E + 31) >> 5;
+        const int lo = min(lane * per, E), hi = min(lo + per, E);
+        int s = 0;
+        for (int x = lo; x < hi; x++) s += mg_sm[x];
+        const int incl = warp_scan_incl(s);
+        int run = incl - s;
+        for (int x = lo; x < hi; x++) {
+            const int v = mg_sm[x];
+            off[x] = run;
+            mg_sm[x] = run;
+            run += v;
+        }
+        if (lane == 31) off[E] = incl;
+    }
+    __syncthreads();
+    for (int x = tid; x < E; x += 1024) {
+        int run = mg_sm[x];
+        for (int q = 0; q < nch; q++) {
+            const int v = __ldcg(cb + q * E + x);
+            cb[q * E + x] = run;
+            run += v;
+        }
+    }
+    if (tid == 0) cbt[0] = 0;
+}
+extern "C" __global__ void __launch_bounds__(1024) moe_grp_place(const int* __restrict__ sel, const float* __restrict__ wts, int T,
+                                                                  int K, int E, const int* __restrict__ cbt, int* pair_tok,
+                                                                  int* pair_of, float* pair_w) {
+    PDL_ENTRY;
+    extern __shared__ int mg_sm[];  // [32][E] per-warp counts, then their slot bases
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, c = blockIdx.x, TK = T * K;
+    for (int j = tid; j < 32 * E; j += 1024) mg_sm[j] = 0;
+    __syncthreads();
+    const int i = c * 1024 + tid;
+    int e = i < TK ? sel[i] : -1;
+    if ((unsigned)e >= (unsigned)E) e = -1;
+    const unsigned m = __match_any_sync(0xffffffffu, e);
+    const int rank = __popc(m & ((1u << lane) - 1u));
+    if (e >= 0 && rank == 0) mg_sm[w * E + e] = __popc(m);
+    __syncthreads();
+    for (int x = tid; x < E; x += 1024) {
+        int run = cbt[1 + c * E + x];
+        for (int q = 0; q < 32; q++) {
+            const int v = mg_sm[q * E + x];
+            mg_sm[q * E + x] = run;
+            run += v;
+        }
+    }
+    __syncthreads();
+    if (e >= 0) {
+        const int slot = mg_sm[w * E + e] + rank;
+        pair_tok[slot] = i / K;
+        pair_of[i] = slot;
+        pair_w[slot] = wts[i];
     }
 }
 
