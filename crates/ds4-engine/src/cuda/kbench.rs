@@ -1535,6 +1535,24 @@ fn mid_bench(gpu: &Gpu) -> Result<()> {
             unwritten(1),
             unwritten(2)
         );
+        // the shared expert's mids (launch_moe_mid_pairs: t rows, no weights, plain pair order):
+        // a thread per pair (perm 2) against two pairs per thread (perm 5), the same values
+        let pairs = |perm: i32, o: &DevBuf| {
+            let per = if perm == 5 { 4 } else { 2 };
+            let args = Args::new().a(gb.ptr).a(ub.ptr).a(0u64).a(t as i32).a(F as i32).a(clamp).a(0u64).a(o.ptr).a(perm);
+            gpu.launch("moe_mid", ((t * F / per).div_ceil(256) as u32, 1, 1), 256, 0, args)
+        };
+        let mut hp = Vec::new();
+        for (perm, o) in [(2, &outs[0]), (5, &outs[1])] {
+            gpu.htod(o.ptr, &vec![0xffffu16; n * F])?;
+            pairs(perm, o)?;
+            let mut h = vec![0u16; t * F];
+            gpu.dtoh(&mut h, o.ptr)?;
+            hp.push((time_ms(gpu, 10, &|| pairs(perm, o))?, h));
+        }
+        let pdiff = hp[0].1.iter().zip(&hp[1].1).filter(|(a, b)| a != b).count();
+        let pun = hp[1].1.iter().filter(|&&v| v == 0xffff).count();
+        println!("moe_mid pairs T={t:<5} {t} x {F}: per pair {:.3} ms, per two pairs {:.3} ms; f16 mids differing {pdiff} of {} (unwritten {pun})", hp[0].0, hp[1].0, t * F);
     }
     Ok(())
 }
@@ -2160,8 +2178,9 @@ pub fn dec_bench(gpu: &Gpu) -> Result<()> {
     }
 
     println!("{:<44} {:>8} {:>8} {:>7} {:>10} {:>4} {:>4}", "decode router", "old us", "new us", "speedup", "wts rel", "sel!", "det");
-    // (experts, used, tokens, hash, ties): real shape biased and hashed, exact score ties, fixture shape
-    let rcases = [(256usize, 6usize, 1usize, false, false), (256, 6, 1, true, false), (256, 6, 1, false, true), (256, 6, 4, false, false), (8, 2, 1, false, false), (8, 2, 1, true, false), (8, 2, 3, false, true)];
+    // (experts, used, tokens, hash, ties): real shape biased and hashed, exact score ties, fixture
+    // shape, an 8K prefill batch (prefill routes by moe_route_w too: session.rs route_w_prefill)
+    let rcases = [(256usize, 6usize, 1usize, false, false), (256, 6, 1, true, false), (256, 6, 1, false, true), (256, 6, 4, false, false), (8, 2, 1, false, false), (8, 2, 1, true, false), (8, 2, 3, false, true), (256, 6, 8192, false, false), (256, 6, 8192, false, true)];
     for &(e, k, t, hash, ties) in &rcases {
         let mut seed = 0xa11c_e5ee_d000_u64 ^ ((e * 31 + k) as u64) ^ ((t as u64) << 20) ^ ((hash as u64) << 30) ^ ((ties as u64) << 31);
         let mut logits: Vec<f32> = (0..t * e).map(|_| frand(&mut seed) * 8.0 - 4.0).collect();

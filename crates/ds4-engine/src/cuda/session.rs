@@ -1029,6 +1029,14 @@ pub(crate) fn attn_dec_smem(dh: usize) -> usize {
 }
 
 /// Decode MoE router `moe_route_w` (one warp per token) unless `DS4_ROUTE=old` (read once).
+/// Prefill's routing by moe_route_w too (a warp per token; moe_route: a block of 256 per token
+/// whose warp 0 selects); `DS4_ROUTE_PF=0`: moe_route. The same selection and weights
+/// (route_warp's order and ties are moe_route's): kernel bench dec at 8192 tokens 13.4 against
+/// 49.6 us, identical with and without exact score ties (session 34).
+pub(crate) fn route_w_prefill() -> bool {
+    env_unless!("DS4_ROUTE_PF", "0")
+}
+
 pub(crate) fn route_new_enabled() -> bool {
     env_unless!("DS4_ROUTE", "old")
 }
@@ -1880,8 +1888,16 @@ pub(crate) fn launch_moe_mid_pairs(gpu: &Gpu, g: DevPtr, u: DevPtr, n: usize, f:
     if f % 2 != 0 || out16 == 0 {
         return Err(CudaError::Other(format!("moe_mid: f16 pairs need an even width and an output (width {f})")));
     }
-    let args = Args::new().a(g).a(u).a(0u64).a(n as i32).a(f as i32).a(clamp).a(0u64).a(out16).a(2i32);
-    gpu.launch("moe_mid", ((n * f / 2).div_ceil(256) as u32, 1, 1), 256, 0, args)
+    // perm 5: two pairs per thread from 16-byte loads where the sizes and pointers allow
+    let (perm, per) = if (n * f) % 4 == 0 && (g | u) % 16 == 0 && out16 % 8 == 0 && mid_pairs4() { (5i32, 4) } else { (2, 2) };
+    let args = Args::new().a(g).a(u).a(0u64).a(n as i32).a(f as i32).a(clamp).a(0u64).a(out16).a(perm);
+    gpu.launch("moe_mid", ((n * f / per).div_ceil(256) as u32, 1, 1), 256, 0, args)
+}
+
+/// `DS4_MID_PAIRS4=0`: launch_moe_mid_pairs with a thread per pair (moe_mid perm 2) instead of
+/// per two pairs (perm 5; the same values).
+fn mid_pairs4() -> bool {
+    env_unless!("DS4_MID_PAIRS4", "0")
 }
 
 /// `DS4_MID_F16=0` keeps prefill's shared-expert mids in f32 (moe_mid, then x_to_f16 for the
@@ -3230,9 +3246,9 @@ impl CudaSession {
                 self.gemm(ly.gate_sh.wmat(), sc.xn.ptr, d.d, sc.gs.ptr, d.f, t, None)?;
                 self.gemm(ly.up_sh.wmat(), sc.xn.ptr, d.d, sc.us.ptr, d.f, t, None)?;
             }
-            // decode: the one-warp router (same selection and weights); prefill: moe_route
+            // the one-warp router (same selection and weights; prefill too unless DS4_ROUTE_PF=0)
             if !fused_router {
-                launch_route(gpu, decode && route_new_enabled(), t, sc.rlog.ptr, bias, tid2eid, sc.tok.ptr, d.e, d.k, d.w_scale, d.w_norm, sc.esel.ptr, sc.ewts.ptr)?;
+                launch_route(gpu, route_new_enabled() && (decode || route_w_prefill()), t, sc.rlog.ptr, bias, tid2eid, sc.tok.ptr, d.e, d.k, d.w_scale, d.w_norm, sc.esel.ptr, sc.ewts.ptr)?;
             }
             let clamp = d.clamp[l];
             // prefill on the separate hyper-connection launches: the next hc_post_mix sums the
