@@ -10,7 +10,7 @@
 use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, CudaError, DevBuf, Gpu, Result};
 use super::session::{
-    gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_moe_mid_form, launch_quant_q8, moe_group2_smem, GemmArgs, MidForm, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
+    gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_moe_grp, launch_moe_mid_form, launch_moe_mid_pairs_as, moe_grp_scratch_bytes, launch_quant_q8, moe_group2_smem, GemmArgs, MidForm, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
 use super::weights::{q8_copy, upload_raw_mat, GMat, WMat};
@@ -1035,16 +1035,12 @@ fn moe_group_bench(gpu: &Gpu, t: usize) -> Result<()> {
     gpu.htod(wb.ptr, &wts)?;
     let mut outs = Vec::new();
     // (moe_grp: moe_grp_count + moe_grp_place, session.rs's two launches over chunks of 1024)
-    let nch = tk.div_ceil(1024);
-    let cbt = gpu.alloc_zeroed(4 * (1 + nch * GEMM_E))?;
+    let cbt = gpu.alloc_zeroed(moe_grp_scratch_bytes(tk, GEMM_E))?;
     for (name, block, smem) in [("moe_group", GEMM_E as u32, GEMM_E * 4), ("moe_group2", 1024u32, moe_group2_smem(GEMM_E)), ("moe_grp", 1024, 0)] {
         let (ob, tb, pb, wo) = (gpu.alloc((GEMM_E + 1) * 4)?, gpu.alloc(tk * 4)?, gpu.alloc(tk * 4)?, gpu.alloc(tk * 4)?);
         let run = || -> Result<()> {
             if name == "moe_grp" {
-                let a = Args::new().a(selb.ptr).a(t as i32).a(GEMM_K as i32).a(GEMM_E as i32).a(ob.ptr).a(cbt.ptr);
-                gpu.launch("moe_grp_count", (nch as u32, 1, 1), 1024, (GEMM_E * 4) as u32, a)?;
-                let a = Args::new().a(selb.ptr).a(wb.ptr).a(t as i32).a(GEMM_K as i32).a(GEMM_E as i32).a(cbt.ptr).a(tb.ptr).a(pb.ptr).a(wo.ptr);
-                return gpu.launch("moe_grp_place", (nch as u32, 1, 1), 1024, (32 * GEMM_E * 4) as u32, a);
+                return launch_moe_grp(gpu, selb.ptr, wb.ptr, t, GEMM_K, GEMM_E, ob.ptr, cbt.ptr, tb.ptr, pb.ptr, wo.ptr);
             }
             let args = Args::new().a(selb.ptr).a(wb.ptr).a(t as i32).a(GEMM_K as i32).a(GEMM_E as i32).a(ob.ptr).a(tb.ptr).a(pb.ptr).a(wo.ptr);
             gpu.launch(name, (1, 1, 1), block, smem as u32, args)
@@ -1537,18 +1533,14 @@ fn mid_bench(gpu: &Gpu) -> Result<()> {
         );
         // the shared expert's mids (launch_moe_mid_pairs: t rows, no weights, plain pair order):
         // a thread per pair (perm 2) against two pairs per thread (perm 5), the same values
-        let pairs = |perm: i32, o: &DevBuf| {
-            let per = if perm == 5 { 4 } else { 2 };
-            let args = Args::new().a(gb.ptr).a(ub.ptr).a(0u64).a(t as i32).a(F as i32).a(clamp).a(0u64).a(o.ptr).a(perm);
-            gpu.launch("moe_mid", ((t * F / per).div_ceil(256) as u32, 1, 1), 256, 0, args)
-        };
         let mut hp = Vec::new();
-        for (perm, o) in [(2, &outs[0]), (5, &outs[1])] {
+        for (four, o) in [(false, &outs[0]), (true, &outs[1])] {
+            let pairs = || launch_moe_mid_pairs_as(gpu, gb.ptr, ub.ptr, t, F, clamp, o.ptr, four);
             gpu.htod(o.ptr, &vec![0xffffu16; n * F])?;
-            pairs(perm, o)?;
+            pairs()?;
             let mut h = vec![0u16; t * F];
             gpu.dtoh(&mut h, o.ptr)?;
-            hp.push((time_ms(gpu, 10, &|| pairs(perm, o))?, h));
+            hp.push((time_ms(gpu, 10, &pairs)?, h));
         }
         let pdiff = hp[0].1.iter().zip(&hp[1].1).filter(|(a, b)| a != b).count();
         let pun = hp[1].1.iter().filter(|&&v| v == 0xffff).count();

@@ -1028,7 +1028,6 @@ pub(crate) fn attn_dec_smem(dh: usize) -> usize {
     48 * dh * 4
 }
 
-/// Decode MoE router `moe_route_w` (one warp per token) unless `DS4_ROUTE=old` (read once).
 /// Prefill's routing by moe_route_w too (a warp per token; moe_route: a block of 256 per token
 /// whose warp 0 selects); `DS4_ROUTE_PF=0`: moe_route. The same selection and weights
 /// (route_warp's order and ties are moe_route's): kernel bench dec at 8192 tokens 13.4 against
@@ -1037,6 +1036,7 @@ pub(crate) fn route_w_prefill() -> bool {
     env_unless!("DS4_ROUTE_PF", "0")
 }
 
+/// Decode MoE router `moe_route_w` (one warp per token) unless `DS4_ROUTE=old` (read once).
 pub(crate) fn route_new_enabled() -> bool {
     env_unless!("DS4_ROUTE", "old")
 }
@@ -1814,6 +1814,23 @@ pub(crate) fn moe_grp_split() -> bool {
     env_unless!("DS4_MOE_GRP", "0")
 }
 
+/// Bytes of moe_grp's scratch for `pairs` (token, slot) pairs and `e` experts: the ticket, then
+/// per chunk of 1024 pairs E counts (zeroed once; the launches leave the ticket zero).
+pub(crate) fn moe_grp_scratch_bytes(pairs: usize, e: usize) -> usize {
+    4 * (1 + pairs.div_ceil(1024) * e)
+}
+
+/// moe_group2's outputs (off, pair_tok, pair_of, pair_w) from the selections `sel` / weights
+/// `wts` of `t` tokens by moe_grp_count + moe_grp_place (`cbt`: moe_grp_scratch_bytes).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_moe_grp(gpu: &Gpu, sel: DevPtr, wts: DevPtr, t: usize, k: usize, e: usize, off: DevPtr, cbt: DevPtr, pair_tok: DevPtr, pair_of: DevPtr, pair_w: DevPtr) -> Result<()> {
+    let nch = (t * k).div_ceil(1024) as u32;
+    let a = Args::new().a(sel).a(t as i32).a(k as i32).a(e as i32).a(off).a(cbt);
+    gpu.launch("moe_grp_count", (nch, 1, 1), 1024, (e * 4) as u32, a)?;
+    let a = Args::new().a(sel).a(wts).a(t as i32).a(k as i32).a(e as i32).a(cbt).a(pair_tok).a(pair_of).a(pair_w);
+    gpu.launch("moe_grp_place", (nch, 1, 1), 1024, (32 * e * 4) as u32, a)
+}
+
 /// moe_group2 (parallel grouping) unless `DS4_MOE_GROUP=old`, or the expert count needs more
 /// than the default 48 KiB of shared memory.
 pub(crate) fn moe_group2_ok(e: usize) -> bool {
@@ -1889,7 +1906,16 @@ pub(crate) fn launch_moe_mid_pairs(gpu: &Gpu, g: DevPtr, u: DevPtr, n: usize, f:
         return Err(CudaError::Other(format!("moe_mid: f16 pairs need an even width and an output (width {f})")));
     }
     // perm 5: two pairs per thread from 16-byte loads where the sizes and pointers allow
-    let (perm, per) = if (n * f) % 4 == 0 && (g | u) % 16 == 0 && out16 % 8 == 0 && mid_pairs4() { (5i32, 4) } else { (2, 2) };
+    let four = (n * f) % 4 == 0 && (g | u) % 16 == 0 && out16 % 8 == 0 && mid_pairs4();
+    launch_moe_mid_pairs_as(gpu, g, u, n, f, clamp, out16, four)
+}
+
+/// launch_moe_mid_pairs's launch with the form chosen by the caller (the kernel bench compares
+/// them): `four` two pairs per thread (perm 5; the caller checks its sizes and alignment), else
+/// a thread per pair (perm 2).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_moe_mid_pairs_as(gpu: &Gpu, g: DevPtr, u: DevPtr, n: usize, f: usize, clamp: f32, out16: DevPtr, four: bool) -> Result<()> {
+    let (perm, per) = if four { (5i32, 4) } else { (2, 2) };
     let args = Args::new().a(g).a(u).a(0u64).a(n as i32).a(f as i32).a(clamp).a(0u64).a(out16).a(perm);
     gpu.launch("moe_mid", ((n * f / per).div_ceil(256) as u32, 1, 1), 256, 0, args)
 }
@@ -2270,7 +2296,7 @@ impl CudaSession {
             },
             exp16: Default::default(),
             off: f4(d.e + 1)?,
-            grp_cb: gpu.alloc_zeroed(4 * (1 + (tmax * d.k).div_ceil(1024) * d.e))?,
+            grp_cb: gpu.alloc_zeroed(moe_grp_scratch_bytes(tmax * d.k, d.e))?,
             pair_tok: f4(t * d.k)?,
             pair_of: f4(t * d.k)?,
             pair_w: f4(t * d.k)?,
@@ -3291,12 +3317,7 @@ impl CudaSession {
                     .a(sc.pair_of.ptr)
                     .a(sc.pair_w.ptr);
                 if moe_group2_ok(d.e) && moe_grp_split() {
-                    let nch = (t * d.k).div_ceil(1024) as u32;
-                    let a = Args::new().a(sc.esel.ptr).a(t as i32).a(d.k as i32).a(d.e as i32).a(sc.off.ptr).a(sc.grp_cb.ptr);
-                    gpu.launch("moe_grp_count", (nch, 1, 1), 1024, (d.e * 4) as u32, a)?;
-                    let a = Args::new().a(sc.esel.ptr).a(sc.ewts.ptr).a(t as i32).a(d.k as i32).a(d.e as i32).a(sc.grp_cb.ptr);
-                    let a = a.a(sc.pair_tok.ptr).a(sc.pair_of.ptr).a(sc.pair_w.ptr);
-                    gpu.launch("moe_grp_place", (nch, 1, 1), 1024, (32 * d.e * 4) as u32, a)?;
+                    launch_moe_grp(gpu, sc.esel.ptr, sc.ewts.ptr, t, d.k, d.e, sc.off.ptr, sc.grp_cb.ptr, sc.pair_tok.ptr, sc.pair_of.ptr, sc.pair_w.ptr)?;
                 } else if moe_group2_ok(d.e) {
                     gpu.launch("moe_group2", (1, 1, 1), 1024, moe_group2_smem(d.e) as u32, args)?;
                 } else {
