@@ -44,6 +44,7 @@ pub fn kernel_source() -> String {
         + &format!("static_assert(IDX_ROWS_PER_BLOCK == {}, \"IDX_ROWS_PER_BLOCK differs from session.rs\");\n", super::session::IDX_ROWS_PER_BLOCK)
         + &format!("static_assert(IDXW_MAX_RPB == {}, \"IDXW_MAX_RPB differs from session.rs\");\n", super::session::IDXW_MAX_RPB)
         + &format!("static_assert(IDT_R == {}, \"IDT_R differs from session.rs\");\n", super::session::IDT_R)
+        + &format!("static_assert(IWG_T == {} && IWG_R == {} && IWG_QB == {}, \"IWG_* differ from session.rs\");\n", super::session::IWG_T, super::session::IWG_R, super::session::IWG_QB)
         + &format!("static_assert(TOPK_CL == {}, \"TOPK_CL differs from session.rs\");\n", super::session::TOPK_CL)
         + &format!("static_assert(MAX_JOBS == {}, \"MAX_JOBS differs from session.rs\");\n", super::session::MAX_JOBS)
         + &format!("static_assert(MAXN == {}, \"MAXN differs from session.rs HC_MAXN\");\n", super::session::HC_MAXN);
@@ -67,7 +68,7 @@ pub const KERNELS: &[&str] = &[
     "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_post_mix4", "hc_post_mma", "hc_post_mma8", "hc_finish", "hc_sk_rows", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "e2m1_check", "idx_score", "idx_score_w", "topk_select", "topk_cluster",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_grp_count", "moe_grp_place", "moe_mid", "moe_combine", "argmax_excl", "copy_f4", "read_f4",
-    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "attn_tw_512", "attn_tw_128", "attn_tx_512", "attn_tx_128", "idx_to_f16", "idx_score_tc", "idx_score_tc2", "idx_score_dtc", "quant_q8", "q8_from_f16", "mvq_b2", "mvq_b3",
+    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "attn_tw_512", "attn_tw_128", "attn_tx_512", "attn_tx_128", "idx_to_f16", "idx_score_tc", "idx_score_tc2", "idx_score_wg", "idx_score_dtc", "quant_q8", "q8_from_f16", "mvq_b2", "mvq_b3",
     "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "router_dec",
 ];
 
@@ -470,6 +471,7 @@ impl Gpu {
         // tensor-core indexer scores: K tile + two Q tiles + the head weights of up to 128 heads
         g.set_max_smem("idx_score_tc", super::session::idx_tc_smem(128, 64, 128) as i32)?;
         g.set_max_smem("idx_score_tc2", super::session::idx_tc_smem(128, 32, 256) as i32)?;
+        g.set_max_smem("idx_score_wg", super::session::idx_wg_smem(128) as i32)?;
         // top-k selection: the keys of long contexts (session.rs topk_smem_keys)
         g.set_max_smem("topk_select", (4 * super::session::topk_smem_keys(&g)) as i32)?;
         g.set_max_smem("topk_cluster", (4 * super::session::topk_smem_keys(&g)) as i32)?;

@@ -1626,7 +1626,7 @@ fn fp4_vectors(n: usize, seed: &mut u64) -> Vec<f32> {
 /// TFLOP/s of both, ||tc-simt||/||simt||, max |tc-simt| / max |simt|, the fraction of tokens
 /// whose topk_select sets are identical, and whether two tensor-core runs gave identical bits.
 pub fn idx_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{idx_tc_bufs, launch_idx_simt, launch_idx_tc, launch_topk, IdxIo};
+    use super::session::{idx_tc_bufs, idx_tc_kernel, launch_idx_simt, launch_idx_tc, launch_idx_tc_with, launch_topk, IdxIo, IDX_TC2};
     // (hi, di, topk, T, p0): the fixture shape from position 0 (zero-padded dims, partial
     // tiles, tokens that select nothing), then the real shape with rows R .. R + 512
     let mut cases = vec![(16usize, 32usize, 8usize, 300usize, 0usize)];
@@ -1734,6 +1734,40 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
             if det { "ok" } else { "NO" },
             bad_s
         );
+        // the session's kernel (idx_tc_kernel) against idx_score_tc2 on the same inputs: visible
+        // scores differing in bits, the largest difference, tokens whose top-k sets differ
+        let kern = idx_tc_kernel(gpu);
+        if kern.0 != IDX_TC2.0 {
+            let (s_t2, sel_t2) = (f4(t * ldsc)?, f4(t * topk)?);
+            let io_t2 = IdxIo { scores: s_t2.ptr, ..io };
+            gpu.htod(s_t2.ptr, &vec![f32::NAN; t * ldsc])?;
+            launch_idx_tc_with(gpu, &io_t2, false, IDX_TC2)?;
+            launch_topk(gpu, &io_t2, sel_t2.ptr, 0, 0)?;
+            let ms_t2 = time(5, &|| launch_idx_tc_with(gpu, &io_t2, false, IDX_TC2))?;
+            let mut z = vec![0f32; t * ldsc];
+            gpu.dtoh(&mut z, s_t2.ptr)?;
+            let mut sz = vec![0i32; t * topk];
+            gpu.dtoh(&mut sz, sel_t2.ptr)?;
+            let (mut ndiff, mut dmax, mut nsel) = (0usize, 0f64, 0usize);
+            for i in 0..t {
+                let n = (p0 + i + 1) / 4;
+                if n <= topk {
+                    continue;
+                }
+                for c in 0..n {
+                    let (a, b) = (y[i * ldsc + c], z[i * ldsc + c]);
+                    if a.to_bits() != b.to_bits() {
+                        ndiff += 1;
+                        dmax = dmax.max(((a as f64) - (b as f64)).abs());
+                    }
+                }
+                nsel += (sy[i * topk..(i + 1) * topk] != sz[i * topk..(i + 1) * topk]) as usize;
+            }
+            println!(
+                "{:<30} {} {:.3} ms ({:.1} TFLOP/s) against idx_score_tc2 {:.3} ms: {:.2}x; scores differing {} (max |d| {:.2e}), top-k sets differing {}",
+                "", kern.0, ms_tc, flops / ms_tc / 1e9, ms_t2, ms_t2 / ms_tc, ndiff, dmax, nsel
+            );
+        }
     }
     idx_q_prep_bench(gpu)?;
     idx_dec_bench(gpu)?;

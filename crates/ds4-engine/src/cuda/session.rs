@@ -647,15 +647,32 @@ pub(crate) fn idx_tc_shape_ok(hi: usize, di: usize) -> bool {
     (1..=128).contains(&hi) && di % 8 == 0 && (8..=128).contains(&di)
 }
 
-/// The prefill indexer-score kernel and its CTA tile (tokens, rows): idx_score_tc2 (32 x 256:
-/// half the L2 reads of q per score, which bound the kernel at long context) unless
-/// `DS4_IDX_TC=64` (idx_score_tc, 64 x 128; read once).
-pub(crate) fn idx_tc_kernel() -> (&'static str, usize, usize) {
-    if env_is!("DS4_IDX_TC", "64") {
-        ("idx_score_tc", 64, 128)
-    } else {
-        ("idx_score_tc2", 32, 256)
+/// The prefill indexer-score kernel and its CTA tile (tokens, rows): idx_score_wg (64 x 256,
+/// wgmma) where it is built (sm_90a), else idx_score_tc2 (32 x 256: half the L2 reads of q per
+/// score of idx_score_tc's tiles, which bound it at long context); `DS4_IDX_TC=32` keeps
+/// idx_score_tc2, `=64` idx_score_tc (64 x 128; read once).
+pub(crate) fn idx_tc_kernel(gpu: &Gpu) -> (&'static str, usize, usize) {
+    static V: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    match V.get_or_init(|| std::env::var("DS4_IDX_TC").unwrap_or_default()).as_str() {
+        "64" => IDX_TC,
+        "32" => IDX_TC2,
+        _ if wgmma_built(gpu.cc) => IDX_WG,
+        _ => IDX_TC2,
     }
+}
+/// The prefill indexer-score kernels with their CTA tiles (tokens, rows).
+pub(crate) const IDX_TC: (&str, usize, usize) = ("idx_score_tc", 64, 128);
+pub(crate) const IDX_TC2: (&str, usize, usize) = ("idx_score_tc2", 32, 256);
+pub(crate) const IDX_WG: (&str, usize, usize) = ("idx_score_wg", IWG_T, IWG_R);
+/// idx_score_wg's CTA tile and Q buffers (`IWG_T`, `IWG_R`, `IWG_QB` in idx.cuh, asserted
+/// equal by the kernel source).
+pub(crate) const IWG_T: usize = 64;
+pub(crate) const IWG_R: usize = 256;
+pub(crate) const IWG_QB: usize = 4;
+/// Dynamic shared memory of idx_score_wg for `hi` heads: the K tile [IWG_R][128] f16, IWG_QB
+/// Q tiles [IWG_T][128] f16, the head weights [hi][IWG_T] f32 and the rows' scales [IWG_R] f32.
+pub(crate) fn idx_wg_smem(hi: usize) -> usize {
+    IWG_R * 256 + IWG_QB * IWG_T * 256 + hi * IWG_T * 4 + IWG_R * 4
 }
 
 /// Dynamic shared memory of an idx_score_tc kernel of `tt` x `tr` tiles: K tile [tr][128] f16,
@@ -756,6 +773,12 @@ pub(crate) fn launch_idx_tc(gpu: &Gpu, io: &IdxIo) -> Result<()> {
 /// launch_idx_tc, with q's f16 copy and scales already in io.h16 / io.hsc when `q_ready`
 /// (idx_q_prep wrote them).
 pub(crate) fn launch_idx_tc_from(gpu: &Gpu, io: &IdxIo, q_ready: bool) -> Result<()> {
+    launch_idx_tc_with(gpu, io, q_ready, idx_tc_kernel(gpu))
+}
+
+/// launch_idx_tc_from with the score kernel given (IDX_TC, IDX_TC2 or IDX_WG; the kernel bench
+/// compares them).
+pub(crate) fn launch_idx_tc_with(gpu: &Gpu, io: &IdxIo, q_ready: bool, kernel: (&str, usize, usize)) -> Result<()> {
     if io.h16 == 0 || io.hsc == 0 || !idx_tc_shape_ok(io.hi, io.di) {
         return Err(CudaError::Other("tensor-core indexer: unsupported shape or no f16 buffer".into()));
     }
@@ -784,8 +807,9 @@ pub(crate) fn launch_idx_tc_from(gpu: &Gpu, io: &IdxIo, q_ready: bool) -> Result
         hi: io.hi as i32,
         topk: io.topk as i32,
     };
-    let (name, tt, tr) = idx_tc_kernel();
-    gpu.launch(name, (io.rows.div_ceil(tr).max(1) as u32, io.t.div_ceil(tt) as u32, 1), 256, idx_tc_smem(io.hi, tt, tr) as u32, Args::new().a(ta))
+    let (name, tt, tr) = kernel;
+    let smem = if name == IDX_WG.0 { idx_wg_smem(io.hi) } else { idx_tc_smem(io.hi, tt, tr) };
+    gpu.launch(name, (io.rows.div_ceil(tr).max(1) as u32, io.t.div_ceil(tt) as u32, 1), 256, smem as u32, Args::new().a(ta))
 }
 
 /// Keys per thread beyond which the top-k keys leave the registers (model.cuh topk_rows' KC).

@@ -335,3 +335,144 @@ extern "C" __global__ void __launch_bounds__(256, 2) idx_score_tc2(IdxTcArgs a) 
     PDL_ENTRY;
     idx_tc_body<32, 256>(a);
 }
+
+// ---- idx_score_wg: the prefill indexer scores on wgmma ----
+// Why: idx_score_tc2's mma.sync warps each ldmatrix their own fragments of the Q and K tiles,
+// and it ran at ~275 TFLOP/s on the H200 (an 8K prefill: 498 us per ratio-4 layer, session
+// 34), while the scores grow with the context (~15x that per 8K chunk at 64K). Here a CTA of
+// two warpgroups takes IWG_T tokens x IWG_R rows: the K tile (two 64-dim slabs of IWG_R rows,
+// 128-byte swizzled, atw's layout) stays resident, the heads' Q tiles (IWG_T tokens x 128 dims,
+// the same layout) stream through IWG_QB buffers (head h + 3 copied while h + 1 is multiplied),
+// and warpgroup g issues S_{h+1} = Q_{h+1} . K[128g .. 128g + 127]^T (m64n128k16, both operands
+// from shared memory) before it folds relu(S_h) * cq into its accumulators (two S register
+// sets), so the fold overlaps the products. The same per-head sums (16-dim steps in order from
+// zero) and the heads added in the same order with one FMA each as idx_score_tc / tc2.
+// Dynamic shared memory (session.rs idx_wg_smem): K IWG_R x 256 bytes, IWG_QB Q tiles of
+// IWG_T x 256, cq [Hi][IWG_T] f32, the rows' scales [IWG_R] f32. Grid (ceil(nrows / IWG_R),
+// ceil(T / IWG_T)), 256 threads, one CTA per SM.
+#define IWG_T 64
+#define IWG_R 256
+#define IWG_QB 4
+// byte offset of (row, col) in a tile of R rows x 128 dims: two 64-dim slabs of R x 128 bytes,
+// 16-byte chunk c of row r at c ^ (r & 7) (descriptor swizzle mode 1)
+template <int R>
+__device__ __forceinline__ u32 iwg_off(int row, int col) {
+    return (u32)((col >> 6) * (R * 128) + row * 128 + ((((col >> 3) & 7) ^ (row & 7)) << 4) + ((col & 7) << 1));
+}
+extern "C" __global__ void __launch_bounds__(256, 1) idx_score_wg(IdxTcArgs a) {
+    PDL_ENTRY;
+#if WG_OK
+    extern __shared__ __align__(1024) u8 iwg_sm[];
+    const u32 sK = atc_smem_u32(iwg_sm), sQ = sK + IWG_R * 256;
+    if (sK & 1023) __trap();
+    float* cqs = (float*)(iwg_sm + IWG_R * 256 + IWG_QB * IWG_T * 256);  // [Hi][IWG_T]
+    const int Hi = a.Hi;
+    float* kss = cqs + Hi * IWG_T;  // [IWG_R]
+    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+    const int c0 = blockIdx.x * IWG_R, t0 = blockIdx.y * IWG_T;
+    // does any token of the tile need scores of a row of this tile?
+    int my_n = 0;
+    if (tid < IWG_T && t0 + tid < a.T) {
+        int n = (a.pos[t0 + tid] + 1) / 4;
+        my_n = n > a.topk ? n : 0;
+    }
+    if (!__syncthreads_or(c0 < my_n)) return;
+    // the K tile (rows past nrows zero-filled), in the first copy group with Q_0
+    for (int f = tid; f < IWG_R * 16; f += 256) {
+        const int rr = f >> 4, c = f & 15, r = c0 + rr;
+        const bool ok = r < a.nrows;
+        atc_cp16(sK + iwg_off<IWG_R>(rr, c * 8), ok ? (const void*)(a.k16 + (i64)r * ITC_DP + c * 8) : (const void*)a.k16, ok ? 16 : 0);
+    }
+    // head h's Q tile into buffer h % IWG_QB; one copy group per call (empty past the heads)
+    auto load_q = [&](int h) {
+        if (h < Hi) {
+            const u32 dst = sQ + (h % IWG_QB) * (IWG_T * 256);
+            for (int f = tid; f < IWG_T * 16; f += 256) {
+                const int rr = f >> 4, c = f & 15, t = t0 + rr;
+                const bool ok = t < a.T;
+                atc_cp16(dst + iwg_off<IWG_T>(rr, c * 8), ok ? (const void*)(a.q16 + ((i64)t * Hi + h) * ITC_DP + c * 8) : (const void*)a.q16,
+                         ok ? 16 : 0);
+            }
+        }
+        atc_commit();
+    };
+    load_q(0);
+    load_q(1);
+    load_q(2);
+    for (int i = tid; i < Hi * IWG_T; i += 256) {
+        const int h = i / IWG_T, rr = i % IWG_T, t = t0 + rr;
+        cqs[i] = t < a.T ? a.cq[(i64)t * Hi + h] : 0.f;
+    }
+    for (int i = tid; i < IWG_R; i += 256) kss[i] = c0 + i < a.nrows ? a.ks[c0 + i] : 0.f;
+    cp_wait<2>();  // K and Q_0
+    fence_proxy_async();
+    __syncthreads();
+
+    // S_h into S (this warpgroup's 128 rows): 8 k16 steps, the first overwriting
+    auto issue = [&](int h, float (&S)[16][4]) {
+        const u32 qb = sQ + (h % IWG_QB) * (IWG_T * 256), kb = sK + wg * (128 * 128);
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < 8; ks++) {
+            const u32 so = ks >> 2, ko = (ks & 3) * 32;
+            const u64 da = wg_desc_sw128(qb + so * (IWG_T * 128) + ko, 16, 1024);
+            const u64 db = wg_desc_sw128(kb + so * (IWG_R * 128) + ko, 16, 1024);
+            wg_mma_ss<128, 0>(S, da, (u32)db, (u32)(db >> 32), ks);
+        }
+        wg_commit();
+    };
+    // this thread's tokens: m0 and m0 + 8 of the tile; rows 8j + 2 (lane % 4) (+1) of its 128
+    const int m0 = 16 * warp + (lane >> 2);
+    float acc[16][4];
+#pragma unroll
+    for (int j = 0; j < 16; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    // head h: Q_{h+1} complete everywhere (and S_{h-1} folded, so its buffer is free), Q_{h+3}
+    // copied, S_{h+1} issued into nxt, then S_h (in cur) folded once its products retired
+    auto step = [&](int h, float (&cur)[16][4], float (&nxt)[16][4]) {
+        cp_wait<1>();
+        fence_proxy_async();
+        __syncthreads();
+        load_q(h + 3);
+        if (h + 1 < Hi) {
+            issue(h + 1, nxt);
+            wg_wait1();
+        } else {
+            wg_wait0();
+        }
+        // (cur's reads stay behind the wait: the compiler sees cur defined at its wgmma, not here)
+        wg_pin<128>(cur);
+        const float w0 = cqs[h * IWG_T + m0], w1 = cqs[h * IWG_T + m0 + 8];
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            acc[j][0] += fmaxf(cur[j][0], 0.f) * w0;
+            acc[j][1] += fmaxf(cur[j][1], 0.f) * w0;
+            acc[j][2] += fmaxf(cur[j][2], 0.f) * w1;
+            acc[j][3] += fmaxf(cur[j][3], 0.f) * w1;
+        }
+    };
+    float sa[16][4], sb[16][4];
+    issue(0, sa);
+    for (int h = 0; h < Hi; h += 2) {
+        step(h, sa, sb);
+        if (h + 1 < Hi) step(h + 1, sb, sa);
+    }
+    // k scale, visibility mask, store
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int t = t0 + m0 + 8 * r;
+        if (t >= a.T) continue;
+        const int n = (a.pos[t] + 1) / 4;
+        if (n <= a.topk) continue;
+        float* row = a.scores + (i64)t * a.ldsc;
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int cl = 128 * wg + 8 * j + 2 * (lane & 3) + e, c = c0 + cl;
+                if (c < n) row[c] = acc[j][2 * r + e] * kss[cl];
+            }
+    }
+#else
+    __trap();
+#endif
+}
