@@ -345,8 +345,14 @@ extern "C" __global__ void __launch_bounds__(256, 2) idx_score_tc2(IdxTcArgs a) 
 // the same layout) stream through IWG_QB buffers (head h + 3 copied while h + 1 is multiplied),
 // and warpgroup g issues S_{h+1} = Q_{h+1} . K[128g .. 128g + 127]^T (m64n128k16, both operands
 // from shared memory) before it folds relu(S_h) * cq into its accumulators (two S register
-// sets), so the fold overlaps the products. The same per-head sums (16-dim steps in order from
-// zero) and the heads added in the same order with one FMA each as idx_score_tc / tc2.
+// sets). The fold was meant to overlap the products, but ptxas serializes the pipeline here
+// (C7514 / C7517 under DS4_NVRTC_VERBOSE=1: it waits for S_{h+1} before the fold, as for
+// attn_tx's wait_group 1), so the overlap is only across the two warpgroups within the block
+// barrier per head (branch s35-iwg-mbar: per-buffer mbarriers instead, not GPU-run yet). Kernel
+// bench (H200, session 35, 2048 tokens): 0.119 / 0.447 / 1.337 ms at 1K / 4.6K / 16.9K rows
+// against tc2's 0.150 / 0.545 / 1.810 (417.6 TFLOP/s at 16.9K). The same per-head sums (16-dim
+// steps in order from zero) and the heads added in the same order with one FMA each as
+// idx_score_tc / tc2: 0 differing scores in every kernel-bench case.
 // Dynamic shared memory (session.rs idx_wg_smem): K IWG_R x 256 bytes, IWG_QB Q tiles of
 // IWG_T x 256, cq [Hi][IWG_T] f32, the rows' scales [IWG_R] f32. Grid (ceil(nrows / IWG_R),
 // ceil(T / IWG_T)), 256 threads, one CTA per SM.
