@@ -1625,6 +1625,8 @@ fn fp4_vectors(n: usize, seed: &mut u64) -> Vec<f32> {
 /// R to R + 512 (positions 4R .. 4R + 2047, R = 512, 4096, 16384). One line per case: ms and
 /// TFLOP/s of both, ||tc-simt||/||simt||, max |tc-simt| / max |simt|, the fraction of tokens
 /// whose topk_select sets are identical, and whether two tensor-core runs gave identical bits.
+/// "tc" is the session's kernel (idx_tc_kernel); where that is not idx_score_tc2, a second line
+/// compares it with tc2: time, scores differing in bits, top-k sets differing.
 pub fn idx_bench(gpu: &Gpu) -> Result<()> {
     use super::session::{idx_tc_bufs, idx_tc_kernel, launch_idx_simt, launch_idx_tc, launch_idx_tc_with, launch_topk, IdxIo, IDX_TC2};
     // (hi, di, topk, T, p0): the fixture shape from position 0 (zero-padded dims, partial
