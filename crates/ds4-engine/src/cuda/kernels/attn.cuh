@@ -462,9 +462,17 @@ extern "C" __global__ void __launch_bounds__(256, 1) attn_tc_128(AttnTcArgs a) {
 // ------------------------------------------------------------------------------------------
 #define ATW_SLAB 8192  // one 64-dim slab of 64 rows (bytes)
 
-// Byte offset of element (row, col) in a slab-major swizzled tile (row < 64).
+// Byte offset of element (row, col) in a slab-major swizzled tile of R rows: 64-dim slabs of R
+// x 128 bytes, 16-byte chunk c of row r at c ^ (r & 7) (descriptor swizzle mode 1; also
+// idx_score_wg's tiles).
+template <int R>
+__device__ __forceinline__ u32 sw128_off(int row, int col) {
+    return (u32)((col >> 6) * (R * 128) + row * 128 + ((((col >> 3) & 7) ^ (row & 7)) << 4) + ((col & 7) << 1));
+}
+// (row < 64: one slab is ATW_SLAB bytes)
 __device__ __forceinline__ u32 atw_off(int row, int col) {
-    return (u32)((col >> 6) * ATW_SLAB + row * 128 + ((((col >> 3) & 7) ^ (row & 7)) << 4) + ((col & 7) << 1));
+    static_assert(ATW_SLAB == 64 * 128, "an attention slab is 64 rows of 128 bytes");
+    return sw128_off<64>(row, col);
 }
 // Shared-memory matrix descriptor, 128-byte swizzle (mode 1). K-major operands: rows 128
 // bytes apart, 8-row groups SBO = 1024 apart (LBO unused). MN-major (V): LBO = the next 64

@@ -359,12 +359,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) idx_score_tc2(IdxTcArgs a) 
 #define IWG_T 64
 #define IWG_R 256
 #define IWG_QB 4
-// byte offset of (row, col) in a tile of R rows x 128 dims: two 64-dim slabs of R x 128 bytes,
-// 16-byte chunk c of row r at c ^ (r & 7) (descriptor swizzle mode 1)
-template <int R>
-__device__ __forceinline__ u32 iwg_off(int row, int col) {
-    return (u32)((col >> 6) * (R * 128) + row * 128 + ((((col >> 3) & 7) ^ (row & 7)) << 4) + ((col & 7) << 1));
-}
 extern "C" __global__ void __launch_bounds__(256, 1) idx_score_wg(IdxTcArgs a) {
     PDL_ENTRY;
 #if WG_OK
@@ -387,7 +381,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) idx_score_wg(IdxTcArgs a) {
     for (int f = tid; f < IWG_R * 16; f += 256) {
         const int rr = f >> 4, c = f & 15, r = c0 + rr;
         const bool ok = r < a.nrows;
-        atc_cp16(sK + iwg_off<IWG_R>(rr, c * 8), ok ? (const void*)(a.k16 + (i64)r * ITC_DP + c * 8) : (const void*)a.k16, ok ? 16 : 0);
+        atc_cp16(sK + sw128_off<IWG_R>(rr, c * 8), ok ? (const void*)(a.k16 + (i64)r * ITC_DP + c * 8) : (const void*)a.k16, ok ? 16 : 0);
     }
     // head h's Q tile into buffer h % IWG_QB; one copy group per call (empty past the heads)
     auto load_q = [&](int h) {
@@ -396,7 +390,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) idx_score_wg(IdxTcArgs a) {
             for (int f = tid; f < IWG_T * 16; f += 256) {
                 const int rr = f >> 4, c = f & 15, t = t0 + rr;
                 const bool ok = t < a.T;
-                atc_cp16(dst + iwg_off<IWG_T>(rr, c * 8), ok ? (const void*)(a.q16 + ((i64)t * Hi + h) * ITC_DP + c * 8) : (const void*)a.q16,
+                atc_cp16(dst + sw128_off<IWG_T>(rr, c * 8), ok ? (const void*)(a.q16 + ((i64)t * Hi + h) * ITC_DP + c * 8) : (const void*)a.q16,
                          ok ? 16 : 0);
             }
         }
