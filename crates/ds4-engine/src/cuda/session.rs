@@ -670,9 +670,10 @@ pub(crate) const IWG_T: usize = 64;
 pub(crate) const IWG_R: usize = 256;
 pub(crate) const IWG_QB: usize = 4;
 /// Dynamic shared memory of idx_score_wg for `hi` heads: the K tile [IWG_R][128] f16, IWG_QB
-/// Q tiles [IWG_T][128] f16, the head weights [hi][IWG_T] f32 and the rows' scales [IWG_R] f32.
+/// Q tiles [IWG_T][128] f16, the head weights [hi][IWG_T] f32, the rows' scales [IWG_R] f32
+/// and 2 x IWG_QB mbarriers.
 pub(crate) fn idx_wg_smem(hi: usize) -> usize {
-    IWG_R * 256 + IWG_QB * IWG_T * 256 + hi * IWG_T * 4 + IWG_R * 4
+    IWG_R * 256 + IWG_QB * IWG_T * 256 + hi * IWG_T * 4 + IWG_R * 4 + 16 * IWG_QB
 }
 
 /// Dynamic shared memory of an idx_score_tc kernel of `tt` x `tr` tiles: K tile [tr][128] f16,

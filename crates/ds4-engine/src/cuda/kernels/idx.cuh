@@ -342,20 +342,20 @@ extern "C" __global__ void __launch_bounds__(256, 2) idx_score_tc2(IdxTcArgs a) 
 // 34), while the scores grow with the context (~15x that per 8K chunk at 64K). Here a CTA of
 // two warpgroups takes IWG_T tokens x IWG_R rows: the K tile (two 64-dim slabs of IWG_R rows,
 // 128-byte swizzled, atw's layout) stays resident, the heads' Q tiles (IWG_T tokens x 128 dims,
-// the same layout) stream through IWG_QB buffers (head h + 3 copied while h + 1 is multiplied),
-// and warpgroup g issues S_{h+1} = Q_{h+1} . K[128g .. 128g + 127]^T (m64n128k16, both operands
-// from shared memory) before it folds relu(S_h) * cq into its accumulators (two S register
-// sets). The fold was meant to overlap the products, but ptxas serializes the pipeline here
-// (C7514 / C7517 under DS4_NVRTC_VERBOSE=1: it waits for S_{h+1} before the fold, as for
-// attn_tx's wait_group 1), so the overlap is only across the two warpgroups within the block
-// barrier per head (branch s35-iwg-mbar: per-buffer mbarriers instead, not GPU-run yet). Kernel
-// bench (H200, session 35, 2048 tokens): 0.119 / 0.447 / 1.337 ms at 1K / 4.6K / 16.9K rows
-// against tc2's 0.150 / 0.545 / 1.810 (417.6 TFLOP/s at 16.9K). The same per-head sums (16-dim
-// steps in order from zero) and the heads added in the same order with one FMA each as
-// idx_score_tc / tc2: 0 differing scores in every kernel-bench case.
+// the same layout) stream through IWG_QB buffers, and warpgroup g computes S_h = Q_h .
+// K[128g .. 128g + 127]^T (m64n128k16, both operands from shared memory), then folds relu(S_h)
+// * cq into its accumulators. The warpgroups meet only at per-buffer mbarriers (full: every
+// thread's copies of the buffer landed, cp.async.mbarrier.arrive; empty: both warpgroups'
+// products of it retired), not at a block barrier per head, so one warpgroup's fold runs
+// beside the other's products. Same per-head sums (16-dim steps in order from zero) and the
+// heads added in the same order with one FMA each as idx_score_tc / tc2: the same bits.
+// Kernel bench (H200, session 36, 2048 tokens): 0.107 / 0.387 / 1.148 ms at 1K / 4.6K / 16.9K
+// rows (486 TFLOP/s) against tc2's 0.149 / 0.547 / 1.811, 0 differing scores; session 35's form
+// with a block barrier per head (ptxas serialized its two-S overlap: C7514 / C7517) 0.118 /
+// 0.447 / 1.337.
 // Dynamic shared memory (session.rs idx_wg_smem): K IWG_R x 256 bytes, IWG_QB Q tiles of
-// IWG_T x 256, cq [Hi][IWG_T] f32, the rows' scales [IWG_R] f32. Grid (ceil(nrows / IWG_R),
-// ceil(T / IWG_T)), 256 threads, one CTA per SM.
+// IWG_T x 256, cq [Hi][IWG_T] f32, the rows' scales [IWG_R] f32, 2 x IWG_QB mbarriers. Grid
+// (ceil(nrows / IWG_R), ceil(T / IWG_T)), 256 threads, one CTA per SM.
 #define IWG_T 64
 #define IWG_R 256
 #define IWG_QB 4
@@ -368,6 +368,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) idx_score_wg(IdxTcArgs a) {
     float* cqs = (float*)(iwg_sm + IWG_R * 256 + IWG_QB * IWG_T * 256);  // [Hi][IWG_T]
     const int Hi = a.Hi;
     float* kss = cqs + Hi * IWG_T;  // [IWG_R]
+    const u32 full = atc_smem_u32(kss + IWG_R), empty = full + 8 * IWG_QB;  // IWG_QB mbarriers each
     const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
     const int c0 = blockIdx.x * IWG_R, t0 = blockIdx.y * IWG_T;
     // does any token of the tile need scores of a row of this tile?
@@ -377,40 +378,53 @@ extern "C" __global__ void __launch_bounds__(256, 1) idx_score_wg(IdxTcArgs a) {
         my_n = n > a.topk ? n : 0;
     }
     if (!__syncthreads_or(c0 < my_n)) return;
-    // the K tile (rows past nrows zero-filled), in the first copy group with Q_0
+    if (tid == 0) {
+        for (int b = 0; b < IWG_QB; b++) {
+            mbar_init(full + 8 * b, 256);
+            mbar_init(empty + 8 * b, 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    // the K tile (rows past nrows zero-filled): covered by Q_0's full barrier
     for (int f = tid; f < IWG_R * 16; f += 256) {
         const int rr = f >> 4, c = f & 15, r = c0 + rr;
         const bool ok = r < a.nrows;
         atc_cp16(sK + sw128_off<IWG_R>(rr, c * 8), ok ? (const void*)(a.k16 + (i64)r * ITC_DP + c * 8) : (const void*)a.k16, ok ? 16 : 0);
     }
-    // head h's Q tile into buffer h % IWG_QB; one copy group per call (empty past the heads)
+    // head h's Q tile into buffer h % IWG_QB, this thread's arrival on its full barrier once
+    // the thread's copies so far have landed
     auto load_q = [&](int h) {
-        if (h < Hi) {
-            const u32 dst = sQ + (h % IWG_QB) * (IWG_T * 256);
-            for (int f = tid; f < IWG_T * 16; f += 256) {
-                const int rr = f >> 4, c = f & 15, t = t0 + rr;
-                const bool ok = t < a.T;
-                atc_cp16(dst + sw128_off<IWG_T>(rr, c * 8), ok ? (const void*)(a.q16 + ((i64)t * Hi + h) * ITC_DP + c * 8) : (const void*)a.q16,
-                         ok ? 16 : 0);
-            }
+        const u32 dst = sQ + (h % IWG_QB) * (IWG_T * 256);
+        for (int f = tid; f < IWG_T * 16; f += 256) {
+            const int rr = f >> 4, c = f & 15, t = t0 + rr;
+            const bool ok = t < a.T;
+            atc_cp16(dst + sw128_off<IWG_T>(rr, c * 8), ok ? (const void*)(a.q16 + ((i64)t * Hi + h) * ITC_DP + c * 8) : (const void*)a.q16,
+                     ok ? 16 : 0);
         }
-        atc_commit();
+        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full + 8 * (h % IWG_QB)) : "memory");
     };
-    load_q(0);
-    load_q(1);
-    load_q(2);
+    for (int h = 0; h < IWG_QB - 1 && h < Hi; h++) load_q(h);
     for (int i = tid; i < Hi * IWG_T; i += 256) {
         const int h = i / IWG_T, rr = i % IWG_T, t = t0 + rr;
         cqs[i] = t < a.T ? a.cq[(i64)t * Hi + h] : 0.f;
     }
     for (int i = tid; i < IWG_R; i += 256) kss[i] = c0 + i < a.nrows ? a.ks[c0 + i] : 0.f;
-    cp_wait<2>();  // K and Q_0
-    fence_proxy_async();
-    __syncthreads();
+    __syncthreads();  // cq and the row scales
 
-    // S_h into S (this warpgroup's 128 rows): 8 k16 steps, the first overwriting
-    auto issue = [&](int h, float (&S)[16][4]) {
-        const u32 qb = sQ + (h % IWG_QB) * (IWG_T * 256), kb = sK + wg * (128 * 128);
+    // this thread's tokens: m0 and m0 + 8 of the tile; rows 8j + 2 (lane % 4) (+1) of its 128
+    const int m0 = 16 * warp + (lane >> 2);
+    float acc[16][4], S[16][4];
+#pragma unroll
+    for (int j = 0; j < 16; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    const u32 kb = sK + wg * (128 * 128);
+    for (int h = 0; h < Hi; h++) {
+        const int b = h % IWG_QB;
+        mbar_wait(full + 8 * b, (h / IWG_QB) & 1);
+        fence_proxy_async();  // the copies (generic proxy) before the products' reads
+        // S_h: 8 k16 steps, the first overwriting
+        const u32 qb = sQ + b * (IWG_T * 256);
+        wg_pin<128>(S);
         wg_fence();
 #pragma unroll
         for (int ks = 0; ks < 8; ks++) {
@@ -420,41 +434,25 @@ extern "C" __global__ void __launch_bounds__(256, 1) idx_score_wg(IdxTcArgs a) {
             wg_mma_ss<128, 0>(S, da, (u32)db, (u32)(db >> 32), ks);
         }
         wg_commit();
-    };
-    // this thread's tokens: m0 and m0 + 8 of the tile; rows 8j + 2 (lane % 4) (+1) of its 128
-    const int m0 = 16 * warp + (lane >> 2);
-    float acc[16][4];
-#pragma unroll
-    for (int j = 0; j < 16; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-    // head h: Q_{h+1} complete everywhere (and S_{h-1} folded, so its buffer is free), Q_{h+3}
-    // copied, S_{h+1} issued into nxt, then S_h (in cur) folded once its products retired
-    auto step = [&](int h, float (&cur)[16][4], float (&nxt)[16][4]) {
-        cp_wait<1>();
-        fence_proxy_async();
-        __syncthreads();
-        load_q(h + 3);
-        if (h + 1 < Hi) {
-            issue(h + 1, nxt);
-            wg_wait1();
-        } else {
-            wg_wait0();
+        // meanwhile: head h + IWG_QB - 1 into the buffer of head h - 1, once both warpgroups'
+        // products of head h - 1 retired
+        const int hn = h + IWG_QB - 1;
+        if (hn < Hi) {
+            if (h >= 1) mbar_wait(empty + 8 * (hn % IWG_QB), ((h - 1) / IWG_QB) & 1);
+            load_q(hn);
         }
-        // (cur's reads stay behind the wait: the compiler sees cur defined at its wgmma, not here)
-        wg_pin<128>(cur);
+        wg_wait0();
+        wg_pin<128>(S);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty + 8 * b);
         const float w0 = cqs[h * IWG_T + m0], w1 = cqs[h * IWG_T + m0 + 8];
 #pragma unroll
         for (int j = 0; j < 16; j++) {
-            acc[j][0] += fmaxf(cur[j][0], 0.f) * w0;
-            acc[j][1] += fmaxf(cur[j][1], 0.f) * w0;
-            acc[j][2] += fmaxf(cur[j][2], 0.f) * w1;
-            acc[j][3] += fmaxf(cur[j][3], 0.f) * w1;
+            acc[j][0] += fmaxf(S[j][0], 0.f) * w0;
+            acc[j][1] += fmaxf(S[j][1], 0.f) * w0;
+            acc[j][2] += fmaxf(S[j][2], 0.f) * w1;
+            acc[j][3] += fmaxf(S[j][3], 0.f) * w1;
         }
-    };
-    float sa[16][4], sb[16][4];
-    issue(0, sa);
-    for (int h = 0; h < Hi; h += 2) {
-        step(h, sa, sb);
-        if (h + 1 < Hi) step(h + 1, sb, sa);
     }
     // k scale, visibility mask, store
 #pragma unroll
