@@ -192,6 +192,23 @@ struct IdxTcArgs {
 // heads of 256 bytes per token) from L2: at 64K context (16K rows) the 64 x 128 tiles read
 // ~17 GB of Q per 8K-token chunk, which bounds the kernel; 256-row tiles read half that (and
 // twice the K, ~1 GB).
+// Whether any token of the tile's tt tokens from t0 needs scores of a row of the tile's rows
+// from c0 (threads tid < tt look at one token each; a block barrier: every thread calls it).
+__device__ __forceinline__ bool idx_tile_live(const IdxTcArgs& a, int t0, int c0, int tt, int tid) {
+    int my_n = 0;
+    if (tid < tt && t0 + tid < a.T) {
+        int n = (a.pos[t0 + tid] + 1) / 4;
+        my_n = n > a.topk ? n : 0;
+    }
+    return __syncthreads_or(c0 < my_n);
+}
+// Token t's score row and its visible rows n, or nullptr where t is past the batch or selects
+// every row (n <= topk: nothing to score)
+__device__ __forceinline__ float* idx_score_row(const IdxTcArgs& a, int t, int& n) {
+    if (t >= a.T) return nullptr;
+    n = (a.pos[t] + 1) / 4;
+    return n > a.topk ? a.scores + (i64)t * a.ldsc : nullptr;
+}
 template <int ITC_T, int ITC_R>
 __device__ __forceinline__ void idx_tc_body(const IdxTcArgs& a) {
     static_assert(ITC_T * ITC_R == 8 * 32 * 32 && ITC_T % 32 == 0, "idx_score_tc: 8 warps of 32 tokens x 32 rows");
@@ -205,13 +222,7 @@ __device__ __forceinline__ void idx_tc_body(const IdxTcArgs& a) {
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int c0 = blockIdx.x * ITC_R, t0 = blockIdx.y * ITC_T;
-    // does any token of the tile need scores of a row of this tile?
-    int my_n = 0;
-    if (tid < ITC_T && t0 + tid < a.T) {
-        int n = (a.pos[t0 + tid] + 1) / 4;
-        my_n = n > a.topk ? n : 0;
-    }
-    if (!__syncthreads_or(c0 < my_n)) return;
+    if (!idx_tile_live(a, t0, c0, ITC_T, tid)) return;
     const int Hi = a.Hi;
 
     // K tile (rows past nrows zero-filled) and the first Q tile
@@ -313,11 +324,9 @@ __device__ __forceinline__ void idx_tc_body(const IdxTcArgs& a) {
     for (int mi = 0; mi < 2; mi++)
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            int t = t0 + wm * 32 + mi * 16 + g + 8 * r;
-            if (t >= a.T) continue;
-            int n = (a.pos[t] + 1) / 4;
-            if (n <= a.topk) continue;
-            float* row = a.scores + (i64)t * a.ldsc;
+            int n;
+            float* row = idx_score_row(a, t0 + wm * 32 + mi * 16 + g + 8 * r, n);
+            if (!row) continue;
 #pragma unroll
             for (int ni = 0; ni < 4; ni++)
 #pragma unroll
@@ -371,13 +380,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) idx_score_wg(IdxTcArgs a) {
     const u32 full = atc_smem_u32(kss + IWG_R), empty = full + 8 * IWG_QB;  // IWG_QB mbarriers each
     const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
     const int c0 = blockIdx.x * IWG_R, t0 = blockIdx.y * IWG_T;
-    // does any token of the tile need scores of a row of this tile?
-    int my_n = 0;
-    if (tid < IWG_T && t0 + tid < a.T) {
-        int n = (a.pos[t0 + tid] + 1) / 4;
-        my_n = n > a.topk ? n : 0;
-    }
-    if (!__syncthreads_or(c0 < my_n)) return;
+    if (!idx_tile_live(a, t0, c0, IWG_T, tid)) return;
     if (tid == 0) {
         for (int b = 0; b < IWG_QB; b++) {
             mbar_init(full + 8 * b, 256);
@@ -457,11 +460,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) idx_score_wg(IdxTcArgs a) {
     // k scale, visibility mask, store
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        const int t = t0 + m0 + 8 * r;
-        if (t >= a.T) continue;
-        const int n = (a.pos[t] + 1) / 4;
-        if (n <= a.topk) continue;
-        float* row = a.scores + (i64)t * a.ldsc;
+        int n;
+        float* row = idx_score_row(a, t0 + m0 + 8 * r, n);
+        if (!row) continue;
 #pragma unroll
         for (int j = 0; j < 16; j++)
 #pragma unroll
