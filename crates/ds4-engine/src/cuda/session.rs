@@ -1863,6 +1863,29 @@ pub(crate) fn moe_group2_ok(e: usize) -> bool {
     on && moe_group2_smem(e) <= 48 * 1024
 }
 
+/// `DS4_MOE_STATS`'s tile line for the routed experts' slot counts `n` (one per expert used): in
+/// gemm_qs's 256-token tiles, the full tiles, the partial tiles by size (32-token bins: 1-32,
+/// 33-64, ...), and the products their padding adds with products rounded to 64 tokens (whole
+/// chunks, as now), 32 and 16 (percent of the useful products). Why: finer product widths are
+/// limited to four per kernel by ptxas (bench/NOTES.md session 37); which four pay depends on
+/// this distribution, which the synthetic model's skewed routing makes far from uniform.
+pub(crate) fn moe_tile_stats(n: &[usize]) -> String {
+    let full: usize = n.iter().map(|c| c / 256).sum();
+    let mut bins = [0usize; 8];
+    for &c in n {
+        let r = c % 256;
+        if r > 0 {
+            bins[(r - 1) / 32] += 1;
+        }
+    }
+    let useful: usize = n.iter().sum();
+    let pad = |g: usize| -> f64 {
+        let done: usize = n.iter().map(|&c| c / 256 * 256 + (c % 256).div_ceil(g) * g).sum();
+        (done - useful) as f64 * 100.0 / useful.max(1) as f64
+    };
+    format!("full tiles {full}, partial tiles by 32-token bin {bins:?}, padding at product widths 64 / 32 / 16: {:.1} / {:.1} / {:.1} %", pad(64), pad(32), pad(16))
+}
+
 /// gemm_q flag (matmul.cuh GQ_FLAG_XH): the activations are f16 rows, ldx in halfs.
 pub(crate) const GQ_FLAG_XH: i32 = 2;
 
@@ -2702,6 +2725,7 @@ impl CudaSession {
             tiles(128),
             tk.div_ceil(128)
         );
+        eprintln!("ds4: moe layer {l}: {}", moe_tile_stats(&n));
         Ok(())
     }
 
@@ -3957,6 +3981,32 @@ pub(crate) fn kernel_arg_layouts() -> Vec<(&'static str, usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tile line's counts and padding on slot counts worked out by hand, and the padding's
+    /// order across widths (a finer width never pads more).
+    #[test]
+    fn moe_tile_stats_counts_and_padding() {
+        // 600 = 2 full + 88; 64; 32; 1: partial 88 (bin 2), 64 (bin 1), 32 and 1 (bin 0);
+        // useful 697; done at 64: 512 + 128 + 64 + 64 + 64 = 832 (135 padded, 19.4 %), at 32:
+        // 512 + 96 + 64 + 32 + 32 = 736 (39, 5.6 %), at 16: 512 + 96 + 64 + 32 + 16 = 720 (23, 3.3 %)
+        let s = moe_tile_stats(&[600, 64, 32, 1]);
+        assert!(s.starts_with("full tiles 2, partial tiles by 32-token bin [2, 1, 1, 0, 0, 0, 0, 0]"), "{s}");
+        assert!(s.ends_with("19.4 / 5.6 / 3.3 %"), "{s}");
+        // whole 64-token multiples pad nothing at any width
+        assert!(moe_tile_stats(&[64, 256, 512, 192]).ends_with("0.0 / 0.0 / 0.0 %"));
+        // no experts: no division by zero
+        assert!(moe_tile_stats(&[]).starts_with("full tiles 0"));
+        let mut x = 12345u64;
+        let n: Vec<usize> = (0..200)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                1 + (x >> 33) as usize % 700
+            })
+            .collect();
+        let s = moe_tile_stats(&n);
+        let p: Vec<f64> = s.rsplit(": ").next().unwrap().trim_end_matches(" %").split(" / ").map(|v| v.parse().unwrap()).collect();
+        assert!(p[0] >= p[1] && p[1] >= p[2] && p[2] >= 0.0, "{s}");
+    }
 
     fn wmat(ty: i32, rows: i32, cols: i32) -> WMat {
         WMat { ty, rows, cols, ..Default::default() }
