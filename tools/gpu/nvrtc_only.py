@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Compile some of the CUDA kernels here (no GPU) with NVRTC and print ptxas's report for them.
+
+    python3 tools/gpu/nvrtc_only.py [--src FILE] [--cubin OUT] KERNEL...
+
+The source is the engine's kernel files concatenated as driver.rs kernel_source() does (without
+its Rust-side layout asserts), or FILE (e.g. a variant written by a script). Every extern "C"
+kernel not named becomes an unused static device function, so ptxas compiles only the named
+ones: seconds instead of the ~3-9 minutes of the whole module. Prints, per named kernel, the
+registers, spills and stack frame, and every C75xx line ("wgmma serialized"). Needs the PyPI
+wheel nvidia-cuda-nvrtc (13.0.*, in .venv: scripts/requirements-test.txt); --cubin also writes
+the CUBIN, for nvdisasm -c (PyPI nvidia-cuda-nvdisasm).
+Why: sessions 35-37 needed ptxas's verdict on many variants of one kernel (bench/NOTES.md
+session 37: which product-width sets serialize gemm_qs).
+"""
+import argparse
+import ctypes
+import glob
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KDIR = os.path.join(ROOT, "crates/ds4-engine/src/cuda/kernels")
+# driver.rs kernel_source()'s order
+FILES = ["common.cuh", "matmul.cuh", "matvec.cuh", "q8.cuh", "model.cuh", "attn.cuh", "idx.cuh", "decode.cuh"]
+
+
+def engine_source():
+    grid = open(os.path.join(KDIR, "iq2xxs_grid.inc")).read()
+    parts = [open(os.path.join(KDIR, f)).read() for f in FILES]
+    return "\n".join(p.replace('#include "iq2xxs_grid.inc"', grid) for p in parts)
+
+
+KERNEL = r'extern "C" __global__ void\s+((?:(?:__launch_bounds__|__cluster_dims__)\([^)]*\)\s+)*)(\w+)\s*\('
+
+
+def only(src, keep):
+    def sub(m):
+        return m.group(0) if m.group(2) in keep else f"static __device__ void {m.group(2)}("
+
+    found = set(m.group(2) for m in re.finditer(KERNEL, src))
+    missing = [k for k in keep if k not in found]
+    if missing:
+        sys.exit(f"no such kernel: {', '.join(missing)}")
+    src = re.sub(KERNEL, sub, src)
+    # (a __grid_constant__ parameter is only allowed on a kernel)
+    return src.replace("const __grid_constant__", "const")
+
+
+def nvrtc():
+    libs = sorted(glob.glob(os.path.join(ROOT, ".venv/lib/python3*/site-packages/nvidia/cu13/lib/libnvrtc.so.13")))
+    if not libs:
+        sys.exit("libnvrtc not found: python3 -m venv .venv && .venv/bin/pip install -r scripts/requirements-test.txt")
+    # libnvrtc-builtins beside it is dlopen'ed by name
+    ctypes.CDLL(glob.glob(os.path.join(os.path.dirname(libs[0]), "libnvrtc-builtins.so.13*"))[0], mode=ctypes.RTLD_GLOBAL)
+    return ctypes.CDLL(libs[0])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--src")
+    ap.add_argument("--cubin")
+    ap.add_argument("kernels", nargs="+")
+    a = ap.parse_args()
+    src = only(open(a.src).read() if a.src else engine_source(), set(a.kernels)).encode()
+    lib = nvrtc()
+    prog = ctypes.c_void_p()
+    if lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"kernels.cu", 0, None, None) != 0:
+        sys.exit("nvrtcCreateProgram failed")
+    opts = [b"--gpu-architecture=sm_90a", b"--prec-div=true", b"--prec-sqrt=true", b"--fmad=true", b"--std=c++17", b"-default-device", b"--ptxas-options=-v"]
+    rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+    n = ctypes.c_size_t()
+    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+    log = ctypes.create_string_buffer(n.value)
+    lib.nvrtcGetProgramLog(prog, log)
+    log = log.value.decode(errors="replace")
+    if rc != 0:
+        print(log)
+        sys.exit(f"compile failed (nvrtc {rc})")
+    for line in log.splitlines():
+        if "C75" in line:
+            print(line.strip())
+    for k in a.kernels:
+        m = re.search(r"Function properties for " + k + r"\n.*?(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads\n.*?Used (\d+) registers", log, re.S)
+        print(f"{k:<24} " + (f"regs {m.group(4):>3}  frame {m.group(1):>4}  spill stores {m.group(2):>4}  loads {m.group(3):>4}" if m else "(no report)"))
+    if a.cubin:
+        lib.nvrtcGetCUBINSize(prog, ctypes.byref(n))
+        buf = ctypes.create_string_buffer(n.value)
+        lib.nvrtcGetCUBIN(prog, buf)
+        open(a.cubin, "wb").write(buf.raw)
+
+
+if __name__ == "__main__":
+    main()
