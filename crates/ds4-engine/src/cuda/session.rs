@@ -1866,9 +1866,10 @@ pub(crate) fn moe_group2_ok(e: usize) -> bool {
 /// `DS4_MOE_STATS`'s tile line for the routed experts' slot counts `n` (one per expert used): in
 /// gemm_qs's 256-token tiles, the full tiles, the partial tiles by size (32-token bins: 1-32,
 /// 33-64, ...), and the products their padding adds with products rounded to 64 tokens (whole
-/// chunks, as now), 32 and 16 (percent of the useful products). Why: finer product widths are
-/// limited to four per kernel by ptxas (bench/NOTES.md session 37); which four pay depends on
-/// this distribution, which the synthetic model's skewed routing makes far from uniform.
+/// chunks, as now), 32 and 16 (percent of the useful products). Why: ptxas serializes a tile
+/// loop holding five product widths with 256 among them (bench/NOTES.md session 37), so which
+/// widths a kernel gets is a choice, and it depends on this distribution, which the synthetic
+/// model's skewed routing makes far from uniform.
 pub(crate) fn moe_tile_stats(n: &[usize]) -> String {
     let full: usize = n.iter().map(|c| c / 256).sum();
     let mut bins = [0usize; 8];
