@@ -21,14 +21,22 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KDIR = os.path.join(ROOT, "crates/ds4-engine/src/cuda/kernels")
-# driver.rs kernel_source()'s order
-FILES = ["common.cuh", "matmul.cuh", "matvec.cuh", "q8.cuh", "model.cuh", "attn.cuh", "idx.cuh", "decode.cuh"]
+CUDA = os.path.join(ROOT, "crates/ds4-engine/src/cuda")
 
 
 def engine_source():
-    grid = open(os.path.join(KDIR, "iq2xxs_grid.inc")).read()
-    parts = [open(os.path.join(KDIR, f)).read() for f in FILES]
+    # the kernel files in the order driver.rs kernel_source() includes them (read from there:
+    # it owns the list)
+    driver = open(os.path.join(CUDA, "driver.rs")).read()
+    body = driver[driver.index("pub fn kernel_source()"):]
+    body = body[: body.index("\n}\n")]
+    # the format! arguments: included files, and `matmul` (matmul.cuh with the grid spliced in)
+    args = body[body.index("format!(\n"):]
+    files = [f"kernels/{f}" if f else "kernels/matmul.cuh" for f, _ in re.findall(r'include_str!\("kernels/([\w.]+)"\)|\b(matmul)\b', args)]
+    if not files:
+        sys.exit("no kernel files found in driver.rs kernel_source()")
+    grid = open(os.path.join(CUDA, "kernels/iq2xxs_grid.inc")).read()
+    parts = [open(os.path.join(CUDA, f)).read() for f in files]
     return "\n".join(p.replace('#include "iq2xxs_grid.inc"', grid) for p in parts)
 
 
