@@ -3031,6 +3031,34 @@ impl CudaSession {
         Ok(q16)
     }
 
+    /// Prefill's attention output projections on cuBLAS with the low-rank activations in f16
+    /// (`DS4_LOW16=0`: f32 out of out_a, then x_to_f16 for out_b): out_a writes them rounded
+    /// once into sc.low (t x g*ro halfs) and out_b reads them there as its prepared input.
+    /// Why: out_b converted 268 MB of f32 per layer of an 8K prefill (x_to_f16, ~90 us) that
+    /// out_a had just written; the f16 values are those x_to_f16 made (cuBLAS rounds its f32
+    /// sums to nearest), unless cuBLAS picks another kernel for the f16 output. False (nothing
+    /// queued) where a call does not fit the cuBLAS path.
+    fn out_low16(&self, l: usize, t: usize) -> Result<bool> {
+        let (d, sc, ly, gpu) = (&self.m.dims, &self.sc, &self.m.layers[l], self.gpu());
+        if !env_unless!("DS4_LOW16", "0") {
+            return Ok(false);
+        }
+        let nlow = d.g * d.ro;
+        let Some((ob, s, blas)) = self.dense_call(ly.out_b.wmat(), 1, sc.low.ptr, nlow, sc.attn_out.ptr, d.d, t) else { return Ok(false) };
+        // out_b's input is sc.low itself, as f16 rows of nlow halfs
+        let s16 = Dense16 { x16: sc.low.ptr, x_elems: t * nlow, ..s };
+        if !ob.ok(&s16) || nlow % 8 != 0 {
+            return Ok(false);
+        }
+        if !self.gemm_blas_to(ly.out_a.wmat(), d.g, sc.heads.ptr, d.h * d.dh, sc.low.ptr, nlow, t, true)? {
+            return Ok(false);
+        }
+        ob.run(gpu, blas, &s16, true)?;
+        // (the scratch's x16 still holds out_a's input; nothing else keyed)
+        self.x16_key.set(None);
+        Ok(true)
+    }
+
     /// Whether this batch's attention runs on the tensor-core kernels (prefill, Fast, with the
     /// f16 row copies).
     fn attn_tc_prefill(&self, decode: bool) -> bool {
@@ -3253,6 +3281,8 @@ impl CudaSession {
             } else if decode {
                 self.jobs[l].c.run(gpu, 1)?;
                 self.jobs[l].d.run(gpu, 1)?;
+            } else if out_a_blas && self.out_low16(l, t)? {
+                // (out_a's f16 output read in place by out_b's product)
             } else {
                 if !(out_a_blas && self.gemm_blas(ly.out_a.wmat(), d.g, sc.heads.ptr, d.h * d.dh, sc.low.ptr, d.g * d.ro, t)?) {
                     for gi in 0..d.g {
