@@ -192,22 +192,23 @@ struct IdxTcArgs {
 // heads of 256 bytes per token) from L2: at 64K context (16K rows) the 64 x 128 tiles read
 // ~17 GB of Q per 8K-token chunk, which bounds the kernel; 256-row tiles read half that (and
 // twice the K, ~1 GB).
-// Whether any token of the tile's tt tokens from t0 needs scores of a row of the tile's rows
-// from c0 (threads tid < tt look at one token each; a block barrier: every thread calls it).
+// The rows token t scores: its visible compressed rows (pos + 1) / 4 where they exceed topk,
+// else 0 (t past the batch, or every row selected: nothing to score)
+__device__ __forceinline__ int idx_scored_rows(const IdxTcArgs& a, int t) {
+    if (t >= a.T) return 0;
+    const int n = (a.pos[t] + 1) / 4;
+    return n > a.topk ? n : 0;
+}
+// Whether any token of the tile's tt tokens from t0 scores a row of the tile's rows from c0
+// (threads tid < tt look at one token each; a block barrier: every thread calls it)
 __device__ __forceinline__ bool idx_tile_live(const IdxTcArgs& a, int t0, int c0, int tt, int tid) {
-    int my_n = 0;
-    if (tid < tt && t0 + tid < a.T) {
-        int n = (a.pos[t0 + tid] + 1) / 4;
-        my_n = n > a.topk ? n : 0;
-    }
+    const int my_n = tid < tt ? idx_scored_rows(a, t0 + tid) : 0;
     return __syncthreads_or(c0 < my_n);
 }
-// Token t's score row and its visible rows n, or nullptr where t is past the batch or selects
-// every row (n <= topk: nothing to score)
+// Token t's score row and the rows n it scores; nullptr where it scores none
 __device__ __forceinline__ float* idx_score_row(const IdxTcArgs& a, int t, int& n) {
-    if (t >= a.T) return nullptr;
-    n = (a.pos[t] + 1) / 4;
-    return n > a.topk ? a.scores + (i64)t * a.ldsc : nullptr;
+    n = idx_scored_rows(a, t);
+    return n > 0 ? a.scores + (i64)t * a.ldsc : nullptr;
 }
 template <int ITC_T, int ITC_R>
 __device__ __forceinline__ void idx_tc_body(const IdxTcArgs& a) {
