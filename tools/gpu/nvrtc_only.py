@@ -40,6 +40,18 @@ def engine_source():
     return "\n".join(p.replace('#include "iq2xxs_grid.inc"', grid) for p in parts)
 
 
+def engine_options(arch):
+    # compile_cubin's NVRTC options, read from driver.rs (it owns them), {arch} filled in
+    driver = open(os.path.join(CUDA, "driver.rs")).read()
+    body = driver[driver.index("pub fn compile_cubin("):]
+    body = body[body.index("let mut opts = vec!["):]
+    body = body[: body.index("];")]
+    opts = [o.replace("{arch}", arch) for o in re.findall(r'"([^"]*)"', body)]
+    if not any(o.startswith("--gpu-architecture=") for o in opts):
+        sys.exit("no NVRTC options found in driver.rs compile_cubin()")
+    return opts
+
+
 KERNEL = r'extern "C" __global__ void\s+((?:(?:__launch_bounds__|__cluster_dims__)\([^)]*\)\s+)*)(\w+)\s*\('
 
 
@@ -76,7 +88,7 @@ def main():
     prog = ctypes.c_void_p()
     if lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"kernels.cu", 0, None, None) != 0:
         sys.exit("nvrtcCreateProgram failed")
-    opts = [b"--gpu-architecture=sm_90a", b"--prec-div=true", b"--prec-sqrt=true", b"--fmad=true", b"--std=c++17", b"-default-device", b"--ptxas-options=-v"]
+    opts = [o.encode() for o in engine_options("sm_90a")] + [b"--ptxas-options=-v"]
     rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
     n = ctypes.c_size_t()
     lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
