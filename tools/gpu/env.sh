@@ -51,6 +51,15 @@ decode_at() {
   env $1 timeout 90 "$BIN" --cuda -m "$M" --random-prompt $(($2 + 80)) --ctx-start "$2" --ctx-max "$2" --gen-tokens "${3:-64}" 2>&1 \
     | tr '\r' '\n' | grep -E "^ctx [0-9]|rror|panic|fall" | tail -2
 }
+# prompt_ab "VAR=value ..." CTX: one CTX-token prompt of the synthetic model and 16 greedy tokens
+# under that environment; prints its t/s line and the md5 of the greedy tokens (runs that change
+# no arithmetic must print the same md5).
+prompt_ab() {
+  DS4_BENCH_TOKENS=1 env $1 timeout 150 "$BIN" --cuda -m "$M" --random-prompt $(($2 + 80)) --ctx-start "$2" \
+    --ctx-max "$2" --gen-tokens 16 > /tmp/run.txt 2>&1
+  echo "[$1] ctx $2: $(tr '\r' '\n' < /tmp/run.txt | grep -E '^ctx [0-9]' | tail -1) | tokens $(grep -E '^ctx .*: tokens' /tmp/run.txt | md5sum | cut -c1-8)"
+  grep -E "rror|panic" /tmp/run.txt | head -3
+}
 # The Nsight Compute command line tool.
 ncu_bin() { command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1; }
 # Warm per-kernel durations (Nsight Compute, one pass) of a 2K prefill and 2 decode steps

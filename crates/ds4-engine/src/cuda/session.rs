@@ -1402,6 +1402,12 @@ fn fork_on() -> bool {
     env_unless!("DS4_FORK", "0")
 }
 
+/// `DS4_LOW16=0`: prefill's out_a writes f32 low-rank activations, converted by x_to_f16 for
+/// out_b, instead of f16 ones read in place (`CudaSession::out_low16`).
+fn low16_on() -> bool {
+    env_unless!("DS4_LOW16", "0")
+}
+
 /// `DS4_QB_PERSIST=1`: q_b beside an open decode branch on one block per SM, each looping
 /// over q_b's blocks, so that the branch's kernels find free SM slots (see `layers`).
 fn qb_persist() -> bool {
@@ -3040,7 +3046,7 @@ impl CudaSession {
     /// queued) where a call does not fit the cuBLAS path.
     fn out_low16(&self, l: usize, t: usize) -> Result<bool> {
         let (d, sc, ly, gpu) = (&self.m.dims, &self.sc, &self.m.layers[l], self.gpu());
-        if !env_unless!("DS4_LOW16", "0") {
+        if !low16_on() {
             return Ok(false);
         }
         let nlow = d.g * d.ro;
