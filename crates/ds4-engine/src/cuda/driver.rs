@@ -38,6 +38,14 @@ pub fn kernel_source() -> String {
         .collect::<String>()
         + &format!("static_assert(GR_ST == {}, \"GR_ST differs from session.rs\");\n", super::session::GR_ST)
         + &format!("static_assert(GQ_GREP == {}, \"GQ_GREP differs from session.rs\");\n", super::session::GQ_GREP)
+        + &format!(
+            "static_assert(GQ_FLAG_XH == {} && GQ_FLAG_HI == {} && GQ_FLAG_LO == {} && GQ_FLAG_S64 == {} && GQ_SPLIT_NX == {}, \"GQ_FLAG_* differ from session.rs\");\n",
+            super::session::GQ_FLAG_XH,
+            super::session::GQ_FLAG_HI,
+            super::session::GQ_FLAG_LO,
+            super::session::GQ_FLAG_S64,
+            super::session::QS_SPLIT_NX
+        )
         + &format!("static_assert(HCM_SMEM == {}, \"HCM_SMEM differs from session.rs HC_MMA_SMEM\");\n", super::session::HC_MMA_SMEM)
         + &format!("static_assert(HCM_SMEM8 == {}, \"HCM_SMEM8 differs from session.rs HC_MMA8_SMEM\");\n", super::session::HC_MMA8_SMEM)
         + &format!("static_assert(ATW_TR == {}, \"ATW_TR differs from session.rs ATTN_TW_TRACE\");\n", super::session::ATTN_TW_TRACE)

@@ -1371,15 +1371,17 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     // error column compares with grouped (f16 rows, mma.sync)
                     let mut hqr: Option<Vec<f32>> = None;
                     let mut hqr2: Option<Vec<f32>> = None;
-                    for (label, kind) in [("grouped_qr", GqKernel::Qr), ("grouped_qr2", GqKernel::Qr2), ("grouped_qs", GqKernel::Qs), ("grouped_qs2", GqKernel::Qs2)] {
+                    for (label, kind) in [("grouped_qr", GqKernel::Qr), ("grouped_qr2", GqKernel::Qr2), ("grouped_qs", GqKernel::Qs), ("grouped_qs2", GqKernel::Qs2), ("grouped_qsx", GqKernel::QsSplit)] {
                         let (hr, ms_r, same_r) = measure(&yblas, &|| launch_gemm_q_kernel(gpu, gh(x16p.ptr), GEMM_E, bn, kind))?;
                         let (rel_r, _, bad_r) = gemm_err(&hr, &href, pairs, rows, rows);
                         let (vsr, mxr, _) = gemm_err(&hr, &hgrp, pairs, rows, rows);
-                        // gemm_qs / gemm_qs2 against gemm_qr / gemm_qr2: the same bits expected
+                        // gemm_qs / gemm_qs2 against gemm_qr / gemm_qr2, and the split (gemm_qs's
+                        // full tiles, gemm_qs2's short remainders) against gemm_qr: the same bits
+                        // expected (the products of an output are the same K steps in order)
                         let vs_qr = match (kind, &hqr, &hqr2) {
-                            (GqKernel::Qs, Some(q), _) | (GqKernel::Qs2, _, Some(q)) => {
+                            (GqKernel::Qs | GqKernel::QsSplit, Some(q), _) | (GqKernel::Qs2, _, Some(q)) => {
                                 let n = hr.iter().zip(q).filter(|(p, q)| p.to_bits() != q.to_bits()).count();
-                                let base = if kind == GqKernel::Qs { "qr" } else { "qr2" };
+                                let base = if kind == GqKernel::Qs2 { "qr2" } else { "qr" };
                                 if n == 0 { format!(" bits=={base}") } else { format!(" BITS!={base} ({n} differ)") }
                             }
                             _ => String::new(),

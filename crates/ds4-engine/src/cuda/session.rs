@@ -1895,6 +1895,14 @@ pub(crate) fn moe_tile_stats(n: &[usize]) -> String {
 
 /// gemm_q flag (matmul.cuh GQ_FLAG_XH): the activations are f16 rows, ldx in halfs.
 pub(crate) const GQ_FLAG_XH: i32 = 2;
+/// gemm_qs's split launch (GqKernel::QsSplit, matmul.cuh gq_split_rem): the gemm_qs half keeps
+/// each group's full tiles and a remainder (modulo QS_SPLIT_NX) above the threshold, the gemm_qs2
+/// half takes the remainders up to it (128 tokens; 64 with GQ_FLAG_S64).
+pub(crate) const GQ_FLAG_HI: i32 = 4;
+pub(crate) const GQ_FLAG_LO: i32 = 8;
+pub(crate) const GQ_FLAG_S64: i32 = 16;
+/// gemm_qs's token tile (matmul.cuh: NX of MB 1), the modulus of the split.
+pub(crate) const QS_SPLIT_NX: usize = 256;
 
 /// Whether the routed experts' grouped GEMMs take f16 activations (GQ_FLAG_XH; `DS4_GEMM_XH=0`
 /// keeps the f32 rows): built for the f16x2-dequantized quant types (Q8_0, IQ2_XXS, Q2_K,
@@ -2050,6 +2058,9 @@ pub(crate) enum GqKernel {
     Qs,
     /// gemm_qs2: the same for gemm_qr2's tiles (`DS4_GEMM_QS2`)
     Qs2,
+    /// gemm_qs for each group's full tiles and long remainders, then gemm_qs2 for the short
+    /// remainders (`qs_split`): the same products per output, two launches
+    QsSplit,
 }
 
 /// The register-fragment kernel for the routed experts of a batch averaging `avg` tokens per
@@ -2080,6 +2091,7 @@ pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> Option<GqKernel> {
     }
     let k = forced.unwrap_or(if avg >= at { GqKernel::Qr } else { GqKernel::Qr2 });
     Some(match k {
+        GqKernel::Qr if gemm_qs_on() && qs_split() > 0 && qr_sched_dyn() && gemm_qs2_on() => GqKernel::QsSplit,
         GqKernel::Qr if gemm_qs_on() => GqKernel::Qs,
         GqKernel::Qr2 if gemm_qs2_on() => GqKernel::Qs2,
         k => k,
@@ -2100,6 +2112,22 @@ pub(crate) fn gemm_qs_on() -> bool {
     env_unless!("DS4_GEMM_QS", "0")
 }
 
+/// The split of gemm_qs's launches by each group's remainder (GqKernel::QsSplit), read once:
+/// `DS4_QS_SPLIT` = 128 (default) or 64, the longest remainder (tokens past the group's
+/// 256-token tiles) left to gemm_qs2; 0 off. Why: a remainder tile costs gemm_qs its 128 rows'
+/// whole dequantization for one or two 64-token chunks, and gemm_qs2's 256-row tiles
+/// dequantize with twice the independent chains per warp (kernel bench, session 37, uniform
+/// 48 tokens per expert: IQ2_XXS gate 0.899 ms against gemm_qs's 1.192, Q2_K down 1.126
+/// against 1.497), while gemm_qs keeps the 256-wide products of the full tiles.
+pub(crate) fn qs_split() -> usize {
+    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *V.get_or_init(|| match std::env::var("DS4_QS_SPLIT").as_deref() {
+        Ok("0") => 0,
+        Ok("64") => 64,
+        _ => 128,
+    })
+}
+
 /// Threads of a gemm_qs block: two consumer warpgroups and the producer warpgroup (matmul.cuh).
 const QS_THREADS: u32 = 384;
 
@@ -2112,13 +2140,22 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     if a.t <= 0 {
         return Ok(());
     }
+    if kind == GqKernel::QsSplit {
+        // needs the dynamic tile order (qr_class_count) and groups; else gemm_qs alone
+        if a.grp_off == 0 || !qr_sched_dyn() {
+            return launch_gemm_q_kernel(gpu, a, ngroups, bn, GqKernel::Qs);
+        }
+        let s64 = if qs_split() == 64 { GQ_FLAG_S64 } else { 0 };
+        launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_HI | s64, ..a }, ngroups, bn, GqKernel::Qs)?;
+        return launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO | s64, ..a }, ngroups, bn, GqKernel::Qs2);
+    }
     if kind == GqKernel::Mma && bn != 64 && bn != 128 {
         return Err(CudaError::Other(format!("gemm_q: token tiles of 64 or 128, not {bn}")));
     }
     // gemm_qr / gemm_qr2: 64-row blocks per warpgroup (tile rows 128 * mb, up to 256 / mb tokens)
     let mb = match kind {
         GqKernel::Mma => 0,
-        GqKernel::Qr | GqKernel::Qs => 1,
+        GqKernel::Qr | GqKernel::Qs | GqKernel::QsSplit => 1,
         GqKernel::Qr2 | GqKernel::Qs2 => 2,
     };
     if mb > 0 && (a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty)) {
@@ -2133,7 +2170,7 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         // the tile table, then GR_ST stages of bn x 64 activation bytes and bm raw weight rows
         GqKernel::Qr | GqKernel::Qr2 => qr_table_bytes(ng, bn) + GR_ST * (bn * 64 + bm * raw),
         // the barriers and stage tags before gemm_qr's table
-        GqKernel::Qs | GqKernel::Qs2 => qs_table_bytes(ng, bn) + GR_ST * (bn * 64 + bm * raw),
+        GqKernel::Qs | GqKernel::Qs2 | GqKernel::QsSplit => qs_table_bytes(ng, bn) + GR_ST * (bn * 64 + bm * raw),
         // 3 stages with rows padded to 40 elements, 2 f16 weight tiles of 128 x 80 bytes
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };
@@ -2144,7 +2181,7 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     let name = match (kind, bn) {
         (GqKernel::Qr, _) => "gemm_qr",
         (GqKernel::Qr2, _) => "gemm_qr2",
-        (GqKernel::Qs, _) => "gemm_qs",
+        (GqKernel::Qs | GqKernel::QsSplit, _) => "gemm_qs",
         (GqKernel::Qs2, _) => "gemm_qs2",
         (GqKernel::Mma, 128) => "gemm_q128",
         _ => "gemm_q64",

@@ -1047,6 +1047,14 @@ __device__ __forceinline__ u32 iq2_sub_scale(u32 n) {
 }
 #define GQ_FLAG_HDEQ 1
 #define GQ_FLAG_XH 2  // x holds f16 rows (ldx in halfs): see gq_mma
+// A group split over two launches by its remainder modulo GQ_SPLIT_NX (gemm_qs's tile) in the
+// dynamic tile order (qr_class_count): GQ_FLAG_HI keeps the full tiles and a remainder of more
+// than the split's threshold (128 tokens, 64 with GQ_FLAG_S64), GQ_FLAG_LO takes only a
+// remainder of at most that (one tile of gemm_qs2, NX 128). See session.rs qs_split.
+#define GQ_FLAG_HI 4
+#define GQ_FLAG_LO 8
+#define GQ_FLAG_S64 16
+#define GQ_SPLIT_NX 256
 
 // The IQ2_XXS grid as f16: g16[i] = the 8 magnitudes of grid entry i (built per block). With
 // GS copies: entry i at g16[i * GS + c] for every copy c (gemm_qr / gemm_qs: GQ_GREP).
@@ -1551,11 +1559,23 @@ __device__ __forceinline__ void qr_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 // class-k token tiles of groups before e; pc[k * (ng + 1) + ng] = the class total (warp k;
 // published by the barrier at the end). Group e's class-0 tiles are its full tiles (then its
 // partial one when that has NX / 64 chunks too); a class k > 0 holds partial tiles only.
+// The split halves (GQ_FLAG_HI / GQ_FLAG_LO): HI drops a remainder of at most the threshold,
+// LO keeps nothing else (no full tiles; its one tile starts after the group's GQ_SPLIT_NX
+// multiples: qr_tile_locate).
+__device__ __forceinline__ int gq_split_rem(const GemmArgs& a, int n, int rem) {
+    const int lim = (a.flags & GQ_FLAG_S64) ? 64 : 128;
+    if (a.flags & GQ_FLAG_LO) {
+        const int r = n % GQ_SPLIT_NX;
+        return r <= lim ? r : 0;
+    }
+    return (a.flags & GQ_FLAG_HI) && rem <= lim ? 0 : rem;
+}
 template <int NX>
 __device__ __forceinline__ int qr_class_count(const GemmArgs& a, int e, int k) {
     constexpr int CM = NX / 64;
     int n = a.grp_off ? a.grp_off[e + 1] - a.grp_off[e] : a.T;
-    int full = n / NX, rem = n - full * NX;
+    int full = (a.flags & GQ_FLAG_LO) ? 0 : n / NX, rem = n - (n / NX) * NX;
+    if (a.flags & (GQ_FLAG_HI | GQ_FLAG_LO)) rem = gq_split_rem(a, n, rem);
     int cls = rem ? CM - ((rem + 63) >> 6) : -1;
     return (k == 0 ? full : 0) + (cls == k ? 1 : 0);
 }
@@ -1595,8 +1615,10 @@ __device__ __forceinline__ void qr_tile_locate(const GemmArgs& a, int ng, const 
     const int e = gq_group_of(p, ng, tt);
     int j0;
     gq_group_span(a, e, j0, j1, pay, hdr);
-    // class 0: the group's tiles in order; a later class: its one partial tile
-    tb = j0 + (k == 0 ? tt - p[e] : (j1 - j0) / NX) * NX;
+    // class 0: the group's tiles in order; a later class: its one partial tile (LO: the one
+    // tile after the group's GQ_SPLIT_NX multiples)
+    if (a.flags & GQ_FLAG_LO) tb = j0 + (j1 - j0) / GQ_SPLIT_NX * GQ_SPLIT_NX;
+    else tb = j0 + (k == 0 ? tt - p[e] : (j1 - j0) / NX) * NX;
     rb = rt * BM;
 }
 
