@@ -39,11 +39,12 @@ pub fn kernel_source() -> String {
         + &format!("static_assert(GR_ST == {}, \"GR_ST differs from session.rs\");\n", super::session::GR_ST)
         + &format!("static_assert(GQ_GREP == {}, \"GQ_GREP differs from session.rs\");\n", super::session::GQ_GREP)
         + &format!(
-            "static_assert(GQ_FLAG_XH == {} && GQ_FLAG_HI == {} && GQ_FLAG_LO == {} && GQ_FLAG_S64 == {} && GQ_SPLIT_NX == {}, \"GQ_FLAG_* differ from session.rs\");\n",
+            "static_assert(GQ_FLAG_XH == {} && GQ_FLAG_HI == {} && GQ_FLAG_LO == {} && GQ_FLAG_S64 == {} && GQ_FLAG_MIDB == {} && GQ_SPLIT_NX == {}, \"GQ_FLAG_* differ from session.rs\");\n",
             super::session::GQ_FLAG_XH,
             super::session::GQ_FLAG_HI,
             super::session::GQ_FLAG_LO,
             super::session::GQ_FLAG_S64,
+            super::session::GQ_FLAG_MIDB,
             super::session::QS_SPLIT_NX
         )
         + &format!("static_assert(HCM_SMEM == {}, \"HCM_SMEM differs from session.rs HC_MMA_SMEM\");\n", super::session::HC_MMA_SMEM)
@@ -72,7 +73,7 @@ pub fn kernel_source() -> String {
 
 /// Names of every `extern "C"` kernel in the source (checked by the NVRTC test).
 pub const KERNELS: &[&str] = &[
-    "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2",
+    "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2", "gemm_qs4",
     "repack_blocks", "dequant_rows", "embed_rows",
     "hc_post_mix", "hc_post_mix4", "hc_post_mma", "hc_post_mma8", "hc_finish", "hc_sk_rows", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "e2m1_check", "idx_score", "idx_score_w", "topk_select", "topk_cluster",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_grp_count", "moe_grp_place", "moe_mid", "moe_combine", "argmax_excl", "copy_f4", "read_f4",
@@ -455,7 +456,7 @@ impl Gpu {
         // the register-fragment expert GEMMs: GR_ST stages (22 KB each for Q2_K) + the tile
         // table (+ 32 KB of IQ2_XXS grid copies for that type: session.rs gq_grid_bytes; the
         // sm_90 opt-in limit is 227 KB)
-        for k in ["gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2"] {
+        for k in ["gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2", "gemm_qs4"] {
             g.set_max_smem(k, 220 * 1024)?;
         }
         // tensor-core prefill attention: Q + two K/V tiles + the S exchange (224 KiB at dh 512)

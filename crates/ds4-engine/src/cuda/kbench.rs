@@ -1371,7 +1371,11 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     // error column compares with grouped (f16 rows, mma.sync)
                     let mut hqr: Option<Vec<f32>> = None;
                     let mut hqr2: Option<Vec<f32>> = None;
-                    for (label, kind) in [("grouped_qr", GqKernel::Qr), ("grouped_qr2", GqKernel::Qr2), ("grouped_qs", GqKernel::Qs), ("grouped_qs2", GqKernel::Qs2), ("grouped_qsx", GqKernel::QsSplit)] {
+                    for (label, kind) in [("grouped_qr", GqKernel::Qr), ("grouped_qr2", GqKernel::Qr2), ("grouped_qs", GqKernel::Qs), ("grouped_qs2", GqKernel::Qs2), ("grouped_qs4", GqKernel::Qs4), ("grouped_qsx", GqKernel::QsSplit)] {
+                        // (gemm_qs4: IQ2_XXS only)
+                        if kind == GqKernel::Qs4 && m.wmat().ty != ds4_gguf::GgmlType::Iq2Xxs.id() as i32 {
+                            continue;
+                        }
                         let (hr, ms_r, same_r) = measure(&yblas, &|| launch_gemm_q_kernel(gpu, gh(x16p.ptr), GEMM_E, bn, kind))?;
                         let (rel_r, _, bad_r) = gemm_err(&hr, &href, pairs, rows, rows);
                         let (vsr, mxr, _) = gemm_err(&hr, &hgrp, pairs, rows, rows);
@@ -1379,7 +1383,7 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                         // full tiles, gemm_qs2's short remainders) against gemm_qr: the same bits
                         // expected (the products of an output are the same K steps in order)
                         let vs_qr = match (kind, &hqr, &hqr2) {
-                            (GqKernel::Qs | GqKernel::QsSplit, Some(q), _) | (GqKernel::Qs2, _, Some(q)) => {
+                            (GqKernel::Qs | GqKernel::Qs4 | GqKernel::QsSplit, Some(q), _) | (GqKernel::Qs2, _, Some(q)) => {
                                 let n = hr.iter().zip(q).filter(|(p, q)| p.to_bits() != q.to_bits()).count();
                                 let base = if kind == GqKernel::Qs2 { "qr2" } else { "qr" };
                                 if n == 0 { format!(" bits=={base}") } else { format!(" BITS!={base} ({n} differ)") }

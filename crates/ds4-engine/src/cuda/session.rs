@@ -1901,6 +1901,7 @@ pub(crate) const GQ_FLAG_XH: i32 = 2;
 pub(crate) const GQ_FLAG_HI: i32 = 4;
 pub(crate) const GQ_FLAG_LO: i32 = 8;
 pub(crate) const GQ_FLAG_S64: i32 = 16;
+pub(crate) const GQ_FLAG_MIDB: i32 = 32;
 /// gemm_qs's token tile (matmul.cuh: NX of MB 1), the modulus of the split.
 pub(crate) const QS_SPLIT_NX: usize = 256;
 
@@ -2059,8 +2060,11 @@ pub(crate) enum GqKernel {
     /// gemm_qs2: the same for gemm_qr2's tiles (`DS4_GEMM_QS2`)
     Qs2,
     /// gemm_qs for each group's full tiles and long remainders, then gemm_qs2 for the short
-    /// remainders (`qs_split`): the same products per output, two launches
+    /// remainders, or (IQ2_XXS, `DS4_QS_SPLIT=3`) gemm_qs2 for those of 65-128 tokens and
+    /// gemm_qs4 for those up to 64 (`qs_split`): the same products per output
     QsSplit,
+    /// gemm_qs4: gemm_qs's body with tiles of 512 rows x up to 64 tokens (IQ2_XXS only)
+    Qs4,
 }
 
 /// The register-fragment kernel for the routed experts of a batch averaging `avg` tokens per
@@ -2092,6 +2096,7 @@ pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> Option<GqKernel> {
     let k = forced.unwrap_or(if avg >= at { GqKernel::Qr } else { GqKernel::Qr2 });
     Some(match k {
         GqKernel::Qr if gemm_qs_on() && qs_split() > 0 && qr_sched_dyn() && gemm_qs2_on() => GqKernel::QsSplit,
+        GqKernel::Qr2 if gemm_qs_on() && qs_split() == 4 && qr_sched_dyn() && gemm_qs2_on() => GqKernel::QsSplit,
         GqKernel::Qr if gemm_qs_on() => GqKernel::Qs,
         GqKernel::Qr2 if gemm_qs2_on() => GqKernel::Qs2,
         k => k,
@@ -2113,18 +2118,22 @@ pub(crate) fn gemm_qs_on() -> bool {
 }
 
 /// The split of gemm_qs's launches by each group's remainder (GqKernel::QsSplit), read once:
-/// `DS4_QS_SPLIT` = 128 (default) or 64, the longest remainder (tokens past the group's
-/// 256-token tiles) left to gemm_qs2; 0 off. Why: a remainder tile costs gemm_qs its 128 rows'
-/// whole dequantization for one or two 64-token chunks, and gemm_qs2's 256-row tiles
-/// dequantize with twice the independent chains per warp (kernel bench, session 37, uniform
-/// 48 tokens per expert: IQ2_XXS gate 0.899 ms against gemm_qs's 1.192, Q2_K down 1.126
-/// against 1.497), while gemm_qs keeps the 256-wide products of the full tiles.
+/// `DS4_QS_SPLIT` = 2: the remainders (tokens past the group's 256-token tiles) of up to 128
+/// tokens go to gemm_qs2; 3 (default): for IQ2_XXS those of up to 64 to gemm_qs4 and the rest
+/// of them to gemm_qs2; 4: as 3, also for the batches that would take gemm_qs2 alone (fewer
+/// than 128 tokens per expert on average); 0 off. Why: a remainder tile costs gemm_qs its 128 rows' whole
+/// dequantization for one or two 64-token chunks, and gemm_qs2's 256-row (gemm_qs4's 512-row)
+/// tiles dequantize with two (four) times the independent chains per warp, while gemm_qs keeps
+/// the 256-wide products of the full tiles. Kernel bench (session 39, 8K tokens, skewed
+/// routing): IQ2_XXS gate 2.028 -> 1.871 ms with 2, Q2_K down 2.451 -> 2.185; an 8K prompt
+/// +2.5 % (13,128 / 13,190 -> 13,471 / 13,504 t/s, the same greedy tokens).
 pub(crate) fn qs_split() -> usize {
     static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *V.get_or_init(|| match std::env::var("DS4_QS_SPLIT").as_deref() {
         Ok("0") => 0,
-        Ok("64") => 64,
-        _ => 128,
+        Ok("2") => 2,
+        Ok("4") => 4,
+        _ => 3,
     })
 }
 
@@ -2145,9 +2154,15 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         if a.grp_off == 0 || !qr_sched_dyn() {
             return launch_gemm_q_kernel(gpu, a, ngroups, bn, GqKernel::Qs);
         }
-        let s64 = if qs_split() == 64 { GQ_FLAG_S64 } else { 0 };
-        launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_HI | s64, ..a }, ngroups, bn, GqKernel::Qs)?;
-        return launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO | s64, ..a }, ngroups, bn, GqKernel::Qs2);
+        launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_HI, ..a }, ngroups, bn, GqKernel::Qs)?;
+        if qs_split() >= 3 && a.w.ty == GgmlType::Iq2Xxs.id() as i32 {
+            launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO | GQ_FLAG_MIDB, ..a }, ngroups, bn, GqKernel::Qs2)?;
+            return launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO | GQ_FLAG_S64, ..a }, ngroups, bn, GqKernel::Qs4);
+        }
+        return launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO, ..a }, ngroups, bn, GqKernel::Qs2);
+    }
+    if kind == GqKernel::Qs4 && a.w.ty != GgmlType::Iq2Xxs.id() as i32 {
+        return Err(CudaError::Other("gemm_qs4: IQ2_XXS weights only".into()));
     }
     if kind == GqKernel::Mma && bn != 64 && bn != 128 {
         return Err(CudaError::Other(format!("gemm_q: token tiles of 64 or 128, not {bn}")));
@@ -2157,6 +2172,7 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         GqKernel::Mma => 0,
         GqKernel::Qr | GqKernel::Qs | GqKernel::QsSplit => 1,
         GqKernel::Qr2 | GqKernel::Qs2 => 2,
+        GqKernel::Qs4 => 4,
     };
     if mb > 0 && (a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty)) {
         return Err(CudaError::Other("gemm_qr: f16 activations and a block-quant type only".into()));
@@ -2170,7 +2186,7 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         // the tile table, then GR_ST stages of bn x 64 activation bytes and bm raw weight rows
         GqKernel::Qr | GqKernel::Qr2 => qr_table_bytes(ng, bn) + GR_ST * (bn * 64 + bm * raw),
         // the barriers and stage tags before gemm_qr's table
-        GqKernel::Qs | GqKernel::Qs2 | GqKernel::QsSplit => qs_table_bytes(ng, bn) + GR_ST * (bn * 64 + bm * raw),
+        GqKernel::Qs | GqKernel::Qs2 | GqKernel::Qs4 | GqKernel::QsSplit => qs_table_bytes(ng, bn) + GR_ST * (bn * 64 + bm * raw),
         // 3 stages with rows padded to 40 elements, 2 f16 weight tiles of 128 x 80 bytes
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };
@@ -2183,12 +2199,13 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         (GqKernel::Qr2, _) => "gemm_qr2",
         (GqKernel::Qs | GqKernel::QsSplit, _) => "gemm_qs",
         (GqKernel::Qs2, _) => "gemm_qs2",
+        (GqKernel::Qs4, _) => "gemm_qs4",
         (GqKernel::Mma, 128) => "gemm_q128",
         _ => "gemm_q64",
     };
     let args = Args::new().a(a).a(ng as i32);
     let args = if mb > 0 { args.a(if qr_sched_dyn() { gpu.qr_counter()? } else { 0u64 }) } else { args };
-    let threads = if matches!(kind, GqKernel::Qs | GqKernel::Qs2) { QS_THREADS } else { 256 };
+    let threads = if matches!(kind, GqKernel::Qs | GqKernel::Qs2 | GqKernel::Qs4) { QS_THREADS } else { 256 };
     gpu.launch(name, (grid as u32, 1, 1), threads, smem as u32, args)
 }
 

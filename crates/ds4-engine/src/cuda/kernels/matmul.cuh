@@ -1047,13 +1047,15 @@ __device__ __forceinline__ u32 iq2_sub_scale(u32 n) {
 }
 #define GQ_FLAG_HDEQ 1
 #define GQ_FLAG_XH 2  // x holds f16 rows (ldx in halfs): see gq_mma
-// A group split over two launches by its remainder modulo GQ_SPLIT_NX (gemm_qs's tile) in the
+// A group split over launches by its remainder modulo GQ_SPLIT_NX (gemm_qs's tile) in the
 // dynamic tile order (qr_class_count): GQ_FLAG_HI keeps the full tiles and a remainder of more
 // than the split's threshold (128 tokens, 64 with GQ_FLAG_S64), GQ_FLAG_LO takes only a
-// remainder of at most that (one tile of gemm_qs2, NX 128). See session.rs qs_split.
+// remainder of at most that (one tile of gemm_qs2 / gemm_qs4), and of more than 64 tokens with
+// GQ_FLAG_MIDB. See session.rs QsSplit.
 #define GQ_FLAG_HI 4
 #define GQ_FLAG_LO 8
 #define GQ_FLAG_S64 16
+#define GQ_FLAG_MIDB 32
 #define GQ_SPLIT_NX 256
 
 // The IQ2_XXS grid as f16: g16[i] = the 8 magnitudes of grid entry i (built per block). With
@@ -1566,7 +1568,7 @@ __device__ __forceinline__ int gq_split_rem(const GemmArgs& a, int n, int rem) {
     const int lim = (a.flags & GQ_FLAG_S64) ? 64 : 128;
     if (a.flags & GQ_FLAG_LO) {
         const int r = n % GQ_SPLIT_NX;
-        return r <= lim ? r : 0;
+        return r <= lim && r > ((a.flags & GQ_FLAG_MIDB) ? 64 : 0) ? r : 0;
     }
     return (a.flags & GQ_FLAG_HI) && rem <= lim ? 0 : rem;
 }
@@ -1639,7 +1641,9 @@ __device__ __forceinline__ int qr_tile_table(const GemmArgs& a, int ng, int* tst
 // gemm_qr / gemm_qs's K loop for a tile of nc 64-token chunks: LOOP(N) with products N = 64 nc
 // wide (an MB 2 tile holds 2 chunks at most)
 #define QX_BY_NC(LOOP)                      \
-    if constexpr (MB == 2) {                \
+    if constexpr (MB == 4) {                \
+        LOOP(64);                           \
+    } else if constexpr (MB == 2) {         \
         if (nc == 1) LOOP(64);              \
         else LOOP(128);                     \
     } else {                                \
@@ -1794,6 +1798,9 @@ __device__ __forceinline__ void qs_wcopy(u32 ws, int row, int q, const u8* prow,
 // gemm_qs2 (twice the fragments per consumer, half the producer's activation rows): 232 / 40
 #define QS2_CONSUMER_REGS 232
 #define QS2_PRODUCER_REGS 40
+// gemm_qs4 (512 rows x 64 tokens, IQ2_XXS only): as gemm_qs2
+#define QS4_CONSUMER_REGS 232
+#define QS4_PRODUCER_REGS 40
 #if WG_OK
 // (the barriers by their shared-memory addresses)
 __device__ __forceinline__ void mbar_init(u32 b, u32 n) {
@@ -1901,7 +1908,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
     };
     if (warp >= 8) {
         // ---- the producer warpgroup: every copy, GR_ST - 1 steps ahead at most ----
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(MB == 1 ? QS_PRODUCER_REGS : QS2_PRODUCER_REGS));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(MB == 1 ? QS_PRODUCER_REGS : MB == 2 ? QS2_PRODUCER_REGS : QS4_PRODUCER_REGS));
         const int p = tid - 256;
         // this thread's activation copies: token rows p / 4 + 32 j, 16-byte part p % 4 (in the
         // swizzled layout of sw64_off row + 32 j is 2048 j bytes further), and weight rows
@@ -1980,7 +1987,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
         if (ctr && p == 0) qr_ctr_done(ctr);
     } else {
         // ---- the consumers: gemm_qr's fragments ----
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(MB == 1 ? QS_CONSUMER_REGS : QS2_CONSUMER_REGS));
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(MB == 1 ? QS_CONSUMER_REGS : MB == 2 ? QS2_CONSUMER_REGS : QS4_CONSUMER_REGS));
         // this thread's fragment rows (r0[b], r0[b] + 8 of each 64-row block of its warpgroup)
         // and its quant group
         int r0[MB];
@@ -2065,6 +2072,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2(GemmArgs a, int ng
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
     gemm_qx_dispatch<2, true>(a, ngroups, gq_smem, ctr);
+}
+
+// gemm_qs4: 512-row tiles of up to 64 tokens (MB 4), IQ2_XXS only (the other types' raw
+// stages do not fit beside the activations: GR_ST x 512 x 48 bytes)
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs4(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+#if WG_OK
+    if (a.w.type != T_IQ2_XXS) __trap();
+    uint4* g16r = (uint4*)gq_smem;
+    gq_build_g16<GQ_GREP>(g16r);
+    gemm_qs_body<T_IQ2_XXS, 4>(a, ngroups, gq_smem + 256 * GQ_GREP * 16, g16r + (threadIdx.x & (GQ_GREP - 1)), ctr);
+#else
+    __trap();
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Session 39's second call: the three-way split (gemm_qs4, 512-row tiles of up to 64 tokens,
+# for IQ2_XXS remainders of up to 64 tokens; DS4_QS_SPLIT=3 default, 2 = two-way, 4 = also for
+# the batches that took gemm_qs2 alone, 0 off). Kernel bench exp (uniform 2K: grouped_qs4 and
+# grouped_qsx against qs2; skewed 8K with 3 and with 2), the fixtures with the split forced,
+# then 8K prompts (0 / 2 / 3) and 2K prompts (3 / 4), each twice (the same greedy tokens).
+# Carry .gpu/{fix.tgz,ds4-bench,ds4-gguf,kz} (~52 MB).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+setup_caches
+synth_start
+export DS4_KBENCH_NOBLAS=1
+kx() {
+  echo "== kbench exp T=$1 $2"
+  env $2 DS4_KBENCH=exp DS4_KBENCH_T=$1 timeout 120 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_exp_$1_$3.txt" \
+    | grep -E "^exp_|grouped_q|routing|rror|panic"
+}
+kx 2048 X=1 uni
+kx 2048 DS4_QS_SPLIT=4 uni4
+kx 8192 DS4_KBENCH_SKEW=1 skew3
+kx 8192 "DS4_KBENCH_SKEW=1 DS4_QS_SPLIT=2" skew2
+unset DS4_KBENCH_NOBLAS
+fixtures_in "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0" "DS4_GEMM_QR=2 DS4_GEMM_QR_MIN=0 DS4_QS_SPLIT=4"
+synth_wait
+for i in 1 2; do
+  prompt_ab DS4_QS_SPLIT=0 8192; prompt_ab DS4_QS_SPLIT=2 8192; prompt_ab X=1 8192
+done
+for i in 1 2; do prompt_ab X=1 2048; prompt_ab DS4_QS_SPLIT=4 2048; prompt_ab DS4_QS_SPLIT=0 2048; done
