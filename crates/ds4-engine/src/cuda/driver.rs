@@ -39,6 +39,13 @@ pub fn kernel_source() -> String {
         + &format!("static_assert(GR_ST == {}, \"GR_ST differs from session.rs\");\n", super::session::GR_ST)
         + &format!("static_assert(GQ_GREP == {}, \"GQ_GREP differs from session.rs\");\n", super::session::GQ_GREP)
         + &format!(
+            "static_assert(QSW<T_IQ2_XXS>::P == {p} && QSW<T_Q2_K>::P == {p} && QSW<T_Q4_K>::P == {p} && QSW<T_IQ2_XXS>::RB == {} && QSW<T_Q2_K>::RB == {} && QSW<T_Q4_K>::RB == {}, \"QSW differs from session.rs\");\n",
+            super::session::qs_slot_row_bytes(ds4_gguf::GgmlType::Iq2Xxs.id() as i32),
+            super::session::qs_slot_row_bytes(ds4_gguf::GgmlType::Q2K.id() as i32),
+            super::session::qs_slot_row_bytes(ds4_gguf::GgmlType::Q4K.id() as i32),
+            p = super::session::QS_PAIR
+        )
+        + &format!(
             "static_assert(GQ_FLAG_XH == {} && GQ_FLAG_HI == {} && GQ_FLAG_LO == {} && GQ_FLAG_S64 == {} && GQ_FLAG_MIDB == {} && GQ_SPLIT_NX == {}, \"GQ_FLAG_* differ from session.rs\");\n",
             super::session::GQ_FLAG_XH,
             super::session::GQ_FLAG_HI,

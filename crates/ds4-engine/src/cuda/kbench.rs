@@ -1372,8 +1372,8 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     let mut hqr: Option<Vec<f32>> = None;
                     let mut hqr2: Option<Vec<f32>> = None;
                     for (label, kind) in [("grouped_qr", GqKernel::Qr), ("grouped_qr2", GqKernel::Qr2), ("grouped_qs", GqKernel::Qs), ("grouped_qs2", GqKernel::Qs2), ("grouped_qs4", GqKernel::Qs4), ("grouped_qsx", GqKernel::QsSplit)] {
-                        // (gemm_qs4: IQ2_XXS only)
-                        if kind == GqKernel::Qs4 && m.wmat().ty != ds4_gguf::GgmlType::Iq2Xxs.id() as i32 {
+                        // (gemm_qs4: IQ2_XXS, Q2_K, Q4_K)
+                        if kind == GqKernel::Qs4 && !super::session::qs4_type_ok(m.wmat().ty) {
                             continue;
                         }
                         let (hr, ms_r, same_r) = measure(&yblas, &|| launch_gemm_q_kernel(gpu, gh(x16p.ptr), GEMM_E, bn, kind))?;

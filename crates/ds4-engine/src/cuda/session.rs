@@ -2137,6 +2137,22 @@ pub(crate) fn qs_split() -> usize {
     })
 }
 
+/// The weight types gemm_qs4 takes: those whose raw weights the producer copies once per pair
+/// of K steps (matmul.cuh QSW, P = QS_PAIR), so 512 rows' slots fit beside the activations.
+pub(crate) fn qs4_type_ok(ty: i32) -> bool {
+    [GgmlType::Iq2Xxs, GgmlType::Q2K, GgmlType::Q4K].iter().any(|t| t.id() as i32 == ty)
+}
+
+/// K steps per weight slot of gemm_qs for qs4_type_ok's types (matmul.cuh QSW<TY>::P, asserted
+/// equal by driver::kernel_source).
+pub(crate) const QS_PAIR: usize = 2;
+
+/// Bytes of one row in a gemm_qs weight slot (matmul.cuh QSW<TY>::RB, asserted equal by
+/// driver::kernel_source) for qs4_type_ok's types.
+pub(crate) fn qs_slot_row_bytes(ty: i32) -> usize {
+    if ty == GgmlType::Iq2Xxs.id() as i32 { 32 } else { 48 }
+}
+
 /// Threads of a gemm_qs block: two consumer warpgroups and the producer warpgroup (matmul.cuh).
 const QS_THREADS: u32 = 384;
 
@@ -2155,14 +2171,14 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
             return launch_gemm_q_kernel(gpu, a, ngroups, bn, GqKernel::Qs);
         }
         launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_HI, ..a }, ngroups, bn, GqKernel::Qs)?;
-        if qs_split() >= 3 && a.w.ty == GgmlType::Iq2Xxs.id() as i32 {
+        if qs_split() >= 3 && qs4_type_ok(a.w.ty) {
             launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO | GQ_FLAG_MIDB, ..a }, ngroups, bn, GqKernel::Qs2)?;
             return launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO | GQ_FLAG_S64, ..a }, ngroups, bn, GqKernel::Qs4);
         }
         return launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO, ..a }, ngroups, bn, GqKernel::Qs2);
     }
-    if kind == GqKernel::Qs4 && a.w.ty != GgmlType::Iq2Xxs.id() as i32 {
-        return Err(CudaError::Other("gemm_qs4: IQ2_XXS weights only".into()));
+    if kind == GqKernel::Qs4 && !qs4_type_ok(a.w.ty) {
+        return Err(CudaError::Other("gemm_qs4: IQ2_XXS, Q2_K or Q4_K weights only".into()));
     }
     if kind == GqKernel::Mma && bn != 64 && bn != 128 {
         return Err(CudaError::Other(format!("gemm_q: token tiles of 64 or 128, not {bn}")));
@@ -2186,7 +2202,9 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         // the tile table, then GR_ST stages of bn x 64 activation bytes and bm raw weight rows
         GqKernel::Qr | GqKernel::Qr2 => qr_table_bytes(ng, bn) + GR_ST * (bn * 64 + bm * raw),
         // the barriers and stage tags before gemm_qr's table
-        GqKernel::Qs | GqKernel::Qs2 | GqKernel::Qs4 | GqKernel::QsSplit => qs_table_bytes(ng, bn) + GR_ST * (bn * 64 + bm * raw),
+        GqKernel::Qs | GqKernel::Qs2 | GqKernel::QsSplit => qs_table_bytes(ng, bn) + GR_ST * (bn * 64 + bm * raw),
+        // gemm_qs4 (512 rows): its weight slots exactly, as gemm_qs_body lays them out
+        GqKernel::Qs4 => qs_table_bytes(ng, bn) + GR_ST * bn * 64 + GR_ST / QS_PAIR * bm * qs_slot_row_bytes(a.w.ty),
         // 3 stages with rows padded to 40 elements, 2 f16 weight tiles of 128 x 80 bytes
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };

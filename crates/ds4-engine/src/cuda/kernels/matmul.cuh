@@ -2074,16 +2074,27 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2(GemmArgs a, int ng
     gemm_qx_dispatch<2, true>(a, ngroups, gq_smem, ctr);
 }
 
-// gemm_qs4: 512-row tiles of up to 64 tokens (MB 4), IQ2_XXS only (the other types' raw
-// stages do not fit beside the activations: GR_ST x 512 x 48 bytes)
+// gemm_qs4: 512-row tiles of up to 64 tokens (MB 4) for IQ2_XXS, Q2_K and Q4_K (Q8_0's
+// unpaired raw stages, GR_ST x 512 x 48 bytes, do not fit beside the activations). Dynamic
+// shared memory: the grid's copies (IQ2_XXS), qs_table_bytes, then GR_ST activation stages of
+// 64 x 64 bytes and GR_ST / P weight slots of 512 x RB (QSW; session.rs qs4_smem).
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs4(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
 #if WG_OK
-    if (a.w.type != T_IQ2_XXS) __trap();
-    uint4* g16r = (uint4*)gq_smem;
-    gq_build_g16<GQ_GREP>(g16r);
-    gemm_qs_body<T_IQ2_XXS, 4>(a, ngroups, gq_smem + 256 * GQ_GREP * 16, g16r + (threadIdx.x & (GQ_GREP - 1)), ctr);
+    u8* smem = gq_smem;
+    uint4* g16r = (uint4*)smem;
+    if (a.w.type == T_IQ2_XXS) {
+        gq_build_g16<GQ_GREP>(g16r);
+        smem += 256 * GQ_GREP * 16;
+    }
+    const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));
+    switch (a.w.type) {
+        case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS, 4>(a, ngroups, smem, g16, ctr); break;
+        case T_Q2_K: gemm_qs_body<T_Q2_K, 4>(a, ngroups, smem, g16, ctr); break;
+        case T_Q4_K: gemm_qs_body<T_Q4_K, 4>(a, ngroups, smem, g16, ctr); break;
+        default: __trap();
+    }
 #else
     __trap();
 #endif
