@@ -3,7 +3,8 @@
 # for IQ2_XXS remainders of up to 64 tokens; DS4_QS_SPLIT=3 default, 2 = two-way, 4 = also for
 # the batches that took gemm_qs2 alone, 0 off). Kernel bench exp (uniform 2K: grouped_qs4 and
 # grouped_qsx against qs2; skewed 8K with 3 and with 2), the fixtures with the split forced,
-# then 8K prompts (0 / 2 / 3) and 2K prompts (3 / 4), each twice (the same greedy tokens).
+# then 8K prompts (0 / 2 / 3 / 3 with DS4_QS_FORK=1: the shortest remainders on the side
+# stream) and 2K prompts (3 / 4), each twice (the same greedy tokens).
 # Carry .gpu/{fix.tgz,ds4-bench,ds4-gguf,kz} (~52 MB).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,13 +18,13 @@ kx() {
     | grep -E "^exp_|grouped_q|routing|rror|panic"
 }
 kx 2048 X=1 uni
-kx 2048 DS4_QS_SPLIT=4 uni4
 kx 8192 DS4_KBENCH_SKEW=1 skew3
 kx 8192 "DS4_KBENCH_SKEW=1 DS4_QS_SPLIT=2" skew2
+kx 8192 "DS4_KBENCH_SKEW=1 DS4_QS_FORK=1" skew3f
 unset DS4_KBENCH_NOBLAS
-fixtures_in "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0" "DS4_GEMM_QR=2 DS4_GEMM_QR_MIN=0 DS4_QS_SPLIT=4"
+fixtures_in "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0" "DS4_GEMM_QR=2 DS4_GEMM_QR_MIN=0 DS4_QS_SPLIT=4" "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_QS_FORK=1"
 synth_wait
 for i in 1 2; do
-  prompt_ab DS4_QS_SPLIT=0 8192; prompt_ab DS4_QS_SPLIT=2 8192; prompt_ab X=1 8192
+  prompt_ab DS4_QS_SPLIT=0 8192; prompt_ab DS4_QS_SPLIT=2 8192; prompt_ab X=1 8192; prompt_ab DS4_QS_FORK=1 8192
 done
-for i in 1 2; do prompt_ab X=1 2048; prompt_ab DS4_QS_SPLIT=4 2048; prompt_ab DS4_QS_SPLIT=0 2048; done
+for i in 1 2; do prompt_ab X=1 2048; prompt_ab DS4_QS_SPLIT=4 2048; done

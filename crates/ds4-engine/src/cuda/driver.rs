@@ -617,14 +617,22 @@ impl Gpu {
     }
 
     /// The tile counter of gemm_qr's dynamic order (matmul.cuh gemm_qr `ctr`): zeroed once,
-    /// every launch leaves it zero. One per Gpu: gemm_qr launches run on the main stream only
-    /// (prefill), never two at once.
+    /// every launch leaves it zero. One per stream: launches on one stream never overlap, and
+    /// the side stream's (a split gemm_qs's branch, session.rs QsSplit) is 8 bytes further.
     pub fn qr_counter(&self) -> Result<DevPtr> {
-        if let Some(b) = self.qr_ctr.get() {
-            return Ok(b.ptr);
-        }
-        let b = self.alloc_zeroed(8)?;
-        Ok(self.qr_ctr.get_or_init(|| b).ptr)
+        let base = match self.qr_ctr.get() {
+            Some(b) => b.ptr,
+            None => {
+                let b = self.alloc_zeroed(16)?;
+                self.qr_ctr.get_or_init(|| b).ptr
+            }
+        };
+        Ok(if self.is_on_side() { base + 8 } else { base })
+    }
+
+    /// Whether launches go to the side stream now (between `fork` and `to_main`).
+    pub fn is_on_side(&self) -> bool {
+        self.on_side.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The device-work counter: equal values before and after a stretch of host code mean

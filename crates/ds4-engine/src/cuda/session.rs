@@ -2137,6 +2137,11 @@ pub(crate) fn qs_split() -> usize {
     })
 }
 
+/// The split gemm_qs's shortest-remainder launch on the side stream (`DS4_QS_FORK=1`; read once).
+pub(crate) fn qs_fork_on() -> bool {
+    env_is!("DS4_QS_FORK", "1")
+}
+
 /// The weight types gemm_qs4 takes: those whose raw weights the producer copies once per pair
 /// of K steps (matmul.cuh QSW, P = QS_PAIR), so 512 rows' slots fit beside the activations.
 pub(crate) fn qs4_type_ok(ty: i32) -> bool {
@@ -2170,12 +2175,23 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         if a.grp_off == 0 || !qr_sched_dyn() {
             return launch_gemm_q_kernel(gpu, a, ngroups, bn, GqKernel::Qs);
         }
-        launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_HI, ..a }, ngroups, bn, GqKernel::Qs)?;
-        if qs_split() >= 3 && qs4_type_ok(a.w.ty) {
-            launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO | GQ_FLAG_MIDB, ..a }, ngroups, bn, GqKernel::Qs2)?;
-            return launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO | GQ_FLAG_S64, ..a }, ngroups, bn, GqKernel::Qs4);
+        // the shortest remainders' launch: gemm_qs4's (up to 64 tokens) or gemm_qs2's (128)
+        let three = qs_split() >= 3 && qs4_type_ok(a.w.ty);
+        let (lo_kind, lo_flags) = if three { (GqKernel::Qs4, GQ_FLAG_LO | GQ_FLAG_S64) } else { (GqKernel::Qs2, GQ_FLAG_LO) };
+        let lo = GemmArgs { flags: a.flags | lo_flags, ..a };
+        // with DS4_QS_FORK=1 on the side stream, beside the others (its own tile counter): the
+        // launches' tails overlap instead of leaving SMs idle in turn
+        let fork = qs_fork_on() && !gpu.is_on_side() && gpu.fork()?;
+        if fork {
+            let r = launch_gemm_q_kernel(gpu, lo, ngroups, bn, lo_kind);
+            gpu.to_main();
+            r?;
         }
-        return launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO, ..a }, ngroups, bn, GqKernel::Qs2);
+        launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_HI, ..a }, ngroups, bn, GqKernel::Qs)?;
+        if three {
+            launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO | GQ_FLAG_MIDB, ..a }, ngroups, bn, GqKernel::Qs2)?;
+        }
+        return if fork { gpu.join() } else { launch_gemm_q_kernel(gpu, lo, ngroups, bn, lo_kind) };
     }
     if kind == GqKernel::Qs4 && !qs4_type_ok(a.w.ty) {
         return Err(CudaError::Other("gemm_qs4: IQ2_XXS, Q2_K or Q4_K weights only".into()));
