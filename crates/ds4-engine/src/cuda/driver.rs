@@ -52,7 +52,7 @@ pub fn kernel_source() -> String {
             super::session::GQ_FLAG_LO,
             super::session::GQ_FLAG_S64,
             super::session::GQ_FLAG_MIDB,
-            super::session::QS_SPLIT_NX
+            super::session::QS_NX
         )
         + &format!("static_assert(HCM_SMEM == {}, \"HCM_SMEM differs from session.rs HC_MMA_SMEM\");\n", super::session::HC_MMA_SMEM)
         + &format!("static_assert(HCM_SMEM8 == {}, \"HCM_SMEM8 differs from session.rs HC_MMA8_SMEM\");\n", super::session::HC_MMA8_SMEM)

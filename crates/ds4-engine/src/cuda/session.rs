@@ -1870,24 +1870,24 @@ pub(crate) fn moe_group2_ok(e: usize) -> bool {
 }
 
 /// `DS4_MOE_STATS`'s tile line for the routed experts' slot counts `n` (one per expert used): in
-/// gemm_qs's 256-token tiles, the full tiles, the partial tiles by size (32-token bins: 1-32,
+/// gemm_qs's QS_NX-token tiles, the full tiles, the partial tiles by size (32-token bins: 1-32,
 /// 33-64, ...), and the products their padding adds with products rounded to 64 tokens (whole
 /// chunks, as now), 32 and 16 (percent of the useful products). Why: ptxas serializes a tile
 /// loop holding five product widths with 256 among them (bench/NOTES.md session 37), so which
 /// widths a kernel gets is a choice, and it depends on this distribution, which the synthetic
 /// model's skewed routing makes far from uniform.
 pub(crate) fn moe_tile_stats(n: &[usize]) -> String {
-    let full: usize = n.iter().map(|c| c / 256).sum();
-    let mut bins = [0usize; 8];
+    let full: usize = n.iter().map(|c| c / QS_NX).sum();
+    let mut bins = [0usize; QS_NX / 32];
     for &c in n {
-        let r = c % 256;
+        let r = c % QS_NX;
         if r > 0 {
             bins[(r - 1) / 32] += 1;
         }
     }
     let useful: usize = n.iter().sum();
     let pad = |g: usize| -> f64 {
-        let done: usize = n.iter().map(|&c| c / 256 * 256 + (c % 256).div_ceil(g) * g).sum();
+        let done: usize = n.iter().map(|&c| c / QS_NX * QS_NX + (c % QS_NX).div_ceil(g) * g).sum();
         (done - useful) as f64 * 100.0 / useful.max(1) as f64
     };
     format!("full tiles {full}, partial tiles by 32-token bin {bins:?}, padding at product widths 64 / 32 / 16: {:.1} / {:.1} / {:.1} %", pad(64), pad(32), pad(16))
@@ -1896,14 +1896,15 @@ pub(crate) fn moe_tile_stats(n: &[usize]) -> String {
 /// gemm_q flag (matmul.cuh GQ_FLAG_XH): the activations are f16 rows, ldx in halfs.
 pub(crate) const GQ_FLAG_XH: i32 = 2;
 /// gemm_qs's split launch (GqKernel::QsSplit, matmul.cuh gq_split_rem): the gemm_qs half keeps
-/// each group's full tiles and a remainder (modulo QS_SPLIT_NX) above the threshold, the gemm_qs2
+/// each group's full tiles and a remainder (modulo QS_NX) above the threshold, the gemm_qs2
 /// half takes the remainders up to it (128 tokens; 64 with GQ_FLAG_S64).
 pub(crate) const GQ_FLAG_HI: i32 = 4;
 pub(crate) const GQ_FLAG_LO: i32 = 8;
 pub(crate) const GQ_FLAG_S64: i32 = 16;
 pub(crate) const GQ_FLAG_MIDB: i32 = 32;
-/// gemm_qs's token tile (matmul.cuh: NX of MB 1), the modulus of the split.
-pub(crate) const QS_SPLIT_NX: usize = 256;
+/// gemm_qs's token tile (matmul.cuh: NX of MB 1, GQ_SPLIT_NX), the modulus of the split;
+/// gemm_qs2's is half of it.
+pub(crate) const QS_NX: usize = 256;
 
 /// Whether the routed experts' grouped GEMMs take f16 activations (GQ_FLAG_XH; `DS4_GEMM_XH=0`
 /// keeps the f32 rows): built for the f16x2-dequantized quant types (Q8_0, IQ2_XXS, Q2_K,
@@ -2810,15 +2811,16 @@ impl CudaSession {
         let tiles = |b: usize| n.iter().map(|c| c.div_ceil(b)).sum::<usize>();
         let tk = t * d.k;
         eprintln!(
-            "ds4: moe layer {l}: {t} tokens, {} of {} experts, slots max {} median {}, tiles 256: {} (min {}), 128: {} (min {})",
+            "ds4: moe layer {l}: {t} tokens, {} of {} experts, slots max {} median {}, tiles {QS_NX}: {} (min {}), {}: {} (min {})",
             n.len(),
             d.e,
             n.last().copied().unwrap_or(0),
             n.get(n.len() / 2).copied().unwrap_or(0),
-            tiles(256),
-            tk.div_ceil(256),
-            tiles(128),
-            tk.div_ceil(128)
+            tiles(QS_NX),
+            tk.div_ceil(QS_NX),
+            QS_NX / 2,
+            tiles(QS_NX / 2),
+            tk.div_ceil(QS_NX / 2)
         );
         eprintln!("ds4: moe layer {l}: {}", moe_tile_stats(&n));
         Ok(())
