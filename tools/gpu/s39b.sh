@@ -5,7 +5,7 @@
 # grouped_qsx against qs2; skewed 8K with 3 and with 2), the fixtures with the split forced,
 # then 8K prompts (0 / 2 / 3 / 3 with DS4_QS_FORK=1: the shortest remainders on the side
 # stream) and 2K prompts (3 / 4), each twice (the same greedy tokens).
-# Carry .gpu/{fix.tgz,ds4-bench,ds4-gguf,kz} (~52 MB).
+# Then the committed sweep at the defaults. Carry .gpu/{fix.tgz,ds4-bench,ds4-gguf,kz} (~52 MB).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
@@ -28,3 +28,6 @@ for i in 1 2; do
   prompt_ab DS4_QS_SPLIT=0 8192; prompt_ab DS4_QS_SPLIT=2 8192; prompt_ab X=1 8192; prompt_ab DS4_QS_FORK=1 8192
 done
 for i in 1 2; do prompt_ab X=1 2048; prompt_ab DS4_QS_SPLIT=4 2048; done
+# the committed sweep at the defaults
+timeout 150 "$BIN" --cuda -m "$M" --random-prompt 65700 --ctx-start 2048 --ctx-max 65536 --step-incr 8192 \
+  --gen-tokens 64 --csv "$OUT/h200_q2.csv" 2>&1 | tr '\r' '\n' | grep -E "^ctx|TB/s|rror|panic" | tail -14
