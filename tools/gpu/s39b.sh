@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 39's second call: the three-way split (gemm_qs4, 512-row tiles of up to 64 tokens,
-# for IQ2_XXS remainders of up to 64 tokens; DS4_QS_SPLIT=3 default, 2 = two-way, 4 = also for
+# for IQ2_XXS, Q2_K and Q4_K remainders of up to 64 tokens; DS4_QS_SPLIT=3 default, 2 = two-way, 4 = also for
 # the batches that took gemm_qs2 alone, 0 off). Kernel bench exp (uniform 2K: grouped_qs4 and
 # grouped_qsx against qs2; skewed 8K with 3 and with 2), the fixtures with the split forced,
 # then 8K prompts (0 / 2 / 3 / 3 with DS4_QS_FORK=1: the shortest remainders on the side
