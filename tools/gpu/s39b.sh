@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Session 39's second call: the three-way split (gemm_qs4, 512-row tiles of up to 64 tokens,
-# for IQ2_XXS, Q2_K and Q4_K remainders of up to 64 tokens; DS4_QS_SPLIT=3 default, 2 = two-way, 4 = also for
+# for IQ2_XXS, Q2_K and Q4_K remainders of up to 64 tokens; DS4_QS_SPLIT=3; 2 = two-way, the default, 4 = also for
 # the batches that took gemm_qs2 alone, 0 off). Kernel bench exp (uniform 2K: grouped_qs4 and
 # grouped_qsx against qs2; skewed 8K, with DS4_QS_FORK=1 too), the fixtures with the split forced,
 # then 8K prompts (0 / 2 / 3 / 3 with DS4_QS_FORK=1: the shortest remainders on the side
-# stream) and 2K prompts (3 / 4), each twice (the same greedy tokens).
+# stream) twice and 2K prompts (3 / 4) once (the same greedy tokens).
 # Then the committed sweep with the faster of split modes 2 and 3 at 8K. Carry .gpu/{fix.tgz,ds4-bench,ds4-gguf,kz} (~52 MB).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,11 +17,11 @@ kx() {
   env $2 DS4_KBENCH=exp DS4_KBENCH_T=$1 timeout 120 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_exp_$1_$3.txt" \
     | grep -E "^exp_|grouped_q|routing|rror|panic"
 }
-kx 2048 X=1 uni
-kx 8192 DS4_KBENCH_SKEW=1 skew3
-kx 8192 "DS4_KBENCH_SKEW=1 DS4_QS_FORK=1" skew3f
+kx 2048 DS4_QS_SPLIT=3 uni
+kx 8192 "DS4_KBENCH_SKEW=1 DS4_QS_SPLIT=3" skew3
+kx 8192 "DS4_KBENCH_SKEW=1 DS4_QS_SPLIT=3 DS4_QS_FORK=1" skew3f
 unset DS4_KBENCH_NOBLAS
-fixtures_in "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0" "DS4_GEMM_QR=2 DS4_GEMM_QR_MIN=0 DS4_QS_SPLIT=4" "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_QS_FORK=1"
+fixtures_in "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_QS_SPLIT=3" "DS4_GEMM_QR=2 DS4_GEMM_QR_MIN=0 DS4_QS_SPLIT=4" "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_QS_SPLIT=3 DS4_QS_FORK=1"
 synth_wait
 for i in 1 2; do
   for m in DS4_QS_SPLIT=0 DS4_QS_SPLIT=2 DS4_QS_SPLIT=3 "DS4_QS_SPLIT=3 DS4_QS_FORK=1"; do prompt_ab "$m" 8192 | tee -a /tmp/p8k.txt $OUT/p8k.txt; done

@@ -2119,10 +2119,10 @@ pub(crate) fn gemm_qs_on() -> bool {
 }
 
 /// The split of gemm_qs's launches by each group's remainder (GqKernel::QsSplit), read once:
-/// `DS4_QS_SPLIT` = 2: the remainders (tokens past the group's 256-token tiles) of up to 128
-/// tokens go to gemm_qs2; 3 (default): for IQ2_XXS those of up to 64 to gemm_qs4 and the rest
-/// of them to gemm_qs2; 4: as 3, also for the batches that would take gemm_qs2 alone (fewer
-/// than 128 tokens per expert on average); 0 off. Why: a remainder tile costs gemm_qs its 128 rows' whole
+/// `DS4_QS_SPLIT` = 2 (default): the remainders (tokens past the group's 256-token tiles) of up
+/// to 128 tokens go to gemm_qs2; 3: for IQ2_XXS, Q2_K and Q4_K those of up to 64 to gemm_qs4
+/// and the rest of them to gemm_qs2; 4: as 3, also for the batches that would take gemm_qs2
+/// alone (fewer than 128 tokens per expert on average); 0 off. Why: a remainder tile costs gemm_qs its 128 rows' whole
 /// dequantization for one or two 64-token chunks, and gemm_qs2's 256-row (gemm_qs4's 512-row)
 /// tiles dequantize with two (four) times the independent chains per warp, while gemm_qs keeps
 /// the 256-wide products of the full tiles. Kernel bench (session 39, 8K tokens, skewed
@@ -2132,9 +2132,9 @@ pub(crate) fn qs_split() -> usize {
     static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *V.get_or_init(|| match std::env::var("DS4_QS_SPLIT").as_deref() {
         Ok("0") => 0,
-        Ok("2") => 2,
+        Ok("3") => 3,
         Ok("4") => 4,
-        _ => 3,
+        _ => 2,
     })
 }
 
