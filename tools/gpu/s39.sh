@@ -8,9 +8,8 @@
 # 2: the three-way split (gemm_qs4, 512-row tiles of up to 64 tokens, for IQ2_XXS, Q2_K and
 #    Q4_K remainders of up to 64 tokens: DS4_QS_SPLIT=3; 4 = also for the batches that took
 #    gemm_qs2 alone). Kernel bench exp (uniform 2K: grouped_qs4 and grouped_qsx against qs2;
-#    skewed 8K, with DS4_QS_FORK=1 too), the fixtures with the split forced, then 8K prompts
-#    (0 / 2 / 3 / 3 with DS4_QS_FORK=1: the shortest remainders on the side stream) twice and
-#    2K prompts (3 / 4) once (the same greedy tokens), then the committed sweep with the faster
+#    skewed 8K), 8K prompts (0 / 2 / 3 / 3 with DS4_QS_FORK=1: the shortest remainders on
+#    the side stream) twice, the fixtures with the split forced, 2K prompts (3 / 4) once (the same greedy tokens), then the committed sweep with the faster
 #    of split modes 2 and 3 at 8K.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -40,13 +39,12 @@ kx() {
 }
 kx 2048 DS4_QS_SPLIT=3 uni
 kx 8192 "DS4_KBENCH_SKEW=1 DS4_QS_SPLIT=3" skew3
-kx 8192 "DS4_KBENCH_SKEW=1 DS4_QS_SPLIT=3 DS4_QS_FORK=1" skew3f
 unset DS4_KBENCH_NOBLAS
-fixtures_in "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_QS_SPLIT=3" "DS4_GEMM_QR=2 DS4_GEMM_QR_MIN=0 DS4_QS_SPLIT=4" "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_QS_SPLIT=3 DS4_QS_FORK=1"
 synth_wait
 for i in 1 2; do
   for m in DS4_QS_SPLIT=0 DS4_QS_SPLIT=2 DS4_QS_SPLIT=3 "DS4_QS_SPLIT=3 DS4_QS_FORK=1"; do prompt_ab "$m" 8192 | tee -a /tmp/p8k.txt $OUT/p8k.txt; done
 done
+fixtures_in "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_QS_SPLIT=3" "DS4_GEMM_QR=2 DS4_GEMM_QR_MIN=0 DS4_QS_SPLIT=4" "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_QS_SPLIT=3 DS4_QS_FORK=1"
 prompt_ab DS4_QS_SPLIT=3 2048; prompt_ab DS4_QS_SPLIT=4 2048
 # the sweep with the 8K prompts' faster of modes 2 and 3 (the sum of the two runs' t/s)
 best=$(for m in 2 3; do echo "$m $(grep "^\[DS4_QS_SPLIT=$m\]" /tmp/p8k.txt | sed -E 's/.*prefill ([0-9]+) t\/s.*/\1/' | awk '{s+=$1} END{print s+0}')"; done | sort -k2 -n | tail -1 | cut -d' ' -f1)
