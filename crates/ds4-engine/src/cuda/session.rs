@@ -2061,10 +2061,10 @@ pub(crate) enum GqKernel {
     /// gemm_qs2: the same for gemm_qr2's tiles (`DS4_GEMM_QS2`)
     Qs2,
     /// gemm_qs for each group's full tiles and long remainders, then gemm_qs2 for the short
-    /// remainders, or (IQ2_XXS, `DS4_QS_SPLIT=3`) gemm_qs2 for those of 65-128 tokens and
-    /// gemm_qs4 for those up to 64 (`qs_split`): the same products per output
+    /// remainders, or (`DS4_QS_SPLIT=3`, IQ2_XXS / Q2_K / Q4_K) gemm_qs2 for those of 65-128
+    /// tokens and gemm_qs4 for those up to 64 (`qs_split`): the same products per output
     QsSplit,
-    /// gemm_qs4: gemm_qs's body with tiles of 512 rows x up to 64 tokens (IQ2_XXS only)
+    /// gemm_qs4: gemm_qs's body with tiles of 512 rows x up to 64 tokens (qs4_type_ok)
     Qs4,
 }
 
@@ -2122,8 +2122,9 @@ pub(crate) fn gemm_qs_on() -> bool {
 /// `DS4_QS_SPLIT` = 2 (default): the remainders (tokens past the group's 256-token tiles) of up
 /// to 128 tokens go to gemm_qs2; 3: for IQ2_XXS, Q2_K and Q4_K those of up to 64 to gemm_qs4
 /// and the rest of them to gemm_qs2; 4: as 3, also for the batches that would take gemm_qs2
-/// alone (fewer than 128 tokens per expert on average); 0 off. Why: a remainder tile costs gemm_qs its 128 rows' whole
-/// dequantization for one or two 64-token chunks, and gemm_qs2's 256-row (gemm_qs4's 512-row)
+/// alone (fewer than 128 tokens per expert on average); 0 off. 3 and 4 are not measured yet.
+/// Why: a remainder tile costs gemm_qs its 128 rows' whole dequantization for one or two
+/// 64-token chunks, and gemm_qs2's 256-row (gemm_qs4's 512-row)
 /// tiles dequantize with two (four) times the independent chains per warp, while gemm_qs keeps
 /// the 256-wide products of the full tiles. Kernel bench (session 39, 8K tokens, skewed
 /// routing): IQ2_XXS gate 2.028 -> 1.871 ms with 2, Q2_K down 2.451 -> 2.185; an 8K prompt
@@ -2138,7 +2139,8 @@ pub(crate) fn qs_split() -> usize {
     })
 }
 
-/// The split gemm_qs's shortest-remainder launch on the side stream (`DS4_QS_FORK=1`; read once).
+/// The split gemm_qs's shortest-remainder launch on the side stream (`DS4_QS_FORK=1`; read
+/// once; not measured yet).
 pub(crate) fn qs_fork_on() -> bool {
     env_is!("DS4_QS_FORK", "1")
 }
@@ -2188,11 +2190,15 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
             gpu.to_main();
             r?;
         }
-        launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_HI, ..a }, ngroups, bn, GqKernel::Qs)?;
-        if three {
-            launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO | GQ_FLAG_MIDB, ..a }, ngroups, bn, GqKernel::Qs2)?;
-        }
-        return if fork { gpu.join() } else { launch_gemm_q_kernel(gpu, lo, ngroups, bn, lo_kind) };
+        let main = launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_HI, ..a }, ngroups, bn, GqKernel::Qs).and_then(|_| {
+            if three {
+                launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO | GQ_FLAG_MIDB, ..a }, ngroups, bn, GqKernel::Qs2)
+            } else {
+                Ok(())
+            }
+        });
+        // (the branch is joined whatever the main launches returned)
+        return if fork { main.and(gpu.join()) } else { main.and_then(|_| launch_gemm_q_kernel(gpu, lo, ngroups, bn, lo_kind)) };
     }
     if kind == GqKernel::Qs4 && !qs4_type_ok(a.w.ty) {
         return Err(CudaError::Other("gemm_qs4: IQ2_XXS, Q2_K or Q4_K weights only".into()));

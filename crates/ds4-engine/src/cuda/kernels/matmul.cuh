@@ -1798,7 +1798,7 @@ __device__ __forceinline__ void qs_wcopy(u32 ws, int row, int q, const u8* prow,
 // gemm_qs2 (twice the fragments per consumer, half the producer's activation rows): 232 / 40
 #define QS2_CONSUMER_REGS 232
 #define QS2_PRODUCER_REGS 40
-// gemm_qs4 (512 rows x 64 tokens, IQ2_XXS only): as gemm_qs2
+// gemm_qs4 (512 rows x 64 tokens; IQ2_XXS, Q2_K, Q4_K): as gemm_qs2
 #define QS4_CONSUMER_REGS 232
 #define QS4_PRODUCER_REGS 40
 #if WG_OK
@@ -2077,7 +2077,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2(GemmArgs a, int ng
 // gemm_qs4: 512-row tiles of up to 64 tokens (MB 4) for IQ2_XXS, Q2_K and Q4_K (Q8_0's
 // unpaired raw stages, GR_ST x 512 x 48 bytes, do not fit beside the activations). Dynamic
 // shared memory: the grid's copies (IQ2_XXS), qs_table_bytes, then GR_ST activation stages of
-// 64 x 64 bytes and GR_ST / P weight slots of 512 x RB (QSW; session.rs qs4_smem).
+// 64 x 64 bytes and GR_ST / P weight slots of 512 x RB (QSW; session.rs
+// launch_gemm_q_kernel sizes it so, with QS_PAIR and qs_slot_row_bytes).
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs4(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
