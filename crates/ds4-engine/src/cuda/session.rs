@@ -1895,9 +1895,9 @@ pub(crate) fn moe_tile_stats(n: &[usize]) -> String {
 
 /// gemm_q flag (matmul.cuh GQ_FLAG_XH): the activations are f16 rows, ldx in halfs.
 pub(crate) const GQ_FLAG_XH: i32 = 2;
-/// gemm_qs's split launch (GqKernel::QsSplit, matmul.cuh gq_split_rem): the gemm_qs half keeps
-/// each group's full tiles and a remainder (modulo QS_NX) above the threshold, the gemm_qs2
-/// half takes the remainders up to it (128 tokens; 64 with GQ_FLAG_S64).
+/// gemm_qs's split launch (GqKernel::QsSplit, matmul.cuh gq_split_rem): the gemm_qs half (HI)
+/// keeps each group's full tiles and a remainder (modulo QS_NX) of more than 128 tokens, a LO
+/// launch the remainders of at most 128 (64 with S64) and more than 0 (64 with MIDB).
 pub(crate) const GQ_FLAG_HI: i32 = 4;
 pub(crate) const GQ_FLAG_LO: i32 = 8;
 pub(crate) const GQ_FLAG_S64: i32 = 16;
@@ -2095,9 +2095,11 @@ pub(crate) fn gemm_qr(gpu: &Gpu, avg: f64) -> Option<GqKernel> {
         return None;
     }
     let k = forced.unwrap_or(if avg >= at { GqKernel::Qr } else { GqKernel::Qr2 });
+    // the split runs both producer kernels and needs the dynamic tile order
+    let can_split = gemm_qs_on() && gemm_qs2_on() && qr_sched_dyn();
     Some(match k {
-        GqKernel::Qr if gemm_qs_on() && qs_split() > 0 && qr_sched_dyn() && gemm_qs2_on() => GqKernel::QsSplit,
-        GqKernel::Qr2 if gemm_qs_on() && qs_split() == 4 && qr_sched_dyn() && gemm_qs2_on() => GqKernel::QsSplit,
+        GqKernel::Qr if can_split && qs_split() > 0 => GqKernel::QsSplit,
+        GqKernel::Qr2 if can_split && qs_split() == 4 => GqKernel::QsSplit,
         GqKernel::Qr if gemm_qs_on() => GqKernel::Qs,
         GqKernel::Qr2 if gemm_qs2_on() => GqKernel::Qs2,
         k => k,
@@ -2124,9 +2126,9 @@ pub(crate) fn gemm_qs_on() -> bool {
 /// and the rest of them to gemm_qs2; 4: as 3, also for the batches that would take gemm_qs2
 /// alone (fewer than 128 tokens per expert on average); 0 off. 3 and 4 are not measured yet.
 /// Why: a remainder tile costs gemm_qs its 128 rows' whole dequantization for one or two
-/// 64-token chunks, and gemm_qs2's 256-row (gemm_qs4's 512-row)
-/// tiles dequantize with two (four) times the independent chains per warp, while gemm_qs keeps
-/// the 256-wide products of the full tiles. Kernel bench (session 39, 8K tokens, skewed
+/// 64-token chunks, and gemm_qs2's 256-row (gemm_qs4's 512-row) tiles dequantize with two
+/// (four) times the independent chains per warp, while gemm_qs keeps the 256-wide products of
+/// the full tiles. Kernel bench (session 39, 8K tokens, skewed
 /// routing): IQ2_XXS gate 2.028 -> 1.871 ms with 2, Q2_K down 2.451 -> 2.185; an 8K prompt
 /// +2.5 % (13,128 / 13,190 -> 13,471 / 13,504 t/s, the same greedy tokens).
 pub(crate) fn qs_split() -> usize {

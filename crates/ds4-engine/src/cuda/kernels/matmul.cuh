@@ -1049,9 +1049,9 @@ __device__ __forceinline__ u32 iq2_sub_scale(u32 n) {
 #define GQ_FLAG_XH 2  // x holds f16 rows (ldx in halfs): see gq_mma
 // A group split over launches by its remainder modulo GQ_SPLIT_NX (gemm_qs's tile) in the
 // dynamic tile order (qr_class_count): GQ_FLAG_HI keeps the full tiles and a remainder of more
-// than the split's threshold (128 tokens, 64 with GQ_FLAG_S64), GQ_FLAG_LO takes only a
-// remainder of at most that (one tile of gemm_qs2 / gemm_qs4), and of more than 64 tokens with
-// GQ_FLAG_MIDB. See session.rs QsSplit.
+// than 128 tokens; GQ_FLAG_LO takes only a remainder of at most 128 (64 with GQ_FLAG_S64) and
+// more than 0 (64 with GQ_FLAG_MIDB) tokens, as one tile of gemm_qs2 / gemm_qs4. See
+// session.rs QsSplit.
 #define GQ_FLAG_HI 4
 #define GQ_FLAG_LO 8
 #define GQ_FLAG_S64 16
@@ -1561,16 +1561,16 @@ __device__ __forceinline__ void qr_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 // class-k token tiles of groups before e; pc[k * (ng + 1) + ng] = the class total (warp k;
 // published by the barrier at the end). Group e's class-0 tiles are its full tiles (then its
 // partial one when that has NX / 64 chunks too); a class k > 0 holds partial tiles only.
-// The split halves (GQ_FLAG_HI / GQ_FLAG_LO): HI drops a remainder of at most the threshold,
-// LO keeps nothing else (no full tiles; its one tile starts after the group's GQ_SPLIT_NX
-// multiples: qr_tile_locate).
+// The split halves (GQ_FLAG_HI / GQ_FLAG_LO): HI drops a remainder of at most 128 tokens, LO
+// keeps only its band of them (no full tiles; its one tile starts after the group's
+// GQ_SPLIT_NX multiples: qr_tile_locate).
 __device__ __forceinline__ int gq_split_rem(const GemmArgs& a, int n, int rem) {
-    const int lim = (a.flags & GQ_FLAG_S64) ? 64 : 128;
     if (a.flags & GQ_FLAG_LO) {
         const int r = n % GQ_SPLIT_NX;
-        return r <= lim && r > ((a.flags & GQ_FLAG_MIDB) ? 64 : 0) ? r : 0;
+        const int hi = (a.flags & GQ_FLAG_S64) ? 64 : 128, lo = (a.flags & GQ_FLAG_MIDB) ? 64 : 0;
+        return r > lo && r <= hi ? r : 0;
     }
-    return (a.flags & GQ_FLAG_HI) && rem <= lim ? 0 : rem;
+    return (a.flags & GQ_FLAG_HI) && rem <= 128 ? 0 : rem;
 }
 template <int NX>
 __device__ __forceinline__ int qr_class_count(const GemmArgs& a, int e, int k) {
