@@ -63,7 +63,15 @@ pub fn kernel_source() -> String {
         + &format!("static_assert(IWG_T == {} && IWG_R == {} && IWG_QB == {}, \"IWG_* differ from session.rs\");\n", super::session::IWG_T, super::session::IWG_R, super::session::IWG_QB)
         + &format!("static_assert(TOPK_CL == {}, \"TOPK_CL differs from session.rs\");\n", super::session::TOPK_CL)
         + &format!("static_assert(MAX_JOBS == {}, \"MAX_JOBS differs from session.rs\");\n", super::session::MAX_JOBS)
-        + &format!("static_assert(MAXN == {}, \"MAXN differs from session.rs HC_MAXN\");\n", super::session::HC_MAXN);
+        + &format!("static_assert(MAXN == {}, \"MAXN differs from session.rs HC_MAXN\");\n", super::session::HC_MAXN)
+        + &format!(
+            "static_assert(HC_S_F32 == {} && HC_S_F16 == {} && HC_S_BF16 == {} && HCF_S_F16 == {} && HCF_S_BF16 == {}, \"HC_S_* / HCF_S_* differ from session.rs\");\n",
+            super::session::HC_S_F32,
+            super::session::HC_S_F16,
+            super::session::HC_S_BF16,
+            super::session::HCF_S_F16,
+            super::session::HCF_S_BF16
+        );
     format!(
         "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
         include_str!("kernels/common.cuh"),
@@ -82,7 +90,7 @@ pub fn kernel_source() -> String {
 pub const KERNELS: &[&str] = &[
     "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2", "gemm_qs4",
     "repack_blocks", "dequant_rows", "embed_rows",
-    "hc_post_mix", "hc_post_mix4", "hc_post_mma", "hc_post_mma8", "hc_finish", "hc_sk_rows", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "e2m1_check", "idx_score", "idx_score_w", "topk_select", "topk_cluster",
+    "hc_post_mix", "hc_post_mix4", "hc_post_mma", "hc_post_mma8", "hc_post_mma8_h", "hc_post_mma8_b", "hc_finish", "hc_sk_rows", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "e2m1_check", "idx_score", "idx_score_w", "topk_select", "topk_cluster",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_grp_count", "moe_grp_place", "moe_mid", "moe_combine", "argmax_excl", "copy_f4", "read_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128", "attn_tw_512", "attn_tw_128", "attn_tx_512", "attn_tx_128", "idx_to_f16", "idx_score_tc", "idx_score_tc2", "idx_score_wg", "idx_score_dtc", "quant_q8", "q8_from_f16", "mvq_b2", "mvq_b3",
     "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "router_dec",
@@ -476,7 +484,9 @@ impl Gpu {
         }
         // hc_post_mma: 16 tokens' new state, the partial mixes and fn's fragments (73 KiB)
         g.set_max_smem("hc_post_mma", super::session::HC_MMA_SMEM as i32)?;
-        g.set_max_smem("hc_post_mma8", super::session::HC_MMA8_SMEM as i32)?;
+        for k in ["hc_post_mma8", "hc_post_mma8_h", "hc_post_mma8_b"] {
+            g.set_max_smem(k, super::session::HC_MMA8_SMEM as i32)?;
+        }
         // decode attention: a 48-row tile at dh 512 (96 KiB), two blocks per SM
         g.set_max_smem("attn_dec", super::session::attn_dec_smem(512) as i32)?;
         // SAFETY: valid function handle; 100 = percent of the maximum shared memory.

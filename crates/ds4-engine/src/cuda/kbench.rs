@@ -2393,7 +2393,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         let fnb = gpu.alloc(fnv.len() * 2)?;
         gpu.htod(fnb.ptr, &fnv)?;
         let (pdot, pss) = (gpu.alloc(t * split * m * 4)?, gpu.alloc(t * split * 8)?);
-        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, gs: 0, z: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false };
+        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, gs: 0, z: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32 };
         // y = 0 keeps S unchanged, so every repetition sees the same input
         let run = || launch_hc_post_mix(gpu, &b, t, 0, ny, fnb.ptr, m);
         run()?;
@@ -2594,6 +2594,9 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         let diff_sk = vso.iter().zip(&vsn).filter(|(a, b)| a != b).count();
         let (ms_so, ms_sn) = (time_ms(gpu, 5, &sk_old)?, time_ms(gpu, 5, &sk_new)?);
         ab_line(&format!("hc_finish sk rows T={t}: old (hc_finish, the Sinkhorn on warp 0)"), ms_so, ms_sn, diff_sk, vso.len());
+        // DS4_HC_S16: hc_post_mma8 and hc_finish on a 16-bit state against the f32 kernels on
+        // the widened values of the same state
+        hc_s16_rows(gpu, t, &s0, &s0h, &fnv, fnb.ptr, &fw, &HcBufs { mma: true, ..bw }, &cases, &[&xw, &hw_a, &hw_b], m)?;
         // DS4_MID_F16: the shared expert's mid (F 2048) as f32 + x_to_f16 against moe_mid
         // writing the f16 pairs itself
         let f = 2048usize;
@@ -2614,6 +2617,127 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         let diff = a16.iter().zip(&b16).filter(|(a, b)| a != b).count();
         let (mso, msn) = (time_ms(gpu, 5, &old_mid)?, time_ms(gpu, 5, &new_mid)?);
         ab_line(&format!("moe_mid f16 shared T={t} F={f}: old (moe_mid f32 + x_to_f16)"), mso, msn, diff, a16.len());
+    }
+    Ok(())
+}
+
+/// The 16-bit hc state (`DS4_HC_S16`, rows "hc_s16"), for f16 and bf16: the state s0h rounded
+/// to 16 bits, then per case (y rows, the MoE sum) hc_post_mma8_h / _b on it against
+/// hc_post_mma8 on its widened f32 values (`bm`: the f32 buffers, S at `s0`). Checks: the
+/// 16-bit kernel's new state equals the f32 kernel's rounded to 16 bits (one rounding of the
+/// same f32 arithmetic; the host rounds with the `half` crate), and its mixes and sums of
+/// squares are within 1e-5 / 1e-9 (relative to the largest) of the host's f64 sums over its own
+/// new state (first 64 tokens: the mixes must be formed from the values as stored; `fnv` the
+/// f16 mixing weights, also at `fn_ptr`). Then
+/// hc_finish (`fw`: the FFN side's finish with both f16 copies, outputs `outs`: xn and the two
+/// copies) on the 16-bit state against the f32 finish on its widened values, the same partials:
+/// xn, the copies, post and comb the same bits. Times of each.
+#[allow(clippy::too_many_arguments)]
+fn hc_s16_rows(
+    gpu: &Gpu,
+    t: usize,
+    s0: &DevBuf,
+    s0h: &[f32],
+    fnv: &[u16],
+    fn_ptr: u64,
+    fw: &super::session::HcFinish,
+    bm: &super::session::HcBufs,
+    cases: &[(&str, Box<dyn Fn(&super::session::HcBufs) -> Result<()> + '_>)],
+    outs: &[&DevBuf; 3],
+    m: usize,
+) -> Result<()> {
+    use super::session::{hc_mma8, hc_mma_ok, launch_hc_finish, launch_hc_post_mix, HcBufs, HC_S_BF16, HC_S_F16};
+    let (n, d, ns) = (bm.n, bm.d, bm.split);
+    if !(hc_mma8() && hc_mma_ok(n, m, d, ns)) {
+        println!("hc_s16: skipped (hc_post_mma8 does not take this shape, or DS4_HC_MMA8=0)");
+        return Ok(());
+    }
+    let sb = gpu.alloc(t * n * d * 2)?;
+    let nref = t.min(64);
+    for (sk, kind) in [(HC_S_F16, "f16"), (HC_S_BF16, "bf16")] {
+        let pack = |v: f32| if sk == HC_S_F16 { half::f16::from_f32(v.clamp(-65504.0, 65504.0)).to_bits() } else { half::bf16::from_f32(v).to_bits() };
+        let widen = |h: u16| if sk == HC_S_F16 { half::f16::from_bits(h).to_f32() } else { half::bf16::from_bits(h).to_f32() };
+        let s16h: Vec<u16> = s0h.iter().map(|&v| pack(v)).collect();
+        let s32h: Vec<f32> = s16h.iter().map(|&h| widen(h)).collect();
+        let b16 = HcBufs { s: sb.ptr, s16: sk, ..*bm };
+        let totals = |b: &HcBufs| -> Result<(Vec<f64>, Vec<f64>)> {
+            let (mut pv, mut qv) = (vec![0f32; t * ns * m], vec![0u64; t * ns]);
+            gpu.dtoh(&mut pv, b.pdot)?;
+            gpu.dtoh(&mut qv, b.pss)?;
+            let mix = (0..t * m).map(|i| (0..ns).map(|sp| pv[((i / m) * ns + sp) * m + i % m] as f64).sum()).collect();
+            let ss = (0..t).map(|tk| (0..ns).map(|sp| f64::from_bits(qv[tk * ns + sp])).sum()).collect();
+            Ok((mix, ss))
+        };
+        for (what, f) in cases {
+            gpu.htod(s0.ptr, &s32h)?;
+            f(bm)?;
+            let mut s32 = vec![0f32; t * n * d];
+            gpu.dtoh(&mut s32, s0.ptr)?;
+            gpu.htod(sb.ptr, &s16h)?;
+            f(&b16)?;
+            let mut s16 = vec![0u16; t * n * d];
+            gpu.dtoh(&mut s16, sb.ptr)?;
+            let sdiff = s32.iter().zip(&s16).filter(|(a, b)| pack(**a) != **b).count();
+            let (mix, ss) = totals(&b16)?;
+            // the host's sums over the 16-bit kernel's new state (first nref tokens)
+            let (mut em, mut mm, mut eq, mut mq) = (0f64, 0f64, 0f64, 0f64);
+            for tk in 0..nref {
+                let st = &s16[tk * n * d..(tk + 1) * n * d];
+                let q: f64 = st.iter().map(|&h| (widen(h) as f64).powi(2)).sum();
+                eq = eq.max((q - ss[tk]).abs());
+                mq = mq.max(q.abs());
+                for mi in 0..m {
+                    let r: f64 = st.iter().enumerate().map(|(i, &h)| half::f16::from_bits(fnv[mi * n * d + i]).to_f64() * widen(h) as f64).sum();
+                    em = em.max((r - mix[tk * m + mi]).abs());
+                    mm = mm.max(r.abs());
+                }
+            }
+            let (rm, rq) = (em / mm.max(1e-30), eq / mq.max(1e-30));
+            let (ms32, ms16) = (time_ms(gpu, 5, &|| f(bm))?, time_ms(gpu, 5, &|| f(&b16))?);
+            println!(
+                "hc_s16 {kind} {what} T={t}: hc_post_mma8 f32 {ms32:.3} ms, 16-bit {ms16:.3} ms ({:.2}x); S differing from the f32 kernel's rounded {sdiff} of {}, mixes rel {rm:.2e}, ss rel {rq:.2e} (host, first {nref} tokens){}",
+                ms32 / ms16.max(1e-9),
+                s16.len(),
+                if sdiff == 0 && rm < 1e-5 && rq < 1e-9 { "" } else { "  FAIL" }
+            );
+        }
+        // hc_finish: the partials of the 16-bit state (y = 0), then each finish on its state
+        gpu.htod(sb.ptr, &s16h)?;
+        launch_hc_post_mix(gpu, &b16, t, 0, 1, fn_ptr, m)?;
+        gpu.htod(s0.ptr, &s32h)?;
+        let bits = || -> Result<Vec<u32>> {
+            let mut v = Vec::new();
+            let mut x = vec![0u32; t * d];
+            gpu.dtoh(&mut x, outs[0].ptr)?;
+            v.extend(x);
+            for h in &outs[1..] {
+                let mut hv = vec![0u16; t * d];
+                gpu.dtoh(&mut hv, h.ptr)?;
+                v.extend(hv.into_iter().map(u32::from));
+            }
+            let (mut pv, mut cv) = (vec![0u32; t * n], vec![0u32; t * n * n]);
+            gpu.dtoh(&mut pv, bm.post)?;
+            gpu.dtoh(&mut cv, bm.comb)?;
+            v.extend(pv);
+            v.extend(cv);
+            Ok(v)
+        };
+        let clear = || -> Result<()> {
+            for o in outs {
+                gpu.memset0(o.ptr, o.bytes)?;
+            }
+            gpu.memset0(bm.post, t * n * 4)?;
+            gpu.memset0(bm.comb, t * n * n * 4)
+        };
+        clear()?;
+        launch_hc_finish(gpu, bm, 0, t, fw)?;
+        let vo = bits()?;
+        clear()?;
+        launch_hc_finish(gpu, &b16, 0, t, fw)?;
+        let vn = bits()?;
+        let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
+        let (ms32, ms16) = (time_ms(gpu, 5, &|| launch_hc_finish(gpu, bm, 0, t, fw))?, time_ms(gpu, 5, &|| launch_hc_finish(gpu, &b16, 0, t, fw))?);
+        ab_line(&format!("hc_s16 {kind} hc_finish T={t}: f32 state"), ms32, ms16, diff, vo.len());
     }
     Ok(())
 }
@@ -2673,7 +2797,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
             // (the decode configuration: the Sinkhorn deferred to a later launch)
             let z = bufs[9].ptr;
             let gsp = if gs { bufs[10].ptr } else { 0 };
-            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: gsp, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false };
+            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: gsp, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32 };
             Ok((b, bufs))
         };
         let (bo, so) = state(false)?;

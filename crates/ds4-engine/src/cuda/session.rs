@@ -216,6 +216,50 @@ pub(crate) struct HcBufs {
     /// prefill's 128-column slices take hc_post_mma where it applies (hc_mma_ok; Fast
     /// precision only: its partial mixes keep ~22 bits of each state value)
     pub mma: bool,
+    /// S's storage (model.cuh HC_S_*): HC_S_F32, or prefill's 16-bit state (`DS4_HC_S16`:
+    /// hc_post_mma8_h / _b and hc_finish's HCF_S_* read and write it)
+    pub s16: u8,
+}
+
+/// The hc state's storage (model.cuh HC_S_F32 / HC_S_F16 / HC_S_BF16; asserted equal by the
+/// kernel source) and hc_finish's flags for the 16-bit ones (HCF_S_F16 / HCF_S_BF16).
+pub(crate) const HC_S_F32: u8 = 0;
+pub(crate) const HC_S_F16: u8 = 1;
+pub(crate) const HC_S_BF16: u8 = 2;
+pub(crate) const HCF_S_F16: i32 = 16;
+pub(crate) const HCF_S_BF16: i32 = 32;
+
+/// Bytes of one hc state value in storage `s16`.
+pub(crate) fn hc_s_bytes(s16: u8) -> usize {
+    if s16 == HC_S_F32 {
+        4
+    } else {
+        2
+    }
+}
+
+/// Prefill's hc state in 16 bits (`DS4_HC_S16=1`: f16, `=2`: bf16; default 0: f32), Fast
+/// precision only, where every prefill hc_post takes hc_post_mma8 (N 4, D % 128 == 0: the
+/// attention and FFN steps' N(N+2) mixes and the head's N). Why: S is ~64 KB per token in f32
+/// and the hc glue moves it three times per step (hc_post reads and writes it, hc_finish reads
+/// it): half the bytes of hc_post_mma8 (~1.15 GB -> 0.64 GB per attention step at 8K tokens)
+/// and of hc_finish (0.58 -> 0.32 GB). Its cost: each state value rounded once per step
+/// (f16: 11 bits, saturating at 65504; bf16: 8 bits); the fixtures' fast-vs-reference lines
+/// measure it. Read once.
+pub(crate) fn hc_s16_mode(n: usize, d: usize) -> u8 {
+    static MODE: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    let want = *MODE.get_or_init(|| match std::env::var("DS4_HC_S16").as_deref() {
+        Ok("1") => HC_S_F16,
+        Ok("2") => HC_S_BF16,
+        _ => HC_S_F32,
+    });
+    let split = hc_prefill_split(d);
+    let ok = d % 8 == 0 && hc_mma8() && hc_mma_ok(n, n * (n + 2), d, split) && hc_mma_ok(n, n, d, split);
+    if ok {
+        want
+    } else {
+        HC_S_F32
+    }
 }
 
 /// Whether hc_post_mma takes a prefill hc_post_mix launch of this shape (model.cuh: N == 4,
@@ -276,6 +320,14 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         .a(shared);
     // the slice width is the split's (hc_prefill_split): 128 columns (hc_post_mma or
     // hc_post_mix4) or 32
+    if b.s16 != HC_S_F32 {
+        // (hc_s16_mode checked these for every prefill step's shape)
+        if !(b.mma && hc_mma8() && hc_mma_ok(b.n, m, b.d, b.split)) {
+            return Err(CudaError::Other(format!("hc_post_mix: a 16-bit state needs hc_post_mma8 (N {}, M {m}, D {})", b.n, b.d)));
+        }
+        let name = if b.s16 == HC_S_F16 { "hc_post_mma8_h" } else { "hc_post_mma8_b" };
+        return gpu.launch(name, (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, HC_MMA8_SMEM as u32, args);
+    }
     if b.mma && hc_mma_ok(b.n, m, b.d, b.split) {
         let (name, smem) = if hc_mma8() { ("hc_post_mma8", HC_MMA8_SMEM) } else { ("hc_post_mma", HC_MMA_SMEM) };
         return gpu.launch(name, (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, smem as u32, args);
@@ -324,10 +376,18 @@ pub(crate) fn launch_hc_finish_sk(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f:
     let nglobal = !env_is!("DS4_HC_FIN_NSH", "1");
     // (model.cuh HCF_SK_LATER: the Sinkhorn in hc_sk_rows after the launch)
     let sk_later = m > n && sk_rows;
-    let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1 | (nglobal as i32) << 2 | (sk_later as i32) << 3;
-    let smem = if nglobal { (n * d * 4) as u32 } else { hc_fin_smem(n, d) };
+    if b.s16 != HC_S_F32 && d % 8 != 0 {
+        return Err(CudaError::Other(format!("hc_finish: a 16-bit state needs D % 8 == 0 (D {d})")));
+    }
+    let s_flag = match b.s16 {
+        HC_S_F16 => HCF_S_F16,
+        HC_S_BF16 => HCF_S_BF16,
+        _ => 0,
+    };
+    let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1 | (nglobal as i32) << 2 | (sk_later as i32) << 3 | s_flag;
+    let smem = hc_finish_smem(n, d, b.s16, !nglobal);
     let args = Args::new()
-        .a(b.s + (t0 * n * d * 4) as u64)
+        .a(b.s + (t0 * n * d * hc_s_bytes(b.s16)) as u64)
         .a(b.pdot + (t0 * ns * m * 4) as u64)
         .a(b.pss + (t0 * ns * 8) as u64)
         .a(ns as i32)
@@ -412,6 +472,14 @@ pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, 
 /// streams and norm weights).
 fn hc_fin_smem(n: usize, d: usize) -> u32 {
     ((n + 1) * d * 4) as u32
+}
+
+/// hc_finish's dynamic shared memory: the staged state (f32 N x D, its collapsed row written
+/// over stream 0; or N x D 16-bit values, then D floats of collapsed row), then the norm
+/// weights when `norm_staged` (model.cuh hc_finish_tok).
+pub(crate) fn hc_finish_smem(n: usize, d: usize, s16: u8, norm_staged: bool) -> u32 {
+    let state = if s16 == HC_S_F32 { n * d * 4 } else { n * d * 2 + d * 4 };
+    (state + if norm_staged { d * 4 } else { 0 }) as u32
 }
 
 /// Most hyper-connection streams the decode step kernels hold in registers (`MAXN` in
@@ -2934,6 +3002,7 @@ impl CudaSession {
             z: sc.hcz.ptr,
             split: self.hc_split,
             mma: false,
+            s16: HC_S_F32,
             d: d.d,
             n: d.n_hc,
             eps: d.rms_eps,
@@ -2942,15 +3011,30 @@ impl CudaSession {
         }
     }
 
-    /// hc_bufs with the slices of the separate prefill launches (hc_post_mix + hc_finish).
-    fn hc_bufs_prefill(&self) -> HcBufs {
+    /// hc_bufs with the slices of the separate prefill launches (hc_post_mix + hc_finish),
+    /// for a batch of `t` tokens (its state's storage: hc_s16).
+    fn hc_bufs_prefill(&self, t: usize) -> HcBufs {
         let b = self.hc_bufs();
-        HcBufs { split: hc_prefill_split(b.d), mma: self.opts.precision == Precision::Fast, ..b }
+        HcBufs { split: hc_prefill_split(b.d), mma: self.opts.precision == Precision::Fast, s16: self.hc_s16(t), ..b }
     }
 
-    /// hc_finish for tokens [t0, t0+t) writing xn rows starting at `out`.
-    fn hc_finish(&self, t0: usize, t: usize, m: usize, scale: DevPtr, base: DevPtr, norm: DevPtr, out: DevPtr) -> Result<()> {
-        launch_hc_finish(self.gpu(), &self.hc_bufs_prefill(), t0, t, &HcFinish { m, scale, base, norm, out, q8: None, f16: HcF16::default() })
+    /// The hc state's storage for a batch of `t` tokens: decode's fused steps keep f32, the
+    /// separate prefill launches take hc_s16_mode (Fast precision). Every launch on the state
+    /// of one forward (embed_rows, each hc_post and hc_finish, the head's) asks this with the
+    /// batch's `t`, so they agree.
+    fn hc_s16(&self, t: usize) -> u8 {
+        if self.hc_fused(t) || self.opts.precision != Precision::Fast {
+            HC_S_F32
+        } else {
+            hc_s16_mode(self.m.dims.n_hc, self.m.dims.d)
+        }
+    }
+
+    /// hc_finish for tokens [t0, t0+t) of a batch of `batch` tokens, writing xn rows starting
+    /// at `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn hc_finish(&self, batch: usize, t0: usize, t: usize, m: usize, scale: DevPtr, base: DevPtr, norm: DevPtr, out: DevPtr) -> Result<()> {
+        launch_hc_finish(self.gpu(), &self.hc_bufs_prefill(batch), t0, t, &HcFinish { m, scale, base, norm, out, q8: None, f16: HcF16::default() })
     }
 
     /// Where the prefill hc_finish writes xn's f16 copy for the cuBLAS dense path (its x16
@@ -2997,7 +3081,7 @@ impl CudaSession {
                 Ok(defer)
             }
             _ => {
-                let b = self.hc_bufs_prefill();
+                let b = self.hc_bufs_prefill(t);
                 match y {
                     HcY::Rows(y, ny) => launch_hc_post_mix(gpu, &b, t, y, ny, fn_ptr, m)?,
                     HcY::Moe(yp, po, sh, k) => launch_hc_post_mix_moe(gpu, &b, t, yp, po, sh, k, fn_ptr, m)?,
@@ -3225,7 +3309,8 @@ impl CudaSession {
         let nhc = d.n_hc;
         let mhc = nhc * (nhc + 2);
         // embedding and the first hc_pre partials
-        gpu.launch("embed_rows", (t as u32, 1, 1), 256, 0, Args::new().a(self.m.tok_embd.ptr).a(sc.tok.ptr).a(sc.s.ptr).a(d.d as i32).a(nhc as i32))?;
+        let args = Args::new().a(self.m.tok_embd.ptr).a(sc.tok.ptr).a(sc.s.ptr).a(d.d as i32).a(nhc as i32).a(self.hc_s16(t) as i32);
+        gpu.launch("embed_rows", (t as u32, 1, 1), 256, 0, args)?;
         // sk: the last hc_step deferred its Sinkhorn (to attn_prep or router_dec)
         let mut sk = self.hc_step(t, 0, 1, self.m.layers[0].hc_attn_fn.ptr, mhc, Some(self.attn_fin(0, decode)), decode)?;
         let idx_active = idx_rows > d.topk;
@@ -3583,7 +3668,7 @@ impl CudaSession {
         let d = &self.m.dims;
         // a fused last hc_step already wrote yhead (decode)
         if !self.hc_fused(batch) {
-            self.hc_finish(ti, 1, d.n_hc, self.m.out_hc_scale.ptr, self.m.out_hc_base.ptr, self.m.out_norm.ptr, self.sc.yhead.ptr)?;
+            self.hc_finish(batch, ti, 1, d.n_hc, self.m.out_hc_scale.ptr, self.m.out_hc_base.ptr, self.m.out_norm.ptr, self.sc.yhead.ptr)?;
         }
         self.head_job.run(self.gpu(), 1)
     }

@@ -6,15 +6,67 @@
 #define MAXN 4
 #define MAXM 24
 
+// Prefill's hyper-connection state may be kept in 16 bits (session.rs `DS4_HC_S16`, Fast
+// precision): SK 0 f32, 1 f16, 2 bf16. Why: prefill's hc glue moves the N x D state three times
+// per step (hc_post reads and writes it, hc_finish reads it again): ~64 KB per token in f32,
+// most of the hc kernels' traffic. The state's value is what is stored: hc_post rounds the new
+// state before its sum of squares and partial mixes, so the next finish sees exactly the
+// values the mixes were formed from. f16 saturates at its largest finite value (no inf).
+#define HC_S_F32 0
+#define HC_S_F16 1
+#define HC_S_BF16 2
+template <int SK>
+__device__ __forceinline__ u16 hcs_pack(float v) {
+    if (SK == HC_S_F16) return f2h(fminf(fmaxf(v, -65504.f), 65504.f));
+    u32 b = __float_as_uint(v);  // bf16, round to nearest even (the state is finite)
+    return (u16)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+template <int SK>
+__device__ __forceinline__ float hcs_unpack(u16 h) {
+    return SK == HC_S_F16 ? h2f(h) : __uint_as_float((u32)h << 16);
+}
+// The value a state entry keeps once stored.
+template <int SK>
+__device__ __forceinline__ float hcs_round(float v) {
+    return SK == HC_S_F32 ? v : hcs_unpack<SK>(hcs_pack<SK>(v));
+}
+// Four consecutive state values (element offset i, a multiple of 4) as floats, and back.
+template <int SK>
+__device__ __forceinline__ float4 hcs_ld4(const void* S, i64 i) {
+    if (SK == HC_S_F32) return *(const float4*)((const float*)S + i);
+    const uint2 u = *(const uint2*)((const u16*)S + i);
+    return make_float4(hcs_unpack<SK>((u16)u.x), hcs_unpack<SK>((u16)(u.x >> 16)), hcs_unpack<SK>((u16)u.y), hcs_unpack<SK>((u16)(u.y >> 16)));
+}
+template <int SK>
+__device__ __forceinline__ void hcs_st4(void* S, i64 i, float4 v) {
+    if (SK == HC_S_F32) {
+        *(float4*)((float*)S + i) = v;
+        return;
+    }
+    *(uint2*)((u16*)S + i) = make_uint2((u32)hcs_pack<SK>(v.x) | (u32)hcs_pack<SK>(v.y) << 16, (u32)hcs_pack<SK>(v.z) | (u32)hcs_pack<SK>(v.w) << 16);
+}
+// Token t's state (N x D values) in storage SK.
+template <int SK>
+__device__ __forceinline__ void* hcs_tok(void* S, int t, int N, int D) {
+    return SK == HC_S_F32 ? (void*)((float*)S + (i64)t * N * D) : (void*)((u16*)S + (i64)t * N * D);
+}
+
+// s16: the state's storage (HC_S_*).
 extern "C" __global__ void embed_rows(const u16* __restrict__ emb, const int* __restrict__ tok, float* __restrict__ S,
-                                      int D, int N) {
+                                      int D, int N, int s16) {
     PDL_ENTRY;
     int t = blockIdx.x;
     const u16* row = emb + (i64)tok[t] * D;
 #pragma unroll 4
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
         float v = h2f(row[d]);
-        for (int s = 0; s < N; s++) S[((i64)t * N + s) * D + d] = v;
+        if (s16) {
+            // an f16 value is exact in f16 and in bf16 only if it fits bf16's 8 bits: pack it
+            u16 h = s16 == HC_S_F16 ? row[d] : hcs_pack<HC_S_BF16>(v);
+            for (int s = 0; s < N; s++) ((u16*)S)[((i64)t * N + s) * D + d] = h;
+        } else {
+            for (int s = 0; s < N; s++) S[((i64)t * N + s) * D + d] = v;
+        }
     }
 }
 
@@ -211,13 +263,15 @@ __device__ __forceinline__ float4 moe_sum_at4(const float* __restrict__ ypair, c
 // sum of ny rows or the MoE slot sum (as hc_post_mix's), stored back into St; without y the
 // state as it is. nv [stream][column]; returns the sum of squares of the 16 values (double,
 // column-major order). FULL: N == 4 is known (no per-stream guards).
-template <bool FULL>
-__device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], float* St, const float* __restrict__ y, const float* __restrict__ post,
+// SK: the state's storage (HC_S_*; St points at token t's state in it): the new values are
+// rounded to it before the sum of squares (and before the caller's partial mixes).
+template <bool FULL, int SK = HC_S_F32>
+__device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], void* St, const float* __restrict__ y, const float* __restrict__ post,
                                                const float* __restrict__ comb, int N, int D, int ny, int t, int d0,
                                                const int* __restrict__ pair_of, const float* __restrict__ shared) {
     float4 sv[4];
 #pragma unroll
-    for (int a = 0; a < 4; a++) sv[a] = (FULL || a < N) ? *(const float4*)(St + (i64)a * D + d0) : make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int a = 0; a < 4; a++) sv[a] = (FULL || a < N) ? hcs_ld4<SK>(St, (i64)a * D + d0) : make_float4(0.f, 0.f, 0.f, 0.f);
     if (y) {
         const float4 yd = pair_of ? moe_sum_at4(y, pair_of, shared, ny, D, t, d0) : sum_strided4(y + (i64)t * ny * D + d0, D, ny);
         const float yv[4] = {yd.x, yd.y, yd.z, yd.w};
@@ -238,12 +292,12 @@ __device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], float* St, con
                     const float sa = c == 0 ? sv[a].x : c == 1 ? sv[a].y : c == 2 ? sv[a].z : sv[a].w;
                     if (FULL || a < N) acc = hc_term(acc, cv[a][b], sa);
                 }
-                nv[b][c] = (FULL || b < N) ? acc : 0.f;
+                nv[b][c] = (FULL || b < N) ? hcs_round<SK>(acc) : 0.f;
             }
         }
 #pragma unroll
         for (int b = 0; b < 4; b++)
-            if (FULL || b < N) *(float4*)(St + (i64)b * D + d0) = make_float4(nv[b][0], nv[b][1], nv[b][2], nv[b][3]);
+            if (FULL || b < N) hcs_st4<SK>(St, (i64)b * D + d0, make_float4(nv[b][0], nv[b][1], nv[b][2], nv[b][3]));
     } else {
 #pragma unroll
         for (int b = 0; b < 4; b++) {
@@ -345,8 +399,9 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const uint4& a, u32 b0, 
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 }
-// The body for groups of 8 NT tokens (NT n-tiles; hc_post_mma: 2, hc_post_mma8: 1).
-template <int NT>
+// The body for groups of 8 NT tokens (NT n-tiles; hc_post_mma: 2, hc_post_mma8: 1), the state
+// stored as SK (HC_S_*).
+template <int NT, int SK = HC_S_F32>
 __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                  const float* __restrict__ comb, const u16* __restrict__ fn, int M, int D, int N,
                                                  float* pdot, double* pss, int ny, int T, int tt, const int* __restrict__ pair_of,
@@ -385,7 +440,7 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
             const int tl = NT * w + u, t = t0 + tl;
             float nv[4][4];  // [stream][column]
             if (t < t1) {
-                double ss = hc_post4_tok<true>(nv, S + (i64)t * N * D, y, post, comb, N, D, ny, t, d0, pair_of, shared);
+                double ss = hc_post4_tok<true, SK>(nv, hcs_tok<SK>(S, t, N, D), y, post, comb, N, D, ny, t, d0, pair_of, shared);
 #pragma unroll
                 for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
                 if (lane == 0) pss[(i64)t * nsplit + sp] = ss;
@@ -459,6 +514,21 @@ extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8(float* S, cons
                                                                   const int* __restrict__ pair_of, const float* __restrict__ shared) {
     PDL_ENTRY;
     hc_post_mma_body<1>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared);
+}
+// hc_post_mma8 on a 16-bit state (`DS4_HC_S16`; S points at u16 values): _h f16, _b bf16.
+extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_h(float* S, const float* __restrict__ y, const float* __restrict__ post,
+                                                                    const float* __restrict__ comb, const u16* __restrict__ fn, int M,
+                                                                    int D, int N, float* pdot, double* pss, int ny, int T, int tt,
+                                                                    const int* __restrict__ pair_of, const float* __restrict__ shared) {
+    PDL_ENTRY;
+    hc_post_mma_body<1, HC_S_F16>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared);
+}
+extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_b(float* S, const float* __restrict__ y, const float* __restrict__ post,
+                                                                    const float* __restrict__ comb, const u16* __restrict__ fn, int M,
+                                                                    int D, int N, float* pdot, double* pss, int ny, int T, int tt,
+                                                                    const int* __restrict__ pair_of, const float* __restrict__ shared) {
+    PDL_ENTRY;
+    hc_post_mma_body<1, HC_S_BF16>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared);
 }
 
 // 1/x for the Sinkhorn iterations: the hardware reciprocal plus one Newton step (within an
@@ -622,6 +692,12 @@ __device__ __forceinline__ double div_n(double a, int n) {
 #define HCF_NO_F32 2
 #define HCF_NORM_GLOBAL 4  // the norm weights read where used, not staged (hc_finish: smem N * D floats)
 #define HCF_SK_LATER 8     // hc_finish: comb gets the logits, hc_sk_rows runs the Sinkhorn afterwards
+#define HCF_S_F16 16       // hc_finish: the state is stored as f16 (HC_S_F16)
+#define HCF_S_BF16 32      // hc_finish: ... as bf16 (HC_S_BF16)
+// SK (HC_S_*): the state's storage. A 16-bit state is staged as it is stored (N * D halves,
+// D % 8 == 0: checked by the host) and the collapsed row goes to D floats after it; the
+// arithmetic on each value is the f32 path's (the 16-bit values widen exactly).
+template <int SK = HC_S_F32>
 __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, int ps, const double* pss, int nsplit, int M, int D,
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
                               const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,
@@ -638,9 +714,14 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
     // stage: ssh[s*D + d] = stream s (final: the ticket's fence ordered every block's writes),
     // nsh = norm_w; the collapse then writes x over stream 0 (each d by the thread that read it)
     float* ssh = xsh;
-    float* nsh = xsh + N * D;
+    const u16* s16 = (const u16*)xsh;
+    float* xr = SK ? xsh + N * D / 2 : xsh;  // the collapsed row (f32: over stream 0)
+    float* nsh = SK ? xr + D : xsh + N * D;
     const float* St = S + (i64)t * N * D;
-    if ((D & 3) == 0) {  // always in hc_step (D % 32 == 0): S 16-byte aligned, L2 only
+    if (SK) {  // (a separate launch after S was written)
+        const u16* Sh = (const u16*)S + (i64)t * N * D;
+        for (int i = threadIdx.x; i < N * D / 8; i += blockDim.x) cp_async16(smem_u32(s16 + 8 * i), Sh + 8 * i, 16);
+    } else if ((D & 3) == 0) {  // always in hc_step (D % 32 == 0): S 16-byte aligned, L2 only
         for (int i = threadIdx.x; i < N * D / 4; i += blockDim.x) cp_async16(smem_u32(ssh + 4 * i), St + 4 * i, 16);
     } else {  // hc_finish only (a separate launch after S was written: L1 is safe)
         for (int i = threadIdx.x; i < N * D; i += blockDim.x) cp_async4(smem_u32(ssh + i), St + i, 4);
@@ -694,12 +775,13 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
     int gw = w - w0, ngw = nw - w0;
     double ss = 0.0;
 #pragma unroll 4
+    auto sv = [&](int s, int d) { return SK ? hcs_unpack<SK>(s16[s * D + d]) : ssh[s * D + d]; };
     for (int d = first; d < D; d += stride) {
-        float x = pre[0] * ssh[d];
+        float x = pre[0] * sv(0, d);
 #pragma unroll
         for (int s = 1; s < MAXN; s++)
-            if (s < N) x += pre[s] * ssh[s * D + d];
-        ssh[d] = x;
+            if (s < N) x += pre[s] * sv(s, d);
+        xr[d] = x;
         ss += (double)x * (double)x;
     }
     // sum over the collapsing warps (a named barrier: warp 0 may still be in the Sinkhorn); the
@@ -721,7 +803,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
         for (int b = gw; b < nb; b += 2 * ngw) {
             int b1 = b + ngw < nb ? b + ngw : -1;
             int d0 = b * 32 + lane, d1 = (b1 < 0 ? b : b1) * 32 + lane;
-            float v0 = (ssh[d0] * rsn) * nwt(d0), v1 = (ssh[d1] * rsn) * nwt(d1);
+            float v0 = (xr[d0] * rsn) * nwt(d0), v1 = (xr[d1] * rsn) * nwt(d1);
             xo[d0] = v0;
             if (b1 >= 0) xo[d1] = v1;
             q8_block2(v0, v1, lane, b, b1, q8s + (i64)t * D, q8d + (i64)t * (D >> 5));
@@ -740,7 +822,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
         u32* hb = h16b ? (u32*)(h16b + (i64)t * D) : nullptr;
         for (int p = first; p < (D >> 1); p += stride) {
             int d = 2 * p;
-            float v0 = (ssh[d] * rsn) * nwt(d), v1 = (ssh[d + 1] * rsn) * nwt(d + 1);
+            float v0 = (xr[d] * rsn) * nwt(d), v1 = (xr[d + 1] * rsn) * nwt(d + 1);
             if (w32) *(float2*)(xo + d) = make_float2(v0, v1);
             u32 pk = pack_h2(v0, v1);
             if (ha) ha[p] = pk;
@@ -748,11 +830,12 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
         }
         return;
     }
-    for (int d = first; d < D; d += stride) xo[d] = (ssh[d] * rsn) * nwt(d);
+    for (int d = first; d < D; d += stride) xo[d] = (xr[d] * rsn) * nwt(d);
 }
 
-// grid T, dynamic smem (N + 1) * D floats (the prefill path; decode uses hc_step). h16a / h16b
-// (may be null): f16 copies of xn (see hc_finish_tok), h16flags: HCF_PERM_B, HCF_NO_F32.
+// grid T, dynamic smem (N + 1) * D floats, N * D without the staged norm weights, N * D / 2 + D
+// (+ D) for a 16-bit state (session.rs hc_finish_smem; the prefill path, decode uses hc_step).
+// h16a / h16b (may be null): f16 copies of xn (see hc_finish_tok), h16flags: HCF_*.
 extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
                                                             const double* __restrict__ pss, int nsplit, int M, int D,
                                                             int N, const float* __restrict__ scale,
@@ -763,9 +846,15 @@ extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __rest
     PDL_ENTRY;
     extern __shared__ float xsh[];
     // HCF_SK_LATER: the comb logits go to comb_out (as z_out) and warp 0 joins the collapse
-    hc_finish_tok(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out,
-                  (h16flags & HCF_SK_LATER) ? comb_out : nullptr, xn_out, nullptr, nullptr, xsh, nullptr, h16a, h16b, h16flags,
-                  !(h16flags & HCF_NORM_GLOBAL));
+    float* z_out = (h16flags & HCF_SK_LATER) ? comb_out : nullptr;
+    const bool nsm = !(h16flags & HCF_NORM_GLOBAL);
+#define HCF_TOK(SK)                                                                                                              \
+    hc_finish_tok<SK>(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, \
+                      z_out, xn_out, nullptr, nullptr, xsh, nullptr, h16a, h16b, h16flags, nsm)
+    if (h16flags & HCF_S_F16) HCF_TOK(HC_S_F16);
+    else if (h16flags & HCF_S_BF16) HCF_TOK(HC_S_BF16);
+    else HCF_TOK(HC_S_F32);
+#undef HCF_TOK
 }
 
 // The Sinkhorn of each token's comb logits (hc_finish with HCF_SK_LATER), in place: a thread
