@@ -46,12 +46,13 @@ pub fn kernel_source() -> String {
             p = super::session::QS_PAIR
         )
         + &format!(
-            "static_assert(GQ_FLAG_XH == {} && GQ_FLAG_HI == {} && GQ_FLAG_LO == {} && GQ_FLAG_S64 == {} && GQ_FLAG_MIDB == {} && GQ_SPLIT_NX == {}, \"GQ_FLAG_* differ from session.rs\");\n",
+            "static_assert(GQ_FLAG_XH == {} && GQ_FLAG_HI == {} && GQ_FLAG_LO == {} && GQ_FLAG_S64 == {} && GQ_FLAG_MIDB == {} && GQ_FLAG_Y16 == {} && GQ_SPLIT_NX == {}, \"GQ_FLAG_* differ from session.rs\");\n",
             super::session::GQ_FLAG_XH,
             super::session::GQ_FLAG_HI,
             super::session::GQ_FLAG_LO,
             super::session::GQ_FLAG_S64,
             super::session::GQ_FLAG_MIDB,
+            super::session::GQ_FLAG_Y16,
             super::session::QS_NX
         )
         + &format!("static_assert(HCM_SMEM == {}, \"HCM_SMEM differs from session.rs HC_MMA_SMEM\");\n", super::session::HC_MMA_SMEM)

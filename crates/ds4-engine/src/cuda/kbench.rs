@@ -1371,6 +1371,8 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     // error column compares with grouped (f16 rows, mma.sync)
                     let mut hqr: Option<Vec<f32>> = None;
                     let mut hqr2: Option<Vec<f32>> = None;
+                    // (each kernel's f32 output and time, for the f16-output rows below)
+                    let mut f32_runs: Vec<(GqKernel, Vec<f32>, f64)> = Vec::new();
                     for (label, kind) in [("grouped_qr", GqKernel::Qr), ("grouped_qr2", GqKernel::Qr2), ("grouped_qs", GqKernel::Qs), ("grouped_qs2", GqKernel::Qs2), ("grouped_qs4", GqKernel::Qs4), ("grouped_qsx", GqKernel::QsSplit)] {
                         // (gemm_qs4: IQ2_XXS, Q2_K, Q4_K)
                         if kind == GqKernel::Qs4 && !super::session::qs4_type_ok(m.wmat().ty) {
@@ -1394,11 +1396,32 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                             "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} cvt={cvtp:.3}ms speedup={:.2}x over grouped{vs_qr}",
                             "", "", label, ms_r, gflop / ms_r, rel_r, vsr, mxr, bad_r, if same_r { "same" } else { "DIFFERENT" }, ms_g / ms_r
                         );
+                        if matches!(kind, GqKernel::Qr | GqKernel::QsSplit) {
+                            f32_runs.push((kind, hr.clone(), ms_r));
+                        }
                         match kind {
                             GqKernel::Qr => hqr = Some(hr),
                             GqKernel::Qr2 => hqr2 = Some(hr),
                             _ => {}
                         }
+                    }
+                    // DS4_EXP_Y16 (GQ_FLAG_Y16): gemm_qr's and the split's f16 outputs, each the
+                    // same kernel's f32 output rounded once (f16, saturating: the host rounds with
+                    // the half crate); the time against the f32 output's
+                    let y16b = gpu.alloc(ny * 2)?;
+                    for (kind, h32, ms32) in &f32_runs {
+                        gpu.memset0(y16b.ptr, ny * 2)?;
+                        let run = || launch_gemm_q_kernel(gpu, GemmArgs { y: y16b.ptr, flags: gemm_q_flags() | GQ_FLAG_XH | super::session::GQ_FLAG_Y16, ..gh(x16p.ptr) }, GEMM_E, bn, *kind);
+                        run()?;
+                        let mut h16 = vec![0u16; ny];
+                        gpu.dtoh(&mut h16, y16b.ptr)?;
+                        let n = h32.iter().zip(&h16).filter(|(a, b)| half::f16::from_f32(a.clamp(-65504.0, 65504.0)).to_bits() != **b).count();
+                        let ms16 = time(reps, &run)?;
+                        println!(
+                            "{:<30} {:>5} {:<12} {:>9.3} f16 out: {:.2}x the f32 out's time; {}",
+                            "", "", format!("y16 {kind:?}"), ms16, ms32 / ms16.max(1e-9),
+                            if n == 0 { "bits==f16(f32)".to_string() } else { format!("BITS!=f16(f32) ({n} differ)  FAIL") }
+                        );
                     }
                 }
             }
@@ -2427,7 +2450,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
             gpu.launch("moe_combine", (d.div_ceil(256) as u32, t as u32, 1), 256, 0, args)?;
             launch_hc_post_mix(gpu, &b, t, ffn.ptr, 1, fnb.ptr, m)
         };
-        let new = || launch_hc_post_mix_moe(gpu, &b, t, yp.ptr, po.ptr, shb.ptr, k, fnb.ptr, m);
+        let new = || launch_hc_post_mix_moe(gpu, &b, t, yp.ptr, po.ptr, shb.ptr, k, fnb.ptr, m, false);
         // one step of each from the same S: S, the partials and pss as bits
         let outputs = |f: &dyn Fn() -> Result<()>| -> Result<Vec<u64>> {
             gpu.htod(s0.ptr, &s0h)?;
@@ -2472,7 +2495,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         type Run<'a> = Box<dyn Fn(&HcBufs) -> Result<()> + 'a>;
         let cases: [(&str, Run); 2] = [
             ("y rows", Box::new(|bb: &HcBufs| launch_hc_post_mix(gpu, bb, t, y.ptr, ny, fnb.ptr, m))),
-            ("moe sum", Box::new(|bb: &HcBufs| launch_hc_post_mix_moe(gpu, bb, t, yp.ptr, po.ptr, shb.ptr, k, fnb.ptr, m))),
+            ("moe sum", Box::new(|bb: &HcBufs| launch_hc_post_mix_moe(gpu, bb, t, yp.ptr, po.ptr, shb.ptr, k, fnb.ptr, m, false))),
         ];
         // the CPU reference's hc_post (ops::hc_post) of the first tokens, for the y-rows case:
         // both kernels round its terms as it does (hc_term), so the same bits
@@ -2597,6 +2620,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         // DS4_HC_S16: hc_post_mma8 and hc_finish on a 16-bit state against the f32 kernels on
         // the widened values of the same state
         hc_s16_rows(gpu, t, &s0, &s0h, &fnv, fnb.ptr, &fw, &HcBufs { mma: true, ..bw }, &cases, &[&xw, &hw_a, &hw_b], m)?;
+        exp_y16_rows(gpu, t, &s0, &s0h, fnb.ptr, &HcBufs { mma: true, ..bw }, &po, &shb, k, m)?;
         // DS4_MID_F16: the shared expert's mid (F 2048) as f32 + x_to_f16 against moe_mid
         // writing the f16 pairs itself
         let f = 2048usize;
@@ -2739,6 +2763,77 @@ fn hc_s16_rows(
         let (ms32, ms16) = (time_ms(gpu, 5, &|| launch_hc_finish(gpu, bm, 0, t, fw))?, time_ms(gpu, 5, &|| launch_hc_finish(gpu, &b16, 0, t, fw))?);
         ab_line(&format!("hc_s16 {kind} hc_finish T={t}: f32 state"), ms32, ms16, diff, vo.len());
     }
+    Ok(())
+}
+
+/// The routed experts' f16 outputs (`DS4_EXP_Y16`), their two readers (rows "exp_y16"):
+/// hc_post_mma8's MoE sum on f16 slot rows against the same kernel on their widened f32 values
+/// (`bm`: S at `s0`, from `s0h` each time; slot rows by `pair_of`, the shared rows `shared`):
+/// the new state, partial mixes and sums of squares the same bits; then moe_mid's warp form on
+/// f16 g and u (launch_moe_mid_gu16) against the f32 form on the widened values (F 2048, the
+/// routing weights applied): the f16 mids the same bits. Times of each.
+#[allow(clippy::too_many_arguments)]
+fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: &super::session::HcBufs, pair_of: &DevBuf, shared: &DevBuf, k: usize, m: usize) -> Result<()> {
+    use super::session::{hc_moe_y16_ok, launch_hc_post_mix_moe, launch_moe_mid, launch_moe_mid_gu16};
+    let (n, d, ns) = (bm.n, bm.d, bm.split);
+    let mut seed = 0x7916_u64 ^ t as u64;
+    let mut uni = |lo: f32, hi: f32, c: usize| -> Vec<f32> { (0..c).map(|_| lo + (hi - lo) * frand(&mut seed)).collect() };
+    let f16s = |v: &[f32]| -> (Vec<u16>, Vec<f32>) {
+        let h: Vec<u16> = v.iter().map(|&x| half::f16::from_f32(x).to_bits()).collect();
+        let w = h.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect();
+        (h, w)
+    };
+    let up16 = |v: &[u16]| -> Result<DevBuf> {
+        let b = gpu.alloc(v.len().max(1) * 2)?;
+        gpu.htod(b.ptr, v)?;
+        Ok(b)
+    };
+    let up32 = |v: &[f32]| -> Result<DevBuf> {
+        let b = gpu.alloc(v.len().max(1) * 4)?;
+        gpu.htod(b.ptr, v)?;
+        Ok(b)
+    };
+    if hc_moe_y16_ok(bm, m) {
+        let (yh, yw) = f16s(&uni(-1.0, 1.0, t * k * d));
+        let (y16, y32) = (up16(&yh)?, up32(&yw)?);
+        let outs = |y: u64, h: bool| -> Result<Vec<u64>> {
+            gpu.htod(s0.ptr, s0h)?;
+            launch_hc_post_mix_moe(gpu, bm, t, y, pair_of.ptr, shared.ptr, k, fn_ptr, m, h)?;
+            let (mut sv, mut pv, mut qv) = (vec![0u32; t * n * d], vec![0u32; t * ns * m], vec![0u64; t * ns]);
+            gpu.dtoh(&mut sv, s0.ptr)?;
+            gpu.dtoh(&mut pv, bm.pdot)?;
+            gpu.dtoh(&mut qv, bm.pss)?;
+            Ok(sv.into_iter().map(u64::from).chain(pv.into_iter().map(u64::from)).chain(qv).collect())
+        };
+        let (vo, vn) = (outs(y32.ptr, false)?, outs(y16.ptr, true)?);
+        let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
+        let (mso, msn) = (
+            time_ms(gpu, 5, &|| launch_hc_post_mix_moe(gpu, bm, t, y32.ptr, pair_of.ptr, shared.ptr, k, fn_ptr, m, false))?,
+            time_ms(gpu, 5, &|| launch_hc_post_mix_moe(gpu, bm, t, y16.ptr, pair_of.ptr, shared.ptr, k, fn_ptr, m, true))?,
+        );
+        gpu.htod(s0.ptr, s0h)?;
+        ab_line(&format!("exp_y16 hc_post moe sum T={t} k={k}: f32 slot rows"), mso, msn, diff, vo.len());
+    } else {
+        println!("exp_y16 hc_post: skipped (hc_post_mma8 does not take this shape)");
+    }
+    let (f, clamp, rows) = (2048usize, 10.0f32, t * k);
+    let (gh, gw) = f16s(&uni(-12.0, 12.0, rows * f));
+    let (uh, uw) = f16s(&uni(-12.0, 12.0, rows * f));
+    let (g16, u16b, g32, u32b) = (up16(&gh)?, up16(&uh)?, up32(&gw)?, up32(&uw)?);
+    drop((gh, gw, uh, uw));
+    let pw = up32(&uni(0.0, 1.0, rows))?;
+    let (mo, mn) = (gpu.alloc(rows * f * 2)?, gpu.alloc(rows * f * 2)?);
+    let old = || launch_moe_mid(gpu, g32.ptr, u32b.ptr, pw.ptr, rows, f, clamp, 0, mo.ptr, true);
+    let new = || launch_moe_mid_gu16(gpu, g16.ptr, u16b.ptr, pw.ptr, rows, f, clamp, mn.ptr);
+    old()?;
+    gpu.memset0(mn.ptr, rows * f * 2)?;
+    new()?;
+    let (mut a, mut b) = (vec![0u16; rows * f], vec![0u16; rows * f]);
+    gpu.dtoh(&mut a, mo.ptr)?;
+    gpu.dtoh(&mut b, mn.ptr)?;
+    let diff = a.iter().zip(&b).filter(|(p, q)| p != q).count();
+    let (mso, msn) = (time_ms(gpu, 5, &old)?, time_ms(gpu, 5, &new)?);
+    ab_line(&format!("exp_y16 moe_mid T={t} k={k} F={f}: f32 g / u"), mso, msn, diff, a.len());
     Ok(())
 }
 

@@ -285,23 +285,33 @@ pub(crate) fn hc_mma8() -> bool {
 /// outputs added in slot order; y == 0: none) and the partial sums of the next hc_pre with
 /// mixing weights `fn_ptr` (`m` mixes), for `t` tokens.
 pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize) -> Result<()> {
-    hc_post_mix_at(gpu, b, t, y, ny, fn_ptr, m, 0, 0)
+    hc_post_mix_at(gpu, b, t, y, ny, fn_ptr, m, 0, 0, false)
 }
 
 /// launch_hc_post_mix with prefill's MoE output as y: per token the `k` routed slot rows of
 /// `ypair` (row pair_of[t*k + i]) and the shared expert's row of `shared`, summed by the
 /// kernel in moe_combine's order (model.cuh moe_sum_at): the same bits as moe_combine into a
 /// row and launch_hc_post_mix on it, without that row's write and read (`DS4_FUSE_COMBINE`).
+/// `y16`: the slot rows are f16 (`DS4_EXP_Y16`; hc_post_mma8 only: see hc_moe_y16_ok).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn launch_hc_post_mix_moe(gpu: &Gpu, b: &HcBufs, t: usize, ypair: DevPtr, pair_of: DevPtr, shared: DevPtr, k: usize, fn_ptr: DevPtr, m: usize) -> Result<()> {
+pub(crate) fn launch_hc_post_mix_moe(gpu: &Gpu, b: &HcBufs, t: usize, ypair: DevPtr, pair_of: DevPtr, shared: DevPtr, k: usize, fn_ptr: DevPtr, m: usize, y16: bool) -> Result<()> {
     if ypair == 0 || pair_of == 0 || shared == 0 || k == 0 {
         return Err(CudaError::Other("hc_post_mix: the MoE sum needs ypair, pair_of, shared and k > 0".into()));
     }
-    hc_post_mix_at(gpu, b, t, ypair, k, fn_ptr, m, pair_of, shared)
+    if y16 && !hc_moe_y16_ok(b, m) {
+        return Err(CudaError::Other(format!("hc_post_mix: f16 slot rows need hc_post_mma8 (N {}, M {m}, D {})", b.n, b.d)));
+    }
+    hc_post_mix_at(gpu, b, t, ypair, k, fn_ptr, m, pair_of, shared, y16)
+}
+
+/// Whether the hc_post launch of `b` with `m` mixes reads f16 MoE slot rows (model.cuh
+/// moe_sum_at4<true>: hc_post_mma8 and its 16-bit-state forms; the other hc_post kernels trap).
+pub(crate) fn hc_moe_y16_ok(b: &HcBufs, m: usize) -> bool {
+    b.mma && hc_mma8() && hc_mma_ok(b.n, m, b.d, b.split)
 }
 
 #[allow(clippy::too_many_arguments)]
-fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, pair_of: DevPtr, shared: DevPtr) -> Result<()> {
+fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, pair_of: DevPtr, shared: DevPtr, y16: bool) -> Result<()> {
     let args = Args::new()
         .a(b.s)
         .a(y)
@@ -317,7 +327,8 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         .a(t as i32)
         .a(HC_TOKENS as i32)
         .a(pair_of)
-        .a(shared);
+        .a(shared)
+        .a(y16 as i32);
     // the slice width is the split's (hc_prefill_split): 128 columns (hc_post_mma or
     // hc_post_mix4) or 32
     if b.s16 != HC_S_F32 {
@@ -532,8 +543,8 @@ enum HcY {
     /// `ny` consecutive D-rows per token from this pointer, summed (0: none)
     Rows(DevPtr, usize),
     /// prefill's MoE output, summed by hc_post_mix (launch_hc_post_mix_moe): {ypair, pair_of,
-    /// shared, k}
-    Moe(DevPtr, DevPtr, DevPtr, usize),
+    /// shared, k, ypair in f16}
+    Moe(DevPtr, DevPtr, DevPtr, usize, bool),
 }
 
 /// `DS4_HC_STEP=0` keeps decode's separate hc_post_mix / hc_finish / quant_q8 launches
@@ -1970,6 +1981,38 @@ pub(crate) const GQ_FLAG_HI: i32 = 4;
 pub(crate) const GQ_FLAG_LO: i32 = 8;
 pub(crate) const GQ_FLAG_S64: i32 = 16;
 pub(crate) const GQ_FLAG_MIDB: i32 = 32;
+/// gemm_q / gemm_qr / gemm_qs flag (matmul.cuh GQ_FLAG_Y16): y holds f16 rows (ldy in halfs),
+/// each output rounded once (saturating) from its f32 sum.
+pub(crate) const GQ_FLAG_Y16: i32 = 64;
+
+/// Prefill's routed experts writing f16 outputs (`DS4_EXP_Y16`; default 0: f32): 1 gate, up
+/// and down, 2 gate and up only, 3 down only. Returns (gate/up, down). Why: at 8K tokens each
+/// of g, u and the down slot rows is 403-805 MB of f32 per layer, written by the GEMM and read
+/// once (moe_mid; hc_post_mma8's MoE sum): f16 halves ~1.6 GB of traffic per layer (~0.4 ms at
+/// the copy ceiling). Each value is rounded once more (f16, 11 bits; the fixtures'
+/// fast-vs-reference lines measure it). Only where the reader takes f16: moe_mid's warp form
+/// (launch_moe_mid_gu16) and hc_post_mma8 (CudaSession::moe_y16_ok). Read once.
+pub(crate) fn exp_y16() -> (bool, bool) {
+    static MODE: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("DS4_EXP_Y16").as_deref() {
+        Ok("1") => (true, true),
+        Ok("2") => (true, false),
+        Ok("3") => (false, true),
+        _ => (false, false),
+    })
+}
+
+/// moe_mid's warp form (perm 4's layout and values) on f16 g and u (the expert GEMMs'
+/// GQ_FLAG_Y16 outputs; model.cuh moe_mid perm 6): `n` rows of `f` (f % 32 == 0) into `mid16`
+/// in gemm_qr's K order. g and u 8-byte, mid16 16-byte aligned.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_moe_mid_gu16(gpu: &Gpu, g16: DevPtr, u16: DevPtr, pw: DevPtr, n: usize, f: usize, clamp: f32, mid16: DevPtr) -> Result<()> {
+    if f % 32 != 0 || (g16 | u16) % 8 != 0 || mid16 % 16 != 0 || mid16 == 0 {
+        return Err(CudaError::Other(format!("moe_mid: f16 g / u need width % 32 == 0 and aligned buffers (width {f})")));
+    }
+    let args = Args::new().a(g16).a(u16).a(pw).a(n as i32).a(f as i32).a(clamp).a(0u64).a(mid16).a(6i32);
+    gpu.launch("moe_mid", (((n * f / 32).div_ceil(32) * 32).div_ceil(256) as u32, 1, 1), 256, 0, args)
+}
 /// gemm_qs's token tile (matmul.cuh: NX of MB 1, GQ_SPLIT_NX), the modulus of the split;
 /// gemm_qs2's is half of it.
 pub(crate) const QS_NX: usize = 256;
@@ -2957,9 +3000,11 @@ impl CudaSession {
     /// A routed-expert matrix on the grouped gemm_q with f16 activations `x16` (packed rows
     /// of `ldx` halfs, read through `gather` when it is not 0; see gq_xh_ok).
     #[allow(clippy::too_many_arguments)]
-    fn gemm_exp_xh(&self, w: WMat, x16: DevPtr, ldx: usize, gather: DevPtr, y: DevPtr, ldy: usize, t: usize, qr: Option<GqKernel>) -> Result<()> {
+    /// `y16`: y as f16 rows (GQ_FLAG_Y16).
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_exp_xh(&self, w: WMat, x16: DevPtr, ldx: usize, gather: DevPtr, y: DevPtr, ldy: usize, t: usize, qr: Option<GqKernel>, y16: bool) -> Result<()> {
         let d = &self.m.dims;
-        let flags = gemm_q_flags() | GQ_FLAG_XH;
+        let flags = gemm_q_flags() | GQ_FLAG_XH | if y16 { GQ_FLAG_Y16 } else { 0 };
         let a = GemmArgs { w, x: x16, y, grp_off: self.sc.off.ptr, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags };
         if let Some(kind) = qr {
             return launch_gemm_q_kernel(self.gpu(), a, d.e, 0, kind);
@@ -3084,7 +3129,7 @@ impl CudaSession {
                 let b = self.hc_bufs_prefill(t);
                 match y {
                     HcY::Rows(y, ny) => launch_hc_post_mix(gpu, &b, t, y, ny, fn_ptr, m)?,
-                    HcY::Moe(yp, po, sh, k) => launch_hc_post_mix_moe(gpu, &b, t, yp, po, sh, k, fn_ptr, m)?,
+                    HcY::Moe(yp, po, sh, k, y16) => launch_hc_post_mix_moe(gpu, &b, t, yp, po, sh, k, fn_ptr, m, y16)?,
                 }
                 if let Some(mut f) = fin {
                     // xn's f16 copy for the cuBLAS dense path, in its scratch: the projections
@@ -3549,6 +3594,11 @@ impl CudaSession {
             // prefill on the separate hyper-connection launches: the next hc_post_mix sums the
             // MoE output itself (moe_combine's order; DS4_FUSE_COMBINE=0: moe_combine -> ffn_out)
             let fuse_moe = !decode && !self.hc_fused(t) && fuse_combine_enabled();
+            // the down rows in f16 (DS4_EXP_Y16) where the routed experts run on f16
+            // activations (exp_xh, below) and the next hc_post reads the rows itself on
+            // hc_post_mma8 (the last layer's takes the head's N mixes)
+            let post_m = if l + 1 < d.n_layer { mhc } else { nhc };
+            let moe_y16 = fuse_moe && exp_xh && exp_y16().1 && hc_moe_y16_ok(&self.hc_bufs_prefill(t), post_m);
             if decode && self.q8 {
                 // (the shared expert in a parallel branch beside the router and the routed
                 // experts lost: router_dec 9.6 -> 17.5 us per call beside its DRAM stream, 8K
@@ -3607,10 +3657,17 @@ impl CudaSession {
                     if !xn16_exp {
                         launch_x_to_f16(gpu, sc.xn.ptr, d.d, d.d, t, 0, sc.ypair.ptr, qr.is_some())?;
                     }
-                    self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr)?;
-                    self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, qr)?;
-                    launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr, qr.is_some())?;
-                    self.gemm_exp_xh(dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, qr)?;
+                    // DS4_EXP_Y16: g and u as f16 (read by moe_mid's warp form, which needs
+                    // gemm_qr's K order: qr), the down rows as f16 (read by hc_post_mma8)
+                    let gu16 = exp_y16().0 && qr.is_some() && d.f % 32 == 0;
+                    self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr, gu16)?;
+                    self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, qr, gu16)?;
+                    if gu16 {
+                        launch_moe_mid_gu16(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, sc.mid.ptr)?;
+                    } else {
+                        launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr, qr.is_some())?;
+                    }
+                    self.gemm_exp_xh(dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, qr, moe_y16)?;
                 } else {
                     // gate and up read the same gathered rows: converted once when both use cuBLAS
                     let g16 = self.exp_gemm(&eb, gw, sc.xn.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, false)?;
@@ -3649,7 +3706,7 @@ impl CudaSession {
             sk = if decode && self.q8 {
                 self.hc_step(t, sc.ypair.ptr, d.k + 1, next_fn, next_m, fin, decode)?
             } else if fuse_moe {
-                self.hc_step_y(t, HcY::Moe(sc.ypair.ptr, sc.pair_of.ptr, sc.shared.ptr, d.k), next_fn, next_m, fin, decode)?
+                self.hc_step_y(t, HcY::Moe(sc.ypair.ptr, sc.pair_of.ptr, sc.shared.ptr, d.k, moe_y16), next_fn, next_m, fin, decode)?
             } else {
                 self.hc_step(t, sc.ffn_out.ptr, 1, next_fn, next_m, fin, decode)?
             };

@@ -59,6 +59,12 @@ __device__ __forceinline__ u16 f2h(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
+// f2h saturating at f16's largest finite value (NaN stays NaN): the f16 stores of values that
+// were f32 until then (the 16-bit hc state, the routed experts' f16 outputs), where an inf
+// would become a NaN downstream (silu(-inf) = -inf * 0).
+__device__ __forceinline__ u16 f2h_sat(float f) {
+    return f2h(fabsf(f) > 65504.f ? copysignf(65504.f, f) : f);
+}
 // Two f32 -> packed f16x2 (lo in the low half), round to nearest even.
 __device__ __forceinline__ u32 pack_h2(float lo, float hi) {
     u32 r;

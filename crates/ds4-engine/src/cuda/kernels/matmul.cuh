@@ -1056,7 +1056,15 @@ __device__ __forceinline__ u32 iq2_sub_scale(u32 n) {
 #define GQ_FLAG_LO 8
 #define GQ_FLAG_S64 16
 #define GQ_FLAG_MIDB 32
+// y holds f16 rows (ldy in halfs), each output rounded once from its f32 sum (f2h_sat): the
+// routed experts' gate / up / down outputs in prefill (session.rs `DS4_EXP_Y16`)
+#define GQ_FLAG_Y16 64
 #define GQ_SPLIT_NX 256
+// One output of gemm_q / gemm_qr / gemm_qs: f32, or f16 under GQ_FLAG_Y16.
+__device__ __forceinline__ void gq_put(const GemmArgs& a, i64 i, float v) {
+    if (a.flags & GQ_FLAG_Y16) ((u16*)a.y)[i] = f2h_sat(v);
+    else a.y[i] = v;
+}
 
 // The IQ2_XXS grid as f16: g16[i] = the 8 magnitudes of grid entry i (built per block). With
 // GS copies: entry i at g16[i * GS + c] for every copy c (gemm_qr / gemm_qs: GQ_GREP).
@@ -1356,7 +1364,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
                 for (int q = 0; q < 4; q++) {
                     int r = rb + wm * 64 + i * 16 + (lane >> 2) + ((q >> 1) << 3);
                     int tk = tb + wn * (BN / 4) + n * 8 + 2 * (lane & 3) + (q & 1);
-                    if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[i][n][q];
+                    if (r < rows && tk < j1) gq_put(a, (i64)tk * a.ldy + r, acc[i][n][q]);
                 }
         __syncthreads();  // the next tile's prologue overwrites the stages and f16 tile
     }
@@ -1657,9 +1665,9 @@ __device__ __forceinline__ int qr_tile_table(const GemmArgs& a, int ng, int* tst
 
 // A tile's outputs (rows from rb, tokens [tb, j1)): accumulator (b, j, q) is row r0[b] (+8 for
 // q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
-template <int MB>
-__device__ __forceinline__ void qr_store(const GemmArgs& a, const float (&acc)[MB][256 / MB / 8][4], int rb, const int (&r0)[MB],
-                                         int tb, int j1, int rows, int lane) {
+template <int MB, bool H>
+__device__ __forceinline__ void qr_store_as(const GemmArgs& a, const float (&acc)[MB][256 / MB / 8][4], int rb, const int (&r0)[MB],
+                                            int tb, int j1, int rows, int lane) {
 #pragma unroll
     for (int b = 0; b < MB; b++)
 #pragma unroll
@@ -1668,8 +1676,17 @@ __device__ __forceinline__ void qr_store(const GemmArgs& a, const float (&acc)[M
             for (int q = 0; q < 4; q++) {
                 int r = rb + r0[b] + ((q >> 1) << 3);
                 int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
-                if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[b][j][q];
+                if (r < rows && tk < j1) {
+                    if (H) ((u16*)a.y)[(i64)tk * a.ldy + r] = f2h_sat(acc[b][j][q]);
+                    else a.y[(i64)tk * a.ldy + r] = acc[b][j][q];
+                }
             }
+}
+template <int MB>
+__device__ __forceinline__ void qr_store(const GemmArgs& a, const float (&acc)[MB][256 / MB / 8][4], int rb, const int (&r0)[MB],
+                                         int tb, int j1, int rows, int lane) {
+    if (a.flags & GQ_FLAG_Y16) qr_store_as<MB, true>(a, acc, rb, r0, tb, j1, rows, lane);
+    else qr_store_as<MB, false>(a, acc, rb, r0, tb, j1, rows, lane);
 }
 
 // The dynamic order's counter (two ints) after a block's last tile: the last block out resets

@@ -17,7 +17,7 @@
 #define HC_S_BF16 2
 template <int SK>
 __device__ __forceinline__ u16 hcs_pack(float v) {
-    if (SK == HC_S_F16) return f2h(fminf(fmaxf(v, -65504.f), 65504.f));
+    if (SK == HC_S_F16) return f2h_sat(v);
     u32 b = __float_as_uint(v);  // bf16, round to nearest even (the state is finite)
     return (u16)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
 }
@@ -49,6 +49,15 @@ __device__ __forceinline__ void hcs_st4(void* S, i64 i, float4 v) {
 template <int SK>
 __device__ __forceinline__ void* hcs_tok(void* S, int t, int N, int D) {
     return SK == HC_S_F32 ? (void*)((float*)S + (i64)t * N * D) : (void*)((u16*)S + (i64)t * N * D);
+}
+
+// Four consecutive values (float4 index f) of an f32 array, or of an f16 one (GH: the expert
+// GEMMs' GQ_FLAG_Y16 outputs, read by moe_mid and the hc_post MoE sum), widened exactly.
+template <bool GH>
+__device__ __forceinline__ float4 mid_ld4(const void* p, i64 f) {
+    if (!GH) return ((const float4*)p)[f];
+    const uint2 v = ((const uint2*)p)[f];
+    return make_float4(h2f((u16)v.x), h2f((u16)(v.x >> 16)), h2f((u16)v.y), h2f((u16)(v.y >> 16)));
 }
 
 // s16: the state's storage (HC_S_*).
@@ -156,15 +165,17 @@ __device__ __forceinline__ float moe_sum_at(const float* __restrict__ ypair, con
 // y: the layer output added by hc_post, the sum of ny consecutive D-rows per token (y == 0:
 // none); with pair_of (prefill's MoE output, DS4_FUSE_COMBINE) instead moe_combine's sum
 // computed here (moe_sum_at: y = ypair, ny = K slots per token, shared = the shared
-// expert's rows), so the combined row is never written.
+// expert's rows), so the combined row is never written. y16: f16 slot rows, which only the
+// hc_post_mma kernels read (session.rs checks; here a trap).
 extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const float* __restrict__ y,
                                                               const float* __restrict__ post,
                                                               const float* __restrict__ comb,
                                                               const u16* __restrict__ fn, int M, int D, int N,
                                                               float* pdot, double* pss, int ny, int T, int tt,
                                                               const int* __restrict__ pair_of,
-                                                              const float* __restrict__ shared) {
+                                                              const float* __restrict__ shared, int y16) {
     PDL_ENTRY;
+    if (y16) __trap();
     __shared__ float4 fsh[MAXM][32];
     int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     int d = sp * 32 + lane;
@@ -239,7 +250,10 @@ __device__ __forceinline__ float4 sum_strided4(const float* __restrict__ p, i64 
     }
     return s;
 }
-__device__ __forceinline__ float4 moe_sum_at4(const float* __restrict__ ypair, const int* __restrict__ pair_of,
+// YH: the slot rows are f16 (the down GEMM's GQ_FLAG_Y16 output, DS4_EXP_Y16), widened exactly
+// and added as the f32 ones are.
+template <bool YH>
+__device__ __forceinline__ float4 moe_sum_at4(const void* __restrict__ ypair, const int* __restrict__ pair_of,
                                               const float* __restrict__ shared, int K, int D, int t, int d) {
     const int* po = pair_of + t * K;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -249,7 +263,7 @@ __device__ __forceinline__ float4 moe_sum_at4(const float* __restrict__ ypair, c
 #pragma unroll
         for (int u = 0; u < 8; u++) sl[u] = i0 + u < K ? po[i0 + u] : 0;
 #pragma unroll
-        for (int u = 0; u < 8; u++) r[u] = i0 + u < K ? *(const float4*)(ypair + (i64)sl[u] * D + d) : make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int u = 0; u < 8; u++) r[u] = i0 + u < K ? mid_ld4<YH>(ypair, ((i64)sl[u] * D + d) >> 2) : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
         for (int u = 0; u < 8; u++)
             if (i0 + u < K) add4(acc, r[u]);
@@ -268,12 +282,13 @@ __device__ __forceinline__ float4 moe_sum_at4(const float* __restrict__ ypair, c
 template <bool FULL, int SK = HC_S_F32>
 __device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], void* St, const float* __restrict__ y, const float* __restrict__ post,
                                                const float* __restrict__ comb, int N, int D, int ny, int t, int d0,
-                                               const int* __restrict__ pair_of, const float* __restrict__ shared) {
+                                               const int* __restrict__ pair_of, const float* __restrict__ shared, int y16) {
     float4 sv[4];
 #pragma unroll
     for (int a = 0; a < 4; a++) sv[a] = (FULL || a < N) ? hcs_ld4<SK>(St, (i64)a * D + d0) : make_float4(0.f, 0.f, 0.f, 0.f);
     if (y) {
-        const float4 yd = pair_of ? moe_sum_at4(y, pair_of, shared, ny, D, t, d0) : sum_strided4(y + (i64)t * ny * D + d0, D, ny);
+        const float4 yd = pair_of ? (y16 ? moe_sum_at4<true>(y, pair_of, shared, ny, D, t, d0) : moe_sum_at4<false>(y, pair_of, shared, ny, D, t, d0))
+                                  : sum_strided4(y + (i64)t * ny * D + d0, D, ny);
         const float yv[4] = {yd.x, yd.y, yd.z, yd.w};
         float pv[4], cv[4][4];
 #pragma unroll
@@ -330,8 +345,9 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(float* S, const f
                                                                const u16* __restrict__ fn, int M, int D, int N,
                                                                float* pdot, double* pss, int ny, int T, int tt,
                                                                const int* __restrict__ pair_of,
-                                                               const float* __restrict__ shared) {
+                                                               const float* __restrict__ shared, int y16) {
     PDL_ENTRY;
+    if (y16) __trap();  // (as hc_post_mix)
     __shared__ float4 fsh[MAXM][4][32];
     const int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int d0 = sp * 128 + 4 * lane;
@@ -347,7 +363,7 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(float* S, const f
     const int t1 = min(T, (int)(blockIdx.y + 1) * tt);
     for (int t = blockIdx.y * tt + w; t < t1; t += HCP_WARPS) {
         float nv[4][4];  // [stream][column]
-        const double ss = hc_post4_tok<false>(nv, S + (i64)t * N * D, y, post, comb, N, D, ny, t, d0, pair_of, shared);
+        const double ss = hc_post4_tok<false>(nv, S + (i64)t * N * D, y, post, comb, N, D, ny, t, d0, pair_of, shared, 0);
         float v[MAXM];
 #pragma unroll
         for (int m = 0; m < MAXM; m++) {
@@ -405,7 +421,7 @@ template <int NT, int SK = HC_S_F32>
 __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                  const float* __restrict__ comb, const u16* __restrict__ fn, int M, int D, int N,
                                                  float* pdot, double* pss, int ny, int T, int tt, const int* __restrict__ pair_of,
-                                                 const float* __restrict__ shared) {
+                                                 const float* __restrict__ shared, int y16) {
     constexpr int TG = 8 * NT;  // tokens per group
     extern __shared__ float hsm[];
     float* Bs = hsm;
@@ -440,7 +456,7 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
             const int tl = NT * w + u, t = t0 + tl;
             float nv[4][4];  // [stream][column]
             if (t < t1) {
-                double ss = hc_post4_tok<true, SK>(nv, hcs_tok<SK>(S, t, N, D), y, post, comb, N, D, ny, t, d0, pair_of, shared);
+                double ss = hc_post4_tok<true, SK>(nv, hcs_tok<SK>(S, t, N, D), y, post, comb, N, D, ny, t, d0, pair_of, shared, y16);
 #pragma unroll
                 for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
                 if (lane == 0) pss[(i64)t * nsplit + sp] = ss;
@@ -500,9 +516,9 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
 extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                                  const float* __restrict__ comb, const u16* __restrict__ fn, int M,
                                                                  int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                 const int* __restrict__ pair_of, const float* __restrict__ shared) {
+                                                                 const int* __restrict__ pair_of, const float* __restrict__ shared, int y16) {
     PDL_ENTRY;
-    hc_post_mma_body<2>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared);
+    hc_post_mma_body<2>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16);
 }
 // 8-token groups (the default; `DS4_HC_MMA8=0`: hc_post_mma): half the state and partials in
 // shared memory (48.5 KB) and 8 accumulators instead of 16, so four blocks per SM at 64
@@ -511,24 +527,24 @@ extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const
 extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                                   const float* __restrict__ comb, const u16* __restrict__ fn, int M,
                                                                   int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                  const int* __restrict__ pair_of, const float* __restrict__ shared) {
+                                                                  const int* __restrict__ pair_of, const float* __restrict__ shared, int y16) {
     PDL_ENTRY;
-    hc_post_mma_body<1>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared);
+    hc_post_mma_body<1>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16);
 }
 // hc_post_mma8 on a 16-bit state (`DS4_HC_S16`; S points at u16 values): _h f16, _b bf16.
 extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_h(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                                     const float* __restrict__ comb, const u16* __restrict__ fn, int M,
                                                                     int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                    const int* __restrict__ pair_of, const float* __restrict__ shared) {
+                                                                    const int* __restrict__ pair_of, const float* __restrict__ shared, int y16) {
     PDL_ENTRY;
-    hc_post_mma_body<1, HC_S_F16>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared);
+    hc_post_mma_body<1, HC_S_F16>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16);
 }
 extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_b(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                                     const float* __restrict__ comb, const u16* __restrict__ fn, int M,
                                                                     int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                    const int* __restrict__ pair_of, const float* __restrict__ shared) {
+                                                                    const int* __restrict__ pair_of, const float* __restrict__ shared, int y16) {
     PDL_ENTRY;
-    hc_post_mma_body<1, HC_S_BF16>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared);
+    hc_post_mma_body<1, HC_S_BF16>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16);
 }
 
 // 1/x for the Sinkhorn iterations: the hardware reciprocal plus one Newton step (within an
@@ -2670,6 +2686,7 @@ __device__ __forceinline__ float moe_mid_at(const float* __restrict__ g, const f
 // perm 3's lanes were 128 bytes apart, so every instruction touched 32 lines: 2.0 TB/s at 8K
 // tokens, session 19), packs its pairs into the warp's 2 KB of shared memory at their K-order
 // places, and the warp stores the 2 KB as 512 contiguous bytes per instruction. 256 threads.
+// perm == 6: perm 4 reading g and u as f16 (the expert GEMMs' GQ_FLAG_Y16 outputs).
 // The mids of values 4c .. 4c + 3 of a 32-value block (quad c; g, u as float4, times w when
 // weighted), packed as the logical f16 pairs 2c, 2c + 1 at their gemm_qr K-order places
 // qr_kpos(4c) / 2, qr_kpos(4c + 2) / 2 of the block's 16 words `o` (perm 3 and 4).
@@ -2683,7 +2700,8 @@ __device__ __forceinline__ void moe_mid_quad(float4 a, float4 b, float clamp, bo
     o[qr_kpos(4 * c + 2) >> 1] = pack_h2(m2, m3);
 }
 #define MID_W_WARPS 8
-__device__ __forceinline__ void moe_mid_warp(const float* __restrict__ g, const float* __restrict__ u,
+template <bool GH>
+__device__ __forceinline__ void moe_mid_warp(const void* __restrict__ g, const void* __restrict__ u,
                                              const float* __restrict__ pw, int n, int F, float clamp, u16* mid16) {
     __shared__ u32 st[MID_W_WARPS][32 * 16];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -2696,8 +2714,8 @@ __device__ __forceinline__ void moe_mid_warp(const float* __restrict__ g, const 
     for (int q = 0; q < 8; q++) {
         const i64 b = b0 + 4 * q + (lane >> 3);
         const i64 f = b0 * 8 + lane + 32 * q;  // float4 index
-        ga[q] = b < nb ? ((const float4*)g)[f] : make_float4(0.f, 0.f, 0.f, 0.f);
-        ua[q] = b < nb ? ((const float4*)u)[f] : make_float4(0.f, 0.f, 0.f, 0.f);
+        ga[q] = b < nb ? mid_ld4<GH>(g, f) : make_float4(0.f, 0.f, 0.f, 0.f);
+        ua[q] = b < nb ? mid_ld4<GH>(u, f) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
     const int c = lane & 7;  // the lane's quad within each of its blocks
 #pragma unroll
@@ -2720,7 +2738,11 @@ extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __r
     PDL_ENTRY;
     i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (perm == 4) {
-        moe_mid_warp(g, u, pw, n, F, clamp, mid16);
+        moe_mid_warp<false>(g, u, pw, n, F, clamp, mid16);
+        return;
+    }
+    if (perm == 6) {  // perm 4 with g and u in f16 (DS4_EXP_Y16; 8-byte aligned)
+        moe_mid_warp<true>(g, u, pw, n, F, clamp, mid16);
         return;
     }
     if (perm == 3) {

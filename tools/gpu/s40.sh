@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Session 40's device calls, `bash tools/gpu/s40.sh 1|2`. Carry .gpu/{fix.tgz,ds4-bench,ds4-gguf,kz}
+# and .gpu/base (main at 04fe2d1, session 39's final commit: `BASE=04fe2d1 bash tools/gpu/prep.sh`).
+# 1: the kernel bench rows of this session's three opt-in changes, each checked bit for bit
+#    against the f32 path on the same values: hcp (hc_s16: the 16-bit hc state; exp_y16: the
+#    f16 slot rows in hc_post_mma8's MoE sum, moe_mid on f16 g / u) and exp at 2K (uniform) /
+#    8K (skewed) with DS4_QS_SPLIT=3 (session 39's gemm_qs4 rows, and y16: the GEMMs' f16
+#    outputs), plus the base binary's exp at 2K (gemm_qs2's time before the Y16 epilogue). Then
+#    the fixtures under the new switches (fast-vs-reference lines: their deviation), then 8K
+#    prompts alternating the base binary and the new one under each setting (t/s; md5 of the
+#    greedy tokens: the default must equal the base's).
+# 2: the committed sweep with the settings call 1 picks (SET="VAR=v ..."), the fixtures of that
+#    setting, and 2K / 64K prompts against the base.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+setup_caches
+synth_start
+BASE_BIN=.gpu/base/ds4-bench
+call=${1:?usage: s40.sh 1|2}
+if [ "$call" = 1 ]; then
+  echo "== kbench hcp T=8192"
+  DS4_KBENCH=hcp DS4_KBENCH_T=8192 timeout 120 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_hcp.txt" \
+    | grep -E "hc_s16|exp_y16|hc_post_mma8|FAIL|rror|panic"
+  export DS4_KBENCH_NOBLAS=1
+  kx() {  # kx BIN T "ENV" TAG
+    echo "== kbench exp $1 T=$2 $3"
+    env $3 DS4_KBENCH=exp DS4_KBENCH_T=$2 timeout 120 "$1" --kernel-bench 2>&1 | tee "$OUT/kbench_exp_$4.txt" \
+      | grep -E "^exp_|grouped_q|y16|routing|FAIL|rror|panic"
+  }
+  kx "$BIN" 2048 DS4_QS_SPLIT=3 uni3
+  kx "$BASE_BIN" 2048 X=1 base_uni
+  kx "$BIN" 8192 "DS4_KBENCH_SKEW=1 DS4_QS_SPLIT=3" skew3
+  unset DS4_KBENCH_NOBLAS
+  fixtures_in "DS4_HC_S16=1 DS4_EXP_Y16=1" "DS4_HC_S16=2" "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
+  synth_wait
+  pb() {  # pb BIN "ENV": prompt_ab with another binary
+    BIN=$1 prompt_ab "$2" 8192 | sed "s|^|$(basename "$(dirname "$1")") |" | tee -a "$OUT/p8k.txt"
+  }
+  for i in 1 2; do
+    pb "$BASE_BIN" X=1
+    pb "$BIN" X=1
+    pb "$BIN" "DS4_HC_S16=1 DS4_EXP_Y16=1"
+    pb "$BIN" DS4_HC_S16=1
+    pb "$BIN" DS4_EXP_Y16=1
+    pb "$BIN" "DS4_HC_S16=1 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
+  done
+else
+  SET=${SET:-X=1}
+  synth_wait
+  echo "== sweep with $SET"
+  env $SET timeout 150 "$BIN" --cuda -m "$M" --random-prompt 65700 --ctx-start 2048 --ctx-max 65536 --step-incr 8192 \
+    --gen-tokens 64 --csv "$OUT/h200_q2.csv" 2>&1 | tr '\r' '\n' | grep -E "^ctx|TB/s|rror|panic" | tail -14
+  fixtures_in "$SET"
+  for c in 2048 65536; do
+    BIN=$BASE_BIN prompt_ab X=1 $c
+    prompt_ab "$SET" $c
+  done
+fi
