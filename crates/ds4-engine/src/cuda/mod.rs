@@ -43,6 +43,8 @@ pub mod kbench;
 pub mod driver;
 pub mod session;
 pub mod weights;
+#[cfg(test)]
+mod split_test;
 
 pub use backend::CudaBackend;
 pub use dims::Dims;

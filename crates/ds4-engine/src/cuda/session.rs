@@ -2252,6 +2252,32 @@ pub(crate) fn qs_split() -> usize {
     })
 }
 
+/// The launches of a split gemm_qs (GqKernel::QsSplit) on weights of type `ty` under split
+/// mode `mode` (qs_split): (kernel, the flags it adds), the shortest remainders' launch first
+/// (gemm_qs4's, up to 64 tokens, in modes 3 / 4 for qs4_type_ok's types; else gemm_qs2's, up
+/// to 128), then gemm_qs's (its full tiles and remainders over 128), then in the three-way
+/// form gemm_qs2's 65-128. Every (token, row) of every group is in exactly one launch's tiles
+/// (matmul.cuh gq_split_rem; checked on the host by the test split_plan_covers_each_token_once).
+pub(crate) fn qs_split_plan(ty: i32, mode: usize) -> Vec<(GqKernel, i32)> {
+    if mode >= 3 && qs4_type_ok(ty) {
+        vec![(GqKernel::Qs4, GQ_FLAG_LO | GQ_FLAG_S64), (GqKernel::Qs, GQ_FLAG_HI), (GqKernel::Qs2, GQ_FLAG_LO | GQ_FLAG_MIDB)]
+    } else {
+        vec![(GqKernel::Qs2, GQ_FLAG_LO), (GqKernel::Qs, GQ_FLAG_HI)]
+    }
+}
+
+/// Token and row tile of a gemm_qr / gemm_qs kernel (matmul.cuh: NX = QS_NX / MB tokens, BM =
+/// 128 MB rows); None for the mma.sync gemm_q.
+pub(crate) fn gq_tile_shape(kind: GqKernel) -> Option<(usize, usize)> {
+    let mb = match kind {
+        GqKernel::Mma => return None,
+        GqKernel::Qr | GqKernel::Qs | GqKernel::QsSplit => 1,
+        GqKernel::Qr2 | GqKernel::Qs2 => 2,
+        GqKernel::Qs4 => 4,
+    };
+    Some((QS_NX / mb, 128 * mb))
+}
+
 /// The split gemm_qs's shortest-remainder launch on the side stream (`DS4_QS_FORK=1`; read
 /// once; not measured yet).
 pub(crate) fn qs_fork_on() -> bool {
@@ -2291,25 +2317,19 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         if a.grp_off == 0 || !qr_sched_dyn() {
             return launch_gemm_q_kernel(gpu, a, ngroups, bn, GqKernel::Qs);
         }
-        // the shortest remainders' launch: gemm_qs4's (up to 64 tokens) or gemm_qs2's (128)
-        let three = qs_split() >= 3 && qs4_type_ok(a.w.ty);
-        let (lo_kind, lo_flags) = if three { (GqKernel::Qs4, GQ_FLAG_LO | GQ_FLAG_S64) } else { (GqKernel::Qs2, GQ_FLAG_LO) };
+        let plan = qs_split_plan(a.w.ty, qs_split());
+        let (lo_kind, lo_flags) = plan[0];
         let lo = GemmArgs { flags: a.flags | lo_flags, ..a };
-        // with DS4_QS_FORK=1 on the side stream, beside the others (its own tile counter): the
-        // launches' tails overlap instead of leaving SMs idle in turn
+        // with DS4_QS_FORK=1 the shortest remainders' launch on the side stream, beside the
+        // others (its own tile counter): the launches' tails overlap instead of leaving SMs
+        // idle in turn
         let fork = qs_fork_on() && !gpu.is_on_side() && gpu.fork()?;
         if fork {
             let r = launch_gemm_q_kernel(gpu, lo, ngroups, bn, lo_kind);
             gpu.to_main();
             r?;
         }
-        let main = launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_HI, ..a }, ngroups, bn, GqKernel::Qs).and_then(|_| {
-            if three {
-                launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | GQ_FLAG_LO | GQ_FLAG_MIDB, ..a }, ngroups, bn, GqKernel::Qs2)
-            } else {
-                Ok(())
-            }
-        });
+        let main = plan[1..].iter().try_for_each(|&(kind, f)| launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | f, ..a }, ngroups, bn, kind));
         // (the branch is joined whatever the main launches returned)
         return if fork { main.and(gpu.join()) } else { main.and_then(|_| launch_gemm_q_kernel(gpu, lo, ngroups, bn, lo_kind)) };
     }
@@ -2319,17 +2339,13 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     if kind == GqKernel::Mma && bn != 64 && bn != 128 {
         return Err(CudaError::Other(format!("gemm_q: token tiles of 64 or 128, not {bn}")));
     }
-    // gemm_qr / gemm_qr2: 64-row blocks per warpgroup (tile rows 128 * mb, up to 256 / mb tokens)
-    let mb = match kind {
-        GqKernel::Mma => 0,
-        GqKernel::Qr | GqKernel::Qs | GqKernel::QsSplit => 1,
-        GqKernel::Qr2 | GqKernel::Qs2 => 2,
-        GqKernel::Qs4 => 4,
-    };
+    // gemm_qr / gemm_qs: 64-row blocks per warpgroup (tile rows 128 * mb, up to 256 / mb tokens)
+    let shape = gq_tile_shape(kind);
+    let mb = shape.map_or(0, |(_, bm)| bm / 128);
     if mb > 0 && (a.flags & GQ_FLAG_XH == 0 || !mvq_type_ok(a.w.ty)) {
         return Err(CudaError::Other("gemm_qr: f16 activations and a block-quant type only".into()));
     }
-    let (bm, bn) = if mb > 0 { (128 * mb, 256 / mb) } else { (128, bn) };
+    let (bm, bn) = shape.map_or((128, bn), |(nx, bm)| (bm, nx));
     let ng = if a.grp_off != 0 { ngroups.max(1) } else { 1 };
     let xbytes = if a.flags & GQ_FLAG_XH != 0 { 2 } else { 4 };
     let raw = gq_raw_bytes(a.w.ty);
