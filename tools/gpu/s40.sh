@@ -17,34 +17,32 @@ cd "$(dirname "$0")/../.."
 setup_caches
 synth_start
 BASE_BIN=.gpu/base/ds4-bench
+# each binary's own kernel cache (setup_caches unpacked both)
+kc() { if [ "$1" = "$BASE_BIN" ]; then echo "$PWD/.gpu/base/kcache"; else echo "$PWD/.gpu/kcache"; fi; }
 call=${1:?usage: s40.sh 1|2}
 if [ "$call" = 1 ]; then
+  # (in order of what matters most if the call is cut short: each result is in $OUT as it comes)
   echo "== kbench hcp T=8192"
   DS4_KBENCH=hcp DS4_KBENCH_T=8192 timeout 120 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_hcp.txt" \
     | grep -E "hc_s16|exp_y16|hc_post_mma8|FAIL|rror|panic"
-  export DS4_KBENCH_NOBLAS=1
   kx() {  # kx BIN T "ENV" TAG
     echo "== kbench exp $1 T=$2 $3"
-    env $3 DS4_KBENCH=exp DS4_KBENCH_T=$2 timeout 120 "$1" --kernel-bench 2>&1 | tee "$OUT/kbench_exp_$4.txt" \
+    env DS4_KERNEL_CACHE="$(kc "$1")" $3 DS4_KBENCH_NOBLAS=1 DS4_KBENCH=exp DS4_KBENCH_T=$2 timeout 120 "$1" --kernel-bench 2>&1 | tee "$OUT/kbench_exp_$4.txt" \
       | grep -E "^exp_|grouped_q|y16|routing|FAIL|rror|panic"
   }
-  kx "$BIN" 2048 DS4_QS_SPLIT=3 uni3
-  kx "$BASE_BIN" 2048 X=1 base_uni
   kx "$BIN" 8192 "DS4_KBENCH_SKEW=1 DS4_QS_SPLIT=3" skew3
-  unset DS4_KBENCH_NOBLAS
   fixtures_in "DS4_HC_S16=1 DS4_EXP_Y16=1" "DS4_HC_S16=2" "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
   synth_wait
-  pb() {  # pb BIN "ENV": prompt_ab with another binary
-    BIN=$1 prompt_ab "$2" 8192 | sed "s|^|$(basename "$(dirname "$1")") |" | tee -a "$OUT/p8k.txt"
+  pb() {  # pb BIN "ENV": prompt_ab (8K) with that binary, tagged with its folder
+    DS4_KERNEL_CACHE="$(kc "$1")" BIN=$1 prompt_ab "$2" 8192 | sed "s|^|$(basename "$(dirname "$1")") |" | tee -a "$OUT/p8k.txt"
   }
-  for i in 1 2; do
-    pb "$BASE_BIN" X=1
-    pb "$BIN" X=1
-    pb "$BIN" "DS4_HC_S16=1 DS4_EXP_Y16=1"
-    pb "$BIN" DS4_HC_S16=1
-    pb "$BIN" DS4_EXP_Y16=1
-    pb "$BIN" "DS4_HC_S16=1 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
+  for m in X=1 "DS4_HC_S16=1 DS4_EXP_Y16=1" DS4_HC_S16=1 DS4_EXP_Y16=1 "DS4_HC_S16=1 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"; do
+    [ "$m" = X=1 ] && pb "$BASE_BIN" X=1
+    pb "$BIN" "$m"
   done
+  kx "$BIN" 2048 DS4_QS_SPLIT=3 uni3
+  kx "$BASE_BIN" 2048 X=1 base_uni
+  pb "$BASE_BIN" X=1; pb "$BIN" X=1; pb "$BIN" "DS4_HC_S16=1 DS4_EXP_Y16=1"
 else
   SET=${SET:-X=1}
   synth_wait
@@ -53,7 +51,7 @@ else
     --gen-tokens 64 --csv "$OUT/h200_q2.csv" 2>&1 | tr '\r' '\n' | grep -E "^ctx|TB/s|rror|panic" | tail -14
   fixtures_in "$SET"
   for c in 2048 65536; do
-    BIN=$BASE_BIN prompt_ab X=1 $c
+    DS4_KERNEL_CACHE="$(kc "$BASE_BIN")" BIN=$BASE_BIN prompt_ab X=1 $c
     prompt_ab "$SET" $c
   done
 fi
