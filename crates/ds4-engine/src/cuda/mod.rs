@@ -46,6 +46,26 @@ pub mod weights;
 #[cfg(test)]
 mod split_test;
 
+/// The index of the `}` matching the `{` at `open` in kernel source text (the tests that read
+/// the kernels' text: every_kernel_waits_for_its_predecessor, split_test).
+#[cfg(test)]
+fn brace_end(src: &str, open: usize) -> usize {
+    let mut depth = 0;
+    for (k, c) in src[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return open + k;
+                }
+            }
+            _ => {}
+        }
+    }
+    panic!("unbalanced braces from byte {open}");
+}
+
 pub use backend::CudaBackend;
 pub use dims::Dims;
 pub use driver::{CudaError, Gpu};
@@ -179,21 +199,7 @@ mod tests {
         for (i, _) in src.match_indices("extern \"C\" __global__") {
             let open = i + src[i..].find('{').unwrap();
             // the kernel body: up to the matching brace
-            let mut depth = 0;
-            let mut end = open;
-            for (k, c) in src[open..].char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            end = open + k;
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            let end = super::brace_end(&src, open);
             let body = &src[open + 1..end];
             let name = src[i..open].split('(').next().unwrap().split_whitespace().last().unwrap().to_string();
             let first = body.trim_start();

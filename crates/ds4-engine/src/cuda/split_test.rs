@@ -32,20 +32,7 @@ fn device_fn(src: &str, name: &str) -> String {
         start = prev0;
     }
     let open = at + src[at..].find('{').unwrap();
-    let mut depth = 0;
-    for (k, c) in src[open..].char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return src[start..=open + k].to_string();
-                }
-            }
-            _ => {}
-        }
-    }
-    panic!("{name}: unbalanced braces");
+    src[start..=super::brace_end(src, open)].to_string()
 }
 
 /// `struct NAME { ... };` from `src`.
