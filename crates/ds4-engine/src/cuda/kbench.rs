@@ -2416,7 +2416,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         let fnb = gpu.alloc(fnv.len() * 2)?;
         gpu.htod(fnb.ptr, &fnv)?;
         let (pdot, pss) = (gpu.alloc(t * split * m * 4)?, gpu.alloc(t * split * 8)?);
-        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, gs: 0, z: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32 };
+        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, gs: 0, z: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32, sat: 0 };
         // y = 0 keeps S unchanged, so every repetition sees the same input
         let run = || launch_hc_post_mix(gpu, &b, t, 0, ny, fnb.ptr, m);
         run()?;
@@ -2655,7 +2655,8 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
 /// f16 mixing weights, also at `fn_ptr`). Then
 /// hc_finish (`fw`: the FFN side's finish with both f16 copies, outputs `outs`: xn and the two
 /// copies) on the 16-bit state against the f32 finish on its widened values, the same partials:
-/// xn, the copies, post and comb the same bits. Times of each.
+/// xn, the copies, post and comb the same bits. Times of each. For f16 also the saturation
+/// flag (HcBufs::sat): 0 after the cases above, 1 after a step driven past 65504.
 #[allow(clippy::too_many_arguments)]
 fn hc_s16_rows(
     gpu: &Gpu,
@@ -2723,6 +2724,30 @@ fn hc_s16_rows(
                 ms32 / ms16.max(1e-9),
                 s16.len(),
                 if sdiff == 0 && rm < 1e-5 && rq < 1e-9 { "" } else { "  FAIL" }
+            );
+        }
+        if sk == HC_S_F16 {
+            // the saturation flag (CudaSession::hc_sat_check): clear on the [-1, 1] state, set
+            // once a new value passes 65504 (a state of 20000 everywhere, post and comb all
+            // ones: new values ~80000)
+            let flag = gpu.alloc_zeroed(4)?;
+            let bs = HcBufs { sat: flag.ptr, ..b16 };
+            let read = || -> Result<i32> {
+                let mut f = [0i32; 1];
+                gpu.dtoh(&mut f, flag.ptr)?;
+                Ok(f[0])
+            };
+            gpu.htod(sb.ptr, &s16h)?;
+            (cases[0].1)(&bs)?;
+            let f0 = read()?;
+            gpu.htod(sb.ptr, &vec![pack(20000.0); t * n * d])?;
+            gpu.htod(bm.post, &vec![1f32; t * n])?;
+            gpu.htod(bm.comb, &vec![1f32; t * n * n])?;
+            (cases[0].1)(&bs)?;
+            let f1 = read()?;
+            println!(
+                "hc_s16 f16 saturation flag T={t}: {f0} on the [-1, 1] state, {f1} on a state driven past 65504{}",
+                if f0 == 0 && f1 == 1 { "" } else { "  FAIL" }
             );
         }
         // hc_finish: the partials of the 16-bit state (y = 0), then each finish on its state
@@ -2892,7 +2917,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
             // (the decode configuration: the Sinkhorn deferred to a later launch)
             let z = bufs[9].ptr;
             let gsp = if gs { bufs[10].ptr } else { 0 };
-            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: gsp, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32 };
+            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: gsp, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32, sat: 0 };
             Ok((b, bufs))
         };
         let (bo, so) = state(false)?;

@@ -219,6 +219,9 @@ pub(crate) struct HcBufs {
     /// S's storage (model.cuh HC_S_*): HC_S_F32, or prefill's 16-bit state (`DS4_HC_S16`:
     /// hc_post_mma8_h / _b and hc_finish's HCF_S_* read and write it)
     pub s16: u8,
+    /// one i32 that hc_post_mma8_h sets when its f16 state saturates (0: none; see
+    /// CudaSession::hc_sat_check)
+    pub sat: DevPtr,
 }
 
 /// The hc state's storage (model.cuh HC_S_F32 / HC_S_F16 / HC_S_BF16; asserted equal by the
@@ -228,6 +231,10 @@ pub(crate) const HC_S_F16: u8 = 1;
 pub(crate) const HC_S_BF16: u8 = 2;
 pub(crate) const HCF_S_F16: i32 = 16;
 pub(crate) const HCF_S_BF16: i32 = 32;
+
+/// Set once an f16 hc state saturated in some prefill (CudaSession::hc_sat_check): every later
+/// prefill of the process keeps the state in f32.
+static HC_S16_SATURATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Bytes of one hc state value in storage `s16`.
 pub(crate) fn hc_s_bytes(s16: u8) -> usize {
@@ -247,6 +254,9 @@ pub(crate) fn hc_s_bytes(s16: u8) -> usize {
 /// (f16: 11 bits, saturating at 65504; bf16: 8 bits); the fixtures' fast-vs-reference lines
 /// measure it. Read once.
 pub(crate) fn hc_s16_mode(n: usize, d: usize) -> u8 {
+    if HC_S16_SATURATED.load(std::sync::atomic::Ordering::Relaxed) {
+        return HC_S_F32;
+    }
     static MODE: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
     let want = *MODE.get_or_init(|| match std::env::var("DS4_HC_S16").as_deref() {
         Ok("1") => HC_S_F16,
@@ -328,7 +338,8 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         .a(HC_TOKENS as i32)
         .a(pair_of)
         .a(shared)
-        .a(y16 as i32);
+        .a(y16 as i32)
+        .a(b.sat);
     // the slice width is the split's (hc_prefill_split): 128 columns (hc_post_mma or
     // hc_post_mix4) or 32
     if b.s16 != HC_S_F32 {
@@ -1790,6 +1801,8 @@ struct Scratch {
     yhead: DevBuf,
     logits: DevBuf,
     amax: DevBuf,
+    /// hc_post_mma8_h's saturation flag (one i32, zero until an f16 state saturates; HcBufs::sat)
+    hc_sat: DevBuf,
     /// attn_dec (decode attention) cross-cluster partials and its counters (zeroed here; every
     /// launch leaves them zero, so graph replays need no reset).
     dec_part: DevBuf,
@@ -2583,6 +2596,7 @@ impl CudaSession {
             logits: f4(d.vocab)?,
             // argmax_excl's index, ticket and 64-bit key (zero between launches)
             amax: gpu.alloc_zeroed(16)?,
+            hc_sat: gpu.alloc_zeroed(4)?,
             dec_part: f4(attn_dec_bufs(d.h, d.dh).0)?,
             dec_cnt: gpu.alloc_zeroed(attn_dec_bufs(d.h, d.dh).1 * 4)?,
         };
@@ -3064,6 +3078,7 @@ impl CudaSession {
             split: self.hc_split,
             mma: false,
             s16: HC_S_F32,
+            sat: sc.hc_sat.ptr,
             d: d.d,
             n: d.n_hc,
             eps: d.rms_eps,
@@ -3802,9 +3817,33 @@ impl CudaSession {
                 self.head_last(t - 1, t)?;
             }
             self.gpu().sync()?;
+            self.hc_sat_check(t)?;
             self.tokens.extend_from_slice(chunk);
             self.logits_host = None;
             self.has_logits = true;
+        }
+        Ok(())
+    }
+
+    /// After a prefill batch of `t` tokens (synchronized): if its f16 hc state saturated (a
+    /// value past 65504: the real model's residual stream left f16's range), say so and keep
+    /// the state in f32 for every later prefill (this batch's values were clamped there, not
+    /// infinite). A guard for `DS4_HC_S16=1`, whose cost the random-weight fixtures cannot show
+    /// for real weights.
+    fn hc_sat_check(&self, t: usize) -> Result<()> {
+        if self.hc_s16(t) != HC_S_F16 {
+            return Ok(());
+        }
+        let mut f = [0i32; 1];
+        self.gpu().dtoh(&mut f, self.sc.hc_sat.ptr)?;
+        if f[0] != 0 {
+            self.gpu().memset0(self.sc.hc_sat.ptr, 4)?;
+            if !HC_S16_SATURATED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                eprintln!(
+                    "ds4: the f16 hyper-connection state (DS4_HC_S16=1) saturated in a prefill (a value past 65504); \
+                     its logits may be off, and later prefills keep the state in f32 (unset DS4_HC_S16, or use 2 for bf16)"
+                );
+            }
         }
         Ok(())
     }

@@ -166,14 +166,15 @@ __device__ __forceinline__ float moe_sum_at(const float* __restrict__ ypair, con
 // none); with pair_of (prefill's MoE output, DS4_FUSE_COMBINE) instead moe_combine's sum
 // computed here (moe_sum_at: y = ypair, ny = K slots per token, shared = the shared
 // expert's rows), so the combined row is never written. y16: f16 slot rows, which only the
-// hc_post_mma kernels read (session.rs checks; here a trap).
+// hc_post_mma kernels read (session.rs checks; here a trap). hsat (may be null): the word
+// hc_post_mma8_h sets when its f16 state saturates; the f32-state kernels never set it.
 extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const float* __restrict__ y,
                                                               const float* __restrict__ post,
                                                               const float* __restrict__ comb,
                                                               const u16* __restrict__ fn, int M, int D, int N,
                                                               float* pdot, double* pss, int ny, int T, int tt,
                                                               const int* __restrict__ pair_of,
-                                                              const float* __restrict__ shared, int y16) {
+                                                              const float* __restrict__ shared, int y16, int* hsat) {
     PDL_ENTRY;
     if (y16) __trap();
     __shared__ float4 fsh[MAXM][32];
@@ -278,11 +279,12 @@ __device__ __forceinline__ float4 moe_sum_at4(const void* __restrict__ ypair, co
 // state as it is. nv [stream][column]; returns the sum of squares of the 16 values (double,
 // column-major order). FULL: N == 4 is known (no per-stream guards).
 // SK: the state's storage (HC_S_*; St points at token t's state in it): the new values are
-// rounded to it before the sum of squares (and before the caller's partial mixes).
+// rounded to it before the sum of squares (and before the caller's partial mixes); `sat` is
+// set when an f16 state saturated (a new value past 65504).
 template <bool FULL, int SK = HC_S_F32>
 __device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], void* St, const float* __restrict__ y, const float* __restrict__ post,
                                                const float* __restrict__ comb, int N, int D, int ny, int t, int d0,
-                                               const int* __restrict__ pair_of, const float* __restrict__ shared, int y16) {
+                                               const int* __restrict__ pair_of, const float* __restrict__ shared, int y16, bool& sat) {
     float4 sv[4];
 #pragma unroll
     for (int a = 0; a < 4; a++) sv[a] = (FULL || a < N) ? hcs_ld4<SK>(St, (i64)a * D + d0) : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -307,6 +309,7 @@ __device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], void* St, cons
                     const float sa = c == 0 ? sv[a].x : c == 1 ? sv[a].y : c == 2 ? sv[a].z : sv[a].w;
                     if (FULL || a < N) acc = hc_term(acc, cv[a][b], sa);
                 }
+                if (SK == HC_S_F16) sat |= fabsf(acc) > 65504.f;
                 nv[b][c] = (FULL || b < N) ? hcs_round<SK>(acc) : 0.f;
             }
         }
@@ -345,7 +348,7 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(float* S, const f
                                                                const u16* __restrict__ fn, int M, int D, int N,
                                                                float* pdot, double* pss, int ny, int T, int tt,
                                                                const int* __restrict__ pair_of,
-                                                               const float* __restrict__ shared, int y16) {
+                                                               const float* __restrict__ shared, int y16, int* hsat) {
     PDL_ENTRY;
     if (y16) __trap();  // (as hc_post_mix)
     __shared__ float4 fsh[MAXM][4][32];
@@ -363,7 +366,8 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(float* S, const f
     const int t1 = min(T, (int)(blockIdx.y + 1) * tt);
     for (int t = blockIdx.y * tt + w; t < t1; t += HCP_WARPS) {
         float nv[4][4];  // [stream][column]
-        const double ss = hc_post4_tok<false>(nv, S + (i64)t * N * D, y, post, comb, N, D, ny, t, d0, pair_of, shared, 0);
+        bool sat = false;  // (f32 state: never set)
+        const double ss = hc_post4_tok<false>(nv, S + (i64)t * N * D, y, post, comb, N, D, ny, t, d0, pair_of, shared, 0, sat);
         float v[MAXM];
 #pragma unroll
         for (int m = 0; m < MAXM; m++) {
@@ -421,7 +425,7 @@ template <int NT, int SK = HC_S_F32>
 __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                  const float* __restrict__ comb, const u16* __restrict__ fn, int M, int D, int N,
                                                  float* pdot, double* pss, int ny, int T, int tt, const int* __restrict__ pair_of,
-                                                 const float* __restrict__ shared, int y16) {
+                                                 const float* __restrict__ shared, int y16, int* hsat) {
     constexpr int TG = 8 * NT;  // tokens per group
     extern __shared__ float hsm[];
     float* Bs = hsm;
@@ -449,6 +453,7 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
     }
     const int d0 = c0 + 4 * lane;
     const int tbeg = blockIdx.y * tt, t1 = min(T, tbeg + tt);
+    bool sat = false;
     for (int t0 = tbeg; t0 < t1; t0 += TG) {
         // ---- 1. the new state of tokens t0 + NT w + u, u < NT ----
 #pragma unroll
@@ -456,7 +461,7 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
             const int tl = NT * w + u, t = t0 + tl;
             float nv[4][4];  // [stream][column]
             if (t < t1) {
-                double ss = hc_post4_tok<true, SK>(nv, hcs_tok<SK>(S, t, N, D), y, post, comb, N, D, ny, t, d0, pair_of, shared, y16);
+                double ss = hc_post4_tok<true, SK>(nv, hcs_tok<SK>(S, t, N, D), y, post, comb, N, D, ny, t, d0, pair_of, shared, y16, sat);
 #pragma unroll
                 for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
                 if (lane == 0) pss[(i64)t * nsplit + sp] = ss;
@@ -512,13 +517,15 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
             }
         }
     }
+    // an f16 state that saturated: one flag word for the host (session.rs hc_sat_check)
+    if (SK == HC_S_F16 && hsat && __any_sync(0xffffffffu, sat) && lane == 0) atomicOr(hsat, 1);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                                  const float* __restrict__ comb, const u16* __restrict__ fn, int M,
                                                                  int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                 const int* __restrict__ pair_of, const float* __restrict__ shared, int y16) {
+                                                                 const int* __restrict__ pair_of, const float* __restrict__ shared, int y16, int* hsat) {
     PDL_ENTRY;
-    hc_post_mma_body<2>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16);
+    hc_post_mma_body<2>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16, hsat);
 }
 // 8-token groups (the default; `DS4_HC_MMA8=0`: hc_post_mma): half the state and partials in
 // shared memory (48.5 KB) and 8 accumulators instead of 16, so four blocks per SM at 64
@@ -527,24 +534,24 @@ extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const
 extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                                   const float* __restrict__ comb, const u16* __restrict__ fn, int M,
                                                                   int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                  const int* __restrict__ pair_of, const float* __restrict__ shared, int y16) {
+                                                                  const int* __restrict__ pair_of, const float* __restrict__ shared, int y16, int* hsat) {
     PDL_ENTRY;
-    hc_post_mma_body<1>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16);
+    hc_post_mma_body<1>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16, hsat);
 }
 // hc_post_mma8 on a 16-bit state (`DS4_HC_S16`; S points at u16 values): _h f16, _b bf16.
 extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_h(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                                     const float* __restrict__ comb, const u16* __restrict__ fn, int M,
                                                                     int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                    const int* __restrict__ pair_of, const float* __restrict__ shared, int y16) {
+                                                                    const int* __restrict__ pair_of, const float* __restrict__ shared, int y16, int* hsat) {
     PDL_ENTRY;
-    hc_post_mma_body<1, HC_S_F16>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16);
+    hc_post_mma_body<1, HC_S_F16>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16, hsat);
 }
 extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_b(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                                     const float* __restrict__ comb, const u16* __restrict__ fn, int M,
                                                                     int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                    const int* __restrict__ pair_of, const float* __restrict__ shared, int y16) {
+                                                                    const int* __restrict__ pair_of, const float* __restrict__ shared, int y16, int* hsat) {
     PDL_ENTRY;
-    hc_post_mma_body<1, HC_S_BF16>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16);
+    hc_post_mma_body<1, HC_S_BF16>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16, hsat);
 }
 
 // 1/x for the Sinkhorn iterations: the hardware reciprocal plus one Newton step (within an
