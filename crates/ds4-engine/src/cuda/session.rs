@@ -2004,7 +2004,7 @@ pub(crate) const GQ_FLAG_Y16: i32 = 64;
 /// once (moe_mid; hc_post_mma8's MoE sum): f16 halves ~1.6 GB of traffic per layer (~0.4 ms at
 /// the copy ceiling). Each value is rounded once more (f16, 11 bits; the fixtures'
 /// fast-vs-reference lines measure it). Only where the reader takes f16: moe_mid's warp form
-/// (launch_moe_mid_gu16) and hc_post_mma8 (CudaSession::moe_y16_ok). Read once.
+/// (launch_moe_mid_gu16) and hc_post_mma8 (hc_moe_y16_ok). Read once.
 pub(crate) fn exp_y16() -> (bool, bool) {
     static MODE: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
     *MODE.get_or_init(|| match std::env::var("DS4_EXP_Y16").as_deref() {
@@ -3028,9 +3028,8 @@ impl CudaSession {
     }
 
     /// A routed-expert matrix on the grouped gemm_q with f16 activations `x16` (packed rows
-    /// of `ldx` halfs, read through `gather` when it is not 0; see gq_xh_ok).
-    #[allow(clippy::too_many_arguments)]
-    /// `y16`: y as f16 rows (GQ_FLAG_Y16).
+    /// of `ldx` halfs, read through `gather` when it is not 0; see gq_xh_ok); `y16`: y as f16
+    /// rows (GQ_FLAG_Y16).
     #[allow(clippy::too_many_arguments)]
     fn gemm_exp_xh(&self, w: WMat, x16: DevPtr, ldx: usize, gather: DevPtr, y: DevPtr, ldy: usize, t: usize, qr: Option<GqKernel>, y16: bool) -> Result<()> {
         let d = &self.m.dims;
