@@ -105,7 +105,8 @@ def compare(ref, other):
 def main():
     dirs = sys.argv[1:] or [os.path.join(FIX, "fixtures", "model", m) for m in ("t256-q2", "t256-q4")]
     settings = [("DS4_HC_S16=1 (f16 state)", dict(state=r_f16)), ("DS4_HC_S16=2 (bf16 state)", dict(state=r_bf16)),
-                ("DS4_EXP_Y16=1 (f16 expert outputs)", dict(exp16=True))]
+                ("DS4_EXP_Y16=1 (f16 expert outputs)", dict(exp16=True)),
+                ("DS4_HC_S16=1 DS4_EXP_Y16=1 (both)", dict(state=r_f16, exp16=True))]
     for d in dirs:
         path = os.path.join(d, "model.gguf")
         for case in ("short", "medium"):
