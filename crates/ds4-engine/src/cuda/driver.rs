@@ -29,6 +29,48 @@ pub(crate) fn derr<E: std::fmt::Debug>(ctx: &str) -> impl FnOnce(E) -> CudaError
 }
 
 /// The full kernel source handed to NVRTC (headers inlined: NVRTC has no include path here).
+/// The kernels' constants that session.rs mirrors: (the kernel-source expression, the Rust
+/// name, its value). kernel_source asserts each equal, so a drifted one fails to compile.
+fn shared_constants() -> Vec<(&'static str, &'static str, i64)> {
+    use super::session as s;
+    let rb = |t: ds4_gguf::GgmlType| s::qs_slot_row_bytes(t.id() as i32) as i64;
+    use ds4_gguf::GgmlType::{Iq2Xxs, Q2K, Q4K};
+    vec![
+        ("GR_ST", "GR_ST", s::GR_ST as i64),
+        ("GQ_GREP", "GQ_GREP", s::GQ_GREP as i64),
+        ("QSW<T_IQ2_XXS>::P", "QS_PAIR", s::QS_PAIR as i64),
+        ("QSW<T_Q2_K>::P", "QS_PAIR", s::QS_PAIR as i64),
+        ("QSW<T_Q4_K>::P", "QS_PAIR", s::QS_PAIR as i64),
+        ("QSW<T_IQ2_XXS>::RB", "qs_slot_row_bytes", rb(Iq2Xxs)),
+        ("QSW<T_Q2_K>::RB", "qs_slot_row_bytes", rb(Q2K)),
+        ("QSW<T_Q4_K>::RB", "qs_slot_row_bytes", rb(Q4K)),
+        ("GQ_FLAG_XH", "GQ_FLAG_XH", s::GQ_FLAG_XH as i64),
+        ("GQ_FLAG_HI", "GQ_FLAG_HI", s::GQ_FLAG_HI as i64),
+        ("GQ_FLAG_LO", "GQ_FLAG_LO", s::GQ_FLAG_LO as i64),
+        ("GQ_FLAG_S64", "GQ_FLAG_S64", s::GQ_FLAG_S64 as i64),
+        ("GQ_FLAG_MIDB", "GQ_FLAG_MIDB", s::GQ_FLAG_MIDB as i64),
+        ("GQ_FLAG_Y16", "GQ_FLAG_Y16", s::GQ_FLAG_Y16 as i64),
+        ("GQ_SPLIT_NX", "QS_NX", s::QS_NX as i64),
+        ("HCM_SMEM", "HC_MMA_SMEM", s::HC_MMA_SMEM as i64),
+        ("HCM_SMEM8", "HC_MMA8_SMEM", s::HC_MMA8_SMEM as i64),
+        ("ATW_TR", "ATTN_TW_TRACE", s::ATTN_TW_TRACE as i64),
+        ("IDX_ROWS_PER_BLOCK", "IDX_ROWS_PER_BLOCK", s::IDX_ROWS_PER_BLOCK as i64),
+        ("IDXW_MAX_RPB", "IDXW_MAX_RPB", s::IDXW_MAX_RPB as i64),
+        ("IDT_R", "IDT_R", s::IDT_R as i64),
+        ("IWG_T", "IWG_T", s::IWG_T as i64),
+        ("IWG_R", "IWG_R", s::IWG_R as i64),
+        ("IWG_QB", "IWG_QB", s::IWG_QB as i64),
+        ("TOPK_CL", "TOPK_CL", s::TOPK_CL as i64),
+        ("MAX_JOBS", "MAX_JOBS", s::MAX_JOBS as i64),
+        ("MAXN", "HC_MAXN", s::HC_MAXN as i64),
+        ("HC_S_F32", "HC_S_F32", s::HC_S_F32 as i64),
+        ("HC_S_F16", "HC_S_F16", s::HC_S_F16 as i64),
+        ("HC_S_BF16", "HC_S_BF16", s::HC_S_BF16 as i64),
+        ("HCF_S_F16", "HCF_S_F16", s::HCF_S_F16 as i64),
+        ("HCF_S_BF16", "HCF_S_BF16", s::HCF_S_BF16 as i64),
+    ]
+}
+
 pub fn kernel_source() -> String {
     let grid = include_str!("kernels/iq2xxs_grid.inc");
     let matmul = include_str!("kernels/matmul.cuh").replace("#include \"iq2xxs_grid.inc\"", grid);
@@ -36,43 +78,10 @@ pub fn kernel_source() -> String {
         .iter()
         .map(|(name, size, align)| format!("static_assert(sizeof({name}) == {size} && alignof({name}) == {align}, \"{name}: layout differs from its Rust mirror\");\n"))
         .collect::<String>()
-        + &format!("static_assert(GR_ST == {}, \"GR_ST differs from session.rs\");\n", super::session::GR_ST)
-        + &format!("static_assert(GQ_GREP == {}, \"GQ_GREP differs from session.rs\");\n", super::session::GQ_GREP)
-        + &format!(
-            "static_assert(QSW<T_IQ2_XXS>::P == {p} && QSW<T_Q2_K>::P == {p} && QSW<T_Q4_K>::P == {p} && QSW<T_IQ2_XXS>::RB == {} && QSW<T_Q2_K>::RB == {} && QSW<T_Q4_K>::RB == {}, \"QSW differs from session.rs\");\n",
-            super::session::qs_slot_row_bytes(ds4_gguf::GgmlType::Iq2Xxs.id() as i32),
-            super::session::qs_slot_row_bytes(ds4_gguf::GgmlType::Q2K.id() as i32),
-            super::session::qs_slot_row_bytes(ds4_gguf::GgmlType::Q4K.id() as i32),
-            p = super::session::QS_PAIR
-        )
-        + &format!(
-            "static_assert(GQ_FLAG_XH == {} && GQ_FLAG_HI == {} && GQ_FLAG_LO == {} && GQ_FLAG_S64 == {} && GQ_FLAG_MIDB == {} && GQ_FLAG_Y16 == {} && GQ_SPLIT_NX == {}, \"GQ_FLAG_* differ from session.rs\");\n",
-            super::session::GQ_FLAG_XH,
-            super::session::GQ_FLAG_HI,
-            super::session::GQ_FLAG_LO,
-            super::session::GQ_FLAG_S64,
-            super::session::GQ_FLAG_MIDB,
-            super::session::GQ_FLAG_Y16,
-            super::session::QS_NX
-        )
-        + &format!("static_assert(HCM_SMEM == {}, \"HCM_SMEM differs from session.rs HC_MMA_SMEM\");\n", super::session::HC_MMA_SMEM)
-        + &format!("static_assert(HCM_SMEM8 == {}, \"HCM_SMEM8 differs from session.rs HC_MMA8_SMEM\");\n", super::session::HC_MMA8_SMEM)
-        + &format!("static_assert(ATW_TR == {}, \"ATW_TR differs from session.rs ATTN_TW_TRACE\");\n", super::session::ATTN_TW_TRACE)
-        + &format!("static_assert(IDX_ROWS_PER_BLOCK == {}, \"IDX_ROWS_PER_BLOCK differs from session.rs\");\n", super::session::IDX_ROWS_PER_BLOCK)
-        + &format!("static_assert(IDXW_MAX_RPB == {}, \"IDXW_MAX_RPB differs from session.rs\");\n", super::session::IDXW_MAX_RPB)
-        + &format!("static_assert(IDT_R == {}, \"IDT_R differs from session.rs\");\n", super::session::IDT_R)
-        + &format!("static_assert(IWG_T == {} && IWG_R == {} && IWG_QB == {}, \"IWG_* differ from session.rs\");\n", super::session::IWG_T, super::session::IWG_R, super::session::IWG_QB)
-        + &format!("static_assert(TOPK_CL == {}, \"TOPK_CL differs from session.rs\");\n", super::session::TOPK_CL)
-        + &format!("static_assert(MAX_JOBS == {}, \"MAX_JOBS differs from session.rs\");\n", super::session::MAX_JOBS)
-        + &format!("static_assert(MAXN == {}, \"MAXN differs from session.rs HC_MAXN\");\n", super::session::HC_MAXN)
-        + &format!(
-            "static_assert(HC_S_F32 == {} && HC_S_F16 == {} && HC_S_BF16 == {} && HCF_S_F16 == {} && HCF_S_BF16 == {}, \"HC_S_* / HCF_S_* differ from session.rs\");\n",
-            super::session::HC_S_F32,
-            super::session::HC_S_F16,
-            super::session::HC_S_BF16,
-            super::session::HCF_S_F16,
-            super::session::HCF_S_BF16
-        );
+        + &shared_constants()
+            .iter()
+            .map(|(c, rust, v)| format!("static_assert({c} == {v}, \"{c} differs from session.rs {rust} ({v})\");\n"))
+            .collect::<String>();
     format!(
         "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
         include_str!("kernels/common.cuh"),
@@ -619,6 +628,13 @@ impl Gpu {
         // SAFETY: plain device allocation.
         let ptr = unsafe { dr::malloc_sync(n) }.map_err(derr(&format!("alloc {bytes} bytes")))?;
         Ok(DevBuf { ptr, bytes: n, ctx: self.ctx.clone() })
+    }
+
+    /// A new device buffer holding `src` (alloc + htod).
+    pub fn upload<T: Copy>(&self, src: &[T]) -> Result<DevBuf> {
+        let b = self.alloc(std::mem::size_of_val(src))?;
+        self.htod(b.ptr, src)?;
+        Ok(b)
     }
 
     pub fn alloc_zeroed(&self, bytes: usize) -> Result<DevBuf> {

@@ -420,9 +420,7 @@ fn run_attn_prep(gpu: &Gpu, seed: u64, qq: (u64, u64), sk: super::session::HcSk)
     let mut seed = seed;
     let mut up = |k: usize| -> Result<DevBuf> {
         let v: Vec<f32> = (0..k).map(|_| frand(&mut seed) * 2.0 - 1.0).collect();
-        let b = gpu.alloc(k * 4)?;
-        gpu.htod(b.ptr, &v)?;
-        Ok(b)
+        gpu.upload(&v)
     };
     let (qa, kvp, qn_w, kvn_w, omega) = (up(rq)?, up(dh)?, up(rq)?, up(dh)?, up(r / 2)?);
     let pos = gpu.alloc(4)?;
@@ -445,11 +443,6 @@ fn q8o_check(gpu: &Gpu) -> Result<()> {
     let mut seed = 5u64;
     let mut fails = 0;
     let mut rnd = |n: usize| -> Vec<f32> { (0..n).map(|_| frand(&mut seed) * 2.0 - 1.0).collect() };
-    let up = |v: &[f32]| -> Result<DevBuf> {
-        let b = gpu.alloc(v.len() * 4)?;
-        gpu.htod(b.ptr, v)?;
-        Ok(b)
-    };
     let quant = |x: u64, n: usize| -> Result<(DevBuf, DevBuf)> {
         let (q, d) = (gpu.alloc(n)?, gpu.alloc(n / 32 * 8)?);
         launch_quant_q8(gpu, x, n, 0, 0, q.ptr, d.ptr)?;
@@ -472,7 +465,7 @@ fn q8o_check(gpu: &Gpu) -> Result<()> {
     // out_a: 8 groups of 1024 rows x 4096 columns
     let (g, ro, hg) = (8usize, 1024usize, 4096usize);
     let m = upload_raw_mat(gpu, "out_a", GgmlType::Q8_0, vec![hg as u64, (g * ro) as u64], &random_blocks(GgmlType::Q8_0, hg * g * ro, 77))?;
-    let x = up(&rnd(g * hg))?;
+    let x = gpu.upload(&rnd(g * hg))?;
     let yref = gpu.alloc(g * ro * 4)?;
     let mut jr = [MvJob { x_grp_rows: ro as i32, ..MvJob::plain(m.wmat(), x.ptr, yref.ptr) }];
     JobTable::new(&mut jr)?.run(gpu, 1)?;
@@ -501,12 +494,12 @@ fn q8o_check(gpu: &Gpu) -> Result<()> {
         upload_raw_mat(gpu, "ffn", ty, dims, &random_blocks(ty, d * f * n_exp, s))
     };
     let (ge, ue, gs, us) = (mk(GgmlType::Iq2Xxs, ne, 1)?, mk(GgmlType::Iq2Xxs, ne, 2)?, mk(GgmlType::Q8_0, 1, 3)?, mk(GgmlType::Q8_0, 1, 4)?);
-    let xn = up(&rnd(d))?;
+    let xn = gpu.upload(&rnd(d))?;
     let (qn, qnd) = quant(xn.ptr, d)?;
     let sel: Vec<i32> = vec![5, 0, 7, 2, 3, 6];
     let selb = gpu.alloc(k * 4)?;
     gpu.htod(selb.ptr, &sel)?;
-    let wts = up(&rnd(k).iter().map(|v| v.abs() + 0.1).collect::<Vec<_>>())?;
+    let wts = gpu.upload(&rnd(k).iter().map(|v| v.abs() + 0.1).collect::<Vec<_>>())?;
     let (mid, qm, qmd) = (gpu.alloc((k + 1) * f * 4)?, gpu.alloc((k + 1) * f)?, gpu.alloc((k + 1) * f / 32 * 8)?);
     let mut fr = MvJobQ::paired(ge.wmat(), ue.wmat(), (qn.ptr, qnd.ptr), mid.ptr, 10.0);
     (fr.nslots, fr.sel, fr.wts, fr.yq, fr.yd) = (k as i32, selb.ptr, wts.ptr, qm.ptr, qmd.ptr);
@@ -711,15 +704,10 @@ impl AttnInputs {
             }
             sel[i * topk..(i + 1) * topk].copy_from_slice(&perm[..topk]);
         }
-        let up = |v: &[f32]| -> Result<DevBuf> {
-            let b = gpu.alloc(v.len().max(1) * 4)?;
-            gpu.htod(b.ptr, v)?;
-            Ok(b)
-        };
         let (posb, selb) = (gpu.alloc(t * 4)?, gpu.alloc(sel.len() * 4)?);
         gpu.htod(posb.ptr, &pos)?;
         gpu.htod(selb.ptr, &sel)?;
-        Ok(AttnInputs { s, comp_rows, q: up(&qv)?, raw: up(&rawv)?, comp: up(&compv)?, sinks: up(&sinks)?, omega: up(&omega)?, pos: posb, sel: selb })
+        Ok(AttnInputs { s, comp_rows, q: gpu.upload(&qv)?, raw: gpu.upload(&rawv)?, comp: gpu.upload(&compv)?, sinks: gpu.upload(&sinks)?, omega: gpu.upload(&omega)?, pos: posb, sel: selb })
     }
 
     /// The launch description over these inputs (window `w`, `nsplit` row splits).
@@ -2400,18 +2388,13 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
     for t in bench_ts(&[8192]) {
         let mut seed = 0x4c5f_u64 ^ t as u64;
         let mut uni = |lo: f32, hi: f32, k: usize| -> Vec<f32> { (0..k).map(|_| lo + (hi - lo) * frand(&mut seed)).collect() };
-        let up = |v: &[f32]| -> Result<DevBuf> {
-            let b = gpu.alloc(v.len().max(1) * 4)?;
-            gpu.htod(b.ptr, v)?;
-            Ok(b)
-        };
         let s0h = uni(-1.0, 1.0, t * n * d);
-        let s0 = up(&s0h)?;
+        let s0 = gpu.upload(&s0h)?;
         let (posth, combh, yh) = (uni(0.0, 1.0, t * n), uni(0.0, 0.5, t * n * n), uni(-1.0, 1.0, t * ny * d));
-        let (post, comb, y) = (up(&posth)?, up(&combh)?, up(&yh)?);
+        let (post, comb, y) = (gpu.upload(&posth)?, gpu.upload(&combh)?, gpu.upload(&yh)?);
         // the MoE output: k slot rows per token (ypair), the shared expert's rows
         let k = 6usize;
-        let (yp, shb) = (up(&uni(-1.0, 1.0, t * k * d))?, up(&uni(-1.0, 1.0, t * d))?);
+        let (yp, shb) = (gpu.upload(&uni(-1.0, 1.0, t * k * d))?, gpu.upload(&uni(-1.0, 1.0, t * d))?);
         let fnv: Vec<u16> = uni(-0.05, 0.05, m * n * d).iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
         let fnb = gpu.alloc(fnv.len() * 2)?;
         gpu.htod(fnb.ptr, &fnv)?;
@@ -2475,13 +2458,9 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         let outs = |bb: &HcBufs, f: &dyn Fn() -> Result<()>| -> Result<(Vec<u32>, Vec<f64>, Vec<f64>)> {
             gpu.htod(s0.ptr, &s0h)?;
             f()?;
-            let ns = bb.split;
-            let (mut sv, mut pv, mut qv) = (vec![0u32; t * n * d], vec![0f32; t * ns * m], vec![0u64; t * ns]);
+            let mut sv = vec![0u32; t * n * d];
             gpu.dtoh(&mut sv, s0.ptr)?;
-            gpu.dtoh(&mut pv, pdot.ptr)?;
-            gpu.dtoh(&mut qv, pss.ptr)?;
-            let mix: Vec<f64> = (0..t * m).map(|i| (0..ns).map(|sp| pv[((i / m) * ns + sp) * m + i % m] as f64).sum()).collect();
-            let ss: Vec<f64> = (0..t).map(|tk| (0..ns).map(|sp| f64::from_bits(qv[tk * ns + sp])).sum()).collect();
+            let (mix, ss) = hc_totals(gpu, bb, t, m)?;
             Ok((sv, mix, ss))
         };
         // the largest difference relative to the largest magnitude
@@ -2540,7 +2519,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         }
         gpu.htod(s0.ptr, &s0h)?;
         // hc_finish's f16 copies: the partials of S (y = 0), then the finish both ways
-        let (scb, bab, nob) = (up(&uni(0.5, 1.5, 3))?, up(&uni(-1.0, 1.0, m))?, up(&uni(0.5, 1.5, d))?);
+        let (scb, bab, nob) = (gpu.upload(&uni(0.5, 1.5, 3))?, gpu.upload(&uni(-1.0, 1.0, m))?, gpu.upload(&uni(0.5, 1.5, d))?);
         launch_hc_post_mix(gpu, &b, t, 0, ny, fnb.ptr, m)?;
         let (xo, xw) = (gpu.alloc(t * d * 4)?, gpu.alloc(t * d * 4)?);
         let (ha, hb, hw_a, hw_b) = (gpu.alloc(t * d * 2)?, gpu.alloc(t * d * 2)?, gpu.alloc(t * d * 2)?, gpu.alloc(t * d * 2)?);
@@ -2625,7 +2604,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         // writing the f16 pairs itself
         let f = 2048usize;
         let clamp = 10.0f32;
-        let (gb, ub) = (up(&uni(-12.0, 12.0, t * f))?, up(&uni(-12.0, 12.0, t * f))?);
+        let (gb, ub) = (gpu.upload(&uni(-12.0, 12.0, t * f))?, gpu.upload(&uni(-12.0, 12.0, t * f))?);
         let (mids, m16o, m16n) = (gpu.alloc(t * f * 4)?, gpu.alloc(t * f * 2)?, gpu.alloc(t * f * 2)?);
         let old_mid = || -> Result<()> {
             launch_moe_mid(gpu, gb.ptr, ub.ptr, 0, t, f, clamp, mids.ptr, 0, false)?;
@@ -2643,6 +2622,18 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         ab_line(&format!("moe_mid f16 shared T={t} F={f}: old (moe_mid f32 + x_to_f16)"), mso, msn, diff, a16.len());
     }
     Ok(())
+}
+
+/// An hc_post launch's partial sums totalled (f64, in split order): per (token, mix) the mix,
+/// per token the sum of squares (pdot [t][split][m], pss [t][split] of `b`).
+fn hc_totals(gpu: &Gpu, b: &super::session::HcBufs, t: usize, m: usize) -> Result<(Vec<f64>, Vec<f64>)> {
+    let ns = b.split;
+    let (mut pv, mut qv) = (vec![0f32; t * ns * m], vec![0u64; t * ns]);
+    gpu.dtoh(&mut pv, b.pdot)?;
+    gpu.dtoh(&mut qv, b.pss)?;
+    let mix = (0..t * m).map(|i| (0..ns).map(|sp| pv[((i / m) * ns + sp) * m + i % m] as f64).sum()).collect();
+    let ss = (0..t).map(|tk| (0..ns).map(|sp| f64::from_bits(qv[tk * ns + sp])).sum()).collect();
+    Ok((mix, ss))
 }
 
 /// The 16-bit hc state (`DS4_HC_S16`, rows "hc_s16"), for f16 and bf16: the state s0h rounded
@@ -2685,14 +2676,6 @@ fn hc_s16_rows(
         let s16h: Vec<u16> = s0h.iter().map(|&v| pack(v)).collect();
         let s32h: Vec<f32> = s16h.iter().map(|&h| widen(h)).collect();
         let b16 = HcBufs { s: sb.ptr, s16: sk, ..*bm };
-        let totals = |b: &HcBufs| -> Result<(Vec<f64>, Vec<f64>)> {
-            let (mut pv, mut qv) = (vec![0f32; t * ns * m], vec![0u64; t * ns]);
-            gpu.dtoh(&mut pv, b.pdot)?;
-            gpu.dtoh(&mut qv, b.pss)?;
-            let mix = (0..t * m).map(|i| (0..ns).map(|sp| pv[((i / m) * ns + sp) * m + i % m] as f64).sum()).collect();
-            let ss = (0..t).map(|tk| (0..ns).map(|sp| f64::from_bits(qv[tk * ns + sp])).sum()).collect();
-            Ok((mix, ss))
-        };
         for (what, f) in cases {
             gpu.htod(s0.ptr, &s32h)?;
             f(bm)?;
@@ -2703,7 +2686,7 @@ fn hc_s16_rows(
             let mut s16 = vec![0u16; t * n * d];
             gpu.dtoh(&mut s16, sb.ptr)?;
             let sdiff = s32.iter().zip(&s16).filter(|(a, b)| pack(**a) != **b).count();
-            let (mix, ss) = totals(&b16)?;
+            let (mix, ss) = hc_totals(gpu, &b16, t, m)?;
             // the host's sums over the 16-bit kernel's new state (first nref tokens)
             let (mut em, mut mm, mut eq, mut mq) = (0f64, 0f64, 0f64, 0f64);
             for tk in 0..nref {
@@ -2808,19 +2791,9 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
         let w = h.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect();
         (h, w)
     };
-    let up16 = |v: &[u16]| -> Result<DevBuf> {
-        let b = gpu.alloc(v.len().max(1) * 2)?;
-        gpu.htod(b.ptr, v)?;
-        Ok(b)
-    };
-    let up32 = |v: &[f32]| -> Result<DevBuf> {
-        let b = gpu.alloc(v.len().max(1) * 4)?;
-        gpu.htod(b.ptr, v)?;
-        Ok(b)
-    };
     if hc_moe_y16_ok(bm, m) {
         let (yh, yw) = f16s(&uni(-1.0, 1.0, t * k * d));
-        let (y16, y32) = (up16(&yh)?, up32(&yw)?);
+        let (y16, y32) = (gpu.upload(&yh)?, gpu.upload(&yw)?);
         let outs = |y: u64, h: bool| -> Result<Vec<u64>> {
             gpu.htod(s0.ptr, s0h)?;
             launch_hc_post_mix_moe(gpu, bm, t, y, pair_of.ptr, shared.ptr, k, fn_ptr, m, h)?;
@@ -2844,9 +2817,9 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
     let (f, clamp, rows) = (2048usize, 10.0f32, t * k);
     let (gh, gw) = f16s(&uni(-12.0, 12.0, rows * f));
     let (uh, uw) = f16s(&uni(-12.0, 12.0, rows * f));
-    let (g16, u16b, g32, u32b) = (up16(&gh)?, up16(&uh)?, up32(&gw)?, up32(&uw)?);
+    let (g16, u16b, g32, u32b) = (gpu.upload(&gh)?, gpu.upload(&uh)?, gpu.upload(&gw)?, gpu.upload(&uw)?);
     drop((gh, gw, uh, uw));
-    let pw = up32(&uni(0.0, 1.0, rows))?;
+    let pw = gpu.upload(&uni(0.0, 1.0, rows))?;
     let (mo, mn) = (gpu.alloc(rows * f * 2)?, gpu.alloc(rows * f * 2)?);
     let old = || launch_moe_mid(gpu, g32.ptr, u32b.ptr, pw.ptr, rows, f, clamp, 0, mo.ptr, true);
     let new = || launch_moe_mid_gu16(gpu, g16.ptr, u16b.ptr, pw.ptr, rows, f, clamp, mn.ptr);
@@ -2890,21 +2863,16 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
         let yv = uni(-1.0, 1.0, ny * d);
         let fnv: Vec<u16> = uni(-0.05, 0.05, m * n * d).iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
         let (scale, base, norm) = (uni(0.5, 1.5, 3), uni(-1.0, 1.0, m), uni(0.5, 1.5, d));
-        let up = |v: &[f32]| -> Result<DevBuf> {
-            let b = gpu.alloc(v.len().max(1) * 4)?;
-            gpu.htod(b.ptr, v)?;
-            Ok(b)
-        };
-        let (yb, scb, bab, nob) = (up(&yv)?, up(&scale)?, up(&base)?, up(&norm)?);
+        let (yb, scb, bab, nob) = (gpu.upload(&yv)?, gpu.upload(&scale)?, gpu.upload(&base)?, gpu.upload(&norm)?);
         let fnb = gpu.alloc(fnv.len() * 2)?;
         gpu.htod(fnb.ptr, &fnv)?;
         // one state per path: S, post, comb, partial sums, ticket, xn, int8 copy, z, barrier
         // counter (gs: hc_step_gs, else hc_step)
         let state = |gs: bool| -> Result<(HcBufs, Vec<DevBuf>)> {
             let bufs = vec![
-                up(&s0)?,
-                up(&post0)?,
-                up(&comb0)?,
+                gpu.upload(&s0)?,
+                gpu.upload(&post0)?,
+                gpu.upload(&comb0)?,
                 gpu.alloc(split * m * 4)?,
                 gpu.alloc(split * hc_gram(n) * 8)?,
                 gpu.alloc_zeroed(4)?,

@@ -1060,10 +1060,16 @@ __device__ __forceinline__ u32 iq2_sub_scale(u32 n) {
 // routed experts' gate / up / down outputs in prefill (session.rs `DS4_EXP_Y16`)
 #define GQ_FLAG_Y16 64
 #define GQ_SPLIT_NX 256
-// One output of gemm_q / gemm_qr / gemm_qs: f32, or f16 under GQ_FLAG_Y16.
-__device__ __forceinline__ void gq_put(const GemmArgs& a, i64 i, float v) {
-    if (a.flags & GQ_FLAG_Y16) ((u16*)a.y)[i] = f2h_sat(v);
+// One output of gemm_q / gemm_qr / gemm_qs: f32, or f16 (H: GQ_FLAG_Y16). gemm_qr / gemm_qs
+// choose H once per tile (qr_store); gemm_q per output (gq_put).
+template <bool H>
+__device__ __forceinline__ void gq_put_as(const GemmArgs& a, i64 i, float v) {
+    if (H) ((u16*)a.y)[i] = f2h_sat(v);
     else a.y[i] = v;
+}
+__device__ __forceinline__ void gq_put(const GemmArgs& a, i64 i, float v) {
+    if (a.flags & GQ_FLAG_Y16) gq_put_as<true>(a, i, v);
+    else gq_put_as<false>(a, i, v);
 }
 
 // The IQ2_XXS grid as f16: g16[i] = the 8 magnitudes of grid entry i (built per block). With
@@ -1676,15 +1682,14 @@ __device__ __forceinline__ void qr_store_as(const GemmArgs& a, const float (&acc
             for (int q = 0; q < 4; q++) {
                 int r = rb + r0[b] + ((q >> 1) << 3);
                 int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
-                if (r < rows && tk < j1) {
-                    if (H) ((u16*)a.y)[(i64)tk * a.ldy + r] = f2h_sat(acc[b][j][q]);
-                    else a.y[(i64)tk * a.ldy + r] = acc[b][j][q];
-                }
+                if (r < rows && tk < j1) gq_put_as<H>(a, (i64)tk * a.ldy + r, acc[b][j][q]);
             }
 }
 template <int MB>
 __device__ __forceinline__ void qr_store(const GemmArgs& a, const float (&acc)[MB][256 / MB / 8][4], int rb, const int (&r0)[MB],
                                          int tb, int j1, int rows, int lane) {
+    // (the output type chosen once per tile: a branch per output, gq_put, made ptxas spill
+    // gemm_qs2's epilogue, 180 -> 1124 bytes of spill stores)
     if (a.flags & GQ_FLAG_Y16) qr_store_as<MB, true>(a, acc, rb, r0, tb, j1, rows, lane);
     else qr_store_as<MB, false>(a, acc, rb, r0, tb, j1, rows, lane);
 }
