@@ -10,7 +10,12 @@ path's switch adds it:
     the embedding and after every hc_post (hc_post_mma8_h / _b store it so, and every later use
     reads the stored value);
   * `DS4_EXP_Y16=1`: the routed experts' gate and up outputs and each expert's down output
-    rounded to f16 (GQ_FLAG_Y16).
+    rounded to f16 (GQ_FLAG_Y16);
+  * `DS4_DENSE_FP8=1`: the prefill products whose checkpoint weights are FP8 (MODEL.md 4.4: q_a,
+    q_b, kv, out_b, the shared expert, the indexer's q_b) in E4M3 on both sides, as the official
+    inference runs them: each weight rounded to E4M3 under a power-of-two scale per 128 x 128
+    block, each activation vector to E4M3 under a power-of-two scale per 128 values (scale
+    2^ceil(log2(amax / 448)), amax floored at 1e-4, as the fixtures' FP8 KV step), f32 sums.
 and prints per case and setting the max |logit difference| against the unrounded run, the
 mean KL(unrounded || rounded) of the next-token distributions, and the top-1 agreement.
 This isolates the switch's own cost from the fast path's other roundings (f16 activations,
@@ -37,6 +42,57 @@ def r_f16(x):
     return np.clip(x, -65504.0, 65504.0).astype(np.float16).astype(np.float64)
 
 
+def e4m3(v):
+    """Round to the nearest E4M3FN value (saturating at 448), ties to even: MODEL.md 5.7's grid."""
+    a = np.minimum(np.abs(v), 448.0)
+    e = np.floor(np.log2(np.maximum(a, 2.0 ** -6)))  # normals: 3 mantissa bits; below 2^-6: step 2^-9
+    step = 2.0 ** (e - 3)
+    return np.sign(v) * np.minimum(np.rint(a / step) * step, 448.0)
+
+
+def pow2_scale(amax):
+    return 2.0 ** np.ceil(np.log2(np.maximum(amax, 1e-4) / 448.0))
+
+
+def fp8_rows(w):
+    """W rounded to E4M3 under one power-of-two scale per 128 x 128 block."""
+    w = np.asarray(w, dtype=np.float64)
+    out = np.empty_like(w)
+    for r in range(0, w.shape[0], 128):
+        for c in range(0, w.shape[1], 128):
+            b = w[r:r + 128, c:c + 128]
+            s = pow2_scale(np.abs(b).max())
+            out[r:r + 128, c:c + 128] = e4m3(b / s) * s
+    return out
+
+
+def fp8_vec(x):
+    """An activation vector rounded to E4M3 under one power-of-two scale per 128 values."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty_like(x)
+    for c in range(0, x.shape[0], 128):
+        s = pow2_scale(np.abs(x[c:c + 128]).max())
+        out[c:c + 128] = e4m3(x[c:c + 128] / s) * s
+    return out
+
+
+# The dense matrices whose checkpoint dtype is FP8 (MODEL.md 4.4); out_a, the compressors, the
+# indexer's weights_proj and the router are BF16 there and keep f16 on the GPU.
+FP8_WEIGHTS = ("attn_q_a.weight", "attn_q_b.weight", "attn_kv.weight", "attn_output_b.weight",
+               "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight",
+               "indexer.attn_q_b.weight")
+
+
+class _Fp8Mat:
+    """W @ x with both operands in E4M3 (block scales as above)."""
+
+    def __init__(self, w):
+        self.w = fp8_rows(w)
+
+    def __matmul__(self, x):
+        return self.w @ fp8_vec(x)
+
+
 def r_bf16(x):
     # round to nearest even on the f32 bits (the kernels' hcs_pack), back to float64
     b = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
@@ -45,9 +101,10 @@ def r_bf16(x):
 
 
 class Rounded(ds4_ref.DS4Reference):
-    def __init__(self, path, state=None, exp16=False):
+    def __init__(self, path, state=None, exp16=False, fp8=False):
         super().__init__(path, mode="exact")
-        self.rs, self.exp16 = state, exp16
+        self.rs, self.exp16, self.fp8w = state, exp16, fp8
+        self._fp8 = {}
 
     def hc_post(self, block, state, post, c):
         out = super().hc_post(block, state, post, c)
@@ -59,6 +116,10 @@ class Rounded(ds4_ref.DS4Reference):
             return _RoundRows(t, self.rs)
         if self.exp16 and name.endswith(("ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight")):
             return _RoundedExperts(t)
+        if self.fp8w and name.endswith(FP8_WEIGHTS):
+            if name not in self._fp8:
+                self._fp8[name] = _Fp8Mat(t)
+            return self._fp8[name]
         return t
 
 
@@ -106,7 +167,11 @@ def main():
     dirs = sys.argv[1:] or [os.path.join(FIX, "fixtures", "model", m) for m in ("t256-q2", "t256-q4")]
     settings = [("DS4_HC_S16=1 (f16 state)", dict(state=r_f16)), ("DS4_HC_S16=2 (bf16 state)", dict(state=r_bf16)),
                 ("DS4_EXP_Y16=1 (f16 expert outputs)", dict(exp16=True)),
-                ("DS4_HC_S16=1 DS4_EXP_Y16=1 (both)", dict(state=r_f16, exp16=True))]
+                ("DS4_HC_S16=1 DS4_EXP_Y16=1 (both)", dict(state=r_f16, exp16=True)),
+                ("DS4_DENSE_FP8=1 (FP8-checkpoint projections in E4M3)", dict(fp8=True)),
+                ("all three", dict(state=r_f16, exp16=True, fp8=True))]
+    only = os.environ.get("SIM_ONLY")  # a substring of the settings to run, e.g. FP8
+    settings = [st for st in settings if not only or only in st[0]]
     for d in dirs:
         path = os.path.join(d, "model.gguf")
         for case in ("short", "medium"):

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Compile some of the CUDA kernels here (no GPU) with NVRTC and print ptxas's report for them.
 
-    python3 tools/gpu/nvrtc_only.py [--src FILE] [--cubin OUT] KERNEL...
+    python3 tools/gpu/nvrtc_only.py [--src FILE | --rev REV] [--cubin OUT] KERNEL...
 
 The source is the engine's kernel files concatenated as driver.rs kernel_source() does (without
-its Rust-side layout asserts), or FILE (e.g. a variant written by a script). Every extern "C"
+its Rust-side layout asserts), or FILE (e.g. a variant written by a script), or the kernel files
+and options of git revision REV (tools/gpu/sass_diff.py compares two revisions' machine code). Every extern "C"
 kernel not named becomes an unused static device function, so ptxas compiles only the named
 ones: seconds instead of the ~3-9 minutes of the whole module. Prints, per named kernel, the
 registers, spills and stack frame, and every C75xx line ("wgmma serialized"). Needs the PyPI
@@ -18,16 +19,25 @@ import ctypes
 import glob
 import os
 import re
+import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CUDA = os.path.join(ROOT, "crates/ds4-engine/src/cuda")
 
 
-def engine_source():
+def read(rel, rev=None):
+    """A file under the engine's cuda directory, from the work tree or from git revision rev."""
+    if rev is None:
+        return open(os.path.join(CUDA, rel)).read()
+    path = os.path.relpath(os.path.join(CUDA, rel), ROOT)
+    return subprocess.run(["git", "-C", ROOT, "show", f"{rev}:{path}"], check=True, capture_output=True, text=True).stdout
+
+
+def engine_source(rev=None):
     # the kernel files in the order driver.rs kernel_source() includes them (read from there:
     # it owns the list)
-    driver = open(os.path.join(CUDA, "driver.rs")).read()
+    driver = read("driver.rs", rev)
     body = driver[driver.index("pub fn kernel_source()"):]
     body = body[: body.index("\n}\n")]
     # the format! arguments: included files, and `matmul` (matmul.cuh with the grid spliced in)
@@ -35,14 +45,14 @@ def engine_source():
     files = [f"kernels/{f}" if f else "kernels/matmul.cuh" for f, _ in re.findall(r'include_str!\("kernels/([\w.]+)"\)|\b(matmul)\b', args)]
     if not files:
         sys.exit("no kernel files found in driver.rs kernel_source()")
-    grid = open(os.path.join(CUDA, "kernels/iq2xxs_grid.inc")).read()
-    parts = [open(os.path.join(CUDA, f)).read() for f in files]
+    grid = read("kernels/iq2xxs_grid.inc", rev)
+    parts = [read(f, rev) for f in files]
     return "\n".join(p.replace('#include "iq2xxs_grid.inc"', grid) for p in parts)
 
 
-def engine_options(arch):
+def engine_options(arch, rev=None):
     # compile_cubin's NVRTC options, read from driver.rs (it owns them), {arch} filled in
-    driver = open(os.path.join(CUDA, "driver.rs")).read()
+    driver = read("driver.rs", rev)
     body = driver[driver.index("pub fn compile_cubin("):]
     body = body[body.index("let mut opts = vec!["):]
     body = body[: body.index("];")]
@@ -77,18 +87,18 @@ def nvrtc():
     return ctypes.CDLL(libs[0])
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--src")
-    ap.add_argument("--cubin")
-    ap.add_argument("kernels", nargs="+")
-    a = ap.parse_args()
-    src = only(open(a.src).read() if a.src else engine_source(), set(a.kernels)).encode()
+def kernel_names(src):
+    return [m.group(2) for m in re.finditer(KERNEL, src)]
+
+
+def compile_kernels(src, kernels, opts):
+    """NVRTC on src with only `kernels` kept as entry points: (ptxas log, cubin bytes)."""
+    src = only(src, set(kernels)).encode()
     lib = nvrtc()
     prog = ctypes.c_void_p()
     if lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"kernels.cu", 0, None, None) != 0:
         sys.exit("nvrtcCreateProgram failed")
-    opts = [o.encode() for o in engine_options("sm_90a")] + [b"--ptxas-options=-v"]
+    opts = [o.encode() for o in opts] + [b"--ptxas-options=-v"]
     rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
     n = ctypes.c_size_t()
     lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
@@ -98,6 +108,21 @@ def main():
     if rc != 0:
         print(log)
         sys.exit(f"compile failed (nvrtc {rc})")
+    lib.nvrtcGetCUBINSize(prog, ctypes.byref(n))
+    buf = ctypes.create_string_buffer(n.value)
+    lib.nvrtcGetCUBIN(prog, buf)
+    return log, buf.raw
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--src")
+    ap.add_argument("--rev")
+    ap.add_argument("--cubin")
+    ap.add_argument("kernels", nargs="+")
+    a = ap.parse_args()
+    src = open(a.src).read() if a.src else engine_source(a.rev)
+    log, cubin = compile_kernels(src, a.kernels, engine_options("sm_90a", a.rev))
     for line in log.splitlines():
         if "C75" in line:
             print(line.strip())
@@ -105,10 +130,7 @@ def main():
         m = re.search(r"Function properties for " + k + r"\n.*?(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads\n.*?Used (\d+) registers", log, re.S)
         print(f"{k:<24} " + (f"regs {m.group(4):>3}  frame {m.group(1):>4}  spill stores {m.group(2):>4}  loads {m.group(3):>4}" if m else "(no report)"))
     if a.cubin:
-        lib.nvrtcGetCUBINSize(prog, ctypes.byref(n))
-        buf = ctypes.create_string_buffer(n.value)
-        lib.nvrtcGetCUBIN(prog, buf)
-        open(a.cubin, "wb").write(buf.raw)
+        open(a.cubin, "wb").write(cubin)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,10 @@
 #    against the f32 path on the same values: hcp (hc_s16: the 16-bit hc state; exp_y16: the
 #    f16 slot rows in hc_post_mma8's MoE sum, moe_mid on f16 g / u) and exp at 2K (uniform) /
 #    8K (skewed) with DS4_QS_SPLIT=3 (session 39's gemm_qs4 rows, and y16: the GEMMs' f16
-#    outputs), plus the base binary's exp at 2K (gemm_qs2's time before the Y16 epilogue). Then
+#    outputs), plus the base binary's exp at 2K. (Since session 41 the switches have their own
+#    entry points, so the default kernels are the base's machine code: tools/gpu/sass_diff.py
+#    04fe2d1 lists 61 of 69 the same, the other 8 differing only in the dynamic shared memory's
+#    offset; the base and default prompt rows below should agree within noise.) Then
 #    the fixtures under the new switches (fast-vs-reference lines: their deviation; the CPU-side
 #    estimate of each switch's own cost is tools/hc16_sim.py's), then 8K
 #    prompts alternating the base binary and the new one under each setting (t/s; md5 of the

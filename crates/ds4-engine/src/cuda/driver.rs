@@ -65,9 +65,7 @@ fn shared_constants() -> Vec<(&'static str, &'static str, i64)> {
         ("MAXN", "HC_MAXN", s::HC_MAXN as i64),
         ("HC_S_F32", "HC_S_F32", s::HC_S_F32 as i64),
         ("HC_S_F16", "HC_S_F16", s::HC_S_F16 as i64),
-        ("HC_S_BF16", "HC_S_BF16", s::HC_S_BF16 as i64),
         ("HCF_S_F16", "HCF_S_F16", s::HCF_S_F16 as i64),
-        ("HCF_S_BF16", "HCF_S_BF16", s::HCF_S_BF16 as i64),
     ]
 }
 
@@ -98,10 +96,10 @@ pub fn kernel_source() -> String {
 
 /// Names of every `extern "C"` kernel in the source (checked by the NVRTC test).
 pub const KERNELS: &[&str] = &[
-    "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2", "gemm_qs4",
-    "repack_blocks", "dequant_rows", "embed_rows",
-    "hc_post_mix", "hc_post_mix4", "hc_post_mma", "hc_post_mma8", "hc_post_mma8_h", "hc_post_mma8_b", "hc_finish", "hc_sk_rows", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "e2m1_check", "idx_score", "idx_score_w", "topk_select", "topk_cluster",
-    "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_grp_count", "moe_grp_place", "moe_mid", "moe_combine", "argmax_excl", "copy_f4", "read_f4",
+    "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2", "gemm_qs4", "gemm_qr_y16", "gemm_qr2_y16", "gemm_qs_y16", "gemm_qs2_y16", "gemm_qs4_y16",
+    "repack_blocks", "dequant_rows", "embed_rows", "embed_rows_h",
+    "hc_post_mix", "hc_post_mix4", "hc_post_mma", "hc_post_mma8", "hc_post_mma8_y", "hc_post_mma8_h", "hc_post_mma8_hy", "hc_finish", "hc_finish_h", "hc_sk_rows", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "e2m1_check", "idx_score", "idx_score_w", "topk_select", "topk_cluster",
+    "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_grp_count", "moe_grp_place", "moe_mid", "moe_mid_h", "moe_combine", "argmax_excl", "copy_f4", "read_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128", "attn_tw_512", "attn_tw_128", "attn_tx_512", "attn_tx_128", "idx_to_f16", "idx_score_tc", "idx_score_tc2", "idx_score_wg", "idx_score_dtc", "quant_q8", "q8_from_f16", "mvq_b2", "mvq_b3",
     "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "router_dec",
 ];
@@ -475,13 +473,13 @@ impl Gpu {
         let on_side = Default::default();
         let g = Gpu { ctx, stream, side, on_side, side_prio, fork_ev, _module: module, funcs, name, sm_count, cc, total_mem, smem_optin, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default(), qr_ctr: OnceLock::new() };
         // kernels that may use more than 48 KiB of dynamic shared memory
-        for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_step", "attn_prep", "gemm_q64", "gemm_q128"] {
+        for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_finish_h", "hc_step", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
         }
         // the register-fragment expert GEMMs: GR_ST stages (22 KB each for Q2_K) + the tile
         // table (+ 32 KB of IQ2_XXS grid copies for that type: session.rs gq_grid_bytes; the
         // sm_90 opt-in limit is 227 KB)
-        for k in ["gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2", "gemm_qs4"] {
+        for k in ["gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2", "gemm_qs4", "gemm_qr_y16", "gemm_qr2_y16", "gemm_qs_y16", "gemm_qs2_y16", "gemm_qs4_y16"] {
             g.set_max_smem(k, 220 * 1024)?;
         }
         // tensor-core prefill attention: Q + two K/V tiles + the S exchange (224 KiB at dh 512)
@@ -494,7 +492,7 @@ impl Gpu {
         }
         // hc_post_mma: 16 tokens' new state, the partial mixes and fn's fragments (73 KiB)
         g.set_max_smem("hc_post_mma", super::session::HC_MMA_SMEM as i32)?;
-        for k in ["hc_post_mma8", "hc_post_mma8_h", "hc_post_mma8_b"] {
+        for k in ["hc_post_mma8", "hc_post_mma8_y", "hc_post_mma8_h", "hc_post_mma8_hy"] {
             g.set_max_smem(k, super::session::HC_MMA8_SMEM as i32)?;
         }
         // decode attention: a 48-row tile at dh 512 (96 KiB), two blocks per SM

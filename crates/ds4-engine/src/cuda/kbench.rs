@@ -2636,8 +2636,8 @@ fn hc_totals(gpu: &Gpu, b: &super::session::HcBufs, t: usize, m: usize) -> Resul
     Ok((mix, ss))
 }
 
-/// The 16-bit hc state (`DS4_HC_S16`, rows "hc_s16"), for f16 and bf16: the state s0h rounded
-/// to 16 bits, then per case (y rows, the MoE sum) hc_post_mma8_h / _b on it against
+/// The f16 hc state (`DS4_HC_S16`, rows "hc_s16"): the state s0h rounded to f16, then per
+/// case (y rows, the MoE sum) hc_post_mma8_h on it against
 /// hc_post_mma8 on its widened f32 values (`bm`: the f32 buffers, S at `s0`). Checks: the
 /// 16-bit kernel's new state equals the f32 kernel's rounded to 16 bits (one rounding of the
 /// same f32 arithmetic; the host rounds with the `half` crate), and its mixes and sums of
@@ -2646,8 +2646,8 @@ fn hc_totals(gpu: &Gpu, b: &super::session::HcBufs, t: usize, m: usize) -> Resul
 /// f16 mixing weights, also at `fn_ptr`). Then
 /// hc_finish (`fw`: the FFN side's finish with both f16 copies, outputs `outs`: xn and the two
 /// copies) on the 16-bit state against the f32 finish on its widened values, the same partials:
-/// xn, the copies, post and comb the same bits. Times of each. For f16 also the saturation
-/// flag (HcBufs::sat): 0 after the cases above, 1 after a step driven past 65504.
+/// xn, the copies, post and comb the same bits. Times of each. Also the saturation flag
+/// (HcBufs::sat): 0 after the cases above, 1 after a step driven past 65504.
 #[allow(clippy::too_many_arguments)]
 fn hc_s16_rows(
     gpu: &Gpu,
@@ -2662,7 +2662,7 @@ fn hc_s16_rows(
     outs: &[&DevBuf; 3],
     m: usize,
 ) -> Result<()> {
-    use super::session::{hc_mma8, hc_mma_ok, launch_hc_finish, launch_hc_post_mix, HcBufs, HC_S_BF16, HC_S_F16};
+    use super::session::{hc_mma8, hc_mma_ok, launch_hc_finish, launch_hc_post_mix, HcBufs, HC_S_F16};
     let (n, d, ns) = (bm.n, bm.d, bm.split);
     if !(hc_mma8() && hc_mma_ok(n, m, d, ns)) {
         println!("hc_s16: skipped (hc_post_mma8 does not take this shape, or DS4_HC_MMA8=0)");
@@ -2670,119 +2670,116 @@ fn hc_s16_rows(
     }
     let sb = gpu.alloc(t * n * d * 2)?;
     let nref = t.min(64);
-    for (sk, kind) in [(HC_S_F16, "f16"), (HC_S_BF16, "bf16")] {
-        let pack = |v: f32| if sk == HC_S_F16 { half::f16::from_f32(v.clamp(-65504.0, 65504.0)).to_bits() } else { half::bf16::from_f32(v).to_bits() };
-        let widen = |h: u16| if sk == HC_S_F16 { half::f16::from_bits(h).to_f32() } else { half::bf16::from_bits(h).to_f32() };
-        let s16h: Vec<u16> = s0h.iter().map(|&v| pack(v)).collect();
-        let s32h: Vec<f32> = s16h.iter().map(|&h| widen(h)).collect();
-        let b16 = HcBufs { s: sb.ptr, s16: sk, ..*bm };
-        for (what, f) in cases {
-            gpu.htod(s0.ptr, &s32h)?;
-            f(bm)?;
-            let mut s32 = vec![0f32; t * n * d];
-            gpu.dtoh(&mut s32, s0.ptr)?;
-            gpu.htod(sb.ptr, &s16h)?;
-            f(&b16)?;
-            let mut s16 = vec![0u16; t * n * d];
-            gpu.dtoh(&mut s16, sb.ptr)?;
-            let sdiff = s32.iter().zip(&s16).filter(|(a, b)| pack(**a) != **b).count();
-            let (mix, ss) = hc_totals(gpu, &b16, t, m)?;
-            // the host's sums over the 16-bit kernel's new state (first nref tokens)
-            let (mut em, mut mm, mut eq, mut mq) = (0f64, 0f64, 0f64, 0f64);
-            for tk in 0..nref {
-                let st = &s16[tk * n * d..(tk + 1) * n * d];
-                let q: f64 = st.iter().map(|&h| (widen(h) as f64).powi(2)).sum();
-                eq = eq.max((q - ss[tk]).abs());
-                mq = mq.max(q.abs());
-                for mi in 0..m {
-                    let r: f64 = st.iter().enumerate().map(|(i, &h)| half::f16::from_bits(fnv[mi * n * d + i]).to_f64() * widen(h) as f64).sum();
-                    em = em.max((r - mix[tk * m + mi]).abs());
-                    mm = mm.max(r.abs());
-                }
-            }
-            let (rm, rq) = (em / mm.max(1e-30), eq / mq.max(1e-30));
-            let (ms32, ms16) = (time_ms(gpu, 5, &|| f(bm))?, time_ms(gpu, 5, &|| f(&b16))?);
-            println!(
-                "hc_s16 {kind} {what} T={t}: hc_post_mma8 f32 {ms32:.3} ms, 16-bit {ms16:.3} ms ({:.2}x); S differing from the f32 kernel's rounded {sdiff} of {}, mixes rel {rm:.2e}, ss rel {rq:.2e} (host, first {nref} tokens){}",
-                ms32 / ms16.max(1e-9),
-                s16.len(),
-                if sdiff == 0 && rm < 1e-5 && rq < 1e-9 { "" } else { "  FAIL" }
-            );
-        }
-        if sk == HC_S_F16 {
-            // the saturation flag (CudaSession::hc_sat_check): clear on the [-1, 1] state, set
-            // once a new value passes 65504 (a state of 20000 everywhere, post and comb all
-            // ones: new values ~80000)
-            let flag = gpu.alloc_zeroed(4)?;
-            let bs = HcBufs { sat: flag.ptr, ..b16 };
-            let read = || -> Result<i32> {
-                let mut f = [0i32; 1];
-                gpu.dtoh(&mut f, flag.ptr)?;
-                Ok(f[0])
-            };
-            gpu.htod(sb.ptr, &s16h)?;
-            (cases[0].1)(&bs)?;
-            let f0 = read()?;
-            gpu.htod(sb.ptr, &vec![pack(20000.0); t * n * d])?;
-            gpu.htod(bm.post, &vec![1f32; t * n])?;
-            gpu.htod(bm.comb, &vec![1f32; t * n * n])?;
-            (cases[0].1)(&bs)?;
-            let f1 = read()?;
-            println!(
-                "hc_s16 f16 saturation flag T={t}: {f0} on the [-1, 1] state, {f1} on a state driven past 65504{}",
-                if f0 == 0 && f1 == 1 { "" } else { "  FAIL" }
-            );
-        }
-        // hc_finish: the partials of the 16-bit state (y = 0), then each finish on its state
-        gpu.htod(sb.ptr, &s16h)?;
-        launch_hc_post_mix(gpu, &b16, t, 0, 1, fn_ptr, m)?;
+    let pack = |v: f32| half::f16::from_f32(v.clamp(-65504.0, 65504.0)).to_bits();
+    let widen = |h: u16| half::f16::from_bits(h).to_f32();
+    let s16h: Vec<u16> = s0h.iter().map(|&v| pack(v)).collect();
+    let s32h: Vec<f32> = s16h.iter().map(|&h| widen(h)).collect();
+    let b16 = HcBufs { s: sb.ptr, s16: HC_S_F16, ..*bm };
+    for (what, f) in cases {
         gpu.htod(s0.ptr, &s32h)?;
-        let bits = || -> Result<Vec<u32>> {
-            let mut v = Vec::new();
-            let mut x = vec![0u32; t * d];
-            gpu.dtoh(&mut x, outs[0].ptr)?;
-            v.extend(x);
-            for h in &outs[1..] {
-                let mut hv = vec![0u16; t * d];
-                gpu.dtoh(&mut hv, h.ptr)?;
-                v.extend(hv.into_iter().map(u32::from));
+        f(bm)?;
+        let mut s32 = vec![0f32; t * n * d];
+        gpu.dtoh(&mut s32, s0.ptr)?;
+        gpu.htod(sb.ptr, &s16h)?;
+        f(&b16)?;
+        let mut s16 = vec![0u16; t * n * d];
+        gpu.dtoh(&mut s16, sb.ptr)?;
+        let sdiff = s32.iter().zip(&s16).filter(|(a, b)| pack(**a) != **b).count();
+        let (mix, ss) = hc_totals(gpu, &b16, t, m)?;
+        // the host's sums over the 16-bit kernel's new state (first nref tokens)
+        let (mut em, mut mm, mut eq, mut mq) = (0f64, 0f64, 0f64, 0f64);
+        for tk in 0..nref {
+            let st = &s16[tk * n * d..(tk + 1) * n * d];
+            let q: f64 = st.iter().map(|&h| (widen(h) as f64).powi(2)).sum();
+            eq = eq.max((q - ss[tk]).abs());
+            mq = mq.max(q.abs());
+            for mi in 0..m {
+                let r: f64 = st.iter().enumerate().map(|(i, &h)| half::f16::from_bits(fnv[mi * n * d + i]).to_f64() * widen(h) as f64).sum();
+                em = em.max((r - mix[tk * m + mi]).abs());
+                mm = mm.max(r.abs());
             }
-            let (mut pv, mut cv) = (vec![0u32; t * n], vec![0u32; t * n * n]);
-            gpu.dtoh(&mut pv, bm.post)?;
-            gpu.dtoh(&mut cv, bm.comb)?;
-            v.extend(pv);
-            v.extend(cv);
-            Ok(v)
-        };
-        let clear = || -> Result<()> {
-            for o in outs {
-                gpu.memset0(o.ptr, o.bytes)?;
-            }
-            gpu.memset0(bm.post, t * n * 4)?;
-            gpu.memset0(bm.comb, t * n * n * 4)
-        };
-        clear()?;
-        launch_hc_finish(gpu, bm, 0, t, fw)?;
-        let vo = bits()?;
-        clear()?;
-        launch_hc_finish(gpu, &b16, 0, t, fw)?;
-        let vn = bits()?;
-        let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
-        let (ms32, ms16) = (time_ms(gpu, 5, &|| launch_hc_finish(gpu, bm, 0, t, fw))?, time_ms(gpu, 5, &|| launch_hc_finish(gpu, &b16, 0, t, fw))?);
-        ab_line(&format!("hc_s16 {kind} hc_finish T={t}: f32 state"), ms32, ms16, diff, vo.len());
+        }
+        let (rm, rq) = (em / mm.max(1e-30), eq / mq.max(1e-30));
+        let (ms32, ms16) = (time_ms(gpu, 5, &|| f(bm))?, time_ms(gpu, 5, &|| f(&b16))?);
+        println!(
+            "hc_s16 f16 {what} T={t}: hc_post_mma8 f32 {ms32:.3} ms, f16 {ms16:.3} ms ({:.2}x); S differing from the f32 kernel's rounded {sdiff} of {}, mixes rel {rm:.2e}, ss rel {rq:.2e} (host, first {nref} tokens){}",
+            ms32 / ms16.max(1e-9),
+            s16.len(),
+            if sdiff == 0 && rm < 1e-5 && rq < 1e-9 { "" } else { "  FAIL" }
+        );
     }
+    // the saturation flag (CudaSession::hc_sat_check): clear on the [-1, 1] state, set
+    // once a new value passes 65504 (a state of 20000 everywhere, post and comb all
+    // ones: new values ~80000)
+    let flag = gpu.alloc_zeroed(4)?;
+    let bs = HcBufs { sat: flag.ptr, ..b16 };
+    let read = || -> Result<i32> {
+        let mut f = [0i32; 1];
+        gpu.dtoh(&mut f, flag.ptr)?;
+        Ok(f[0])
+    };
+    gpu.htod(sb.ptr, &s16h)?;
+    (cases[0].1)(&bs)?;
+    let f0 = read()?;
+    gpu.htod(sb.ptr, &vec![pack(20000.0); t * n * d])?;
+    gpu.htod(bm.post, &vec![1f32; t * n])?;
+    gpu.htod(bm.comb, &vec![1f32; t * n * n])?;
+    (cases[0].1)(&bs)?;
+    let f1 = read()?;
+    println!(
+        "hc_s16 f16 saturation flag T={t}: {f0} on the [-1, 1] state, {f1} on a state driven past 65504{}",
+        if f0 == 0 && f1 == 1 { "" } else { "  FAIL" }
+    );
+    // hc_finish: the partials of the 16-bit state (y = 0), then each finish on its state
+    gpu.htod(sb.ptr, &s16h)?;
+    launch_hc_post_mix(gpu, &b16, t, 0, 1, fn_ptr, m)?;
+    gpu.htod(s0.ptr, &s32h)?;
+    let bits = || -> Result<Vec<u32>> {
+        let mut v = Vec::new();
+        let mut x = vec![0u32; t * d];
+        gpu.dtoh(&mut x, outs[0].ptr)?;
+        v.extend(x);
+        for h in &outs[1..] {
+            let mut hv = vec![0u16; t * d];
+            gpu.dtoh(&mut hv, h.ptr)?;
+            v.extend(hv.into_iter().map(u32::from));
+        }
+        let (mut pv, mut cv) = (vec![0u32; t * n], vec![0u32; t * n * n]);
+        gpu.dtoh(&mut pv, bm.post)?;
+        gpu.dtoh(&mut cv, bm.comb)?;
+        v.extend(pv);
+        v.extend(cv);
+        Ok(v)
+    };
+    let clear = || -> Result<()> {
+        for o in outs {
+            gpu.memset0(o.ptr, o.bytes)?;
+        }
+        gpu.memset0(bm.post, t * n * 4)?;
+        gpu.memset0(bm.comb, t * n * n * 4)
+    };
+    clear()?;
+    launch_hc_finish(gpu, bm, 0, t, fw)?;
+    let vo = bits()?;
+    clear()?;
+    launch_hc_finish(gpu, &b16, 0, t, fw)?;
+    let vn = bits()?;
+    let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
+    let (ms32, ms16) = (time_ms(gpu, 5, &|| launch_hc_finish(gpu, bm, 0, t, fw))?, time_ms(gpu, 5, &|| launch_hc_finish(gpu, &b16, 0, t, fw))?);
+    ab_line(&format!("hc_s16 f16 hc_finish T={t}: f32 state"), ms32, ms16, diff, vo.len());
     Ok(())
 }
 
 /// The routed experts' f16 outputs (`DS4_EXP_Y16`), their two readers (rows "exp_y16"):
-/// hc_post_mma8's MoE sum on f16 slot rows against the same kernel on their widened f32 values
+/// hc_post_mma8's MoE sum on f16 slot rows (hc_post_mma8_y, and hc_post_mma8_hy on the f16
+/// state) against hc_post_mma8 (hc_post_mma8_h) on their widened f32 values
 /// (`bm`: S at `s0`, from `s0h` each time; slot rows by `pair_of`, the shared rows `shared`):
 /// the new state, partial mixes and sums of squares the same bits; then moe_mid's warp form on
 /// f16 g and u (launch_moe_mid_gu16) against the f32 form on the widened values (F 2048, the
 /// routing weights applied): the f16 mids the same bits. Times of each.
 #[allow(clippy::too_many_arguments)]
 fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: &super::session::HcBufs, pair_of: &DevBuf, shared: &DevBuf, k: usize, m: usize) -> Result<()> {
-    use super::session::{hc_moe_y16_ok, launch_hc_post_mix_moe, launch_moe_mid, launch_moe_mid_gu16};
+    use super::session::{hc_moe_y16_ok, launch_hc_post_mix_moe, launch_moe_mid, launch_moe_mid_gu16, HcBufs, HC_S_F16};
     let (n, d, ns) = (bm.n, bm.d, bm.split);
     let mut seed = 0x7916_u64 ^ t as u64;
     let mut uni = |lo: f32, hi: f32, c: usize| -> Vec<f32> { (0..c).map(|_| lo + (hi - lo) * frand(&mut seed)).collect() };
@@ -2794,23 +2791,40 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
     if hc_moe_y16_ok(bm, m) {
         let (yh, yw) = f16s(&uni(-1.0, 1.0, t * k * d));
         let (y16, y32) = (gpu.upload(&yh)?, gpu.upload(&yw)?);
-        let outs = |y: u64, h: bool| -> Result<Vec<u64>> {
-            gpu.htod(s0.ptr, s0h)?;
-            launch_hc_post_mix_moe(gpu, bm, t, y, pair_of.ptr, shared.ptr, k, fn_ptr, m, h)?;
-            let (mut sv, mut pv, mut qv) = (vec![0u32; t * n * d], vec![0u32; t * ns * m], vec![0u64; t * ns]);
-            gpu.dtoh(&mut sv, s0.ptr)?;
-            gpu.dtoh(&mut pv, bm.pdot)?;
-            gpu.dtoh(&mut qv, bm.pss)?;
-            Ok(sv.into_iter().map(u64::from).chain(pv.into_iter().map(u64::from)).chain(qv).collect())
-        };
-        let (vo, vn) = (outs(y32.ptr, false)?, outs(y16.ptr, true)?);
-        let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
-        let (mso, msn) = (
-            time_ms(gpu, 5, &|| launch_hc_post_mix_moe(gpu, bm, t, y32.ptr, pair_of.ptr, shared.ptr, k, fn_ptr, m, false))?,
-            time_ms(gpu, 5, &|| launch_hc_post_mix_moe(gpu, bm, t, y16.ptr, pair_of.ptr, shared.ptr, k, fn_ptr, m, true))?,
-        );
+        // on the f32 state (hc_post_mma8 / _y), then on the f16 state (hc_post_mma8_h / _hy):
+        // the state as stored, the partial mixes and the sums of squares
+        let (sh, s32h) = f16s(s0h);
+        let sb = gpu.alloc(t * n * d * 2)?;
+        let bh = HcBufs { s: sb.ptr, s16: HC_S_F16, ..*bm };
+        for (b, what) in [(bm, "f32 state"), (&bh, "f16 state")] {
+            let f16_state = b.s16 == HC_S_F16;
+            let reset = || if f16_state { gpu.htod(sb.ptr, &sh) } else { gpu.htod(s0.ptr, &s32h) };
+            let outs = |y: u64, h: bool| -> Result<Vec<u64>> {
+                reset()?;
+                launch_hc_post_mix_moe(gpu, b, t, y, pair_of.ptr, shared.ptr, k, fn_ptr, m, h)?;
+                let (mut pv, mut qv) = (vec![0u32; t * ns * m], vec![0u64; t * ns]);
+                let sv: Vec<u64> = if f16_state {
+                    let mut v = vec![0u16; t * n * d];
+                    gpu.dtoh(&mut v, sb.ptr)?;
+                    v.into_iter().map(u64::from).collect()
+                } else {
+                    let mut v = vec![0u32; t * n * d];
+                    gpu.dtoh(&mut v, s0.ptr)?;
+                    v.into_iter().map(u64::from).collect()
+                };
+                gpu.dtoh(&mut pv, b.pdot)?;
+                gpu.dtoh(&mut qv, b.pss)?;
+                Ok(sv.into_iter().chain(pv.into_iter().map(u64::from)).chain(qv).collect())
+            };
+            let (vo, vn) = (outs(y32.ptr, false)?, outs(y16.ptr, true)?);
+            let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
+            let (mso, msn) = (
+                time_ms(gpu, 5, &|| launch_hc_post_mix_moe(gpu, b, t, y32.ptr, pair_of.ptr, shared.ptr, k, fn_ptr, m, false))?,
+                time_ms(gpu, 5, &|| launch_hc_post_mix_moe(gpu, b, t, y16.ptr, pair_of.ptr, shared.ptr, k, fn_ptr, m, true))?,
+            );
+            ab_line(&format!("exp_y16 hc_post moe sum T={t} k={k} {what}: f32 slot rows"), mso, msn, diff, vo.len());
+        }
         gpu.htod(s0.ptr, s0h)?;
-        ab_line(&format!("exp_y16 hc_post moe sum T={t} k={k}: f32 slot rows"), mso, msn, diff, vo.len());
     } else {
         println!("exp_y16 hc_post: skipped (hc_post_mma8 does not take this shape)");
     }

@@ -224,13 +224,11 @@ pub(crate) struct HcBufs {
     pub sat: DevPtr,
 }
 
-/// The hc state's storage (model.cuh HC_S_F32 / HC_S_F16 / HC_S_BF16; asserted equal by the
-/// kernel source) and hc_finish's flags for the 16-bit ones (HCF_S_F16 / HCF_S_BF16).
+/// The hc state's storage (model.cuh HC_S_F32 / HC_S_F16; asserted equal by the kernel
+/// source) and hc_finish_h's flag for the f16 one (HCF_S_F16).
 pub(crate) const HC_S_F32: u8 = 0;
 pub(crate) const HC_S_F16: u8 = 1;
-pub(crate) const HC_S_BF16: u8 = 2;
 pub(crate) const HCF_S_F16: i32 = 16;
-pub(crate) const HCF_S_BF16: i32 = 32;
 
 /// Set once an f16 hc state saturated in some prefill (CudaSession::hc_sat_check): every later
 /// prefill of the process keeps the state in f32.
@@ -245,14 +243,14 @@ pub(crate) fn hc_s_bytes(s16: u8) -> usize {
     }
 }
 
-/// Prefill's hc state in 16 bits (`DS4_HC_S16=1`: f16, `=2`: bf16; default 0: f32), Fast
+/// Prefill's hc state in f16 (`DS4_HC_S16=1`; default 0: f32), Fast
 /// precision only, where every prefill hc_post takes hc_post_mma8 (N 4, D % 128 == 0: the
 /// attention and FFN steps' N(N+2) mixes and the head's N). Why: S is ~64 KB per token in f32
 /// and the hc glue moves it three times per step (hc_post reads and writes it, hc_finish reads
 /// it): half the bytes of hc_post_mma8 (~1.15 GB -> 0.64 GB per attention step at 8K tokens)
 /// and of hc_finish (0.58 -> 0.32 GB). Its cost: each state value rounded once per step
-/// (f16: 11 bits, saturating at 65504; bf16: 8 bits); the fixtures' fast-vs-reference lines
-/// measure it. Read once.
+/// (11 bits, saturating at 65504); the fixtures' fast-vs-reference lines measure it. (bf16,
+/// with 8 bits, was ruled out before it ran: ~100x f16's KL in tools/hc16_sim.py.) Read once.
 pub(crate) fn hc_s16_mode(n: usize, d: usize) -> u8 {
     if HC_S16_SATURATED.load(std::sync::atomic::Ordering::Relaxed) {
         return HC_S_F32;
@@ -260,7 +258,6 @@ pub(crate) fn hc_s16_mode(n: usize, d: usize) -> u8 {
     static MODE: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
     let want = *MODE.get_or_init(|| match std::env::var("DS4_HC_S16").as_deref() {
         Ok("1") => HC_S_F16,
-        Ok("2") => HC_S_BF16,
         _ => HC_S_F32,
     });
     let split = hc_prefill_split(d);
@@ -302,7 +299,8 @@ pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny:
 /// `ypair` (row pair_of[t*k + i]) and the shared expert's row of `shared`, summed by the
 /// kernel in moe_combine's order (model.cuh moe_sum_at): the same bits as moe_combine into a
 /// row and launch_hc_post_mix on it, without that row's write and read (`DS4_FUSE_COMBINE`).
-/// `y16`: the slot rows are f16 (`DS4_EXP_Y16`; hc_post_mma8 only: see hc_moe_y16_ok).
+/// `y16`: the slot rows are f16 (`DS4_EXP_Y16`; hc_post_mma8's `_y` / `_hy` forms only: see
+/// hc_moe_y16_ok).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch_hc_post_mix_moe(gpu: &Gpu, b: &HcBufs, t: usize, ypair: DevPtr, pair_of: DevPtr, shared: DevPtr, k: usize, fn_ptr: DevPtr, m: usize, y16: bool) -> Result<()> {
     if ypair == 0 || pair_of == 0 || shared == 0 || k == 0 {
@@ -314,8 +312,8 @@ pub(crate) fn launch_hc_post_mix_moe(gpu: &Gpu, b: &HcBufs, t: usize, ypair: Dev
     hc_post_mix_at(gpu, b, t, ypair, k, fn_ptr, m, pair_of, shared, y16)
 }
 
-/// Whether the hc_post launch of `b` with `m` mixes reads f16 MoE slot rows (model.cuh
-/// moe_sum_at4<true>: hc_post_mma8 and its 16-bit-state forms; the other hc_post kernels trap).
+/// Whether the hc_post launch of `b` with `m` mixes can read f16 MoE slot rows (model.cuh
+/// moe_sum_at4<true>: hc_post_mma8_y / _hy; the other hc_post kernels read f32 rows only).
 pub(crate) fn hc_moe_y16_ok(b: &HcBufs, m: usize) -> bool {
     b.mma && hc_mma8() && hc_mma_ok(b.n, m, b.d, b.split)
 }
@@ -338,16 +336,19 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         .a(HC_TOKENS as i32)
         .a(pair_of)
         .a(shared)
-        .a(y16 as i32)
         .a(b.sat);
     // the slice width is the split's (hc_prefill_split): 128 columns (hc_post_mma or
     // hc_post_mix4) or 32
-    if b.s16 != HC_S_F32 {
-        // (hc_s16_mode checked these for every prefill step's shape)
+    if b.s16 != HC_S_F32 || y16 {
+        // (hc_s16_mode and hc_moe_y16_ok checked these for every prefill step's shape)
         if !(b.mma && hc_mma8() && hc_mma_ok(b.n, m, b.d, b.split)) {
-            return Err(CudaError::Other(format!("hc_post_mix: a 16-bit state needs hc_post_mma8 (N {}, M {m}, D {})", b.n, b.d)));
+            return Err(CudaError::Other(format!("hc_post_mix: an f16 state or f16 MoE rows need hc_post_mma8 (N {}, M {m}, D {})", b.n, b.d)));
         }
-        let name = if b.s16 == HC_S_F16 { "hc_post_mma8_h" } else { "hc_post_mma8_b" };
+        let name = match (b.s16 == HC_S_F16, y16) {
+            (false, _) => "hc_post_mma8_y",
+            (true, false) => "hc_post_mma8_h",
+            (true, true) => "hc_post_mma8_hy",
+        };
         return gpu.launch(name, (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, HC_MMA8_SMEM as u32, args);
     }
     if b.mma && hc_mma_ok(b.n, m, b.d, b.split) {
@@ -401,11 +402,7 @@ pub(crate) fn launch_hc_finish_sk(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f:
     if b.s16 != HC_S_F32 && d % 8 != 0 {
         return Err(CudaError::Other(format!("hc_finish: a 16-bit state needs D % 8 == 0 (D {d})")));
     }
-    let s_flag = match b.s16 {
-        HC_S_F16 => HCF_S_F16,
-        HC_S_BF16 => HCF_S_BF16,
-        _ => 0,
-    };
+    let s_flag = if b.s16 == HC_S_F16 { HCF_S_F16 } else { 0 };
     let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1 | (nglobal as i32) << 2 | (sk_later as i32) << 3 | s_flag;
     let smem = hc_finish_smem(n, d, b.s16, !nglobal);
     let args = Args::new()
@@ -428,7 +425,9 @@ pub(crate) fn launch_hc_finish_sk(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f:
         .a(h.a)
         .a(h.b)
         .a(flags);
-    gpu.launch("hc_finish", (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, smem, args)?;
+    // (an f16 state has its own entry point: model.cuh hc_finish_h)
+    let name = if b.s16 == HC_S_F32 { "hc_finish" } else { "hc_finish_h" };
+    gpu.launch(name, (t as u32, 1, 1), if t == 1 { 1024 } else { 256 }, smem, args)?;
     if sk_later {
         let args = Args::new().a(b.comb + (t0 * n * n * 4) as u64).a(t as i32).a(n as i32).a(b.iters as i32).a(b.hc_eps);
         gpu.launch("hc_sk_rows", (t.div_ceil(128) as u32, 1, 1), 128, 0, args)?;
@@ -2016,15 +2015,15 @@ pub(crate) fn exp_y16() -> (bool, bool) {
 }
 
 /// moe_mid's warp form (perm 4's layout and values) on f16 g and u (the expert GEMMs'
-/// GQ_FLAG_Y16 outputs; model.cuh moe_mid perm 6): `n` rows of `f` (f % 32 == 0) into `mid16`
+/// GQ_FLAG_Y16 outputs; model.cuh moe_mid_h): `n` rows of `f` (f % 32 == 0) into `mid16`
 /// in gemm_qr's K order. g and u 8-byte, mid16 16-byte aligned.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch_moe_mid_gu16(gpu: &Gpu, g16: DevPtr, u16: DevPtr, pw: DevPtr, n: usize, f: usize, clamp: f32, mid16: DevPtr) -> Result<()> {
     if f % 32 != 0 || (g16 | u16) % 8 != 0 || mid16 % 16 != 0 || mid16 == 0 {
         return Err(CudaError::Other(format!("moe_mid: f16 g / u need width % 32 == 0 and aligned buffers (width {f})")));
     }
-    let args = Args::new().a(g16).a(u16).a(pw).a(n as i32).a(f as i32).a(clamp).a(0u64).a(mid16).a(6i32);
-    gpu.launch("moe_mid", (((n * f / 32).div_ceil(32) * 32).div_ceil(256) as u32, 1, 1), 256, 0, args)
+    let args = Args::new().a(g16).a(u16).a(pw).a(n as i32).a(f as i32).a(clamp).a(mid16);
+    gpu.launch("moe_mid_h", (((n * f / 32).div_ceil(32) * 32).div_ceil(256) as u32, 1, 1), 256, 0, args)
 }
 /// gemm_qs's token tile (matmul.cuh: NX of MB 1, GQ_SPLIT_NX), the modulus of the split;
 /// gemm_qs2's is half of it.
@@ -2349,6 +2348,9 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     if kind == GqKernel::Qs4 && !qs4_type_ok(a.w.ty) {
         return Err(CudaError::Other("gemm_qs4: IQ2_XXS, Q2_K or Q4_K weights only".into()));
     }
+    if kind == GqKernel::Mma && a.flags & GQ_FLAG_Y16 != 0 {
+        return Err(CudaError::Other("gemm_q64 / gemm_q128 write f32 only (GQ_FLAG_Y16 is gemm_qr / gemm_qs's)".into()));
+    }
     if kind == GqKernel::Mma && bn != 64 && bn != 128 {
         return Err(CudaError::Other(format!("gemm_q: token tiles of 64 or 128, not {bn}")));
     }
@@ -2377,13 +2379,21 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     let upper = (a.w.rows as usize).div_ceil(bm) * (a.t as usize).div_ceil(bn) * ng;
     let per_sm = if mb > 0 { 1 } else { 2 };
     let grid = upper.min(per_sm * gpu.sm_count.max(1) as usize).max(1);
-    let name = match (kind, bn) {
-        (GqKernel::Qr, _) => "gemm_qr",
-        (GqKernel::Qr2, _) => "gemm_qr2",
-        (GqKernel::Qs | GqKernel::QsSplit, _) => "gemm_qs",
-        (GqKernel::Qs2, _) => "gemm_qs2",
-        (GqKernel::Qs4, _) => "gemm_qs4",
-        (GqKernel::Mma, 128) => "gemm_q128",
+    // f16 outputs (GQ_FLAG_Y16): gemm_qr / gemm_qs's `_y16` entry points (matmul.cuh
+    // gemm_qr_body's H); gemm_q64 / gemm_q128 choose per output
+    let y16 = mb > 0 && a.flags & GQ_FLAG_Y16 != 0;
+    let name = match (kind, bn, y16) {
+        (GqKernel::Qr, _, false) => "gemm_qr",
+        (GqKernel::Qr, _, true) => "gemm_qr_y16",
+        (GqKernel::Qr2, _, false) => "gemm_qr2",
+        (GqKernel::Qr2, _, true) => "gemm_qr2_y16",
+        (GqKernel::Qs | GqKernel::QsSplit, _, false) => "gemm_qs",
+        (GqKernel::Qs | GqKernel::QsSplit, _, true) => "gemm_qs_y16",
+        (GqKernel::Qs2, _, false) => "gemm_qs2",
+        (GqKernel::Qs2, _, true) => "gemm_qs2_y16",
+        (GqKernel::Qs4, _, false) => "gemm_qs4",
+        (GqKernel::Qs4, _, true) => "gemm_qs4_y16",
+        (GqKernel::Mma, 128, _) => "gemm_q128",
         _ => "gemm_q64",
     };
     let args = Args::new().a(a).a(ng as i32);
@@ -3384,8 +3394,8 @@ impl CudaSession {
         let nhc = d.n_hc;
         let mhc = nhc * (nhc + 2);
         // embedding and the first hc_pre partials
-        let args = Args::new().a(self.m.tok_embd.ptr).a(sc.tok.ptr).a(sc.s.ptr).a(d.d as i32).a(nhc as i32).a(self.hc_s16(t) as i32);
-        gpu.launch("embed_rows", (t as u32, 1, 1), 256, 0, args)?;
+        let args = Args::new().a(self.m.tok_embd.ptr).a(sc.tok.ptr).a(sc.s.ptr).a(d.d as i32).a(nhc as i32);
+        gpu.launch(if self.hc_s16(t) == HC_S_F16 { "embed_rows_h" } else { "embed_rows" }, (t as u32, 1, 1), 256, 0, args)?;
         // sk: the last hc_step deferred its Sinkhorn (to attn_prep or router_dec)
         let mut sk = self.hc_step(t, 0, 1, self.m.layers[0].hc_attn_fn.ptr, mhc, Some(self.attn_fin(0, decode)), decode)?;
         let idx_active = idx_rows > d.topk;
@@ -3625,10 +3635,11 @@ impl CudaSession {
             // MoE output itself (moe_combine's order; DS4_FUSE_COMBINE=0: moe_combine -> ffn_out)
             let fuse_moe = !decode && !self.hc_fused(t) && fuse_combine_enabled();
             // the down rows in f16 (DS4_EXP_Y16) where the routed experts run on f16
-            // activations (exp_xh, below) and the next hc_post reads the rows itself on
-            // hc_post_mma8 (the last layer's takes the head's N mixes)
+            // activations on gemm_qr / gemm_qs (exp_xh and qr, below: gemm_q64 / gemm_q128
+            // write f32 only) and the next hc_post reads the rows itself on hc_post_mma8 (the
+            // last layer's takes the head's N mixes)
             let post_m = if l + 1 < d.n_layer { mhc } else { nhc };
-            let moe_y16 = fuse_moe && exp_xh && exp_y16().1 && hc_moe_y16_ok(&self.hc_bufs_prefill(t), post_m);
+            let moe_y16 = fuse_moe && exp_xh && qr.is_some() && exp_y16().1 && hc_moe_y16_ok(&self.hc_bufs_prefill(t), post_m);
             if decode && self.q8 {
                 // (the shared expert in a parallel branch beside the router and the routed
                 // experts lost: router_dec 9.6 -> 17.5 us per call beside its DRAM stream, 8K
@@ -3840,7 +3851,7 @@ impl CudaSession {
             if !HC_S16_SATURATED.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 eprintln!(
                     "ds4: the f16 hyper-connection state (DS4_HC_S16=1) saturated in a prefill (a value past 65504); \
-                     its logits may be off, and later prefills keep the state in f32 (unset DS4_HC_S16, or use 2 for bf16)"
+                     its logits may be off, and later prefills keep the state in f32 (unset DS4_HC_S16 to keep it in f32 from the start)"
                 );
             }
         }

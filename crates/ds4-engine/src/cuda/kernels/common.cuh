@@ -60,7 +60,7 @@ __device__ __forceinline__ u16 f2h(float f) {
     return h;
 }
 // f2h saturating at f16's largest finite value (NaN stays NaN): the f16 stores of values that
-// were f32 until then (the 16-bit hc state, the routed experts' f16 outputs), where an inf
+// were f32 until then (the f16 hc state, the routed experts' f16 outputs), where an inf
 // would become a NaN downstream (silu(-inf) = -inf * 0).
 __device__ __forceinline__ u16 f2h_sat(float f) {
     return f2h(fabsf(f) > 65504.f ? copysignf(65504.f, f) : f);

@@ -1060,16 +1060,12 @@ __device__ __forceinline__ u32 iq2_sub_scale(u32 n) {
 // routed experts' gate / up / down outputs in prefill (session.rs `DS4_EXP_Y16`)
 #define GQ_FLAG_Y16 64
 #define GQ_SPLIT_NX 256
-// One output of gemm_q / gemm_qr / gemm_qs: f32, or f16 (H: GQ_FLAG_Y16). gemm_qr / gemm_qs
-// choose H once per tile (qr_store); gemm_q per output (gq_put).
+// One output of gemm_qr / gemm_qs: f32, or f16 (H: GQ_FLAG_Y16, their `_y16` entry points;
+// gemm_q64 / gemm_q128 write f32 only).
 template <bool H>
 __device__ __forceinline__ void gq_put_as(const GemmArgs& a, i64 i, float v) {
     if (H) ((u16*)a.y)[i] = f2h_sat(v);
     else a.y[i] = v;
-}
-__device__ __forceinline__ void gq_put(const GemmArgs& a, i64 i, float v) {
-    if (a.flags & GQ_FLAG_Y16) gq_put_as<true>(a, i, v);
-    else gq_put_as<false>(a, i, v);
 }
 
 // The IQ2_XXS grid as f16: g16[i] = the 8 magnitudes of grid entry i (built per block). With
@@ -1370,7 +1366,7 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
                 for (int q = 0; q < 4; q++) {
                     int r = rb + wm * 64 + i * 16 + (lane >> 2) + ((q >> 1) << 3);
                     int tk = tb + wn * (BN / 4) + n * 8 + 2 * (lane & 3) + (q & 1);
-                    if (r < rows && tk < j1) gq_put(a, (i64)tk * a.ldy + r, acc[i][n][q]);
+                    if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[i][n][q];
                 }
         __syncthreads();  // the next tile's prologue overwrites the stages and f16 tile
     }
@@ -1672,7 +1668,7 @@ __device__ __forceinline__ int qr_tile_table(const GemmArgs& a, int ng, int* tst
 // A tile's outputs (rows from rb, tokens [tb, j1)): accumulator (b, j, q) is row r0[b] (+8 for
 // q >= 2), token 8j + 2 (lane % 4) (+1 for odd q)
 template <int MB, bool H>
-__device__ __forceinline__ void qr_store_as(const GemmArgs& a, const float (&acc)[MB][256 / MB / 8][4], int rb, const int (&r0)[MB],
+__device__ __forceinline__ void qr_store(const GemmArgs& a, const float (&acc)[MB][256 / MB / 8][4], int rb, const int (&r0)[MB],
                                             int tb, int j1, int rows, int lane) {
 #pragma unroll
     for (int b = 0; b < MB; b++)
@@ -1684,14 +1680,6 @@ __device__ __forceinline__ void qr_store_as(const GemmArgs& a, const float (&acc
                 int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
                 if (r < rows && tk < j1) gq_put_as<H>(a, (i64)tk * a.ldy + r, acc[b][j][q]);
             }
-}
-template <int MB>
-__device__ __forceinline__ void qr_store(const GemmArgs& a, const float (&acc)[MB][256 / MB / 8][4], int rb, const int (&r0)[MB],
-                                         int tb, int j1, int rows, int lane) {
-    // (the output type chosen once per tile: a branch per output, gq_put, made ptxas spill
-    // gemm_qs2's epilogue, 180 -> 1124 bytes of spill stores)
-    if (a.flags & GQ_FLAG_Y16) qr_store_as<MB, true>(a, acc, rb, r0, tb, j1, rows, lane);
-    else qr_store_as<MB, false>(a, acc, rb, r0, tb, j1, rows, lane);
 }
 
 // The dynamic order's counter (two ints) after a block's last tile: the last block out resets
@@ -1705,7 +1693,10 @@ __device__ __forceinline__ void qr_ctr_done(int* ctr) {
 }
 
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
-template <int TY, int MB>
+// H: f16 outputs (GQ_FLAG_Y16; the `_y16` entry points, so that the f32 kernels compile as
+// they did before the f16 form existed: a run-time branch between the two store loops grew
+// gemm_qs2's spills from 180 to 312 bytes and gemm_qs's code by a third, sass_diff.py)
+template <int TY, int MB, bool H>
 __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NT = NX / 32;
@@ -1775,7 +1766,7 @@ __device__ __forceinline__ void gemm_qr_body(const GemmArgs& a, int ngroups, u8*
 #define QR_K(N) qr_kloop<TY, MB, N>(acc, nk, wst, ws_u, xs_u, prow, hrow, wok, xoff, xsrc, xn, r0, grp, hp, g16)
         QX_BY_NC(QR_K)
 #undef QR_K
-        qr_store<MB>(a, acc, rb, r0, tb, j1, rows, lane);
+        qr_store<MB, H>(a, acc, rb, r0, tb, j1, rows, lane);
         __syncthreads();  // the next tile's prologue overwrites the stages
         tile = ctr ? slot[it & 1] : tile + (int)gridDim.x;
     }
@@ -1891,7 +1882,7 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 #endif
 
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
-template <int TY, int MB>
+template <int TY, int MB, bool H>
 __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, QP = QSW<TY>::P, WSQ = BM * QSW<TY>::RB;
@@ -2035,7 +2026,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 #define QS_K(N) qs_kloop<TY, MB, N>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16)
             QX_BY_NC(QS_K)
 #undef QS_K
-            qr_store<MB>(a, acc, rb, r0, tb, j1, rows, lane);
+            qr_store<MB, H>(a, acc, rb, r0, tb, j1, rows, lane);
         }
     }
 #endif
@@ -2050,7 +2041,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 //   gemm_qs:  align1024(GR_ST * 20 + 8 + CM * (ngroups + 1) * 4) + the same stages (session.rs
 //             qs_table_bytes), 384 threads (session.rs QS_THREADS: two consumer warpgroups and
 //             the producer).
-template <int MB, bool QS>
+template <int MB, bool QS, bool H>
 __device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
     if (!WG_OK) __trap();
     // IQ2_XXS only: the grid's GQ_GREP copies at the start of the dynamic shared memory (32 KB,
@@ -2063,8 +2054,8 @@ __device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups,
     }
     const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));  // this lane's copy
 #define QX_BODY(TY)                                                   \
-    if constexpr (QS) gemm_qs_body<TY, MB>(a, ngroups, smem, g16, ctr); \
-    else gemm_qr_body<TY, MB>(a, ngroups, smem, g16, ctr);
+    if constexpr (QS) gemm_qs_body<TY, MB, H>(a, ngroups, smem, g16, ctr); \
+    else gemm_qr_body<TY, MB, H>(a, ngroups, smem, g16, ctr);
     switch (a.w.type) {
         case T_Q8_0: QX_BODY(T_Q8_0) break;
         case T_IQ2_XXS: QX_BODY(T_IQ2_XXS) break;
@@ -2078,22 +2069,42 @@ __device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups,
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<1, false>(a, ngroups, gq_smem, ctr);
+    gemm_qx_dispatch<1, false, false>(a, ngroups, gq_smem, ctr);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr_y16(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qx_dispatch<1, false, true>(a, ngroups, gq_smem, ctr);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<2, false>(a, ngroups, gq_smem, ctr);
+    gemm_qx_dispatch<2, false, false>(a, ngroups, gq_smem, ctr);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) gemm_qr2_y16(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qx_dispatch<2, false, true>(a, ngroups, gq_smem, ctr);
 }
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<1, true>(a, ngroups, gq_smem, ctr);
+    gemm_qx_dispatch<1, true, false>(a, ngroups, gq_smem, ctr);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_y16(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qx_dispatch<1, true, true>(a, ngroups, gq_smem, ctr);
 }
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<2, true>(a, ngroups, gq_smem, ctr);
+    gemm_qx_dispatch<2, true, false>(a, ngroups, gq_smem, ctr);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_y16(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qx_dispatch<2, true, true>(a, ngroups, gq_smem, ctr);
 }
 
 // gemm_qs4: 512-row tiles of up to 64 tokens (MB 4) for IQ2_XXS, Q2_K and Q4_K (Q8_0's
@@ -2101,9 +2112,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2(GemmArgs a, int ng
 // shared memory: the grid's copies (IQ2_XXS), qs_table_bytes, then GR_ST activation stages of
 // 64 x 64 bytes and GR_ST / P weight slots of 512 x RB (QSW; session.rs
 // launch_gemm_q_kernel sizes it so, with QS_PAIR and qs_slot_row_bytes).
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs4(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
+// (the dynamic shared memory is declared in the kernels: an extern __shared__ __align__(1024)
+// inside a device function moved every kernel's dynamic shared memory to a 1 KB boundary)
+template <bool H>
+__device__ __forceinline__ void gemm_qs4_entry(const GemmArgs& a, int ngroups, int* ctr, u8* gq_smem) {
 #if WG_OK
     u8* smem = gq_smem;
     uint4* g16r = (uint4*)smem;
@@ -2113,14 +2125,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs4(GemmArgs a, int ng
     }
     const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));
     switch (a.w.type) {
-        case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS, 4>(a, ngroups, smem, g16, ctr); break;
-        case T_Q2_K: gemm_qs_body<T_Q2_K, 4>(a, ngroups, smem, g16, ctr); break;
-        case T_Q4_K: gemm_qs_body<T_Q4_K, 4>(a, ngroups, smem, g16, ctr); break;
+        case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS, 4, H>(a, ngroups, smem, g16, ctr); break;
+        case T_Q2_K: gemm_qs_body<T_Q2_K, 4, H>(a, ngroups, smem, g16, ctr); break;
+        case T_Q4_K: gemm_qs_body<T_Q4_K, 4, H>(a, ngroups, smem, g16, ctr); break;
         default: __trap();
     }
 #else
     __trap();
 #endif
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs4(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qs4_entry<false>(a, ngroups, ctr, gq_smem);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs4_y16(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qs4_entry<true>(a, ngroups, ctr, gq_smem);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {

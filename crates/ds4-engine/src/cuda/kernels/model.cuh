@@ -7,35 +7,25 @@
 #define MAXM 24
 
 // Prefill's hyper-connection state may be kept in 16 bits (session.rs `DS4_HC_S16`, Fast
-// precision): SK 0 f32, 1 f16, 2 bf16. Why: prefill's hc glue moves the N x D state three times
+// precision): SK 0 f32, 1 f16 (a bf16 state was ruled out by tools/hc16_sim.py: ~100x f16's
+// KL on the fixtures, bench/NOTES.md session 40). Why: prefill's hc glue moves the N x D state three times
 // per step (hc_post reads and writes it, hc_finish reads it again): ~64 KB per token in f32,
 // most of the hc kernels' traffic. The state's value is what is stored: hc_post rounds the new
 // state before its sum of squares and partial mixes, so the next finish sees exactly the
 // values the mixes were formed from. f16 saturates at its largest finite value (no inf).
 #define HC_S_F32 0
 #define HC_S_F16 1
-#define HC_S_BF16 2
-template <int SK>
-__device__ __forceinline__ u16 hcs_pack(float v) {
-    if (SK == HC_S_F16) return f2h_sat(v);
-    u32 b = __float_as_uint(v);  // bf16, round to nearest even (the state is finite)
-    return (u16)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-}
-template <int SK>
-__device__ __forceinline__ float hcs_unpack(u16 h) {
-    return SK == HC_S_F16 ? h2f(h) : __uint_as_float((u32)h << 16);
-}
 // The value a state entry keeps once stored.
 template <int SK>
 __device__ __forceinline__ float hcs_round(float v) {
-    return SK == HC_S_F32 ? v : hcs_unpack<SK>(hcs_pack<SK>(v));
+    return SK == HC_S_F32 ? v : h2f(f2h_sat(v));
 }
 // Four consecutive state values (element offset i, a multiple of 4) as floats, and back.
 template <int SK>
 __device__ __forceinline__ float4 hcs_ld4(const void* S, i64 i) {
     if (SK == HC_S_F32) return *(const float4*)((const float*)S + i);
     const uint2 u = *(const uint2*)((const u16*)S + i);
-    return make_float4(hcs_unpack<SK>((u16)u.x), hcs_unpack<SK>((u16)(u.x >> 16)), hcs_unpack<SK>((u16)u.y), hcs_unpack<SK>((u16)(u.y >> 16)));
+    return make_float4(h2f((u16)u.x), h2f((u16)(u.x >> 16)), h2f((u16)u.y), h2f((u16)(u.y >> 16)));
 }
 template <int SK>
 __device__ __forceinline__ void hcs_st4(void* S, i64 i, float4 v) {
@@ -43,7 +33,7 @@ __device__ __forceinline__ void hcs_st4(void* S, i64 i, float4 v) {
         *(float4*)((float*)S + i) = v;
         return;
     }
-    *(uint2*)((u16*)S + i) = make_uint2((u32)hcs_pack<SK>(v.x) | (u32)hcs_pack<SK>(v.y) << 16, (u32)hcs_pack<SK>(v.z) | (u32)hcs_pack<SK>(v.w) << 16);
+    *(uint2*)((u16*)S + i) = make_uint2((u32)f2h_sat(v.x) | (u32)f2h_sat(v.y) << 16, (u32)f2h_sat(v.z) | (u32)f2h_sat(v.w) << 16);
 }
 // Token t's state (N x D values) in storage SK.
 template <int SK>
@@ -52,7 +42,7 @@ __device__ __forceinline__ void* hcs_tok(void* S, int t, int N, int D) {
 }
 
 // Four consecutive values (float4 index f) of an f32 array, or of an f16 one (GH: the expert
-// GEMMs' GQ_FLAG_Y16 outputs, read by moe_mid and the hc_post MoE sum), widened exactly.
+// GEMMs' GQ_FLAG_Y16 outputs, read by moe_mid_h), widened exactly.
 template <bool GH>
 __device__ __forceinline__ float4 mid_ld4(const void* p, i64 f) {
     if (!GH) return ((const float4*)p)[f];
@@ -60,22 +50,27 @@ __device__ __forceinline__ float4 mid_ld4(const void* p, i64 f) {
     return make_float4(h2f((u16)v.x), h2f((u16)(v.x >> 16)), h2f((u16)v.y), h2f((u16)(v.y >> 16)));
 }
 
-// s16: the state's storage (HC_S_*).
 extern "C" __global__ void embed_rows(const u16* __restrict__ emb, const int* __restrict__ tok, float* __restrict__ S,
-                                      int D, int N, int s16) {
+                                      int D, int N) {
     PDL_ENTRY;
     int t = blockIdx.x;
     const u16* row = emb + (i64)tok[t] * D;
 #pragma unroll 4
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
         float v = h2f(row[d]);
-        if (s16) {
-            // an f16 value is exact in f16 and in bf16 only if it fits bf16's 8 bits: pack it
-            u16 h = s16 == HC_S_F16 ? row[d] : hcs_pack<HC_S_BF16>(v);
-            for (int s = 0; s < N; s++) ((u16*)S)[((i64)t * N + s) * D + d] = h;
-        } else {
-            for (int s = 0; s < N; s++) S[((i64)t * N + s) * D + d] = v;
-        }
+        for (int s = 0; s < N; s++) S[((i64)t * N + s) * D + d] = v;
+    }
+}
+// embed_rows for an f16 state (DS4_HC_S16): the f16 embedding copied as it is.
+extern "C" __global__ void embed_rows_h(const u16* __restrict__ emb, const int* __restrict__ tok, u16* __restrict__ S, int D,
+                                        int N) {
+    PDL_ENTRY;
+    int t = blockIdx.x;
+    const u16* row = emb + (i64)tok[t] * D;
+#pragma unroll 4
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        const u16 h = row[d];
+        for (int s = 0; s < N; s++) S[((i64)t * N + s) * D + d] = h;
     }
 }
 
@@ -165,18 +160,17 @@ __device__ __forceinline__ float moe_sum_at(const float* __restrict__ ypair, con
 // y: the layer output added by hc_post, the sum of ny consecutive D-rows per token (y == 0:
 // none); with pair_of (prefill's MoE output, DS4_FUSE_COMBINE) instead moe_combine's sum
 // computed here (moe_sum_at: y = ypair, ny = K slots per token, shared = the shared
-// expert's rows), so the combined row is never written. y16: f16 slot rows, which only the
-// hc_post_mma kernels read (session.rs checks; here a trap). hsat (may be null): the word
-// hc_post_mma8_h sets when its f16 state saturates; the f32-state kernels never set it.
+// expert's rows), so the combined row is never written; f16 slot rows (DS4_EXP_Y16) only in
+// hc_post_mma8_y / _hy (session.rs hc_moe_y16_ok). hsat (may be null): the word the f16-state
+// kernels (hc_post_mma8_h / _hy) set when the state saturates; the others never set it.
 extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const float* __restrict__ y,
                                                               const float* __restrict__ post,
                                                               const float* __restrict__ comb,
                                                               const u16* __restrict__ fn, int M, int D, int N,
                                                               float* pdot, double* pss, int ny, int T, int tt,
                                                               const int* __restrict__ pair_of,
-                                                              const float* __restrict__ shared, int y16, int* hsat) {
+                                                              const float* __restrict__ shared, int* hsat) {
     PDL_ENTRY;
-    if (y16) __trap();
     __shared__ float4 fsh[MAXM][32];
     int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     int d = sp * 32 + lane;
@@ -264,7 +258,8 @@ __device__ __forceinline__ float4 moe_sum_at4(const void* __restrict__ ypair, co
 #pragma unroll
         for (int u = 0; u < 8; u++) sl[u] = i0 + u < K ? po[i0 + u] : 0;
 #pragma unroll
-        for (int u = 0; u < 8; u++) r[u] = i0 + u < K ? mid_ld4<YH>(ypair, ((i64)sl[u] * D + d) >> 2) : make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int u = 0; u < 8; u++)  // (element offsets: hcs_ld4 reads f16 as the f16 state's)
+            r[u] = i0 + u < K ? hcs_ld4<YH ? HC_S_F16 : HC_S_F32>(ypair, (i64)sl[u] * D + d) : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
         for (int u = 0; u < 8; u++)
             if (i0 + u < K) add4(acc, r[u]);
@@ -279,18 +274,17 @@ __device__ __forceinline__ float4 moe_sum_at4(const void* __restrict__ ypair, co
 // state as it is. nv [stream][column]; returns the sum of squares of the 16 values (double,
 // column-major order). FULL: N == 4 is known (no per-stream guards).
 // SK: the state's storage (HC_S_*; St points at token t's state in it): the new values are
-// rounded to it before the sum of squares (and before the caller's partial mixes); `sat` is
-// set when an f16 state saturated (a new value past 65504).
-template <bool FULL, int SK = HC_S_F32>
+// rounded to it before the sum of squares (and before the caller's partial mixes); `*sat` is
+// set when an f16 state saturated (a new value past 65504; f32: unused). YH: the MoE slot rows are f16.
+template <bool FULL, int SK = HC_S_F32, bool YH = false>
 __device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], void* St, const float* __restrict__ y, const float* __restrict__ post,
                                                const float* __restrict__ comb, int N, int D, int ny, int t, int d0,
-                                               const int* __restrict__ pair_of, const float* __restrict__ shared, int y16, bool& sat) {
+                                               const int* __restrict__ pair_of, const float* __restrict__ shared, bool* sat = nullptr) {
     float4 sv[4];
 #pragma unroll
     for (int a = 0; a < 4; a++) sv[a] = (FULL || a < N) ? hcs_ld4<SK>(St, (i64)a * D + d0) : make_float4(0.f, 0.f, 0.f, 0.f);
     if (y) {
-        const float4 yd = pair_of ? (y16 ? moe_sum_at4<true>(y, pair_of, shared, ny, D, t, d0) : moe_sum_at4<false>(y, pair_of, shared, ny, D, t, d0))
-                                  : sum_strided4(y + (i64)t * ny * D + d0, D, ny);
+        const float4 yd = pair_of ? moe_sum_at4<YH>(y, pair_of, shared, ny, D, t, d0) : sum_strided4(y + (i64)t * ny * D + d0, D, ny);
         const float yv[4] = {yd.x, yd.y, yd.z, yd.w};
         float pv[4], cv[4][4];
 #pragma unroll
@@ -309,7 +303,7 @@ __device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], void* St, cons
                     const float sa = c == 0 ? sv[a].x : c == 1 ? sv[a].y : c == 2 ? sv[a].z : sv[a].w;
                     if (FULL || a < N) acc = hc_term(acc, cv[a][b], sa);
                 }
-                if (SK == HC_S_F16) sat |= fabsf(acc) > 65504.f;
+                if (SK == HC_S_F16) *sat |= fabsf(acc) > 65504.f;
                 nv[b][c] = (FULL || b < N) ? hcs_round<SK>(acc) : 0.f;
             }
         }
@@ -348,9 +342,8 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(float* S, const f
                                                                const u16* __restrict__ fn, int M, int D, int N,
                                                                float* pdot, double* pss, int ny, int T, int tt,
                                                                const int* __restrict__ pair_of,
-                                                               const float* __restrict__ shared, int y16, int* hsat) {
+                                                               const float* __restrict__ shared, int* hsat) {
     PDL_ENTRY;
-    if (y16) __trap();  // (as hc_post_mix)
     __shared__ float4 fsh[MAXM][4][32];
     const int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int d0 = sp * 128 + 4 * lane;
@@ -366,8 +359,7 @@ extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(float* S, const f
     const int t1 = min(T, (int)(blockIdx.y + 1) * tt);
     for (int t = blockIdx.y * tt + w; t < t1; t += HCP_WARPS) {
         float nv[4][4];  // [stream][column]
-        bool sat = false;  // (f32 state: never set)
-        const double ss = hc_post4_tok<false>(nv, S + (i64)t * N * D, y, post, comb, N, D, ny, t, d0, pair_of, shared, 0, sat);
+        const double ss = hc_post4_tok<false>(nv, S + (i64)t * N * D, y, post, comb, N, D, ny, t, d0, pair_of, shared);
         float v[MAXM];
 #pragma unroll
         for (int m = 0; m < MAXM; m++) {
@@ -420,12 +412,12 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const uint4& a, u32 b0, 
         : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 }
 // The body for groups of 8 NT tokens (NT n-tiles; hc_post_mma: 2, hc_post_mma8: 1), the state
-// stored as SK (HC_S_*).
-template <int NT, int SK = HC_S_F32>
+// stored as SK (HC_S_*), f16 MoE slot rows when YH.
+template <int NT, int SK = HC_S_F32, bool YH = false>
 __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                  const float* __restrict__ comb, const u16* __restrict__ fn, int M, int D, int N,
                                                  float* pdot, double* pss, int ny, int T, int tt, const int* __restrict__ pair_of,
-                                                 const float* __restrict__ shared, int y16, int* hsat) {
+                                                 const float* __restrict__ shared, int* hsat) {
     constexpr int TG = 8 * NT;  // tokens per group
     extern __shared__ float hsm[];
     float* Bs = hsm;
@@ -461,7 +453,7 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
             const int tl = NT * w + u, t = t0 + tl;
             float nv[4][4];  // [stream][column]
             if (t < t1) {
-                double ss = hc_post4_tok<true, SK>(nv, hcs_tok<SK>(S, t, N, D), y, post, comb, N, D, ny, t, d0, pair_of, shared, y16, sat);
+                double ss = hc_post4_tok<true, SK, YH>(nv, hcs_tok<SK>(S, t, N, D), y, post, comb, N, D, ny, t, d0, pair_of, shared, &sat);
 #pragma unroll
                 for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
                 if (lane == 0) pss[(i64)t * nsplit + sp] = ss;
@@ -521,37 +513,46 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
     if (SK == HC_S_F16 && hsat && __any_sync(0xffffffffu, sat) && lane == 0) atomicOr(hsat, 1);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const float* __restrict__ y, const float* __restrict__ post,
-                                                                 const float* __restrict__ comb, const u16* __restrict__ fn, int M,
-                                                                 int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                 const int* __restrict__ pair_of, const float* __restrict__ shared, int y16, int* hsat) {
+                                                                       const float* __restrict__ comb, const u16* __restrict__ fn, int M,
+                                                                       int D, int N, float* pdot, double* pss, int ny, int T, int tt,
+                                                                       const int* __restrict__ pair_of, const float* __restrict__ shared, int* hsat) {
     PDL_ENTRY;
-    hc_post_mma_body<2>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16, hsat);
+    hc_post_mma_body<2>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, hsat);
 }
 // 8-token groups (the default; `DS4_HC_MMA8=0`: hc_post_mma): half the state and partials in
 // shared memory (48.5 KB) and 8 accumulators instead of 16, so four blocks per SM at 64
 // registers; twice the block barriers per token. Kernel bench at T 8192 (session 33): 0.515
 // against 0.525 ms (y rows), 0.674 against 0.695 (MoE sum).
 extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8(float* S, const float* __restrict__ y, const float* __restrict__ post,
-                                                                  const float* __restrict__ comb, const u16* __restrict__ fn, int M,
-                                                                  int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                  const int* __restrict__ pair_of, const float* __restrict__ shared, int y16, int* hsat) {
+                                                                        const float* __restrict__ comb, const u16* __restrict__ fn, int M,
+                                                                        int D, int N, float* pdot, double* pss, int ny, int T, int tt,
+                                                                        const int* __restrict__ pair_of, const float* __restrict__ shared, int* hsat) {
     PDL_ENTRY;
-    hc_post_mma_body<1>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16, hsat);
+    hc_post_mma_body<1>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, hsat);
 }
-// hc_post_mma8 on a 16-bit state (`DS4_HC_S16`; S points at u16 values): _h f16, _b bf16.
+// hc_post_mma8 with f16 MoE slot rows (_y: `DS4_EXP_Y16`), on an f16 state (_h: `DS4_HC_S16`;
+// S points at u16 values), or both (_hy). Separate entry points so that hc_post_mma8 compiles
+// as it did before these existed (tools/gpu/sass_diff.py).
+extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_y(float* S, const float* __restrict__ y, const float* __restrict__ post,
+                                                                          const float* __restrict__ comb, const u16* __restrict__ fn, int M,
+                                                                          int D, int N, float* pdot, double* pss, int ny, int T, int tt,
+                                                                          const int* __restrict__ pair_of, const float* __restrict__ shared, int* hsat) {
+    PDL_ENTRY;
+    hc_post_mma_body<1, HC_S_F32, true>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, hsat);
+}
 extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_h(float* S, const float* __restrict__ y, const float* __restrict__ post,
-                                                                    const float* __restrict__ comb, const u16* __restrict__ fn, int M,
-                                                                    int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                    const int* __restrict__ pair_of, const float* __restrict__ shared, int y16, int* hsat) {
+                                                                          const float* __restrict__ comb, const u16* __restrict__ fn, int M,
+                                                                          int D, int N, float* pdot, double* pss, int ny, int T, int tt,
+                                                                          const int* __restrict__ pair_of, const float* __restrict__ shared, int* hsat) {
     PDL_ENTRY;
-    hc_post_mma_body<1, HC_S_F16>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16, hsat);
+    hc_post_mma_body<1, HC_S_F16, false>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, hsat);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_b(float* S, const float* __restrict__ y, const float* __restrict__ post,
-                                                                    const float* __restrict__ comb, const u16* __restrict__ fn, int M,
-                                                                    int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                    const int* __restrict__ pair_of, const float* __restrict__ shared, int y16, int* hsat) {
+extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_hy(float* S, const float* __restrict__ y, const float* __restrict__ post,
+                                                                           const float* __restrict__ comb, const u16* __restrict__ fn, int M,
+                                                                           int D, int N, float* pdot, double* pss, int ny, int T, int tt,
+                                                                           const int* __restrict__ pair_of, const float* __restrict__ shared, int* hsat) {
     PDL_ENTRY;
-    hc_post_mma_body<1, HC_S_BF16>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, y16, hsat);
+    hc_post_mma_body<1, HC_S_F16, true>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, hsat);
 }
 
 // 1/x for the Sinkhorn iterations: the hardware reciprocal plus one Newton step (within an
@@ -715,11 +716,10 @@ __device__ __forceinline__ double div_n(double a, int n) {
 #define HCF_NO_F32 2
 #define HCF_NORM_GLOBAL 4  // the norm weights read where used, not staged (hc_finish: smem N * D floats)
 #define HCF_SK_LATER 8     // hc_finish: comb gets the logits, hc_sk_rows runs the Sinkhorn afterwards
-#define HCF_S_F16 16       // hc_finish: the state is stored as f16 (HC_S_F16)
-#define HCF_S_BF16 32      // hc_finish: ... as bf16 (HC_S_BF16)
-// SK (HC_S_*): the state's storage. A 16-bit state is staged as it is stored (N * D halves,
+#define HCF_S_F16 16       // hc_finish_h: the state is stored as f16 (HC_S_F16)
+// SK (HC_S_*): the state's storage. An f16 state is staged as it is stored (N * D halves,
 // D % 8 == 0: checked by the host) and the collapsed row goes to D floats after it; the
-// arithmetic on each value is the f32 path's (the 16-bit values widen exactly).
+// arithmetic on each value is the f32 path's (the f16 values widen exactly).
 template <int SK = HC_S_F32>
 __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, int ps, const double* pss, int nsplit, int M, int D,
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
@@ -798,7 +798,7 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
     int gw = w - w0, ngw = nw - w0;
     double ss = 0.0;
 #pragma unroll 4
-    auto sv = [&](int s, int d) { return SK ? hcs_unpack<SK>(s16[s * D + d]) : ssh[s * D + d]; };
+    auto sv = [&](int s, int d) { return SK ? h2f(s16[s * D + d]) : ssh[s * D + d]; };
     for (int d = first; d < D; d += stride) {
         float x = pre[0] * sv(0, d);
 #pragma unroll
@@ -857,8 +857,21 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
 }
 
 // grid T, dynamic smem (N + 1) * D floats, N * D without the staged norm weights, N * D / 2 + D
-// (+ D) for a 16-bit state (session.rs hc_finish_smem; the prefill path, decode uses hc_step).
+// (+ D) for an f16 state (session.rs hc_finish_smem; the prefill path, decode uses hc_step).
 // h16a / h16b (may be null): f16 copies of xn (see hc_finish_tok), h16flags: HCF_*.
+// hc_finish reads an f32 state; hc_finish_h an f16 one (HCF_S_F16 in h16flags).
+// Two entry points, not one with a branch on the flag: in one kernel the three instantiations
+// grew the f32 path's code from 42 to 64 registers and 3.6K to 9.8K instructions (sass_diff).
+template <int SK>
+__device__ __forceinline__ void hc_finish_body(const float* S, const float* pdot, const double* pss, int nsplit, int M, int D,
+                                               int N, const float* scale, const float* base, const float* norm_w, float eps,
+                                               int iters, float hc_eps, float* post_out, float* comb_out, float* xn_out,
+                                               u16* h16a, u16* h16b, int h16flags, float* xsh) {
+    // HCF_SK_LATER: the comb logits go to comb_out (as z_out) and warp 0 joins the collapse
+    hc_finish_tok<SK>(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out,
+                      comb_out, (h16flags & HCF_SK_LATER) ? comb_out : nullptr, xn_out, nullptr, nullptr, xsh, nullptr, h16a,
+                      h16b, h16flags, !(h16flags & HCF_NORM_GLOBAL));
+}
 extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
                                                             const double* __restrict__ pss, int nsplit, int M, int D,
                                                             int N, const float* __restrict__ scale,
@@ -868,16 +881,21 @@ extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __rest
                                                             float* xn_out, u16* h16a, u16* h16b, int h16flags) {
     PDL_ENTRY;
     extern __shared__ float xsh[];
-    // HCF_SK_LATER: the comb logits go to comb_out (as z_out) and warp 0 joins the collapse
-    float* z_out = (h16flags & HCF_SK_LATER) ? comb_out : nullptr;
-    const bool nsm = !(h16flags & HCF_NORM_GLOBAL);
-#define HCF_TOK(SK)                                                                                                              \
-    hc_finish_tok<SK>(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, \
-                      z_out, xn_out, nullptr, nullptr, xsh, nullptr, h16a, h16b, h16flags, nsm)
-    if (h16flags & HCF_S_F16) HCF_TOK(HC_S_F16);
-    else if (h16flags & HCF_S_BF16) HCF_TOK(HC_S_BF16);
-    else HCF_TOK(HC_S_F32);
-#undef HCF_TOK
+    hc_finish_body<HC_S_F32>(S, pdot, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, xn_out,
+                             h16a, h16b, h16flags, xsh);
+}
+extern "C" __global__ void __launch_bounds__(1024) hc_finish_h(const float* __restrict__ S, const float* __restrict__ pdot,
+                                                              const double* __restrict__ pss, int nsplit, int M, int D,
+                                                              int N, const float* __restrict__ scale,
+                                                              const float* __restrict__ base,
+                                                              const float* __restrict__ norm_w, float eps, int iters,
+                                                              float hc_eps, float* post_out, float* comb_out,
+                                                              float* xn_out, u16* h16a, u16* h16b, int h16flags) {
+    PDL_ENTRY;
+    if (!(h16flags & HCF_S_F16)) __trap();  // (the host passes it with this entry point)
+    extern __shared__ float xsh[];
+    hc_finish_body<HC_S_F16>(S, pdot, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, xn_out,
+                             h16a, h16b, h16flags, xsh);
 }
 
 // The Sinkhorn of each token's comb logits (hc_finish with HCF_SK_LATER), in place: a thread
@@ -2748,10 +2766,6 @@ extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __r
         moe_mid_warp<false>(g, u, pw, n, F, clamp, mid16);
         return;
     }
-    if (perm == 6) {  // perm 4 with g and u in f16 (DS4_EXP_Y16; 8-byte aligned)
-        moe_mid_warp<true>(g, u, pw, n, F, clamp, mid16);
-        return;
-    }
     if (perm == 3) {
         // a thread per 32-value block i (F % 32 == 0, mid16): 16-byte loads of g and u, the
         // block's 64 bytes of f16 in gemm_qr's K order as four 16-byte stores (the same values
@@ -2789,6 +2803,14 @@ extern "C" __global__ void moe_mid(const float* __restrict__ g, const float* __r
     float m = moe_mid_at(g, u, pw, F, clamp, i);
     if (mid16) mid16[perm ? i - (i & 31) + qr_kpos((int)(i & 31)) : i] = f2h(m);
     else mid[i] = m;
+}
+// moe_mid's warp form (perm 4) on f16 g and u (the routed experts' GQ_FLAG_Y16 outputs,
+// `DS4_EXP_Y16`; 8-byte aligned): the same mids. Its own entry point so that moe_mid compiles
+// as it did before (tools/gpu/sass_diff.py).
+extern "C" __global__ void moe_mid_h(const u16* __restrict__ g, const u16* __restrict__ u, const float* __restrict__ pw, int n,
+                                     int F, float clamp, u16* mid16) {
+    PDL_ENTRY;
+    moe_mid_warp<true>(g, u, pw, n, F, clamp, mid16);
 }
 
 // out[t] = sum_i ypair[pair_of[t*K+i]] (selection order) + shared[t]. Prefill's hc_post_mix
