@@ -87,6 +87,12 @@ def nvrtc():
     return ctypes.CDLL(libs[0])
 
 
+def ptxas_report(log, k):
+    """Kernel k's (registers, stack frame, spill store, spill load bytes) from ptxas's -v log."""
+    m = re.search(r"Function properties for " + k + r"\n.*?(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads\n.*?Used (\d+) registers", log, re.S)
+    return (int(m.group(4)), int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
 def kernel_names(src):
     return [m.group(2) for m in re.finditer(KERNEL, src)]
 
@@ -127,8 +133,8 @@ def main():
         if "C75" in line:
             print(line.strip())
     for k in a.kernels:
-        m = re.search(r"Function properties for " + k + r"\n.*?(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads\n.*?Used (\d+) registers", log, re.S)
-        print(f"{k:<24} " + (f"regs {m.group(4):>3}  frame {m.group(1):>4}  spill stores {m.group(2):>4}  loads {m.group(3):>4}" if m else "(no report)"))
+        r = ptxas_report(log, k)
+        print(f"{k:<24} " + (f"regs {r[0]:>3}  frame {r[1]:>4}  spill stores {r[2]:>4}  loads {r[3]:>4}" if r else "(no report)"))
     if a.cubin:
         open(a.cubin, "wb").write(cubin)
 

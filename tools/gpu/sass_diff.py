@@ -67,8 +67,8 @@ def functions(cubin):
 
 
 def report(log, k):
-    m = re.search(r"Function properties for " + k + r"\n.*?(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads\n.*?Used (\d+) registers", log, re.S)
-    return f"regs {m.group(4)} spills {m.group(2)}/{m.group(3)}" if m else "?"
+    r = nv.ptxas_report(log, k)
+    return f"regs {r[0]} spills {r[2]}/{r[3]}" if r else "?"
 
 
 def main():

@@ -2381,6 +2381,21 @@ fn ab_line(what: &str, ms_old: f64, ms_new: f64, diff: usize, n: usize) {
     );
 }
 
+/// An A/B row for two launches that write `n` u16 values each (`bo`, `bn`): old, then new into
+/// a zeroed `bn` (an unwritten value counts as differing), the values compared, both timed.
+fn ab_u16(gpu: &Gpu, what: &str, old: &dyn Fn() -> Result<()>, new: &dyn Fn() -> Result<()>, bo: &DevBuf, bn: &DevBuf, n: usize) -> Result<()> {
+    old()?;
+    gpu.memset0(bn.ptr, n * 2)?;
+    new()?;
+    let (mut a, mut b) = (vec![0u16; n], vec![0u16; n]);
+    gpu.dtoh(&mut a, bo.ptr)?;
+    gpu.dtoh(&mut b, bn.ptr)?;
+    let diff = a.iter().zip(&b).filter(|(p, q)| p != q).count();
+    let (mso, msn) = (time_ms(gpu, 5, old)?, time_ms(gpu, 5, new)?);
+    ab_line(what, mso, msn, diff, n);
+    Ok(())
+}
+
 pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
     use super::session::{launch_hc_finish, launch_hc_finish_sk, launch_hc_post_mix, launch_hc_post_mix_moe, launch_moe_mid, launch_moe_mid_pairs, HcBufs, HcF16, HcFinish};
     let (d, n, m, ny) = (4096usize, 4usize, 24usize, 1usize);
@@ -2611,15 +2626,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
             launch_x_to_f16(gpu, mids.ptr, f, f, t, 0, m16o.ptr, false)
         };
         let new_mid = || launch_moe_mid_pairs(gpu, gb.ptr, ub.ptr, t, f, clamp, m16n.ptr);
-        old_mid()?;
-        gpu.memset0(m16n.ptr, t * f * 2)?;
-        new_mid()?;
-        let (mut a16, mut b16) = (vec![0u16; t * f], vec![0u16; t * f]);
-        gpu.dtoh(&mut a16, m16o.ptr)?;
-        gpu.dtoh(&mut b16, m16n.ptr)?;
-        let diff = a16.iter().zip(&b16).filter(|(a, b)| a != b).count();
-        let (mso, msn) = (time_ms(gpu, 5, &old_mid)?, time_ms(gpu, 5, &new_mid)?);
-        ab_line(&format!("moe_mid f16 shared T={t} F={f}: old (moe_mid f32 + x_to_f16)"), mso, msn, diff, a16.len());
+        ab_u16(gpu, &format!("moe_mid f16 shared T={t} F={f}: old (moe_mid f32 + x_to_f16)"), &old_mid, &new_mid, &m16o, &m16n, t * f)?;
     }
     Ok(())
 }
@@ -2779,7 +2786,7 @@ fn hc_s16_rows(
 /// routing weights applied): the f16 mids the same bits. Times of each.
 #[allow(clippy::too_many_arguments)]
 fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: &super::session::HcBufs, pair_of: &DevBuf, shared: &DevBuf, k: usize, m: usize) -> Result<()> {
-    use super::session::{hc_moe_y16_ok, launch_hc_post_mix_moe, launch_moe_mid, launch_moe_mid_gu16, HcBufs, HC_S_F16};
+    use super::session::{hc_mma8_takes, launch_hc_post_mix_moe, launch_moe_mid, launch_moe_mid_gu16, HcBufs, HC_S_F16};
     let (n, d, ns) = (bm.n, bm.d, bm.split);
     let mut seed = 0x7916_u64 ^ t as u64;
     let mut uni = |lo: f32, hi: f32, c: usize| -> Vec<f32> { (0..c).map(|_| lo + (hi - lo) * frand(&mut seed)).collect() };
@@ -2788,7 +2795,7 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
         let w = h.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect();
         (h, w)
     };
-    if hc_moe_y16_ok(bm, m) {
+    if hc_mma8_takes(bm, m) {
         let (yh, yw) = f16s(&uni(-1.0, 1.0, t * k * d));
         let (y16, y32) = (gpu.upload(&yh)?, gpu.upload(&yw)?);
         // on the f32 state (hc_post_mma8 / _y), then on the f16 state (hc_post_mma8_h / _hy):
@@ -2837,16 +2844,7 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
     let (mo, mn) = (gpu.alloc(rows * f * 2)?, gpu.alloc(rows * f * 2)?);
     let old = || launch_moe_mid(gpu, g32.ptr, u32b.ptr, pw.ptr, rows, f, clamp, 0, mo.ptr, true);
     let new = || launch_moe_mid_gu16(gpu, g16.ptr, u16b.ptr, pw.ptr, rows, f, clamp, mn.ptr);
-    old()?;
-    gpu.memset0(mn.ptr, rows * f * 2)?;
-    new()?;
-    let (mut a, mut b) = (vec![0u16; rows * f], vec![0u16; rows * f]);
-    gpu.dtoh(&mut a, mo.ptr)?;
-    gpu.dtoh(&mut b, mn.ptr)?;
-    let diff = a.iter().zip(&b).filter(|(p, q)| p != q).count();
-    let (mso, msn) = (time_ms(gpu, 5, &old)?, time_ms(gpu, 5, &new)?);
-    ab_line(&format!("exp_y16 moe_mid T={t} k={k} F={f}: f32 g / u"), mso, msn, diff, a.len());
-    Ok(())
+    ab_u16(gpu, &format!("exp_y16 moe_mid T={t} k={k} F={f}: f32 g / u"), &old, &new, &mo, &mn, rows * f)
 }
 
 /// One decode hyper-connection step (`DS4_KBENCH=hc`): the fused `hc_step` (row "step") and

@@ -300,21 +300,18 @@ pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny:
 /// kernel in moe_combine's order (model.cuh moe_sum_at): the same bits as moe_combine into a
 /// row and launch_hc_post_mix on it, without that row's write and read (`DS4_FUSE_COMBINE`).
 /// `y16`: the slot rows are f16 (`DS4_EXP_Y16`; hc_post_mma8's `_y` / `_hy` forms only: see
-/// hc_moe_y16_ok).
+/// hc_mma8_takes).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch_hc_post_mix_moe(gpu: &Gpu, b: &HcBufs, t: usize, ypair: DevPtr, pair_of: DevPtr, shared: DevPtr, k: usize, fn_ptr: DevPtr, m: usize, y16: bool) -> Result<()> {
     if ypair == 0 || pair_of == 0 || shared == 0 || k == 0 {
         return Err(CudaError::Other("hc_post_mix: the MoE sum needs ypair, pair_of, shared and k > 0".into()));
     }
-    if y16 && !hc_moe_y16_ok(b, m) {
-        return Err(CudaError::Other(format!("hc_post_mix: f16 slot rows need hc_post_mma8 (N {}, M {m}, D {})", b.n, b.d)));
-    }
     hc_post_mix_at(gpu, b, t, ypair, k, fn_ptr, m, pair_of, shared, y16)
 }
 
-/// Whether the hc_post launch of `b` with `m` mixes can read f16 MoE slot rows (model.cuh
-/// moe_sum_at4<true>: hc_post_mma8_y / _hy; the other hc_post kernels read f32 rows only).
-pub(crate) fn hc_moe_y16_ok(b: &HcBufs, m: usize) -> bool {
+/// Whether the hc_post launch of `b` with `m` mixes runs on hc_post_mma8, the only kernel with
+/// forms for f16 MoE slot rows (model.cuh hc_post_mma8_y / _hy) and an f16 state (_h / _hy).
+pub(crate) fn hc_mma8_takes(b: &HcBufs, m: usize) -> bool {
     b.mma && hc_mma8() && hc_mma_ok(b.n, m, b.d, b.split)
 }
 
@@ -340,8 +337,8 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
     // the slice width is the split's (hc_prefill_split): 128 columns (hc_post_mma or
     // hc_post_mix4) or 32
     if b.s16 != HC_S_F32 || y16 {
-        // (hc_s16_mode and hc_moe_y16_ok checked these for every prefill step's shape)
-        if !(b.mma && hc_mma8() && hc_mma_ok(b.n, m, b.d, b.split)) {
+        // (hc_s16_mode and the layers' moe_y16 checked this for every prefill step's shape)
+        if !hc_mma8_takes(b, m) {
             return Err(CudaError::Other(format!("hc_post_mix: an f16 state or f16 MoE rows need hc_post_mma8 (N {}, M {m}, D {})", b.n, b.d)));
         }
         let name = match (b.s16 == HC_S_F16, y16) {
@@ -400,7 +397,7 @@ pub(crate) fn launch_hc_finish_sk(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f:
     // (model.cuh HCF_SK_LATER: the Sinkhorn in hc_sk_rows after the launch)
     let sk_later = m > n && sk_rows;
     if b.s16 != HC_S_F32 && d % 8 != 0 {
-        return Err(CudaError::Other(format!("hc_finish: a 16-bit state needs D % 8 == 0 (D {d})")));
+        return Err(CudaError::Other(format!("hc_finish: an f16 state needs D % 8 == 0 (D {d})")));
     }
     let s_flag = if b.s16 == HC_S_F16 { HCF_S_F16 } else { 0 };
     let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1 | (nglobal as i32) << 2 | (sk_later as i32) << 3 | s_flag;
@@ -2003,7 +2000,7 @@ pub(crate) const GQ_FLAG_Y16: i32 = 64;
 /// once (moe_mid; hc_post_mma8's MoE sum): f16 halves ~1.6 GB of traffic per layer (~0.4 ms at
 /// the copy ceiling). Each value is rounded once more (f16, 11 bits; the fixtures'
 /// fast-vs-reference lines measure it). Only where the reader takes f16: moe_mid's warp form
-/// (launch_moe_mid_gu16) and hc_post_mma8 (hc_moe_y16_ok). Read once.
+/// (launch_moe_mid_gu16) and hc_post_mma8 (hc_mma8_takes). Read once.
 pub(crate) fn exp_y16() -> (bool, bool) {
     static MODE: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
     *MODE.get_or_init(|| match std::env::var("DS4_EXP_Y16").as_deref() {
@@ -3639,7 +3636,7 @@ impl CudaSession {
             // write f32 only) and the next hc_post reads the rows itself on hc_post_mma8 (the
             // last layer's takes the head's N mixes)
             let post_m = if l + 1 < d.n_layer { mhc } else { nhc };
-            let moe_y16 = fuse_moe && exp_xh && qr.is_some() && exp_y16().1 && hc_moe_y16_ok(&self.hc_bufs_prefill(t), post_m);
+            let moe_y16 = fuse_moe && exp_xh && qr.is_some() && exp_y16().1 && hc_mma8_takes(&self.hc_bufs_prefill(t), post_m);
             if decode && self.q8 {
                 // (the shared expert in a parallel branch beside the router and the routed
                 // experts lost: router_dec 9.6 -> 17.5 us per call beside its DRAM stream, 8K

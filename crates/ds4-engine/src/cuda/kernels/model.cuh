@@ -157,19 +157,20 @@ __device__ __forceinline__ float moe_sum_at(const float* __restrict__ ypair, con
     }
     return acc + shared[(i64)t * D + d];
 }
+// The parameters every hc_post kernel takes (one list: the host passes the same arguments to
+// whichever it launches, session.rs hc_post_mix_at).
+#define HC_POST_PARAMS                                                                                        \
+    float* S, const float* __restrict__ y, const float* __restrict__ post, const float* __restrict__ comb,    \
+        const u16* __restrict__ fn, int M, int D, int N, float* pdot, double* pss, int ny, int T, int tt,     \
+        const int* __restrict__ pair_of, const float* __restrict__ shared, int* hsat
+#define HC_POST_ARGS S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, hsat
 // y: the layer output added by hc_post, the sum of ny consecutive D-rows per token (y == 0:
 // none); with pair_of (prefill's MoE output, DS4_FUSE_COMBINE) instead moe_combine's sum
 // computed here (moe_sum_at: y = ypair, ny = K slots per token, shared = the shared
 // expert's rows), so the combined row is never written; f16 slot rows (DS4_EXP_Y16) only in
-// hc_post_mma8_y / _hy (session.rs hc_moe_y16_ok). hsat (may be null): the word the f16-state
+// hc_post_mma8_y / _hy (session.rs hc_mma8_takes). hsat (may be null): the word the f16-state
 // kernels (hc_post_mma8_h / _hy) set when the state saturates; the others never set it.
-extern "C" __global__ void __launch_bounds__(256) hc_post_mix(float* S, const float* __restrict__ y,
-                                                              const float* __restrict__ post,
-                                                              const float* __restrict__ comb,
-                                                              const u16* __restrict__ fn, int M, int D, int N,
-                                                              float* pdot, double* pss, int ny, int T, int tt,
-                                                              const int* __restrict__ pair_of,
-                                                              const float* __restrict__ shared, int* hsat) {
+extern "C" __global__ void __launch_bounds__(256) hc_post_mix(HC_POST_PARAMS) {
     PDL_ENTRY;
     __shared__ float4 fsh[MAXM][32];
     int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -336,13 +337,7 @@ __device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], void* St, cons
 // the last bits). Why: hc_post_mix's warps each keep one 32-column token in flight (a 1.4-1.8 TB/s
 // latency chain of state, y and slot-index loads, ~250 instructions per 32 columns).
 // fn staged as float4 (the N <= 4 stream weights) per (mix, lane column c, lane): 48 KB.
-extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(float* S, const float* __restrict__ y,
-                                                               const float* __restrict__ post,
-                                                               const float* __restrict__ comb,
-                                                               const u16* __restrict__ fn, int M, int D, int N,
-                                                               float* pdot, double* pss, int ny, int T, int tt,
-                                                               const int* __restrict__ pair_of,
-                                                               const float* __restrict__ shared, int* hsat) {
+extern "C" __global__ void __launch_bounds__(256) hc_post_mix4(HC_POST_PARAMS) {
     PDL_ENTRY;
     __shared__ float4 fsh[MAXM][4][32];
     const int sp = blockIdx.x, nsplit = gridDim.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -512,47 +507,32 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
     // an f16 state that saturated: one flag word for the host (session.rs hc_sat_check)
     if (SK == HC_S_F16 && hsat && __any_sync(0xffffffffu, sat) && lane == 0) atomicOr(hsat, 1);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(float* S, const float* __restrict__ y, const float* __restrict__ post,
-                                                                       const float* __restrict__ comb, const u16* __restrict__ fn, int M,
-                                                                       int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                       const int* __restrict__ pair_of, const float* __restrict__ shared, int* hsat) {
+extern "C" __global__ void __launch_bounds__(256, 3) hc_post_mma(HC_POST_PARAMS) {
     PDL_ENTRY;
-    hc_post_mma_body<2>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, hsat);
+    hc_post_mma_body<2>(HC_POST_ARGS);
 }
 // 8-token groups (the default; `DS4_HC_MMA8=0`: hc_post_mma): half the state and partials in
 // shared memory (48.5 KB) and 8 accumulators instead of 16, so four blocks per SM at 64
 // registers; twice the block barriers per token. Kernel bench at T 8192 (session 33): 0.515
 // against 0.525 ms (y rows), 0.674 against 0.695 (MoE sum).
-extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8(float* S, const float* __restrict__ y, const float* __restrict__ post,
-                                                                        const float* __restrict__ comb, const u16* __restrict__ fn, int M,
-                                                                        int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                        const int* __restrict__ pair_of, const float* __restrict__ shared, int* hsat) {
+extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8(HC_POST_PARAMS) {
     PDL_ENTRY;
-    hc_post_mma_body<1>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, hsat);
+    hc_post_mma_body<1>(HC_POST_ARGS);
 }
 // hc_post_mma8 with f16 MoE slot rows (_y: `DS4_EXP_Y16`), on an f16 state (_h: `DS4_HC_S16`;
 // S points at u16 values), or both (_hy). Separate entry points so that hc_post_mma8 compiles
 // as it did before these existed (tools/gpu/sass_diff.py).
-extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_y(float* S, const float* __restrict__ y, const float* __restrict__ post,
-                                                                          const float* __restrict__ comb, const u16* __restrict__ fn, int M,
-                                                                          int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                          const int* __restrict__ pair_of, const float* __restrict__ shared, int* hsat) {
+extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_y(HC_POST_PARAMS) {
     PDL_ENTRY;
-    hc_post_mma_body<1, HC_S_F32, true>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, hsat);
+    hc_post_mma_body<1, HC_S_F32, true>(HC_POST_ARGS);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_h(float* S, const float* __restrict__ y, const float* __restrict__ post,
-                                                                          const float* __restrict__ comb, const u16* __restrict__ fn, int M,
-                                                                          int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                          const int* __restrict__ pair_of, const float* __restrict__ shared, int* hsat) {
+extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_h(HC_POST_PARAMS) {
     PDL_ENTRY;
-    hc_post_mma_body<1, HC_S_F16, false>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, hsat);
+    hc_post_mma_body<1, HC_S_F16, false>(HC_POST_ARGS);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_hy(float* S, const float* __restrict__ y, const float* __restrict__ post,
-                                                                           const float* __restrict__ comb, const u16* __restrict__ fn, int M,
-                                                                           int D, int N, float* pdot, double* pss, int ny, int T, int tt,
-                                                                           const int* __restrict__ pair_of, const float* __restrict__ shared, int* hsat) {
+extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_hy(HC_POST_PARAMS) {
     PDL_ENTRY;
-    hc_post_mma_body<1, HC_S_F16, true>(S, y, post, comb, fn, M, D, N, pdot, pss, ny, T, tt, pair_of, shared, hsat);
+    hc_post_mma_body<1, HC_S_F16, true>(HC_POST_ARGS);
 }
 
 // 1/x for the Sinkhorn iterations: the hardware reciprocal plus one Newton step (within an
@@ -862,6 +842,13 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
 // hc_finish reads an f32 state; hc_finish_h an f16 one (HCF_S_F16 in h16flags).
 // Two entry points, not one with a branch on the flag: in one kernel the three instantiations
 // grew the f32 path's code from 42 to 64 registers and 3.6K to 9.8K instructions (sass_diff).
+// The parameters of hc_finish and hc_finish_h (session.rs launch_hc_finish_sk).
+#define HC_FINISH_PARAMS                                                                                      \
+    const float* __restrict__ S, const float* __restrict__ pdot, const double* __restrict__ pss, int nsplit,  \
+        int M, int D, int N, const float* __restrict__ scale, const float* __restrict__ base,                 \
+        const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,                \
+        float* comb_out, float* xn_out, u16* h16a, u16* h16b, int h16flags
+#define HC_FINISH_ARGS S, pdot, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, xn_out, h16a, h16b, h16flags
 template <int SK>
 __device__ __forceinline__ void hc_finish_body(const float* S, const float* pdot, const double* pss, int nsplit, int M, int D,
                                                int N, const float* scale, const float* base, const float* norm_w, float eps,
@@ -872,30 +859,16 @@ __device__ __forceinline__ void hc_finish_body(const float* S, const float* pdot
                       comb_out, (h16flags & HCF_SK_LATER) ? comb_out : nullptr, xn_out, nullptr, nullptr, xsh, nullptr, h16a,
                       h16b, h16flags, !(h16flags & HCF_NORM_GLOBAL));
 }
-extern "C" __global__ void __launch_bounds__(1024) hc_finish(const float* __restrict__ S, const float* __restrict__ pdot,
-                                                            const double* __restrict__ pss, int nsplit, int M, int D,
-                                                            int N, const float* __restrict__ scale,
-                                                            const float* __restrict__ base,
-                                                            const float* __restrict__ norm_w, float eps, int iters,
-                                                            float hc_eps, float* post_out, float* comb_out,
-                                                            float* xn_out, u16* h16a, u16* h16b, int h16flags) {
+extern "C" __global__ void __launch_bounds__(1024) hc_finish(HC_FINISH_PARAMS) {
     PDL_ENTRY;
     extern __shared__ float xsh[];
-    hc_finish_body<HC_S_F32>(S, pdot, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, xn_out,
-                             h16a, h16b, h16flags, xsh);
+    hc_finish_body<HC_S_F32>(HC_FINISH_ARGS, xsh);
 }
-extern "C" __global__ void __launch_bounds__(1024) hc_finish_h(const float* __restrict__ S, const float* __restrict__ pdot,
-                                                              const double* __restrict__ pss, int nsplit, int M, int D,
-                                                              int N, const float* __restrict__ scale,
-                                                              const float* __restrict__ base,
-                                                              const float* __restrict__ norm_w, float eps, int iters,
-                                                              float hc_eps, float* post_out, float* comb_out,
-                                                              float* xn_out, u16* h16a, u16* h16b, int h16flags) {
+extern "C" __global__ void __launch_bounds__(1024) hc_finish_h(HC_FINISH_PARAMS) {
     PDL_ENTRY;
     if (!(h16flags & HCF_S_F16)) __trap();  // (the host passes it with this entry point)
     extern __shared__ float xsh[];
-    hc_finish_body<HC_S_F16>(S, pdot, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out, comb_out, xn_out,
-                             h16a, h16b, h16flags, xsh);
+    hc_finish_body<HC_S_F16>(HC_FINISH_ARGS, xsh);
 }
 
 // The Sinkhorn of each token's comb logits (hc_finish with HCF_SK_LATER), in place: a thread
