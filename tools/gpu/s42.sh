@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Session 42's device call, `bash tools/gpu/s42.sh`: s40.sh's call 1 reordered for a short
+# budget (every result is in $OUT as it comes; the most decisive first). Carry
+# .gpu/{fix.tgz,ds4-bench,ds4-gguf,kz} and .gpu/base (main at 04fe2d1 with its kz).
+# 1. fixtures under the switch sets (correctness of the f16 forms on the small models);
+# 2. kbench hcp (bit-for-bit rows of every new hc_s16 / exp_y16 entry point);
+# 3. 8K prompts, base and new alternating: X=1 (the method check: same machine code, same
+#    tokens), all three switches, then each alone; md5 of the greedy tokens;
+# 4. kbench exp at 8K skewed with the three-way split, and 2K new / base.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+setup_caches
+synth_start
+BASE_BIN=.gpu/base/ds4-bench
+kc() { if [ "$1" = "$BASE_BIN" ]; then echo "$PWD/.gpu/base/kcache"; else echo "$PWD/.gpu/kcache"; fi; }
+ALL="DS4_HC_S16=1 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
+fixtures_in "$ALL" "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
+echo "== kbench hcp T=8192"
+DS4_KBENCH=hcp DS4_KBENCH_T=8192 timeout 90 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_hcp.txt" \
+  | grep -E "hc_s16|exp_y16|hc_post_mma8|FAIL|rror|panic"
+synth_wait
+pb() {  # pb BIN "ENV": one 8K prompt with that binary, tagged with its folder
+  DS4_KERNEL_CACHE="$(kc "$1")" BIN=$1 prompt_ab "$2" 8192 | sed "s|^|$(basename "$(dirname "$1")") |" | tee -a "$OUT/p8k.txt"
+}
+pb "$BASE_BIN" X=1; pb "$BIN" X=1; pb "$BIN" "$ALL"; pb "$BIN" "DS4_HC_S16=1 DS4_EXP_Y16=1"
+pb "$BASE_BIN" X=1; pb "$BIN" "$ALL"; pb "$BIN" X=1
+pb "$BIN" DS4_HC_S16=1; pb "$BIN" DS4_EXP_Y16=1; pb "$BIN" DS4_QS_SPLIT=3
+kx() {  # kx BIN T "ENV" TAG
+  echo "== kbench exp $1 T=$2 $3"
+  env DS4_KERNEL_CACHE="$(kc "$1")" $3 DS4_KBENCH_NOBLAS=1 DS4_KBENCH=exp DS4_KBENCH_T=$2 timeout 90 "$1" --kernel-bench 2>&1 | tee "$OUT/kbench_exp_$4.txt" \
+    | grep -E "^exp_|grouped_q|y16|routing|FAIL|rror|panic"
+}
+kx "$BIN" 8192 "DS4_KBENCH_SKEW=1 DS4_QS_SPLIT=3" skew3
+pb "$BIN" "$ALL"; pb "$BASE_BIN" X=1
+kx "$BIN" 2048 DS4_QS_SPLIT=3 uni3
