@@ -15,14 +15,27 @@ synth_start
 BASE_BIN=.gpu/base/ds4-bench
 kc() { if [ "$1" = "$BASE_BIN" ]; then echo "$PWD/.gpu/base/kcache"; else echo "$PWD/.gpu/kcache"; fi; }
 ALL="DS4_HC_S16=1 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
-fixtures_in "$ALL" "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
-echo "== kbench hcp T=8192"
-DS4_KBENCH=hcp DS4_KBENCH_T=8192 timeout 90 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_hcp.txt" \
-  | grep -E "hc_s16|exp_y16|hc_post_mma8|FAIL|rror|panic"
-synth_wait
 pb() {  # pb BIN "ENV": one 8K prompt with that binary, tagged with its folder
   DS4_KERNEL_CACHE="$(kc "$1")" BIN=$1 prompt_ab "$2" 8192 | sed "s|^|$(basename "$(dirname "$1")") |" | tee -a "$OUT/p8k.txt"
 }
+hcp() {
+  echo "== kbench hcp T=8192"
+  DS4_KBENCH=hcp DS4_KBENCH_T=8192 timeout 90 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_hcp.txt" \
+    | grep -E "hc_s16|exp_y16|hc_post_mma8|FAIL|rror|panic"
+}
+if [ -n "${SHORT:-}" ]; then
+  # SHORT=1 (a call of ~4 minutes): one fixture run and the landing A/B first
+  fixtures_in "$ALL"
+  synth_wait
+  pb "$BASE_BIN" X=1; pb "$BIN" "$ALL"; pb "$BIN" X=1; pb "$BIN" "$ALL"; pb "$BASE_BIN" X=1
+  hcp
+  fixtures_in "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
+  pb "$BIN" "DS4_HC_S16=1 DS4_EXP_Y16=1"; pb "$BIN" DS4_QS_SPLIT=3
+  exit 0
+fi
+fixtures_in "$ALL" "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
+hcp
+synth_wait
 pb "$BASE_BIN" X=1; pb "$BIN" X=1; pb "$BIN" "$ALL"; pb "$BIN" "DS4_HC_S16=1 DS4_EXP_Y16=1"
 pb "$BASE_BIN" X=1; pb "$BIN" "$ALL"; pb "$BIN" X=1
 pb "$BIN" DS4_HC_S16=1; pb "$BIN" DS4_EXP_Y16=1; pb "$BIN" DS4_QS_SPLIT=3
