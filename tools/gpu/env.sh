@@ -60,6 +60,14 @@ prompt_ab() {
   echo "[$1] ctx $2: $(tr '\r' '\n' < /tmp/run.txt | grep -E '^ctx [0-9]' | tail -1) | tokens $(grep -E '^ctx .*: tokens' /tmp/run.txt | md5sum | cut -c1-8)"
   grep -E "rror|panic" /tmp/run.txt | head -3
 }
+# A carried binary's own kernel cache (setup_caches unpacks .gpu/kz and .gpu/X/kz beside it).
+kc() { echo "$PWD/$(dirname "$1")/kcache"; }
+BASE_BIN=${BASE_BIN:-.gpu/base/ds4-bench}
+# pb BIN "ENV": one 8K prompt_ab with that binary and its kernel cache, tagged with its folder
+# -> also appended to $OUT/p8k.txt.
+pb() {
+  DS4_KERNEL_CACHE="$(kc "$1")" BIN=$1 prompt_ab "$2" 8192 | sed "s|^|$(basename "$(dirname "$1")") |" | tee -a "$OUT/p8k.txt"
+}
 # The Nsight Compute command line tool.
 ncu_bin() { command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1; }
 # Warm per-kernel durations (Nsight Compute, one pass) of a 2K prefill and 2 decode steps

@@ -20,9 +20,6 @@ cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 setup_caches
 synth_start
-BASE_BIN=.gpu/base/ds4-bench
-# each binary's own kernel cache (setup_caches unpacked both)
-kc() { if [ "$1" = "$BASE_BIN" ]; then echo "$PWD/.gpu/base/kcache"; else echo "$PWD/.gpu/kcache"; fi; }
 call=${1:?usage: s40.sh 1|2}
 if [ "$call" = 1 ]; then
   # (in order of what matters most if the call is cut short: each result is in $OUT as it comes)
@@ -38,9 +35,6 @@ if [ "$call" = 1 ]; then
   # (bf16's state is not run: tools/hc16_sim.py puts its cost at ~100x f16's, NOTES session 40)
   fixtures_in "DS4_HC_S16=1 DS4_EXP_Y16=1" "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
   synth_wait
-  pb() {  # pb BIN "ENV": prompt_ab (8K) with that binary, tagged with its folder
-    DS4_KERNEL_CACHE="$(kc "$1")" BIN=$1 prompt_ab "$2" 8192 | sed "s|^|$(basename "$(dirname "$1")") |" | tee -a "$OUT/p8k.txt"
-  }
   for m in X=1 "DS4_HC_S16=1 DS4_EXP_Y16=1" DS4_HC_S16=1 DS4_EXP_Y16=1 "DS4_HC_S16=1 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"; do
     [ "$m" = X=1 ] && pb "$BASE_BIN" X=1
     pb "$BIN" "$m"

@@ -12,12 +12,7 @@ cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 setup_caches
 synth_start
-BASE_BIN=.gpu/base/ds4-bench
-kc() { if [ "$1" = "$BASE_BIN" ]; then echo "$PWD/.gpu/base/kcache"; else echo "$PWD/.gpu/kcache"; fi; }
 ALL="DS4_HC_S16=1 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
-pb() {  # pb BIN "ENV": one 8K prompt with that binary, tagged with its folder
-  DS4_KERNEL_CACHE="$(kc "$1")" BIN=$1 prompt_ab "$2" 8192 | sed "s|^|$(basename "$(dirname "$1")") |" | tee -a "$OUT/p8k.txt"
-}
 hcp() {
   echo "== kbench hcp T=8192"
   DS4_KBENCH=hcp DS4_KBENCH_T=8192 timeout 90 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_hcp.txt" \
