@@ -61,12 +61,26 @@ prompt_ab() {
   grep -E "rror|panic" /tmp/run.txt | head -3
 }
 # A carried binary's own kernel cache (setup_caches unpacks .gpu/kz and .gpu/X/kz beside it).
-kc() { echo "$PWD/$(dirname "$1")/kcache"; }
+kc() { case $1 in /*) echo "$(dirname "$1")/kcache" ;; *) echo "$PWD/$(dirname "$1")/kcache" ;; esac; }
 BASE_BIN=${BASE_BIN:-.gpu/base/ds4-bench}
 # pb BIN "ENV": one 8K prompt_ab with that binary and its kernel cache, tagged with its folder
 # -> also appended to $OUT/p8k.txt.
 pb() {
   DS4_KERNEL_CACHE="$(kc "$1")" BIN=$1 prompt_ab "$2" 8192 | sed "s|^|$(basename "$(dirname "$1")") |" | tee -a "$OUT/p8k.txt"
+}
+# kbench_hcp: the hc kernel bench at 8K tokens (bit-for-bit rows of the hc_s16 / exp_y16 forms)
+# -> $OUT/kbench_hcp.txt
+kbench_hcp() {
+  echo "== kbench hcp T=8192"
+  DS4_KBENCH=hcp DS4_KBENCH_T=8192 timeout ${KB_TIMEOUT:-120} "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_hcp.txt" \
+    | grep -E "hc_s16|exp_y16|hc_post_mma8|FAIL|rror|panic"
+}
+# kx BIN T "ENV" TAG: the routed-expert kernel bench (no cuBLAS rows) of that binary at T tokens
+# -> $OUT/kbench_exp_TAG.txt
+kx() {
+  echo "== kbench exp $1 T=$2 $3"
+  env DS4_KERNEL_CACHE="$(kc "$1")" $3 DS4_KBENCH_NOBLAS=1 DS4_KBENCH=exp DS4_KBENCH_T=$2 timeout ${KB_TIMEOUT:-120} "$1" --kernel-bench 2>&1 \
+    | tee "$OUT/kbench_exp_$4.txt" | grep -E "^exp_|grouped_q|y16|routing|FAIL|rror|panic"
 }
 # The Nsight Compute command line tool.
 ncu_bin() { command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1; }

@@ -23,14 +23,7 @@ synth_start
 call=${1:?usage: s40.sh 1|2}
 if [ "$call" = 1 ]; then
   # (in order of what matters most if the call is cut short: each result is in $OUT as it comes)
-  echo "== kbench hcp T=8192"
-  DS4_KBENCH=hcp DS4_KBENCH_T=8192 timeout 120 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_hcp.txt" \
-    | grep -E "hc_s16|exp_y16|hc_post_mma8|FAIL|rror|panic"
-  kx() {  # kx BIN T "ENV" TAG
-    echo "== kbench exp $1 T=$2 $3"
-    env DS4_KERNEL_CACHE="$(kc "$1")" $3 DS4_KBENCH_NOBLAS=1 DS4_KBENCH=exp DS4_KBENCH_T=$2 timeout 120 "$1" --kernel-bench 2>&1 | tee "$OUT/kbench_exp_$4.txt" \
-      | grep -E "^exp_|grouped_q|y16|routing|FAIL|rror|panic"
-  }
+  kbench_hcp
   kx "$BIN" 8192 "DS4_KBENCH_SKEW=1 DS4_QS_SPLIT=3" skew3
   # (bf16's state is not run: tools/hc16_sim.py puts its cost at ~100x f16's, NOTES session 40)
   fixtures_in "DS4_HC_S16=1 DS4_EXP_Y16=1" "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"

@@ -6,39 +6,31 @@
 # 2. kbench hcp (bit-for-bit rows of every new hc_s16 / exp_y16 entry point);
 # 3. 8K prompts, base and new alternating: X=1 (the method check: same machine code, same
 #    tokens), all three switches, then each alone; md5 of the greedy tokens;
-# 4. kbench exp at 8K skewed with the three-way split, and 2K new / base.
+# 4. kbench exp at 8K skewed and at 2K uniform, with the three-way split.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 setup_caches
 synth_start
 ALL="DS4_HC_S16=1 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
-hcp() {
-  echo "== kbench hcp T=8192"
-  DS4_KBENCH=hcp DS4_KBENCH_T=8192 timeout 90 "$BIN" --kernel-bench 2>&1 | tee "$OUT/kbench_hcp.txt" \
-    | grep -E "hc_s16|exp_y16|hc_post_mma8|FAIL|rror|panic"
-}
+QR="DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"  # the gemm_qr forms on the small models
+export KB_TIMEOUT=90
 if [ -n "${SHORT:-}" ]; then
   # SHORT=1 (a call of ~4 minutes): one fixture run and the landing A/B first
   fixtures_in "$ALL"
   synth_wait
   pb "$BASE_BIN" X=1; pb "$BIN" "$ALL"; pb "$BIN" X=1; pb "$BIN" "$ALL"; pb "$BASE_BIN" X=1
-  hcp
-  fixtures_in "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
+  kbench_hcp
+  fixtures_in "$QR"
   pb "$BIN" "DS4_HC_S16=1 DS4_EXP_Y16=1"; pb "$BIN" DS4_QS_SPLIT=3
   exit 0
 fi
-fixtures_in "$ALL" "DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
-hcp
+fixtures_in "$ALL" "$QR"
+kbench_hcp
 synth_wait
 pb "$BASE_BIN" X=1; pb "$BIN" X=1; pb "$BIN" "$ALL"; pb "$BIN" "DS4_HC_S16=1 DS4_EXP_Y16=1"
 pb "$BASE_BIN" X=1; pb "$BIN" "$ALL"; pb "$BIN" X=1
 pb "$BIN" DS4_HC_S16=1; pb "$BIN" DS4_EXP_Y16=1; pb "$BIN" DS4_QS_SPLIT=3
-kx() {  # kx BIN T "ENV" TAG
-  echo "== kbench exp $1 T=$2 $3"
-  env DS4_KERNEL_CACHE="$(kc "$1")" $3 DS4_KBENCH_NOBLAS=1 DS4_KBENCH=exp DS4_KBENCH_T=$2 timeout 90 "$1" --kernel-bench 2>&1 | tee "$OUT/kbench_exp_$4.txt" \
-    | grep -E "^exp_|grouped_q|y16|routing|FAIL|rror|panic"
-}
 kx "$BIN" 8192 "DS4_KBENCH_SKEW=1 DS4_QS_SPLIT=3" skew3
 pb "$BIN" "$ALL"; pb "$BASE_BIN" X=1
 kx "$BIN" 2048 DS4_QS_SPLIT=3 uni3
