@@ -15,9 +15,10 @@ echo "libnvrtc: ${nv:-NOT FOUND}"
 # The full-size synthetic q2 model (published shapes, random weights) in /dev/shm.
 M=/dev/shm/q2.gguf
 # Start writing it in the background (~55 s on the H200 machine); synth_wait waits for it.
+# SYNTH_LAYERS=N: only the first N layers (all 43 take 80.8 GiB: an 80 GB H100 needs ~28).
 synth_start() {
   mount -o remount,size=120G /dev/shm 2>/dev/null || true
-  ( timeout ${SYNTH_TIMEOUT:-300} "$GGUF_BIN" synth --preset full --quant q2 --seed 1 --out "$M" >/tmp/synth.log 2>&1 ) &
+  ( timeout ${SYNTH_TIMEOUT:-300} "$GGUF_BIN" synth --preset full --quant q2 --seed 1 ${SYNTH_LAYERS:+--layers $SYNTH_LAYERS} --out "$M" >/tmp/synth.log 2>&1 ) &
   SYN=$!
 }
 synth_wait() { wait $SYN; tail -1 /tmp/synth.log; }

@@ -60,6 +60,27 @@ pub struct SynthOptions {
     pub preset: Preset,
     pub quant: Quant,
     pub seed: u64,
+    /// Keep only the preset's first N layers (None: all): the same per-layer shapes in a
+    /// smaller file, e.g. the full preset on an 80 GB GPU, which its 43 layers overflow.
+    pub layers: Option<usize>,
+}
+
+impl SynthOptions {
+    /// The preset's hyperparameters with `layers` applied.
+    pub fn hparams(&self) -> Result<Hparams, SynthError> {
+        let mut hp = hparams(self.preset);
+        if let Some(n) = self.layers {
+            if n == 0 || n > hp.n_layer {
+                return Err(SynthError::Unsupported(format!("--layers {n}: the preset has 1 to {} layers", hp.n_layer)));
+            }
+            hp.n_layer = n;
+            hp.n_hash_layers = hp.n_hash_layers.min(n);
+            hp.compress_ratios.truncate(n);
+            hp.swiglu_clamp.truncate(n);
+            hp.swiglu_clamp_shexp.truncate(n);
+        }
+        Ok(hp)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -330,7 +351,7 @@ pub fn metadata(hp: &Hparams, opts: &SynthOptions) -> Vec<(String, MetaValue)> {
 
 /// Tensor table of a preset/quant (from the engine layout) and the GGUF header.
 pub fn plan(opts: &SynthOptions) -> Result<(GgufHeader, Vec<TensorSpec>), SynthError> {
-    let hp = hparams(opts.preset);
+    let hp = opts.hparams()?;
     if opts.quant == Quant::F16 && hp.is_full_model() {
         return Err(SynthError::Unsupported(
             "--quant f16 is for test sizes only: the full model accepts IQ2_XXS/Q2_K/Q4_K experts".into(),
@@ -543,7 +564,7 @@ pub fn write<W: Write>(
     out: W,
     progress: impl FnMut(u64, u64) -> bool,
 ) -> Result<W, SynthError> {
-    let hp = hparams(opts.preset);
+    let hp = opts.hparams()?;
     let (h, specs) = plan(opts)?;
     write_tensors(h, &specs, &hp, opts.seed, out, progress)
 }
@@ -656,7 +677,7 @@ pub fn synth_model_bytes(hp: &Hparams, variant: Variant, seed: u64) -> Result<Ve
     if variant == Variant::Any {
         return Err(SynthError::Unsupported("explicit expert types needed".into()));
     }
-    let opts = SynthOptions { preset: Preset::Tiny, quant: Quant::F16, seed };
+    let opts = SynthOptions { preset: Preset::Tiny, quant: Quant::F16, seed, layers: None };
     let specs = layout::expected_tensors(hp, variant);
     let mut h = GgufHeader::new();
     for (k, v) in metadata(hp, &opts) {
@@ -769,7 +790,7 @@ pub fn synth_bytes(opts: &SynthOptions) -> Result<Vec<u8>, SynthError> {
 
 /// The built-in demo model: tiny preset, published q2 expert types.
 pub fn synth_tiny(seed: u64) -> Vec<u8> {
-    synth_bytes(&SynthOptions { preset: Preset::Tiny, quant: Quant::Q2, seed })
+    synth_bytes(&SynthOptions { preset: Preset::Tiny, quant: Quant::Q2, seed, layers: None })
         .expect("the tiny preset always fits its own layout")
 }
 
@@ -781,7 +802,7 @@ mod tests {
     use ds4_gguf::Gguf;
 
     fn opts(preset: Preset, quant: Quant) -> SynthOptions {
-        SynthOptions { preset, quant, seed: 7 }
+        SynthOptions { preset, quant, seed: 7, layers: None }
     }
 
     #[test]

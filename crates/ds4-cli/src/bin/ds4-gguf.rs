@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! ds4-gguf info FILE [--all]
-//! ds4-gguf synth --preset tiny|full --quant q2|q4|f16 --seed N --out FILE [--dry-run] [--mtp]
+//! ds4-gguf synth --preset tiny|full --quant q2|q4|f16 --seed N --out FILE [--dry-run] [--mtp] [--layers N]
 //! ```
 
 use anyhow::{bail, Context, Result};
@@ -49,6 +49,10 @@ enum Cmd {
         /// --quant f16) instead of the model.
         #[arg(long)]
         mtp: bool,
+        /// Keep only the first N layers (same per-layer shapes; e.g. the full preset on an
+        /// 80 GB GPU, which all 43 overflow).
+        #[arg(long)]
+        layers: Option<usize>,
     },
 }
 
@@ -87,7 +91,7 @@ fn run(cli: Cli) -> Result<i32> {
             writeln!(out, "\n{verdict}")?;
             Ok(if ok { 0 } else { 2 })
         }
-        Cmd::Synth { preset, quant, seed, out, dry_run, mtp } => {
+        Cmd::Synth { preset, quant, seed, out, dry_run, mtp, layers } => {
             let opts = SynthOptions {
                 preset: match preset {
                     PresetArg::Tiny => Preset::Tiny,
@@ -99,6 +103,7 @@ fn run(cli: Cli) -> Result<i32> {
                     QuantArg::F16 => Quant::F16,
                 },
                 seed,
+                layers,
             };
             synth_cmd(&opts, mtp, out, dry_run)?;
             Ok(0)
@@ -201,7 +206,7 @@ fn binding_verdict(g: &Gguf) -> (bool, String) {
 }
 
 fn synth_cmd(opts: &SynthOptions, mtp: bool, out: Option<PathBuf>, dry_run: bool) -> Result<()> {
-    let hp = synth::hparams(opts.preset);
+    let hp = opts.hparams()?;
     let mtp_variant = synth::mtp_variant(opts.quant);
     let (h, _) = if mtp { synth::mtp_plan(&hp, mtp_variant, opts.seed)? } else { synth::plan(opts)? };
     let layout = h.layout()?;

@@ -4357,7 +4357,7 @@ mod tests {
     /// required a Q8_0 indexer q_b, which the published files store in F16.)
     #[test]
     fn int8_attention_fits_the_published_model() {
-        let (h, _) = crate::synth::plan(&crate::synth::SynthOptions { preset: crate::synth::Preset::Full, quant: crate::synth::Quant::Q2, seed: 1 }).unwrap();
+        let (h, _) = crate::synth::plan(&crate::synth::SynthOptions { preset: crate::synth::Preset::Full, quant: crate::synth::Quant::Q2, seed: 1, layers: None }).unwrap();
         // header + table written, the 80 GiB of data a sparse hole
         let path = std::env::temp_dir().join(format!("ds4-attn-q8-{}.gguf", std::process::id()));
         std::fs::write(&path, h.table_bytes().unwrap()).unwrap();
