@@ -372,8 +372,12 @@ impl Hparams {
 
     /// The published values of MODEL.md §1.2, required when the file claims the full model.
     fn check_published(&self, norm_key: Option<bool>) -> Result<(), HparamsError> {
-        let ints: [(&str, usize, usize); 22] = [
-            ("block_count", self.n_layer, 43),
+        // (fewer blocks: the published model's first layers, e.g. `ds4-gguf synth --layers`
+        // for a GPU the 43 overflow; every later check and binding still holds per layer)
+        if self.n_layer == 0 || self.n_layer > 43 {
+            return Err(invalid("block_count", self.n_layer, "the published model has 43 (or its first layers: 1 to 43; embedding_length 4096 claims the full model)"));
+        }
+        let ints: [(&str, usize, usize); 21] = [
             ("embedding_length", self.n_embd, 4096),
             ("vocab_size", self.n_vocab, 129280),
             ("attention.head_count", self.n_head, 64),

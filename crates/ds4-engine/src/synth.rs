@@ -863,6 +863,36 @@ mod tests {
         }
     }
 
+    /// `layers: Some(n)`: the full table with the blocks from n on left out (every other
+    /// tensor, name, shape and type the same), and it binds with n layers.
+    #[test]
+    fn full_preset_first_layers() {
+        let (full, _) = plan(&opts(Preset::Full, Quant::Q2)).unwrap();
+        let o = SynthOptions { layers: Some(28), ..opts(Preset::Full, Quant::Q2) };
+        let (h, _) = plan(&o).unwrap();
+        let keep = |name: &str| match name.strip_prefix("blk.").and_then(|r| r.split('.').next()) {
+            Some(i) => i.parse::<usize>().unwrap() < 28,
+            None => true,
+        };
+        let want: Vec<_> = full.tensors().iter().filter(|t| keep(&t.name)).map(|t| (t.name.clone(), t.dims.clone(), t.ty)).collect();
+        let got: Vec<_> = h.tensors().iter().map(|t| (t.name.clone(), t.dims.clone(), t.ty)).collect();
+        assert_eq!(got, want);
+        let layout = h.layout().unwrap();
+        let path = std::env::temp_dir().join(format!("ds4-synth-l28-{}.gguf", std::process::id()));
+        let f = std::fs::File::create(&path).unwrap();
+        (&f).write_all(&h.table_bytes().unwrap()).unwrap();
+        f.set_len(layout.total_bytes).unwrap();
+        drop(f);
+        let m = Model::load(&path);
+        std::fs::remove_file(&path).unwrap();
+        let m = m.unwrap();
+        assert_eq!(m.hp.n_layer, 28);
+        assert_eq!(m.hp.compress_ratios, Hparams::published().compress_ratios[..28]);
+        for bad in [0, 44] {
+            assert!(plan(&SynthOptions { layers: Some(bad), ..o }).is_err());
+        }
+    }
+
     #[test]
     fn tiny_models_bind_and_are_deterministic() {
         for q in [Quant::Q2, Quant::Q4, Quant::F16] {
