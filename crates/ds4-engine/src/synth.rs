@@ -844,19 +844,23 @@ mod tests {
 
     /// The full presets' metadata pass the published-model validation and their tables bind:
     /// header + table written for real, data left as a sparse hole (no 80 GiB written).
+    fn load_sparse(h: &GgufHeader, tag: &str) -> Result<std::sync::Arc<Model>, crate::model::ModelError> {
+        let layout = h.layout().unwrap();
+        let path = std::env::temp_dir().join(format!("ds4-synth-{tag}-{}.gguf", std::process::id()));
+        let f = std::fs::File::create(&path).unwrap();
+        (&f).write_all(&h.table_bytes().unwrap()).unwrap();
+        f.set_len(layout.total_bytes).unwrap();
+        drop(f);
+        let m = Model::load(&path);
+        std::fs::remove_file(&path).unwrap();
+        m
+    }
+
     #[test]
     fn full_presets_bind_as_published_model() {
         for q in [Quant::Q2, Quant::Q4] {
             let (h, _) = plan(&opts(Preset::Full, q)).unwrap();
-            let layout = h.layout().unwrap();
-            let path = std::env::temp_dir().join(format!("ds4-synth-full-{q:?}-{}.gguf", std::process::id()));
-            let f = std::fs::File::create(&path).unwrap();
-            (&f).write_all(&h.table_bytes().unwrap()).unwrap();
-            f.set_len(layout.total_bytes).unwrap();
-            drop(f);
-            let m = Model::load(&path);
-            std::fs::remove_file(&path).unwrap();
-            let m = m.unwrap_or_else(|e| panic!("{q:?}: {e}"));
+            let m = load_sparse(&h, &format!("full-{q:?}")).unwrap_or_else(|e| panic!("{q:?}: {e}"));
             assert!(m.hp.is_full_model());
             assert_eq!(m.hp, Hparams::published());
             assert_eq!(m.expert_bits(), if q == Quant::Q2 { 2 } else { 4 });
@@ -877,15 +881,7 @@ mod tests {
         let want: Vec<_> = full.tensors().iter().filter(|t| keep(&t.name)).map(|t| (t.name.clone(), t.dims.clone(), t.ty)).collect();
         let got: Vec<_> = h.tensors().iter().map(|t| (t.name.clone(), t.dims.clone(), t.ty)).collect();
         assert_eq!(got, want);
-        let layout = h.layout().unwrap();
-        let path = std::env::temp_dir().join(format!("ds4-synth-l28-{}.gguf", std::process::id()));
-        let f = std::fs::File::create(&path).unwrap();
-        (&f).write_all(&h.table_bytes().unwrap()).unwrap();
-        f.set_len(layout.total_bytes).unwrap();
-        drop(f);
-        let m = Model::load(&path);
-        std::fs::remove_file(&path).unwrap();
-        let m = m.unwrap();
+        let m = load_sparse(&h, "l28").unwrap();
         assert_eq!(m.hp.n_layer, 28);
         assert_eq!(m.hp.compress_ratios, Hparams::published().compress_ratios[..28]);
         for bad in [0, 44] {
