@@ -13,11 +13,14 @@ git -C "$root" worktree add -f "$wt" "$rev" -q
 trap 'git -C "$root" worktree remove --force "$wt"' EXIT
 nvrtc=$(ls "$root"/.venv/lib/python3*/site-packages/nvidia/cu13/lib/libnvrtc.so.13 | head -1)
 export CARGO_TARGET_DIR=${BASE_TARGET:-/tmp/ds4-base-target}
+# BASE_APPLY="COMMIT:PATH ...": that commit's change to PATH applied on top (host-side fixes the
+# base needs to run the same inputs: s43.sh's 28-layer file needs 94d4cd6's hparams.rs)
+for cp in ${BASE_APPLY:-}; do git -C "$root" diff "${cp%%:*}^" "${cp%%:*}" -- "${cp#*:}" | (cd "$wt" && git apply); done
 (cd "$wt" && cargo build --release -p ds4-cli -q)
 out="$root/${BASE_DIR:-.gpu/base}"
 rm -rf "$out" && mkdir -p "$out"
 cp "$CARGO_TARGET_DIR/release/ds4-bench" "$out/" && strip "$out/ds4-bench"
 (cd "$wt" && DS4_NVRTC_LIB="$nvrtc" DS4_KERNEL_CACHE="$out/kcache" cargo test --release -p ds4-engine --lib prebuild_kernel_cache -q -- --ignored)
-echo "$rev" > "$out/REV"
+echo "$rev ${BASE_APPLY:-}" > "$out/REV"
 mkdir -p "$out/kz" && for f in "$out"/kcache/*; do gzip -c "$f" > "$out/kz/$(basename "$f").gz"; done && rm -rf "$out/kcache"
 du -sh "$out"

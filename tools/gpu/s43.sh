@@ -2,7 +2,9 @@
 # Session 43's device call, `bash tools/gpu/s43.sh`: the landing A/B of sessions 40-41's three
 # switches, a pick made inside the call, the committed sweep under that pick, then the rest of
 # s42.sh's measurements, in one call (a second machine start costs ~3 of the 30 minutes).
-# Carry .gpu/{fix.tgz,ds4-bench,ds4-gguf,kz} and .gpu/base (main at 04fe2d1 with its kz).
+# Carry .gpu/{fix.tgz,ds4-bench,ds4-gguf,kz} and .gpu/base (main at 04fe2d1 with its kz, plus
+# 94d4cd6's block_count check so that it loads the 28-layer file of an 80 GB card:
+# `BASE=04fe2d1 BASE_APPLY=94d4cd6:crates/ds4-engine/src/hparams.rs bash tools/gpu/prep.sh`).
 # The pick: all three switches (ALL) when their fixtures pass, the new binary's default tokens
 # equal the base's (md5: same machine code, so the method itself is checked) and ALL's mean 8K
 # prompt beats the base's mean by more than 1 %; else the default (X=1).
