@@ -29,12 +29,13 @@ fixtures() {
 }
 # fixtures_in "VAR=value" ...: the fixture checks once per environment setting.
 # Each mode's report is kept as $OUT/verify_<mode>.txt (verify.txt holds the last one).
+verify_file() { echo "$OUT/verify_$(echo "$1" | tr -c 'A-Za-z0-9_=\n' '_' | tr '=' '-').txt"; }
 fixtures_in() {
   local mode
   for mode in "$@"; do
     echo "== fixtures: $mode"
     ( export $mode; fixtures )
-    cp "$OUT/verify.txt" "$OUT/verify_$(echo "$mode" | tr -c 'A-Za-z0-9_=\n' '_' | tr '=' '-').txt"
+    cp "$OUT/verify.txt" "$(verify_file "$mode")"
   done
 }
 # kbench_exp T ...: the routed-expert GEMM kernel bench at each token count -> $OUT/kbench_exp_T.txt

@@ -44,9 +44,9 @@ pick=$(awk -v all="[$ALL]" -v ok=$all_ok '
     else if (env=="[X=1]") { xmd5=md5 }
     else if (env==all) { a+=v; na++ } }
   END { if (nb && na && ok && xmd5==bmd5 && a/na > 1.01*b/nb) print "ALL"; else print "X=1"
-        printf "base %.0f all %.0f (%+.2f %%) md5 base %s new %s\n", b/nb, a/na, 100*(a/na*nb/b-1), bmd5, xmd5 > "/dev/stderr" }' "$OUT/p8k.txt" 2>"$OUT/pick.txt")
+        printf "base %.0f all %.0f (%+.2f %%) md5 base %s new %s\n", b/nb, a/na, 100*(a/na*nb/b-1), bmd5, xmd5 > "/dev/stderr" }' "$OUT/p8k.txt" 2>/tmp/pick_why.txt)
 SET=X=1; [ "$pick" = ALL ] && SET=$ALL
-echo "pick: $pick ($SET); $(cat "$OUT/pick.txt")" | tee -a "$OUT/pick.txt"
+echo "pick: $pick ($SET); $(cat /tmp/pick_why.txt)" | tee "$OUT/pick.txt"
 keep pick.txt
 if [ -n "${SYNTH_LAYERS:-}" ]; then
   echo "== $SYNTH_LAYERS layers (80 GB card): no committed sweep; the A/B repeated"
@@ -57,7 +57,7 @@ else
     --gen-tokens 64 --csv "$OUT/h200_q2.csv" 2>&1 | tr '\r' '\n' | grep -E "^ctx|TB/s|rror|panic" | tail -14
 fi
 keep h200_q2.csv h200_q2.svg h200_q2.summary.txt
-if [ "$SET" != X=1 ]; then cp "$OUT/verify_$(echo "$ALL" | tr -c 'A-Za-z0-9_=\n' '_' | tr '=' '-').txt" "$OUT/verify_pick.txt"; keep verify_pick.txt; fi
+if [ "$SET" != X=1 ]; then cp "$(verify_file "$ALL")" "$OUT/verify_pick.txt"; keep verify_pick.txt; fi
 for c in 2048 65536; do
   DS4_KERNEL_CACHE="$(kc "$BASE_BIN")" BIN=$BASE_BIN prompt_ab X=1 $c | sed 's/^/base /'
   prompt_ab "$SET" $c | sed 's/^/new /'

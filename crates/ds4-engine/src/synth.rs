@@ -842,8 +842,7 @@ mod tests {
         assert!(plan(&opts(Preset::Full, Quant::F16)).is_err());
     }
 
-    /// The full presets' metadata pass the published-model validation and their tables bind:
-    /// header + table written for real, data left as a sparse hole (no 80 GiB written).
+    /// Load a header + table written for real, the data a sparse hole (no 80 GiB written).
     fn load_sparse(h: &GgufHeader, tag: &str) -> Result<std::sync::Arc<Model>, crate::model::ModelError> {
         let layout = h.layout().unwrap();
         let path = std::env::temp_dir().join(format!("ds4-synth-{tag}-{}.gguf", std::process::id()));
@@ -856,6 +855,8 @@ mod tests {
         m
     }
 
+    /// The full presets' metadata pass the published-model validation and their tables bind
+    /// (`load_sparse`).
     #[test]
     fn full_presets_bind_as_published_model() {
         for q in [Quant::Q2, Quant::Q4] {
