@@ -58,6 +58,8 @@ else
 fi
 keep h200_q2.csv h200_q2.svg h200_q2.summary.txt
 if [ "$SET" != X=1 ]; then cp "$(verify_file "$ALL")" "$OUT/verify_pick.txt"; keep verify_pick.txt; fi
+# S43_SHORT=1: stop here (a shorter call is less exposed to a machine taken back mid-call)
+if [ -n "${S43_SHORT:-}" ]; then tar czf "$REAL_OUT/rest.tgz" -C "$OUT" . && echo "rest.tgz written (short)"; exit 0; fi
 for c in 2048 65536; do
   DS4_KERNEL_CACHE="$(kc "$BASE_BIN")" BIN=$BASE_BIN prompt_ab X=1 $c | sed 's/^/base /'
   prompt_ab "$SET" $c | sed 's/^/new /'
