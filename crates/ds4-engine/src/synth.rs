@@ -795,7 +795,7 @@ pub fn synth_tiny(seed: u64) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::Model;
     use ds4_gguf::quant::{dequantize, matvec};
@@ -842,14 +842,20 @@ mod tests {
         assert!(plan(&opts(Preset::Full, Quant::F16)).is_err());
     }
 
-    /// Load a header + table written for real, the data a sparse hole (no 80 GiB written).
-    fn load_sparse(h: &GgufHeader, tag: &str) -> Result<std::sync::Arc<Model>, crate::model::ModelError> {
+    /// A header + table written for real, the data a sparse hole (no 80 GiB written), at a
+    /// temporary path named by `tag`; the caller removes it. Also used by cuda::session's tests.
+    pub(crate) fn write_sparse(h: &GgufHeader, tag: &str) -> std::path::PathBuf {
         let layout = h.layout().unwrap();
         let path = std::env::temp_dir().join(format!("ds4-synth-{tag}-{}.gguf", std::process::id()));
         let f = std::fs::File::create(&path).unwrap();
         (&f).write_all(&h.table_bytes().unwrap()).unwrap();
         f.set_len(layout.total_bytes).unwrap();
-        drop(f);
+        path
+    }
+
+    /// Load a sparse file (`write_sparse`).
+    fn load_sparse(h: &GgufHeader, tag: &str) -> Result<std::sync::Arc<Model>, crate::model::ModelError> {
+        let path = write_sparse(h, tag);
         let m = Model::load(&path);
         std::fs::remove_file(&path).unwrap();
         m

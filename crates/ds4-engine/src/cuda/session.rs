@@ -4358,10 +4358,7 @@ mod tests {
     #[test]
     fn int8_attention_fits_the_published_model() {
         let (h, _) = crate::synth::plan(&crate::synth::SynthOptions { preset: crate::synth::Preset::Full, quant: crate::synth::Quant::Q2, seed: 1, layers: None }).unwrap();
-        // header + table written, the 80 GiB of data a sparse hole
-        let path = std::env::temp_dir().join(format!("ds4-attn-q8-{}.gguf", std::process::id()));
-        std::fs::write(&path, h.table_bytes().unwrap()).unwrap();
-        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(h.layout().unwrap().total_bytes).unwrap();
+        let path = crate::synth::tests::write_sparse(&h, "attn-q8");
         let g = ds4_gguf::Gguf::open(&path);
         std::fs::remove_file(&path).unwrap();
         let g = g.unwrap();
