@@ -243,7 +243,8 @@ pub(crate) fn hc_s_bytes(s16: u8) -> usize {
     }
 }
 
-/// Prefill's hc state in f16 (default; `DS4_HC_S16=0`: f32), Fast
+/// Prefill's hc state in f16 (default; `DS4_HC_S16=0`: f32; session 44, H100, 28 layers, 8K
+/// prompt: +1.7 %), Fast
 /// precision only, where every prefill hc_post takes hc_post_mma8 (N 4, D % 128 == 0: the
 /// attention and FFN steps' N(N+2) mixes and the head's N). Why: S is ~64 KB per token in f32
 /// and the hc glue moves it three times per step (hc_post reads and writes it, hc_finish reads
@@ -1994,8 +1995,11 @@ pub(crate) const GQ_FLAG_MIDB: i32 = 32;
 /// each output rounded once (saturating) from its f32 sum.
 pub(crate) const GQ_FLAG_Y16: i32 = 64;
 
-/// Prefill's routed experts writing f16 outputs (`DS4_EXP_Y16`; default 1; 0: f32): 1 gate,
-/// up and down, 2 gate and up only, 3 down only. Returns (gate/up, down). Why: at 8K tokens each
+/// Prefill's routed experts writing f16 outputs (`DS4_EXP_Y16`; 0: f32): 1 gate, up and down,
+/// 2 gate and up only, 3 (default) down only. Session 44 (H100, 28 layers, 8K prompt, on the
+/// f16 hc state): 3 +0.3 % against 0; 1 and 2 lose to 0 (-0.5 %, -0.2 %): moe_mid's warp form on
+/// f16 g / u ran 0.89x in the kernel bench, while hc_post_mma8's MoE sum on f16 slot rows ran
+/// 1.11x. Returns (gate/up, down). Why: at 8K tokens each
 /// of g, u and the down slot rows is 403-805 MB of f32 per layer, written by the GEMM and read
 /// once (moe_mid; hc_post_mma8's MoE sum): f16 halves ~1.6 GB of traffic per layer (~0.4 ms at
 /// the copy ceiling). Each value is rounded once more (f16, 11 bits; the fixtures'
@@ -2005,9 +2009,9 @@ pub(crate) fn exp_y16() -> (bool, bool) {
     static MODE: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
     *MODE.get_or_init(|| match std::env::var("DS4_EXP_Y16").as_deref() {
         Ok("0") => (false, false),
+        Ok("1") => (true, true),
         Ok("2") => (true, false),
-        Ok("3") => (false, true),
-        _ => (true, true),
+        _ => (false, true),
     })
 }
 
@@ -2241,10 +2245,11 @@ pub(crate) fn gemm_qs_on() -> bool {
 }
 
 /// The split of gemm_qs's launches by each group's remainder (GqKernel::QsSplit), read once:
-/// `DS4_QS_SPLIT` = 2: the remainders (tokens past the group's 256-token tiles) of up to 128
-/// tokens go to gemm_qs2; 3 (default): for IQ2_XXS, Q2_K and Q4_K those of up to 64 to
-/// gemm_qs4 and the rest of them to gemm_qs2; 4: as 3, also for the batches that would take
-/// gemm_qs2 alone (fewer than 128 tokens per expert on average); 0 off. 4 is not measured yet.
+/// `DS4_QS_SPLIT` = 2 (default): the remainders (tokens past the group's 256-token tiles) of
+/// up to 128 tokens go to gemm_qs2; 3: for IQ2_XXS, Q2_K and Q4_K those of up to 64 to gemm_qs4
+/// and the rest of them to gemm_qs2; 4: as 3, also for the batches that would take gemm_qs2
+/// alone (fewer than 128 tokens per expert on average); 0 off. Session 44 (H100, 28 layers, 8K
+/// prompt, the same greedy tokens in every mode): 3 and 4 -0.1 to -0.6 % against 2, 0 -2.9 %.
 /// Why: a remainder tile costs gemm_qs its 128 rows' whole dequantization for one or two
 /// 64-token chunks, and gemm_qs2's 256-row (gemm_qs4's 512-row) tiles dequantize with two
 /// (four) times the independent chains per warp, while gemm_qs keeps the 256-wide products of
@@ -2255,9 +2260,9 @@ pub(crate) fn qs_split() -> usize {
     static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *V.get_or_init(|| match std::env::var("DS4_QS_SPLIT").as_deref() {
         Ok("0") => 0,
-        Ok("2") => 2,
+        Ok("3") => 3,
         Ok("4") => 4,
-        _ => 3,
+        _ => 2,
     })
 }
 
