@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Session 45's device call, `bash tools/gpu/s45.sh`: the committed sweep of the whole model with
+# session 44's prefill defaults (the f16 hc state, f16 down outputs; measured on an H100's first
+# 28 layers only), the 8K / 2K / 64K A/B against the base (.gpu/base, 04fe2d1: the previous
+# defaults), and larger prefill batches for long prompts (DS4_CHUNK=16384 at 32K and 64K: the
+# routed experts' weights are dequantized once per tile and batch, so twice the tokens per batch
+# halve that work per token; the default stops at 8192).
+# Carry .gpu/{fix.tgz,ds4-bench,ds4-gguf,kz,base}. On an 80 GB card: 28 layers, no sweep.
+# $OUT: log.txt, p8k.txt, the sweep's h200_q2.{csv,svg,summary.txt}, verify.txt, rest.tgz.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+REAL_OUT=${OUT:-/tmp/ds4-out}
+export OUT=/tmp/s45-out
+mkdir -p "$OUT" "$REAL_OUT"
+exec > >(tee -a "$REAL_OUT/log.txt") 2>&1
+. tools/gpu/env.sh
+keep() { for f in "$@"; do [ -f "$OUT/$f" ] && cp "$OUT/$f" "$REAL_OUT/"; done; return 0; }
+setup_caches
+mem=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+[ "${mem:-0}" -lt 100000 ] && export SYNTH_LAYERS=28
+synth_start
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+fixtures; keep verify.txt
+synth_wait
+if [ -z "${SYNTH_LAYERS:-}" ]; then
+  echo "== sweep (default)"
+  timeout 150 "$BIN" --cuda -m "$M" --random-prompt 65700 --ctx-start 2048 --ctx-max 65536 --step-incr 8192 \
+    --gen-tokens 64 --csv "$OUT/h200_q2.csv" 2>&1 | tr '\r' '\n' | grep -E "^ctx|TB/s|rror|panic" | tail -14
+  keep h200_q2.csv h200_q2.svg h200_q2.summary.txt
+fi
+pb "$BASE_BIN" X=1; pb "$BIN" X=1; pb "$BASE_BIN" X=1; pb "$BIN" X=1
+keep p8k.txt
+for c in 2048 65536; do
+  DS4_KERNEL_CACHE="$(kc "$BASE_BIN")" BIN=$BASE_BIN prompt_ab X=1 $c | sed 's/^/base /'
+  prompt_ab X=1 $c | sed 's/^/new /'
+done
+echo "== prefill batch 16384 against 8192"
+for c in 32768 65536; do
+  prompt_ab X=1 $c | sed 's/^/chunk8k /'
+  prompt_ab DS4_CHUNK=16384 $c | sed 's/^/chunk16k /'
+done
+tar czf "$REAL_OUT/rest.tgz" -C "$OUT" . && echo "rest.tgz written"
