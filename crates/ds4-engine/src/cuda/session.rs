@@ -231,7 +231,7 @@ pub(crate) const HC_S_F16: u8 = 1;
 pub(crate) const HCF_S_F16: i32 = 16;
 
 /// Set once an f16 hc state saturated in some prefill (CudaSession::hc_sat_check): every later
-/// prefill of the process keeps the state in f32.
+/// prefill of the process keeps the state in f32 (the saturating batch itself runs again).
 static HC_S16_SATURATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Bytes of one hc state value in storage `s16`.
@@ -1712,11 +1712,18 @@ struct LayerJobs {
 struct LayerState {
     raw: DevBuf,
     comp: Option<DevBuf>,
-    skv: Option<DevBuf>,
-    ssc: Option<DevBuf>,
+    skv: Option<Span>,
+    ssc: Option<Span>,
     icomp: Option<DevBuf>,
-    iskv: Option<DevBuf>,
-    issc: Option<DevBuf>,
+    iskv: Option<Span>,
+    issc: Option<Span>,
+}
+
+/// A part of a larger allocation (the session's `fronts`).
+#[derive(Clone, Copy)]
+struct Span {
+    ptr: DevPtr,
+    bytes: usize,
 }
 
 /// Per-chunk scratch buffers, sized for `max_chunk` tokens.
@@ -1895,6 +1902,16 @@ pub struct CudaSession {
     exp_min_t: usize,
     /// Routed-expert matrices multiplied on cuBLAS so far (for checks that the path ran).
     exp_blas_calls: std::cell::Cell<usize>,
+    /// Every layer's compressor frontiers (LayerState's skv / ssc / iskv / issc point into it),
+    /// and their copy from before the current prefill batch (allocated on first use).
+    fronts: DevBuf,
+    fronts_bak: Option<DevBuf>,
+    /// This session keeps the hc state in f32 (an f16 state saturated here; `set_hc_f32`).
+    hc_f32: bool,
+    /// The next prefill batch on the f16 state counts as saturated (`inject_hc_sat`: tests).
+    hc_sat_inject: bool,
+    /// Prefill batches run again in f32 after their f16 state saturated.
+    hc_redos: usize,
 }
 
 /// Entries of the device near-tie list; more are counted as an overflow.
@@ -2499,28 +2516,35 @@ impl CudaSession {
         // token, 128 partials per mix for the finish at D = 4096
         let hc_split = d.d.div_ceil(HC_COLS).max(1);
         let f4 = |n: usize| gpu.alloc(n * 4);
+        // The compressors' frontiers (the open windows' kv and score rows) of every layer in one
+        // allocation, so that a prefill batch that must run again (the f16 hc state's
+        // saturation, `prefill_inner`) saves and restores them with one copy each way.
+        let front_bytes: Vec<[usize; 4]> = (0..d.n_layer)
+            .map(|l| {
+                let r = d.ratios[l];
+                let c = if r > 0 { (if r == 4 { 8 } else { r }) * (if r == 4 { 2 * d.dh } else { d.dh }) * 4 } else { 0 };
+                let i = if r == 4 { 8 * 2 * d.di * 4 } else { 0 };
+                [c, c, i, i]
+            })
+            .collect();
+        let align = |n: usize| n.div_ceil(256) * 256;
+        let fronts = gpu.alloc_zeroed(front_bytes.iter().flatten().map(|&n| align(n)).sum::<usize>().max(256))?;
+        let mut front_off = 0usize;
+        let mut span = |n: usize| {
+            (n > 0).then(|| {
+                let s = Span { ptr: fronts.ptr + front_off as u64, bytes: n };
+                front_off += align(n);
+                s
+            })
+        };
         let mut st = Vec::new();
         for l in 0..d.n_layer {
             let r = d.ratios[l];
             let raw = gpu.alloc_zeroed(cap * d.dh * 4)?;
-            let (comp, skv, ssc) = if r > 0 {
-                let w = if r == 4 { 2 * d.dh } else { d.dh };
-                let rows = if r == 4 { 8 } else { r };
-                let n = opts.ctx / r + 2;
-                (Some(gpu.alloc_zeroed(n * d.dh * 4)?), Some(gpu.alloc_zeroed(rows * w * 4)?), Some(gpu.alloc(rows * w * 4)?))
-            } else {
-                (None, None, None)
-            };
-            let (icomp, iskv, issc) = if r == 4 {
-                (
-                    Some(gpu.alloc_zeroed((opts.ctx / 4 + 2) * d.di * 4)?),
-                    Some(gpu.alloc_zeroed(8 * 2 * d.di * 4)?),
-                    Some(gpu.alloc(8 * 2 * d.di * 4)?),
-                )
-            } else {
-                (None, None, None)
-            };
-            st.push(LayerState { raw, comp, skv, ssc, icomp, iskv, issc });
+            let comp = if r > 0 { Some(gpu.alloc_zeroed((opts.ctx / r + 2) * d.dh * 4)?) } else { None };
+            let icomp = if r == 4 { Some(gpu.alloc_zeroed((opts.ctx / 4 + 2) * d.di * 4)?) } else { None };
+            let [c, cs, i, is] = front_bytes[l];
+            st.push(LayerState { raw, comp, skv: span(c), ssc: span(cs), icomp, iskv: span(i), issc: span(is) });
         }
         let t = tmax;
         let n = d.n_hc;
@@ -2646,6 +2670,11 @@ impl CudaSession {
             dense_min_t: dense_min_t(),
             exp_min_t: exp_min_t(),
             exp_blas_calls: Default::default(),
+            fronts,
+            fronts_bak: None,
+            hc_f32: false,
+            hc_sat_inject: false,
+            hc_redos: 0,
         };
         // index buffers start valid (expert 0, row 0) so that timing ablations that skip the
         // kernels writing them (DS4_SKIP_KERNELS) still read in-range indices
@@ -2707,13 +2736,13 @@ impl CudaSession {
         self.m.gpu.bind()?;
         let gpu = self.m.gpu.clone();
         for s in &self.st {
-            if let Some(b) = &s.skv {
-                gpu.memset0(b.ptr, b.bytes)?;
-                fill_neg_inf(&gpu, s.ssc.as_ref().unwrap())?;
+            if let (Some(kv), Some(sc)) = (s.skv, s.ssc) {
+                gpu.memset0(kv.ptr, kv.bytes)?;
+                fill_neg_inf(&gpu, sc)?;
             }
-            if let Some(b) = &s.iskv {
-                gpu.memset0(b.ptr, b.bytes)?;
-                fill_neg_inf(&gpu, s.issc.as_ref().unwrap())?;
+            if let (Some(kv), Some(sc)) = (s.iskv, s.issc) {
+                gpu.memset0(kv.ptr, kv.bytes)?;
+                fill_neg_inf(&gpu, sc)?;
             }
         }
         if let Some(b) = &self.ties {
@@ -3110,7 +3139,7 @@ impl CudaSession {
     /// of one forward (embed_rows, each hc_post and hc_finish, the head's) asks this with the
     /// batch's `t`, so they agree.
     fn hc_s16(&self, t: usize) -> u8 {
-        if self.hc_fused(t) || self.opts.precision != Precision::Fast {
+        if self.hc_fused(t) || self.opts.precision != Precision::Fast || self.hc_f32 {
             HC_S_F32
         } else {
             hc_s16_mode(self.m.dims.n_hc, self.m.dims.d)
@@ -3224,9 +3253,9 @@ impl CudaSession {
         let ly = &self.m.layers[l];
         let s = &self.st[l];
         let (c, kv, scp, skv, ssc, rows, dim) = if indexer {
-            (ly.icomp.as_ref().unwrap(), self.sc.ikv.ptr, self.sc.isc.ptr, s.iskv.as_ref().unwrap().ptr, s.issc.as_ref().unwrap().ptr, s.icomp.as_ref().unwrap().ptr, d.di)
+            (ly.icomp.as_ref().unwrap(), self.sc.ikv.ptr, self.sc.isc.ptr, s.iskv.unwrap().ptr, s.issc.unwrap().ptr, s.icomp.as_ref().unwrap().ptr, d.di)
         } else {
-            (ly.comp.as_ref().unwrap(), self.sc.ckv.ptr, self.sc.csc.ptr, s.skv.as_ref().unwrap().ptr, s.ssc.as_ref().unwrap().ptr, s.comp.as_ref().unwrap().ptr, d.dh)
+            (ly.comp.as_ref().unwrap(), self.sc.ckv.ptr, self.sc.csc.ptr, s.skv.unwrap().ptr, s.ssc.unwrap().ptr, s.comp.as_ref().unwrap().ptr, d.dh)
         };
         CompArgs {
             kv,
@@ -3811,25 +3840,27 @@ impl CudaSession {
     fn prefill_inner(&mut self, toks: &[u32], mut all: Option<&mut Vec<f32>>) -> Result<()> {
         self.m.gpu.bind()?;
         self.check_tokens(toks)?;
-        let v = self.m.dims.vocab;
         for chunk in toks.chunks(self.opts.max_chunk) {
             let p0 = self.tokens.len();
-            let t = chunk.len();
-            self.upload_batch(chunk, p0)?;
-            let idx_rows = (p0 + t) / 4;
-            self.layers(t, false, idx_rows)?;
-            if let Some(out) = all.as_deref_mut() {
-                for ti in 0..t {
-                    self.head_last(ti, t)?;
-                    let mut row = vec![0f32; v];
-                    self.gpu().dtoh(&mut row, self.sc.logits.ptr)?;
-                    out.extend_from_slice(&row);
-                }
-            } else {
-                self.head_last(t - 1, t)?;
+            // The f16 hc state's guard: the frontiers as they were before the batch, so that a
+            // batch whose state saturated runs again in f32 from the same state. The rest of
+            // the state needs no copy: the batch's raw rows go to ring slots of positions
+            // older than the window (cap >= window + batch), and its compressed rows are
+            // rewritten by the second run.
+            let guard = self.hc_s16(chunk.len()) == HC_S_F16;
+            if guard {
+                self.save_fronts()?;
             }
-            self.gpu().sync()?;
-            self.hc_sat_check(t)?;
+            let n0 = all.as_deref().map_or(0, |o| o.len());
+            self.prefill_batch(chunk, p0, all.as_deref_mut())?;
+            if guard && self.hc_sat_check()? {
+                self.restore_fronts()?;
+                if let Some(out) = all.as_deref_mut() {
+                    out.truncate(n0);
+                }
+                self.hc_redos += 1;
+                self.prefill_batch(chunk, p0, all.as_deref_mut())?;
+            }
             self.tokens.extend_from_slice(chunk);
             self.logits_host = None;
             self.has_logits = true;
@@ -3837,27 +3868,84 @@ impl CudaSession {
         Ok(())
     }
 
-    /// After a prefill batch of `t` tokens (synchronized): if its f16 hc state saturated (a
-    /// value past 65504: the real model's residual stream left f16's range), say so and keep
-    /// the state in f32 for every later prefill (this batch's values were clamped there, not
-    /// infinite). A guard for `DS4_HC_S16=1`, whose cost the random-weight fixtures cannot show
-    /// for real weights.
-    fn hc_sat_check(&self, t: usize) -> Result<()> {
-        if self.hc_s16(t) != HC_S_F16 {
-            return Ok(());
+    /// One prefill batch at positions p0.. (synchronized): the layers, then the head for its
+    /// last token, or for every token into `all`.
+    fn prefill_batch(&mut self, chunk: &[u32], p0: usize, all: Option<&mut Vec<f32>>) -> Result<()> {
+        let t = chunk.len();
+        self.upload_batch(chunk, p0)?;
+        let idx_rows = (p0 + t) / 4;
+        self.layers(t, false, idx_rows)?;
+        if let Some(out) = all {
+            for ti in 0..t {
+                self.head_last(ti, t)?;
+                let mut row = vec![0f32; self.m.dims.vocab];
+                self.gpu().dtoh(&mut row, self.sc.logits.ptr)?;
+                out.extend_from_slice(&row);
+            }
+        } else {
+            self.head_last(t - 1, t)?;
         }
+        self.gpu().sync()
+    }
+
+    fn save_fronts(&mut self) -> Result<()> {
+        if self.fronts_bak.is_none() {
+            self.fronts_bak = Some(self.gpu().alloc(self.fronts.bytes)?);
+        }
+        let bak = self.fronts_bak.as_ref().unwrap();
+        self.gpu().dtod(bak.ptr, self.fronts.ptr, self.fronts.bytes)
+    }
+
+    fn restore_fronts(&self) -> Result<()> {
+        let bak = self.fronts_bak.as_ref().ok_or_else(|| CudaError::Other("restore_fronts before save_fronts".into()))?;
+        self.gpu().dtod(self.fronts.ptr, bak.ptr, self.fronts.bytes)
+    }
+
+    /// After a prefill batch on the f16 hc state (synchronized): whether the state saturated (a
+    /// value past 65504: the real model's residual stream left f16's range; or a test's
+    /// `inject_hc_sat`). Then this session keeps the state in f32 from now on, and after a real
+    /// saturation every session made later too (the range is the model's); the caller runs the
+    /// batch again.
+    fn hc_sat_check(&mut self) -> Result<bool> {
         let mut f = [0i32; 1];
         self.gpu().dtoh(&mut f, self.sc.hc_sat.ptr)?;
+        let injected = std::mem::take(&mut self.hc_sat_inject);
         if f[0] != 0 {
             self.gpu().memset0(self.sc.hc_sat.ptr, 4)?;
             if !HC_S16_SATURATED.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 eprintln!(
-                    "ds4: the f16 hyper-connection state (DS4_HC_S16=1) saturated in a prefill (a value past 65504); \
-                     its logits may be off, and later prefills keep the state in f32 (unset DS4_HC_S16 to keep it in f32 from the start)"
+                    "ds4: the f16 hyper-connection state saturated in a prefill (a value past 65504); that batch runs again \
+                     with the state in f32, as every later prefill will (DS4_HC_S16=0 keeps f32 from the start)"
                 );
             }
+        } else if !injected {
+            return Ok(false);
         }
-        Ok(())
+        self.hc_f32 = true;
+        Ok(true)
+    }
+
+    /// Whether a prefill batch of `t` tokens keeps the hc state in f16 (Fast precision, the
+    /// shapes hc_post_mma8 takes, `DS4_HC_S16` not 0, no saturation seen).
+    pub fn hc_s16_on(&self, t: usize) -> bool {
+        self.hc_s16(t) == HC_S_F16
+    }
+
+    /// Keep the hc state in f32 (true), or let it be f16 again where it may (false); a
+    /// saturation sets it. Survives `reset`.
+    pub fn set_hc_f32(&mut self, on: bool) {
+        self.hc_f32 = on;
+    }
+
+    /// Tests: the next prefill batch on the f16 hc state counts as saturated (runs again in f32
+    /// and sets `set_hc_f32(true)`; other sessions are not affected).
+    pub fn inject_hc_sat(&mut self) {
+        self.hc_sat_inject = true;
+    }
+
+    /// Prefill batches run again in f32 after their f16 hc state saturated.
+    pub fn hc_redos(&self) -> usize {
+        self.hc_redos
     }
 
     fn decode_key(&self, p: usize) -> usize {
@@ -4101,13 +4189,13 @@ impl CudaSession {
                 let w = if r == 4 { 2 * d.dh } else { d.dh };
                 let rows = if r == 4 { 8 } else { r };
                 push_f32(&mut out, &get(s.comp.as_ref().unwrap().ptr, (p / r) * d.dh)?);
-                push_f32(&mut out, &get(s.skv.as_ref().unwrap().ptr, rows * w)?);
-                push_f32(&mut out, &get(s.ssc.as_ref().unwrap().ptr, rows * w)?);
+                push_f32(&mut out, &get(s.skv.unwrap().ptr, rows * w)?);
+                push_f32(&mut out, &get(s.ssc.unwrap().ptr, rows * w)?);
             }
             if r == 4 {
                 push_f32(&mut out, &get(s.icomp.as_ref().unwrap().ptr, (p / 4) * d.di)?);
-                push_f32(&mut out, &get(s.iskv.as_ref().unwrap().ptr, 8 * 2 * d.di)?);
-                push_f32(&mut out, &get(s.issc.as_ref().unwrap().ptr, 8 * 2 * d.di)?);
+                push_f32(&mut out, &get(s.iskv.unwrap().ptr, 8 * 2 * d.di)?);
+                push_f32(&mut out, &get(s.issc.unwrap().ptr, 8 * 2 * d.di)?);
             }
         }
         Ok(out)
@@ -4172,13 +4260,13 @@ impl CudaSession {
                 let w = if r == 4 { 2 * d.dh } else { d.dh };
                 let rows = if r == 4 { 8 } else { r };
                 gpu.htod(s.comp.as_ref().unwrap().ptr, &rd.f32s(want_c * d.dh).ok_or_else(|| bad("truncated rows"))?)?;
-                gpu.htod(s.skv.as_ref().unwrap().ptr, &rd.f32s(rows * w).ok_or_else(|| bad("truncated state"))?)?;
-                gpu.htod(s.ssc.as_ref().unwrap().ptr, &rd.f32s(rows * w).ok_or_else(|| bad("truncated state"))?)?;
+                gpu.htod(s.skv.unwrap().ptr, &rd.f32s(rows * w).ok_or_else(|| bad("truncated state"))?)?;
+                gpu.htod(s.ssc.unwrap().ptr, &rd.f32s(rows * w).ok_or_else(|| bad("truncated state"))?)?;
             }
             if r == 4 {
                 gpu.htod(s.icomp.as_ref().unwrap().ptr, &rd.f32s(want_i * d.di).ok_or_else(|| bad("truncated rows"))?)?;
-                gpu.htod(s.iskv.as_ref().unwrap().ptr, &rd.f32s(16 * d.di).ok_or_else(|| bad("truncated state"))?)?;
-                gpu.htod(s.issc.as_ref().unwrap().ptr, &rd.f32s(16 * d.di).ok_or_else(|| bad("truncated state"))?)?;
+                gpu.htod(s.iskv.unwrap().ptr, &rd.f32s(16 * d.di).ok_or_else(|| bad("truncated state"))?)?;
+                gpu.htod(s.issc.unwrap().ptr, &rd.f32s(16 * d.di).ok_or_else(|| bad("truncated state"))?)?;
             }
         }
         if rd.pos != data.len() {
@@ -4214,7 +4302,7 @@ impl CudaSession {
                 let row = get(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, d.dh)?;
                 raw[(q % w) * d.dh..(q % w + 1) * d.dh].copy_from_slice(&row);
             }
-            let front = |kv: &Option<DevBuf>, sc: &Option<DevBuf>, ratio: usize, dim: usize| -> Result<Option<crate::state::Frontier>> {
+            let front = |kv: Option<Span>, sc: Option<Span>, ratio: usize, dim: usize| -> Result<Option<crate::state::Frontier>> {
                 match (kv, sc) {
                     (Some(kv), Some(sc)) => {
                         let mut f = crate::state::Frontier::new(ratio, dim);
@@ -4229,9 +4317,9 @@ impl CudaSession {
                 ratio: r,
                 raw,
                 comp: if r > 0 { get(s.comp.as_ref().unwrap().ptr, (p / r) * d.dh)? } else { Vec::new() },
-                comp_front: front(&s.skv, &s.ssc, r, d.dh)?,
+                comp_front: front(s.skv, s.ssc, r, d.dh)?,
                 idx: if r == 4 { get(s.icomp.as_ref().unwrap().ptr, (p / 4) * d.di)? } else { Vec::new() },
-                idx_front: if r == 4 { front(&s.iskv, &s.issc, 4, d.di)? } else { None },
+                idx_front: if r == 4 { front(s.iskv, s.issc, 4, d.di)? } else { None },
             });
         }
         Ok(crate::state::KvState { pos: p, raw_cap: w, head_dim: d.dh, idx_head_dim: d.di, layers })
@@ -4264,14 +4352,14 @@ impl CudaSession {
             if r > 0 {
                 let f = ls.comp_front.as_ref().ok_or_else(|| bad("missing frontier"))?;
                 gpu.htod(s.comp.as_ref().unwrap().ptr, &ls.comp)?;
-                gpu.htod(s.skv.as_ref().unwrap().ptr, &f.kv)?;
-                gpu.htod(s.ssc.as_ref().unwrap().ptr, &f.score)?;
+                gpu.htod(s.skv.unwrap().ptr, &f.kv)?;
+                gpu.htod(s.ssc.unwrap().ptr, &f.score)?;
             }
             if r == 4 {
                 let f = ls.idx_front.as_ref().ok_or_else(|| bad("missing indexer frontier"))?;
                 gpu.htod(s.icomp.as_ref().unwrap().ptr, &ls.idx)?;
-                gpu.htod(s.iskv.as_ref().unwrap().ptr, &f.kv)?;
-                gpu.htod(s.issc.as_ref().unwrap().ptr, &f.score)?;
+                gpu.htod(s.iskv.unwrap().ptr, &f.kv)?;
+                gpu.htod(s.issc.unwrap().ptr, &f.score)?;
             }
         }
         self.tokens = vec![0; p];
@@ -4304,7 +4392,7 @@ impl Reader<'_> {
     }
 }
 
-fn fill_neg_inf(gpu: &Gpu, b: &DevBuf) -> Result<()> {
+fn fill_neg_inf(gpu: &Gpu, b: Span) -> Result<()> {
     let v = vec![-1.0e30f32; b.bytes / 4];
     gpu.htod(b.ptr, &v)
 }

@@ -596,6 +596,28 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             let (mx, kl, top1) = kl_top1(&gd, &gfd, vocab);
             let q8 = if fast_ex.decode_q8() { "on" } else { "off" };
             println!("INFO {} fast-vs-reference decode: rows={nd} max_abs_dlogit={mx:.3e} mean_kl={kl:.3e} top1_agree={top1:.4} q8={q8}", tag(""));
+            // the f16 hc state's saturation guard: a prefix prefill made to count as saturated
+            // (inject_hc_sat) runs again in f32 from the frontiers saved before it, so it and the
+            // decode after it equal, bit for bit, a session that kept the state in f32 from the
+            // start (a frontier left advanced by the first run would change the compressed rows)
+            if fast_ex.hc_s16_on(prefix) {
+                let r0 = fast_ex.hc_redos();
+                fast_ex.inject_hc_sat();
+                let redo = gpu_decode(&mut fast_ex, &toks, prefix)?;
+                let ran = fast_ex.hc_redos() - r0;
+                // the injection left this session in f32: the run that never saw an f16 state
+                let f32_run = gpu_decode(&mut fast_ex, &toks, prefix)?;
+                fast_ex.set_hc_f32(false);
+                let again = fast_ex.hc_s16_on(prefix);
+                let same = same_bits(&redo, &f32_run);
+                t.flag(
+                    &tag("f16 hc state redo"),
+                    ran == 1 && same && again,
+                    &format!("{ran} batch run again; its logits and decode bit-identical to an f32-state session: {same}; f16 again after set_hc_f32(false): {again}"),
+                );
+            } else {
+                println!("INFO {} f16 hc state redo: not applicable (this model's prefill keeps the hc state in f32)", tag(""));
+            }
         }
     }
     println!("{} passed, {} failed", t.pass, t.fail);
