@@ -22,6 +22,24 @@ synth_start() {
   SYN=$!
 }
 synth_wait() { wait $SYN; tail -1 /tmp/synth.log; }
+# call_start NAME: the start of a one-call device script (s43.sh ...). The tool's $OUT keeps at
+# most 8 files, so $OUT becomes REAL_OUT and the work files go to /tmp/NAME-out (`keep F ...`
+# copies one back); everything printed from here on is appended to $REAL_OUT/log.txt. Then
+# the kernel caches, and the synthetic model started in the background: on an 80 GB card (an
+# H100 lent for the H200) its first 28 layers only, since all 43 (80.8 GiB) do not fit; the
+# ratios between two binaries hold there, but a committed sweep needs the whole model.
+call_start() {
+  REAL_OUT=${OUT:-/tmp/ds4-out}
+  export OUT=/tmp/$1-out
+  mkdir -p "$OUT" "$REAL_OUT"
+  exec > >(tee -a "$REAL_OUT/log.txt") 2>&1
+  setup_caches
+  local mem
+  mem=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+  [ "${mem:-0}" -lt 100000 ] && export SYNTH_LAYERS=28
+  synth_start
+}
+keep() { for f in "$@"; do [ -f "$OUT/$f" ] && cp "$OUT/$f" "$REAL_OUT/"; done; return 0; }
 # Every fixture check on the GPU (format: tools/gpu/verify.expected) -> $OUT/verify.txt.
 fixtures() {
   timeout 240 "$BIN" --verify-fixtures "${FIX:-.gpu/fix}" 2>/tmp/verify.err > "$OUT/verify.txt"; echo "verify rc=$?"

@@ -12,19 +12,8 @@
 # h200_q2.{csv,svg,summary.txt}, verify_pick.txt; the rest goes into rest.tgz at the end.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-REAL_OUT=${OUT:-/tmp/ds4-out}
-export OUT=/tmp/s43-out
-mkdir -p "$OUT" "$REAL_OUT"
-exec > >(tee -a "$REAL_OUT/log.txt") 2>&1
 . tools/gpu/env.sh
-keep() { for f in "$@"; do [ -f "$OUT/$f" ] && cp "$OUT/$f" "$REAL_OUT/"; done; return 0; }
-setup_caches
-# An 80 GB card (an H100 lent for the H200) cannot hold the 43 layers (80.8 GiB): the A/B then
-# runs on the first 28 (same per-layer shapes; the ratios between the binaries hold) and the
-# committed sweep, which must be the whole model on the H200, is skipped.
-mem=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
-[ "${mem:-0}" -lt 100000 ] && export SYNTH_LAYERS=28
-synth_start
+call_start s43
 ALL="DS4_HC_S16=1 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
 QR="DS4_GEMM_QR=1 DS4_GEMM_QR_MIN=0 DS4_EXP_Y16=1 DS4_QS_SPLIT=3"
 export KB_TIMEOUT=90

@@ -9,16 +9,8 @@
 # $OUT: log.txt, p8k.txt, the sweep's h200_q2.{csv,svg,summary.txt}, verify.txt, rest.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-REAL_OUT=${OUT:-/tmp/ds4-out}
-export OUT=/tmp/s45-out
-mkdir -p "$OUT" "$REAL_OUT"
-exec > >(tee -a "$REAL_OUT/log.txt") 2>&1
 . tools/gpu/env.sh
-keep() { for f in "$@"; do [ -f "$OUT/$f" ] && cp "$OUT/$f" "$REAL_OUT/"; done; return 0; }
-setup_caches
-mem=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
-[ "${mem:-0}" -lt 100000 ] && export SYNTH_LAYERS=28
-synth_start
+call_start s45
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fixtures; keep verify.txt
 synth_wait
