@@ -40,12 +40,8 @@ keep pick.txt
 if [ -n "${SYNTH_LAYERS:-}" ]; then
   echo "== $SYNTH_LAYERS layers (80 GB card): no committed sweep; the A/B repeated"
   pb "$BIN" "$ALL"; pb "$BASE_BIN" X=1; pb "$BIN" "$ALL"; pb "$BASE_BIN" X=1
-else
-  echo "== sweep with $SET"
-  env $SET timeout 150 "$BIN" --cuda -m "$M" --random-prompt 65700 --ctx-start 2048 --ctx-max 65536 --step-incr 8192 \
-    --gen-tokens 64 --csv "$OUT/h200_q2.csv" 2>&1 | tr '\r' '\n' | grep -E "^ctx|TB/s|rror|panic" | tail -14
 fi
-keep h200_q2.csv h200_q2.svg h200_q2.summary.txt
+sweep_whole "$SET"
 if [ "$SET" != X=1 ]; then cp "$(verify_file "$ALL")" "$OUT/verify_pick.txt"; keep verify_pick.txt; fi
 # S43_SHORT=1: stop here (a shorter call is less exposed to a machine taken back mid-call)
 if [ -n "${S43_SHORT:-}" ]; then tar czf "$REAL_OUT/rest.tgz" -C "$OUT" . && echo "rest.tgz written (short)"; exit 0; fi

@@ -13,12 +13,7 @@ export KB_TIMEOUT=90
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fixtures; keep verify.txt
 synth_wait
-if [ -z "${SYNTH_LAYERS:-}" ]; then
-  echo "== sweep (default)"
-  timeout 150 "$BIN" --cuda -m "$M" --random-prompt 65700 --ctx-start 2048 --ctx-max 65536 --step-incr 8192 \
-    --gen-tokens 64 --csv "$OUT/h200_q2.csv" 2>&1 | tr '\r' '\n' | grep -E "^ctx|TB/s|rror|panic" | tail -14
-  keep h200_q2.csv h200_q2.svg h200_q2.summary.txt
-fi
+sweep_whole
 pb "$BASE_BIN" X=1; pb "$BIN" X=1; pb "$BIN" DS4_HC_S16=0; pb "$BIN" DS4_EXP_Y16=0; pb "$BIN" DS4_QS_SPLIT=2
 pb "$BASE_BIN" X=1; pb "$BIN" X=1; pb "$BIN" DS4_HC_S16=0; pb "$BIN" DS4_EXP_Y16=0; pb "$BIN" DS4_QS_SPLIT=2
 pb "$BASE_BIN" X=1
