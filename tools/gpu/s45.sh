@@ -26,4 +26,8 @@ for c in 32768 65536; do
   prompt_ab X=1 $c | sed 's/^/chunk8k /'
   prompt_ab DS4_CHUNK=16384 $c | sed 's/^/chunk16k /'
 done
+# the routed-expert GEMMs' cost against tokens per expert (uniform routing: 6 T / 256 per
+# expert, 48 .. 384): how much of gemm_qs's time the partial tiles take (bench/NOTES.md next)
+export KB_TIMEOUT=90
+for t in 2048 4096 8192 16384; do kx "$BIN" $t X=1 u$t; done
 tar czf "$REAL_OUT/rest.tgz" -C "$OUT" . && echo "rest.tgz written"

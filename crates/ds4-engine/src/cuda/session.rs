@@ -3848,13 +3848,21 @@ impl CudaSession {
             // older than the window (cap >= window + batch), and its compressed rows are
             // rewritten by the second run.
             let guard = self.hc_s16(chunk.len()) == HC_S_F16;
+            let mut ties0 = [0i32; 1];
             if guard {
                 self.save_fronts()?;
+                // (the near-tie list's slot counter too: the first run's entries are dropped)
+                if let Some(b) = &self.ties {
+                    self.gpu().dtoh(&mut ties0, b.ptr)?;
+                }
             }
             let n0 = all.as_deref().map_or(0, |o| o.len());
             self.prefill_batch(chunk, p0, all.as_deref_mut())?;
             if guard && self.hc_sat_check()? {
                 self.restore_fronts()?;
+                if let Some(b) = &self.ties {
+                    self.gpu().htod(b.ptr, &ties0)?;
+                }
                 if let Some(out) = all.as_deref_mut() {
                     out.truncate(n0);
                 }
