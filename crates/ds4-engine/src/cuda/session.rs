@@ -4189,9 +4189,8 @@ impl CudaSession {
         for l in 0..d.n_layer {
             let r = d.ratios[l];
             let s = &self.st[l];
-            for q in (p - rl)..p {
-                let row = get(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, d.dh)?;
-                push_f32(&mut out, &row);
+            for (q, n) in ring_runs(p, rl, self.cap, usize::MAX) {
+                push_f32(&mut out, &get(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, n * d.dh)?);
             }
             if r > 0 {
                 let w = if r == 4 { 2 * d.dh } else { d.dh };
@@ -4260,9 +4259,9 @@ impl CudaSession {
             if ncomp[l] != want_c || nidx[l] != want_i {
                 return Err(bad("row counts inconsistent with the token count"));
             }
-            for q in (p - rl)..p {
-                let row = rd.f32s(d.dh).ok_or_else(|| bad("truncated raw rows"))?;
-                gpu.htod(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, &row)?;
+            for (q, n) in ring_runs(p, rl, self.cap, usize::MAX) {
+                let rows = rd.f32s(n * d.dh).ok_or_else(|| bad("truncated raw rows"))?;
+                gpu.htod(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, &rows)?;
             }
             if r > 0 {
                 let w = if r == 4 { 2 * d.dh } else { d.dh };
@@ -4306,9 +4305,8 @@ impl CudaSession {
             let r = d.ratios[l];
             let s = &self.st[l];
             let mut raw = vec![0f32; w * d.dh];
-            for q in p.saturating_sub(w)..p {
-                let row = get(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, d.dh)?;
-                raw[(q % w) * d.dh..(q % w + 1) * d.dh].copy_from_slice(&row);
+            for (q, n) in ring_runs(p, p.min(w), self.cap, w) {
+                gpu.dtoh(&mut raw[(q % w) * d.dh..(q % w + n) * d.dh], s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64)?;
             }
             let front = |kv: Option<Span>, sc: Option<Span>, ratio: usize, dim: usize| -> Result<Option<crate::state::Frontier>> {
                 match (kv, sc) {
@@ -4354,8 +4352,12 @@ impl CudaSession {
             if ls.ratio != r || ls.comp.len() != if r > 0 { (p / r) * d.dh } else { 0 } || ls.idx.len() != if r == 4 { (p / 4) * d.di } else { 0 } {
                 return Err(bad("row counts do not match pos"));
             }
-            for q in p.saturating_sub(d.window.min(st.raw_cap))..p {
-                gpu.htod(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, st.raw_row(l, q))?;
+            if ls.raw.len() != st.raw_cap * d.dh {
+                return Err(bad("raw ring size does not match raw_cap"));
+            }
+            let m = st.raw_cap;
+            for (q, n) in ring_runs(p, p.min(d.window.min(m)), self.cap, m) {
+                gpu.htod(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, &ls.raw[(q % m) * d.dh..(q % m + n) * d.dh])?;
             }
             if r > 0 {
                 let f = ls.comp_front.as_ref().ok_or_else(|| bad("missing frontier"))?;
@@ -4375,6 +4377,21 @@ impl CudaSession {
         self.has_logits = false;
         Ok(())
     }
+}
+
+/// The positions [p - n, p) (n <= p) as runs (first position, length) along which both a row's
+/// slot in the device ring of `cap` rows (q % cap) and its place in a ring of `m` rows (q % m;
+/// usize::MAX: in position order) advance by one: one copy per run instead of one per row (the
+/// state's and payload's raw rows; at most three runs where n <= cap and n <= m).
+fn ring_runs(p: usize, n: usize, cap: usize, m: usize) -> Vec<(usize, usize)> {
+    let mut runs = Vec::new();
+    let mut q = p - n;
+    while q < p {
+        let len = (p - q).min(cap - q % cap).min(m - q % m);
+        runs.push((q, len));
+        q += len;
+    }
+    runs
 }
 
 fn push_f32(out: &mut Vec<u8>, v: &[f32]) {
@@ -4472,6 +4489,31 @@ mod tests {
         }
         // and not to a model whose widths it cannot take (the fixtures' q LoRA rank 64)
         assert!(!attn_q8_fits(&super::super::dims::Dims { rq: 64, ..d.clone() }, d.g * d.ro, [8, 8, 8]));
+    }
+
+    /// ring_runs covers the live window once, in position order, and inside each run neither
+    /// the device slot (q % cap) nor the place in the other ring (q % m) wraps: so one copy per
+    /// run moves the same rows as a copy per row. At most three runs when n <= cap, m.
+    #[test]
+    fn ring_runs_cover_the_window_without_wrapping() {
+        for (cap, m) in [(384usize, 128usize), (256, 128), (128, 128), (640, 300), (384, usize::MAX)] {
+            for p in 0..1500usize {
+                for n in [p.min(m).min(cap), p.min(1), p.min(17)] {
+                    let runs = super::ring_runs(p, n, cap, m);
+                    let mut q = p - n;
+                    for &(q0, len) in &runs {
+                        assert!(q0 == q && len > 0, "p {p} n {n}: run at {q0} after {q}");
+                        for i in 0..len {
+                            assert_eq!((q0 + i) % cap, q0 % cap + i, "device slot wraps inside a run");
+                            assert_eq!((q0 + i) % m, q0 % m + i, "ring place wraps inside a run");
+                        }
+                        q += len;
+                    }
+                    assert_eq!(q, p);
+                    assert!(runs.len() <= 3, "p {p} n {n}: {} runs", runs.len());
+                }
+            }
+        }
     }
 
     /// The mv2 work split is valid for every decode matvec of the real model and the fixtures:
