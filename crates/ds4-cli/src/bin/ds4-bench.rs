@@ -370,7 +370,9 @@ fn bench(a: &Args) -> Result<()> {
                 );
             }
             print_profile(&bk, f, "prefill");
+            let ts = Instant::now();
             let (snap, kvb) = bk.snapshot()?;
+            let save_s = ts.elapsed().as_secs_f64();
             bk.prepare(a.gen_tokens)?;
             let t1 = Instant::now();
             let mut toks = Vec::with_capacity(a.gen_tokens);
@@ -392,7 +394,10 @@ fn bench(a: &Args) -> Result<()> {
                 // arithmetic must print the same list)
                 eprintln!("ctx {f}: tokens {toks:?}");
             }
+            let tr = Instant::now();
             bk.restore(snap)?;
+            // (what the server's KV-cache checkpoint of this context costs, less the disk)
+            eprintln!("ctx {f}: KV payload {:.1} MB saved in {:.1} ms, restored in {:.1} ms", kvb as f64 / 1e6, save_s * 1e3, tr.elapsed().as_secs_f64() * 1e3);
             print_profile(&bk, f, "decode");
             let row = (f, f - prev, (f - prev) as f64 / pt, a.gen_tokens, a.gen_tokens as f64 / gt, kvb);
             writeln!(out, "{},{},{:.2},{},{:.2},{}", row.0, row.1, row.2, row.3, row.4, row.5)?;
