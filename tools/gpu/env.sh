@@ -41,13 +41,14 @@ call_start() {
 }
 keep() { for f in "$@"; do [ -f "$OUT/$f" ] && cp "$OUT/$f" "$REAL_OUT/"; done; return 0; }
 # sweep_whole ["ENV"]: the committed sweep (2K .. 64K contexts by 8K, 64 generated tokens each)
-# under that environment -> $OUT/h200_q2.{csv,svg,summary.txt}, kept; on the whole model only
+# under that environment -> $OUT/h200_q2.{csv,svg,summary.txt}, kept (its stderr in
+# $OUT/sweep.log: each context's t/s line and KV payload save / restore times); on the whole model only
 # (call_start's SYNTH_LAYERS unset).
 sweep_whole() {
   [ -n "${SYNTH_LAYERS:-}" ] && return 0
   echo "== sweep ${1:-(default)}"
   env ${1:-X=1} timeout 150 "$BIN" --cuda -m "$M" --random-prompt 65700 --ctx-start 2048 --ctx-max 65536 --step-incr 8192 \
-    --gen-tokens 64 --csv "$OUT/h200_q2.csv" 2>&1 | tr '\r' '\n' | grep -E "^ctx|TB/s|rror|panic" | tail -14
+    --gen-tokens 64 --csv "$OUT/h200_q2.csv" 2>&1 | tr '\r' '\n' | tee "$OUT/sweep.log" | grep -E "TB/s|KV payload|rror|panic" | tail -18
   keep h200_q2.csv h200_q2.svg h200_q2.summary.txt
 }
 # Every fixture check on the GPU (format: tools/gpu/verify.expected) -> $OUT/verify.txt.
