@@ -20,6 +20,7 @@ keep p8k.txt
 for c in 2048 65536; do
   DS4_KERNEL_CACHE="$(kc "$BASE_BIN")" BIN=$BASE_BIN prompt_ab X=1 $c | sed 's/^/base /'
   prompt_ab X=1 $c | sed 's/^/new /'
+  grep "KV payload" /tmp/run.txt | tail -1
 done
 echo "== prefill batch 16384 against 8192"
 for c in 32768 65536; do
