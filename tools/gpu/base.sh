@@ -8,6 +8,12 @@
 set -euo pipefail
 rev=${1:?usage: tools/gpu/base.sh REV}
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# already built for the same REV and BASE_APPLY (its REV file): nothing to do (BASE_FORCE=1 rebuilds)
+if [ -z "${BASE_FORCE:-}" ] && [ -f "$root/${BASE_DIR:-.gpu/base}/ds4-bench" ] && [ -d "$root/${BASE_DIR:-.gpu/base}/kz" ] \
+  && [ "$(cat "$root/${BASE_DIR:-.gpu/base}/REV" 2>/dev/null)" = "$rev ${BASE_APPLY:-}" ]; then
+  echo "${BASE_DIR:-.gpu/base}: already $rev ${BASE_APPLY:-}"
+  exit 0
+fi
 wt=$(mktemp -d)/base
 git -C "$root" worktree add -f "$wt" "$rev" -q
 trap 'git -C "$root" worktree remove --force "$wt"' EXIT
