@@ -8,10 +8,10 @@
 set -euo pipefail
 rev=${1:?usage: tools/gpu/base.sh REV}
 root=$(cd "$(dirname "$0")/../.." && pwd)
+out="$root/${BASE_DIR:-.gpu/base}"
 # already built for the same REV and BASE_APPLY (its REV file): nothing to do (BASE_FORCE=1 rebuilds)
-if [ -z "${BASE_FORCE:-}" ] && [ -f "$root/${BASE_DIR:-.gpu/base}/ds4-bench" ] && [ -d "$root/${BASE_DIR:-.gpu/base}/kz" ] \
-  && [ "$(cat "$root/${BASE_DIR:-.gpu/base}/REV" 2>/dev/null)" = "$rev ${BASE_APPLY:-}" ]; then
-  echo "${BASE_DIR:-.gpu/base}: already $rev ${BASE_APPLY:-}"
+if [ -z "${BASE_FORCE:-}" ] && [ -f "$out/ds4-bench" ] && [ -d "$out/kz" ] && [ "$(cat "$out/REV" 2>/dev/null)" = "$rev ${BASE_APPLY:-}" ]; then
+  echo "$out: already $rev ${BASE_APPLY:-}"
   exit 0
 fi
 wt=$(mktemp -d)/base
@@ -23,7 +23,6 @@ export CARGO_TARGET_DIR=${BASE_TARGET:-/tmp/ds4-base-target}
 # base needs to run the same inputs: s43.sh's 28-layer file needs 94d4cd6's hparams.rs)
 for cp in ${BASE_APPLY:-}; do git -C "$root" diff "${cp%%:*}^" "${cp%%:*}" -- "${cp#*:}" | (cd "$wt" && git apply); done
 (cd "$wt" && cargo build --release -p ds4-cli -q)
-out="$root/${BASE_DIR:-.gpu/base}"
 rm -rf "$out" && mkdir -p "$out"
 cp "$CARGO_TARGET_DIR/release/ds4-bench" "$out/" && strip "$out/ds4-bench"
 (cd "$wt" && DS4_NVRTC_LIB="$nvrtc" DS4_KERNEL_CACHE="$out/kcache" cargo test --release -p ds4-engine --lib prebuild_kernel_cache -q -- --ignored)

@@ -18,9 +18,14 @@ pub struct Frontier {
 }
 
 impl Frontier {
-    pub fn new(ratio: usize, d: usize) -> Frontier {
+    /// (rows, width) of the frontier of a compressor of this ratio over rows of `d` values:
+    /// ratio 4 keeps two overlapping windows of twice the width.
+    pub fn shape(ratio: usize, d: usize) -> (usize, usize) {
         let coff = if ratio == 4 { 2 } else { 1 };
-        let (rows, width) = (coff * ratio, coff * d);
+        (coff * ratio, coff * d)
+    }
+    pub fn new(ratio: usize, d: usize) -> Frontier {
+        let (rows, width) = Frontier::shape(ratio, d);
         Frontier { rows, width, kv: vec![0.0; rows * width], score: vec![NEG_INF; rows * width] }
     }
     pub fn reset(&mut self) {

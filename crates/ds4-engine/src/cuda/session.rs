@@ -1725,6 +1725,12 @@ struct Span {
     ptr: DevPtr,
     bytes: usize,
 }
+impl Span {
+    /// f32 values it holds
+    fn len(self) -> usize {
+        self.bytes / 4
+    }
+}
 
 /// Per-chunk scratch buffers, sized for `max_chunk` tokens.
 struct Scratch {
@@ -2522,8 +2528,12 @@ impl CudaSession {
         let front_bytes: Vec<[usize; 4]> = (0..d.n_layer)
             .map(|l| {
                 let r = d.ratios[l];
-                let c = if r > 0 { (if r == 4 { 8 } else { r }) * (if r == 4 { 2 * d.dh } else { d.dh }) * 4 } else { 0 };
-                let i = if r == 4 { 8 * 2 * d.di * 4 } else { 0 };
+                let bytes = |ratio: usize, dim: usize| {
+                    let (rows, w) = crate::state::Frontier::shape(ratio, dim);
+                    rows * w * 4
+                };
+                let c = if r > 0 { bytes(r, d.dh) } else { 0 };
+                let i = if r == 4 { bytes(4, d.di) } else { 0 };
                 [c, c, i, i]
             })
             .collect();
@@ -4123,17 +4133,16 @@ impl CudaSession {
         let d = &self.m.dims;
         let p = self.tokens.len();
         let mut n = 13 * 4 + p * 4 + d.vocab * 4 + 2 * d.n_layer * 4;
-        for l in 0..d.n_layer {
+        for (l, s) in self.st.iter().enumerate() {
             let r = d.ratios[l];
             n += self.raw_live() * d.dh * 4;
             if r > 0 {
-                let w = if r == 4 { 2 * d.dh } else { d.dh };
-                let rows = if r == 4 { 8 } else { r };
-                n += (p / r) * d.dh * 4 + 2 * rows * w * 4;
+                n += (p / r) * d.dh * 4;
             }
             if r == 4 {
-                n += (p / 4) * d.di * 4 + 2 * 8 * 2 * d.di * 4;
+                n += (p / 4) * d.di * 4;
             }
+            n += [s.skv, s.ssc, s.iskv, s.issc].iter().flatten().map(|sp| sp.bytes).sum::<usize>();
         }
         n
     }
@@ -4193,16 +4202,16 @@ impl CudaSession {
                 push_f32(&mut out, &get(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, n * d.dh)?);
             }
             if r > 0 {
-                let w = if r == 4 { 2 * d.dh } else { d.dh };
-                let rows = if r == 4 { 8 } else { r };
                 push_f32(&mut out, &get(s.comp.as_ref().unwrap().ptr, (p / r) * d.dh)?);
-                push_f32(&mut out, &get(s.skv.unwrap().ptr, rows * w)?);
-                push_f32(&mut out, &get(s.ssc.unwrap().ptr, rows * w)?);
+                for sp in [s.skv.unwrap(), s.ssc.unwrap()] {
+                    push_f32(&mut out, &get(sp.ptr, sp.len())?);
+                }
             }
             if r == 4 {
                 push_f32(&mut out, &get(s.icomp.as_ref().unwrap().ptr, (p / 4) * d.di)?);
-                push_f32(&mut out, &get(s.iskv.unwrap().ptr, 8 * 2 * d.di)?);
-                push_f32(&mut out, &get(s.issc.unwrap().ptr, 8 * 2 * d.di)?);
+                for sp in [s.iskv.unwrap(), s.issc.unwrap()] {
+                    push_f32(&mut out, &get(sp.ptr, sp.len())?);
+                }
             }
         }
         Ok(out)
@@ -4264,16 +4273,16 @@ impl CudaSession {
                 gpu.htod(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, &rows)?;
             }
             if r > 0 {
-                let w = if r == 4 { 2 * d.dh } else { d.dh };
-                let rows = if r == 4 { 8 } else { r };
                 gpu.htod(s.comp.as_ref().unwrap().ptr, &rd.f32s(want_c * d.dh).ok_or_else(|| bad("truncated rows"))?)?;
-                gpu.htod(s.skv.unwrap().ptr, &rd.f32s(rows * w).ok_or_else(|| bad("truncated state"))?)?;
-                gpu.htod(s.ssc.unwrap().ptr, &rd.f32s(rows * w).ok_or_else(|| bad("truncated state"))?)?;
+                for sp in [s.skv.unwrap(), s.ssc.unwrap()] {
+                    gpu.htod(sp.ptr, &rd.f32s(sp.len()).ok_or_else(|| bad("truncated state"))?)?;
+                }
             }
             if r == 4 {
                 gpu.htod(s.icomp.as_ref().unwrap().ptr, &rd.f32s(want_i * d.di).ok_or_else(|| bad("truncated rows"))?)?;
-                gpu.htod(s.iskv.unwrap().ptr, &rd.f32s(16 * d.di).ok_or_else(|| bad("truncated state"))?)?;
-                gpu.htod(s.issc.unwrap().ptr, &rd.f32s(16 * d.di).ok_or_else(|| bad("truncated state"))?)?;
+                for sp in [s.iskv.unwrap(), s.issc.unwrap()] {
+                    gpu.htod(sp.ptr, &rd.f32s(sp.len()).ok_or_else(|| bad("truncated state"))?)?;
+                }
             }
         }
         if rd.pos != data.len() {
@@ -4418,7 +4427,7 @@ impl Reader<'_> {
 }
 
 fn fill_neg_inf(gpu: &Gpu, b: Span) -> Result<()> {
-    let v = vec![-1.0e30f32; b.bytes / 4];
+    let v = vec![-1.0e30f32; b.len()];
     gpu.htod(b.ptr, &v)
 }
 
