@@ -16,12 +16,18 @@ echo "libnvrtc: ${nv:-NOT FOUND}"
 M=/dev/shm/q2.gguf
 # Start writing it in the background (~55 s on the H200 machine); synth_wait waits for it.
 # SYNTH_LAYERS=N: only the first N layers (all 43 take 80.8 GiB: an 80 GB H100 needs ~28).
+# A later call on the same warm machine finds the file (/dev/shm/q2.done names its layers) and
+# skips the write.
 synth_start() {
+  SYN=
+  if [ -f "$M" ] && [ "$(cat /dev/shm/q2.done 2>/dev/null)" = "${SYNTH_LAYERS:-all}" ]; then echo "$M already written"; return 0; fi
+  rm -f /dev/shm/q2.done
   mount -o remount,size=120G /dev/shm 2>/dev/null || true
-  ( timeout ${SYNTH_TIMEOUT:-300} "$GGUF_BIN" synth --preset full --quant q2 --seed 1 ${SYNTH_LAYERS:+--layers $SYNTH_LAYERS} --out "$M" >/tmp/synth.log 2>&1 ) &
+  ( timeout ${SYNTH_TIMEOUT:-300} "$GGUF_BIN" synth --preset full --quant q2 --seed 1 ${SYNTH_LAYERS:+--layers $SYNTH_LAYERS} --out "$M" >/tmp/synth.log 2>&1 \
+    && echo "${SYNTH_LAYERS:-all}" > /dev/shm/q2.done ) &
   SYN=$!
 }
-synth_wait() { wait $SYN; tail -1 /tmp/synth.log; }
+synth_wait() { [ -n "$SYN" ] && wait $SYN && tail -1 /tmp/synth.log; return 0; }
 # call_start NAME: the start of a one-call device script (s43.sh ...). The tool's $OUT keeps at
 # most 8 files, so $OUT becomes REAL_OUT and the work files go to /tmp/NAME-out (`keep F ...`
 # copies one back); everything printed from here on is appended to $REAL_OUT/log.txt. Then

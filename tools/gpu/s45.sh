@@ -6,17 +6,24 @@
 # routed experts' weights are dequantized once per tile and batch, so twice the tokens per batch
 # halve that work per token; the default stops at 8192).
 # Carry .gpu/{fix.tgz,ds4-bench,ds4-gguf,kz,base}. On an 80 GB card: 28 layers, no sweep.
+# S45_PART=1: the fixtures, the sweep and the 8K A/B only; S45_PART=2: the rest (calls under
+# the 600 s limit).
 # $OUT: log.txt, p8k.txt, the sweep's h200_q2.{csv,svg,summary.txt}, verify.txt, rest.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 call_start s45
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+if [ "${S45_PART:-1}" = 1 ]; then
 fixtures; keep verify.txt
 synth_wait
 sweep_whole
 pb "$BASE_BIN" X=1; pb "$BIN" X=1; pb "$BASE_BIN" X=1; pb "$BIN" X=1
 keep p8k.txt
+fi
+# S45_PART=1 stops here, =2 starts here (a second call on the warm machine: the model is kept)
+[ "${S45_PART:-}" = 1 ] && exit 0
+synth_wait
 for c in 2048 65536; do
   DS4_KERNEL_CACHE="$(kc "$BASE_BIN")" BIN=$BASE_BIN prompt_ab X=1 $c | sed 's/^/base /'
   prompt_ab X=1 $c | sed 's/^/new /'

@@ -4309,6 +4309,12 @@ impl CudaSession {
             Ok(v)
         };
         let w = d.window;
+        // every frontier in one copy of their arena, then sliced here
+        let arena = get(self.fronts.ptr, self.fronts.bytes / 4)?;
+        let at = |sp: Span| {
+            let o = ((sp.ptr - self.fronts.ptr) / 4) as usize;
+            arena[o..o + sp.len()].to_vec()
+        };
         let mut layers = Vec::with_capacity(d.n_layer);
         for l in 0..d.n_layer {
             let r = d.ratios[l];
@@ -4321,8 +4327,7 @@ impl CudaSession {
                 match (kv, sc) {
                     (Some(kv), Some(sc)) => {
                         let mut f = crate::state::Frontier::new(ratio, dim);
-                        f.kv = get(kv.ptr, f.rows * f.width)?;
-                        f.score = get(sc.ptr, f.rows * f.width)?;
+                        (f.kv, f.score) = (at(kv), at(sc));
                         Ok(Some(f))
                     }
                     _ => Ok(None),
@@ -4355,6 +4360,13 @@ impl CudaSession {
         }
         self.reset()?;
         let gpu = self.m.gpu.clone();
+        // the frontiers gathered into an image of their arena, uploaded in one copy at the end
+        let base = self.fronts.ptr;
+        let mut arena = vec![0f32; self.fronts.bytes / 4];
+        let mut put = |sp: Span, v: &[f32]| {
+            let o = ((sp.ptr - base) / 4) as usize;
+            arena[o..o + v.len()].copy_from_slice(v);
+        };
         for l in 0..d.n_layer {
             let r = d.ratios[l];
             let (ls, s) = (&st.layers[l], &self.st[l]);
@@ -4368,19 +4380,28 @@ impl CudaSession {
             for (q, n) in ring_runs(p, p.min(d.window.min(m)), self.cap, m) {
                 gpu.htod(s.raw.ptr + ((q % self.cap) * d.dh * 4) as u64, &ls.raw[(q % m) * d.dh..(q % m + n) * d.dh])?;
             }
+            // a frontier of another shape would write past its span into the next one in `fronts`
+            let fits = |f: &crate::state::Frontier, kv: Option<Span>| kv.is_some_and(|sp| f.kv.len() == sp.len() && f.score.len() == sp.len());
             if r > 0 {
                 let f = ls.comp_front.as_ref().ok_or_else(|| bad("missing frontier"))?;
+                if !fits(f, s.skv) {
+                    return Err(bad("frontier size does not match this model"));
+                }
                 gpu.htod(s.comp.as_ref().unwrap().ptr, &ls.comp)?;
-                gpu.htod(s.skv.unwrap().ptr, &f.kv)?;
-                gpu.htod(s.ssc.unwrap().ptr, &f.score)?;
+                put(s.skv.unwrap(), &f.kv);
+                put(s.ssc.unwrap(), &f.score);
             }
             if r == 4 {
                 let f = ls.idx_front.as_ref().ok_or_else(|| bad("missing indexer frontier"))?;
+                if !fits(f, s.iskv) {
+                    return Err(bad("indexer frontier size does not match this model"));
+                }
                 gpu.htod(s.icomp.as_ref().unwrap().ptr, &ls.idx)?;
-                gpu.htod(s.iskv.unwrap().ptr, &f.kv)?;
-                gpu.htod(s.issc.unwrap().ptr, &f.score)?;
+                put(s.iskv.unwrap(), &f.kv);
+                put(s.issc.unwrap(), &f.score);
             }
         }
+        gpu.htod(base, &arena)?;
         self.tokens = vec![0; p];
         self.logits_host = None;
         self.has_logits = false;
