@@ -186,14 +186,20 @@ impl Device {
     /// A session of `ctx` positions on this device.
     pub fn session(&self, ctx: usize, cfg: &SessionConfig) -> Result<Session, EngineError> {
         let opts = Options { qat: cfg.qat };
-        let mut s = match &self.cuda {
-            None => Session::new(self.model.clone(), ctx, opts),
+        let (mut s, batch) = match &self.cuda {
+            None => (Session::new(self.model.clone(), ctx, opts), None),
             Some(_) => {
                 let cs = self.cuda_session(ctx, &SessionConfig { graphs: true, ..cfg.clone() })?;
-                Session::with_backend(Box::new(CudaBackend::from_session(self.model.clone(), cs)), ctx)
+                let batch = cs.max_chunk();
+                (Session::with_backend(Box::new(CudaBackend::from_session(self.model.clone(), cs)), ctx), Some(batch))
             }
         };
         s.set_prefill_chunk(cfg.chunk_for(ctx));
+        // the default chunk schedule with the GPU's prefill batch per forward call (an explicit
+        // --prefill-chunk keeps one chunk per call)
+        if let (Some(b), None) = (batch, cfg.prefill_chunk) {
+            s.set_prefill_batch(b);
+        }
         if let Some(m) = &cfg.mtp {
             let drafter = MtpDrafter::new(self.model.clone(), m.weights.clone(), opts)?;
             s.enable_mtp(drafter, m.spec)?;
@@ -210,7 +216,7 @@ impl Device {
         // Prefill batch size: see `default_max_chunk` (the session never batches more than
         // the context; `Session` chunks longer inputs itself).
         let so = SessionOptions { ctx, qat: cfg.qat, precision: cfg.precision, max_chunk: crate::cuda::session::default_max_chunk(ctx), graphs: cfg.graphs, near_ties: false };
-        let mut cs = CudaSession::new(w.clone(), so).map_err(|e| EngineError::Backend(format!("CUDA session: {e}")))?;
+        let mut cs = CudaSession::open(w.clone(), so).map_err(|e| EngineError::Backend(format!("CUDA session: {e}")))?;
         if cfg.warm_up {
             cs.warm_up().map_err(|e| EngineError::Backend(format!("CUDA warm-up: {e}")))?;
         }

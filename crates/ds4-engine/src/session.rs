@@ -22,6 +22,13 @@ pub fn default_prefill_chunk(ctx: usize) -> usize {
     }
 }
 
+/// Tokens of the next prefill batch at position `pos`: up to the next multiple of `chunk`, plus
+/// as many whole chunks as keep the batch within `batch` tokens.
+fn aligned_batch(pos: usize, chunk: usize, batch: usize) -> usize {
+    let first = chunk - pos % chunk;
+    first + batch.saturating_sub(first) / chunk * chunk
+}
+
 /// Progress of a prefill: `done` of `total` tokens of this call processed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Progress {
@@ -53,6 +60,8 @@ pub struct Session {
     pub(crate) model: Arc<Model>,
     pub(crate) ctx: usize,
     chunk: usize,
+    /// Most tokens per backend `forward` call: whole chunks (see `set_prefill_batch`).
+    batch: usize,
     pub(crate) tokens: Vec<u32>,
     pub(crate) logits: Vec<f32>,
     /// Speculative decoding state ([`crate::mtp`]); None = plain decoding.
@@ -70,7 +79,8 @@ impl Session {
         backend.reset();
         let model = backend.model().clone();
         let ctx = ctx.max(1);
-        Session { backend, model, ctx, chunk: default_prefill_chunk(ctx), tokens: Vec::new(), logits: Vec::new(), spec: None }
+        let chunk = default_prefill_chunk(ctx);
+        Session { backend, model, ctx, chunk, batch: chunk, tokens: Vec::new(), logits: Vec::new(), spec: None }
     }
 
     pub fn model(&self) -> &Arc<Model> {
@@ -97,8 +107,22 @@ impl Session {
         self.chunk
     }
     /// Tokens per prefill batch (any size ≥ 1; results do not depend on it on the CPU path).
+    /// One chunk per `forward` call again (`set_prefill_batch` after this groups them).
     pub fn set_prefill_chunk(&mut self, n: usize) {
         self.chunk = n.max(1);
+        self.batch = self.chunk;
+    }
+    /// Most tokens per prefill `forward` call (at least one chunk).
+    pub fn prefill_batch(&self) -> usize {
+        self.batch.max(self.chunk)
+    }
+    /// Let one `forward` call take several consecutive chunks, up to `n` tokens: a backend
+    /// that batches better with more tokens (the CUDA prefill: its expert GEMMs need many
+    /// tokens per expert) gets them, while every batch still ends on a multiple of the chunk
+    /// (or the input's end), so the chunk schedule that the KV cache's checkpoints align to
+    /// (KVCACHE.md §4.1) and the payload's chunk field do not change.
+    pub fn set_prefill_batch(&mut self, n: usize) {
+        self.batch = n.max(1);
     }
 
     /// Back to an empty session.
@@ -150,7 +174,7 @@ impl Session {
             // Chunk boundaries at multiples of the chunk size (ds4's alignment, so batched
             // backends group floating-point work as in a cold prefill).
             let pos = self.tokens.len();
-            let n = (self.chunk - pos % self.chunk).min(tokens.len() - done);
+            let n = aligned_batch(pos, self.chunk, self.prefill_batch()).min(tokens.len() - done);
             let batch = &tokens[done..done + n];
             let lg = self.backend.forward(batch, all_logits)?;
             if let Some(sp) = self.spec.as_deref_mut() {

@@ -93,6 +93,43 @@ fn cancel_keeps_a_valid_prefix() {
     assert_eq!(bits(s.logits()), bits(r.logits()));
 }
 
+/// Several chunks per forward call (`set_prefill_batch`): every batch ends on a multiple of
+/// the chunk or at the input's end and holds at most the batch size (or the one partial chunk
+/// up to the first boundary), batches are as large as those rules allow, and the logits equal
+/// a one-chunk-per-call session's (the CPU path's numerics do not depend on the split).
+#[test]
+fn grouped_chunks_keep_the_chunk_schedule() {
+    let (model, toks) = setup();
+    let (chunk, batch) = (37usize, 100usize);
+    let mut one = Session::new(model.clone(), 512, Options::default());
+    one.set_prefill_chunk(chunk);
+    one.sync(&toks, &mut go).unwrap();
+    for start in [0usize, 5, 74] {
+        let mut s = Session::new(model.clone(), 512, Options::default());
+        s.set_prefill_chunk(chunk);
+        s.sync(&toks[..start], &mut go).unwrap();
+        s.set_prefill_batch(batch);
+        assert_eq!(s.prefill_batch(), batch);
+        let mut ends = vec![start];
+        s.sync(&toks, &mut |p| {
+            ends.push(start + p.done);
+            true
+        })
+        .unwrap();
+        assert_eq!(*ends.last().unwrap(), toks.len());
+        for w in ends.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let first = chunk - a % chunk;
+            assert!(b == toks.len() || b % chunk == 0, "start {start}: batch end {b} off the chunk schedule");
+            assert!(b - a <= batch.max(first), "start {start}: batch {a}..{b} larger than {batch}");
+            // maximal: one more chunk would not have fit (or the input ended)
+            assert!(b == toks.len() || b + chunk - a > batch.max(first), "start {start}: batch {a}..{b} could have taken another chunk");
+        }
+        assert!(ends.len() < toks.len().div_ceil(chunk), "start {start}: no chunks were grouped ({ends:?})");
+        assert_eq!(bits(s.logits()), bits(one.logits()), "start {start}");
+    }
+}
+
 #[test]
 fn context_and_token_limits() {
     let (model, toks) = setup();

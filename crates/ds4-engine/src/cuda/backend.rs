@@ -33,7 +33,7 @@ impl CudaBackend {
     /// A session over weights already on the GPU (several sessions can share them).
     pub fn with_weights(model: Arc<Model>, weights: Arc<CudaModel>, opts: Options, ctx: usize, precision: Precision) -> Result<CudaBackend, EngineError> {
         let so = SessionOptions { ctx, qat: opts.qat, precision, max_chunk: crate::cuda::session::default_max_chunk(ctx), graphs: true, near_ties: false };
-        Ok(Self::from_session(model, CudaSession::new(weights, so).map_err(be)?))
+        Ok(Self::from_session(model, CudaSession::open(weights, so).map_err(be)?))
     }
 
     /// Wrap a session built over `model`'s weights.
