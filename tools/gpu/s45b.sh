@@ -5,7 +5,7 @@
 # with DS4_CHUNK=2048 runs the old batches, by default the new ones (same tokens expected),
 # at 8K / 32K / 64K prompts; then the ds4 CLI itself on a ~32K-token text prompt with
 # --prefill-chunk 2048 (one chunk per call, as before) and by default. On an H200 first the
-# committed sweep (and the fixtures).
+# committed sweep (and the fixtures). The KV payload's save / restore times (byte copies now).
 # Carry .gpu/{ds4-bench,ds4-gguf,ds4,fix.tgz,kz}. $OUT: log.txt, verify.txt, h200_q2.*.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,6 +18,7 @@ sweep_whole
 for c in 8192 32768 65536; do
   prompt_ab DS4_CHUNK=2048 $c | sed 's/^/chunk2k /'
   prompt_ab X=1 $c | sed 's/^/batch /'
+  grep "KV payload" /tmp/run.txt | tail -1
 done
 python3 -c "
 import random
