@@ -12,14 +12,18 @@ call_start s45c
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 synth_wait
 sweep_whole
-prompt_ab DS4_CHUNK=2048 8192 | sed 's/^/chunk2k /'
-prompt_ab X=1 8192 | sed 's/^/batch /'
+if [ -z "${SYNTH_LAYERS:-}" ]; then
+  prompt_ab DS4_CHUNK=2048 8192 | sed 's/^/chunk2k /'
+  prompt_ab X=1 8192 | sed 's/^/batch /'
+fi
+# ds4-bench's decode (device-side greedy) at the CLI prompt's context, for comparison
+prompt_ab X=1 32768 | sed 's/^/bench /'
 python3 -c "
 import random
 random.seed(1)
 w='the of and to in a is that for it as was with be by on not he this are or his from at which but have an they you were her she there one all we their'.split()
 print(' '.join(random.choice(w) for _ in range(15000)))" > /tmp/long.txt
-for f in "--temp 0" ""; do
+for f in "--temp 0" "" "--temp 0"; do
   echo "== ds4 CLI -n 128 ${f:-(default sampler)}"
   timeout 150 .gpu/ds4 --cuda -m "$M" --prompt-file /tmp/long.txt -n 128 --ctx 40000 $f 2>&1 >/dev/null | tr '\r' '\n' | grep -E "prefill:|rror|panic|fit" | tail -3
 done
