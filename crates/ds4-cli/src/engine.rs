@@ -197,6 +197,10 @@ impl LiveSession for EngineLive {
         Ok(self.0.eval_speculative(token, max.max(1))?)
     }
 
+    fn greedy_run(&mut self, first: u32, max: usize, go: &mut dyn FnMut(u32) -> bool) -> Result<Vec<u32>> {
+        Ok(self.0.greedy_run(first, max, go)?)
+    }
+
     fn spec_stats(&self) -> Option<SpecStats> {
         self.0.spec_stats()
     }

@@ -57,6 +57,20 @@ pub trait Backend: Send {
     fn export_state(&self) -> KvState;
     fn import_state(&mut self, state: &KvState) -> Result<(), EngineError>;
 
+    /// Greedy decoding where the logits are: evaluate `token` and return the argmax of the new
+    /// logits (first index of the largest; `sampling::argmax`), leaving the logits there until
+    /// [`Backend::fetch_logits`]. None: not supported (the default; the caller evaluates with
+    /// `forward` and takes the argmax itself). The CUDA backend reads back 4 bytes per token
+    /// instead of the vocabulary's logits.
+    fn eval_argmax(&mut self, token: u32) -> Option<Result<u32, EngineError>> {
+        let _ = token;
+        None
+    }
+    /// The next-token logits after an [`Backend::eval_argmax`].
+    fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {
+        Err(EngineError::Backend(format!("the {} backend keeps no logits to fetch", self.name())))
+    }
+
     // ---- speculative decoding support (MODEL.md §3.4, §7); optional ----
 
     /// Keep the final hyper-connection streams of each later `forward` call (the MTP

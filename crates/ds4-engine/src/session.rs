@@ -200,6 +200,65 @@ impl Session {
         self.extend(&[token], false, &mut |_| true).map(|_| ())
     }
 
+    /// Greedy generation (MTP off): evaluate `first`, then, while fewer than `max` tokens were
+    /// evaluated and `go(next)` accepts the argmax `next` of the newest logits, evaluate it. A
+    /// refused token (EOS, a stop, an interrupt) is not evaluated. Returns the evaluated tokens,
+    /// `first` included. Same tokens and logits as `eval` plus `sampling::argmax` per step; on a
+    /// backend that takes the argmax where the logits are ([`Backend::eval_argmax`]: CUDA) the
+    /// logits come to the host once, at the end, instead of after every token.
+    pub fn greedy_run(&mut self, first: u32, max: usize, go: &mut dyn FnMut(u32) -> bool) -> Result<Vec<u32>, EngineError> {
+        let mut run = Vec::new();
+        let mut tok = first;
+        let mut on_backend = false;
+        let res = loop {
+            if run.len() >= max.max(1) {
+                break Ok(());
+            }
+            if self.tokens.len() >= self.ctx {
+                break Err(EngineError::ContextFull { need: self.tokens.len() + 1, ctx: self.ctx });
+            }
+            let next = match self.backend.eval_argmax(tok) {
+                Some(r) => match r {
+                    Ok(n) => {
+                        on_backend = true;
+                        self.tokens.push(tok);
+                        n
+                    }
+                    Err(e) => {
+                        // (a failure after the step ran leaves the token evaluated there)
+                        if self.backend.pos() == self.tokens.len() + 1 {
+                            on_backend = true;
+                            self.tokens.push(tok);
+                        }
+                        break Err(e);
+                    }
+                },
+                None => {
+                    if let Err(e) = self.eval(tok) {
+                        break Err(e);
+                    }
+                    crate::sampling::argmax(&self.logits)
+                }
+            };
+            run.push(tok);
+            if run.len() >= max.max(1) || !go(next) {
+                break Ok(());
+            }
+            tok = next;
+        };
+        if on_backend {
+            // the session's logits are those after the last evaluated token
+            let lg = self.backend.fetch_logits()?;
+            self.logits.clear();
+            self.logits.extend_from_slice(&lg);
+        }
+        if let (true, Some(sp)) = (on_backend, self.spec.as_deref_mut()) {
+            // (the drafter saw none of these tokens' hidden states)
+            sp.invalidate(self.tokens.len());
+        }
+        res.map(|_| run)
+    }
+
     pub fn snapshot(&self) -> Snapshot {
         Snapshot { tokens: self.tokens.clone(), logits: self.logits.clone(), state: self.backend.export_state() }
     }

@@ -130,6 +130,89 @@ fn grouped_chunks_keep_the_chunk_schedule() {
     }
 }
 
+/// A backend that takes the argmax itself (as the CUDA one does on the device): the CPU
+/// reference underneath, its logits kept back until fetched.
+struct ArgmaxBackend {
+    inner: ds4_engine::CpuBackend,
+    held: Vec<f32>,
+}
+
+impl ds4_engine::Backend for ArgmaxBackend {
+    fn name(&self) -> &str {
+        "argmax-test"
+    }
+    fn model(&self) -> &Arc<Model> {
+        self.inner.model()
+    }
+    fn pos(&self) -> usize {
+        self.inner.pos()
+    }
+    fn forward(&mut self, tokens: &[u32], all: bool) -> Result<Vec<f32>, EngineError> {
+        self.inner.forward(tokens, all)
+    }
+    fn reset(&mut self) {
+        self.inner.reset()
+    }
+    fn export_state(&self) -> ds4_engine::state::KvState {
+        self.inner.export_state()
+    }
+    fn import_state(&mut self, st: &ds4_engine::state::KvState) -> Result<(), EngineError> {
+        self.inner.import_state(st)
+    }
+    fn eval_argmax(&mut self, token: u32) -> Option<Result<u32, EngineError>> {
+        Some(self.inner.forward(&[token], false).map(|lg| {
+            self.held = lg;
+            ds4_engine::sampling::argmax(&self.held)
+        }))
+    }
+    fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {
+        Ok(self.held.clone())
+    }
+}
+
+/// `Session::greedy_run`, on the plain CPU path and through a backend's own argmax: the tokens
+/// of eval + argmax per step, `go`'s refusals respected (the refused token not evaluated), and
+/// the session's logits those after the last evaluated token.
+#[test]
+fn greedy_run_equals_eval_and_argmax() {
+    let (model, toks) = setup();
+    let prompt = &toks[..100];
+    let mut want = Session::new(model.clone(), 512, Options::default());
+    want.sync(prompt, &mut go).unwrap();
+    let first = ds4_engine::sampling::argmax(want.logits());
+    let mut seq = vec![first];
+    for _ in 0..9 {
+        want.eval(*seq.last().unwrap()).unwrap();
+        seq.push(ds4_engine::sampling::argmax(want.logits()));
+    }
+    for own in [false, true] {
+        let mut s = if own {
+            let b = ArgmaxBackend { inner: ds4_engine::CpuBackend::new(model.clone(), Options::default()), held: Vec::new() };
+            Session::with_backend(Box::new(b), 512)
+        } else {
+            Session::new(model.clone(), 512, Options::default())
+        };
+        s.sync(prompt, &mut go).unwrap();
+        // refuse the 6th token: five evaluated
+        let mut seen = Vec::new();
+        let run = s
+            .greedy_run(first, 50, &mut |t| {
+                seen.push(t);
+                seen.len() < 5
+            })
+            .unwrap();
+        assert_eq!(run, seq[..5], "own argmax {own}");
+        assert_eq!(seen, seq[1..6], "own argmax {own}");
+        assert_eq!(s.tokens().len(), 105);
+        let mut r = Session::new(model.clone(), 512, Options::default());
+        r.sync(&[prompt, &seq[..5]].concat(), &mut go).unwrap();
+        assert_eq!(bits(s.logits()), bits(r.logits()), "own argmax {own}: logits after the run");
+        // the token cap
+        let run = s.greedy_run(seq[5], 3, &mut |_| true).unwrap();
+        assert_eq!(run, seq[5..8], "own argmax {own}");
+    }
+}
+
 #[test]
 fn context_and_token_limits() {
     let (model, toks) = setup();

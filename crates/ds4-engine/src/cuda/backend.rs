@@ -78,6 +78,19 @@ impl Backend for CudaBackend {
         }
         Ok(self.sess.logits().map_err(be)?.to_vec())
     }
+    fn eval_argmax(&mut self, token: u32) -> Option<Result<u32, EngineError>> {
+        let vocab = self.model.hp.n_vocab;
+        Some(if token as usize >= vocab {
+            Err(EngineError::BadToken(token, vocab))
+        } else if self.pos() + 1 > self.sess.ctx() {
+            Err(EngineError::ContextFull { need: self.pos() + 1, ctx: self.sess.ctx() })
+        } else {
+            self.sess.eval_argmax(token).map_err(be)
+        })
+    }
+    fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {
+        Ok(self.sess.logits().map_err(be)?.to_vec())
+    }
     fn reset(&mut self) {
         // a failed reset leaves a session that reports errors on the next call
         let _ = self.sess.reset();

@@ -1905,6 +1905,9 @@ pub struct CudaSession {
     /// eval_greedy: the chosen token's pinned landing place and the event after its copy.
     greedy_tok: Pinned,
     greedy_ev: Event,
+    /// The token and position that sc.tok / sc.pos hold when eval_argmax's argmax wrote them
+    /// (None after any other write: upload_batch, launch_argmax with a position).
+    next_on_device: std::cell::Cell<Option<(u32, usize)>>,
     /// Near-tie list (model.cuh `note_tie`) when `opts.near_ties`.
     ties: Option<DevBuf>,
     /// The activations held in the cuBLAS path's f16 scratch (x, ldx, columns, t) and the
@@ -2708,6 +2711,7 @@ impl CudaSession {
             graph_captures: 0,
             greedy_tok: Pinned::new(16)?,
             greedy_ev: gpu.event()?,
+            next_on_device: Default::default(),
             ties,
             x16_key: Default::default(),
             dense_min_t: dense_min_t(),
@@ -3846,6 +3850,7 @@ impl CudaSession {
     }
 
     fn upload_batch(&self, toks: &[u32], p0: usize) -> Result<()> {
+        self.next_on_device.set(None);
         let pos: Vec<i32> = (0..toks.len()).map(|i| (p0 + i) as i32).collect();
         let tk: Vec<i32> = toks.iter().map(|&t| t as i32).collect();
         self.gpu().htod(self.sc.pos.ptr, &pos)?;
@@ -4054,6 +4059,36 @@ impl CudaSession {
         Ok(tok)
     }
 
+    /// Greedy decoding driven by the host (the engine Session's greedy runs: the CLI at
+    /// temperature 0): evaluate `tok`, then take the argmax of its logits on the device, which
+    /// also writes it there as the next step's token and position, and read back only that
+    /// (4 bytes). The logits stay on the device until `logits` asks for them, and when the host
+    /// then evaluates the returned token its upload is skipped. Against `eval` + `logits` + a
+    /// host argmax this saves the 517 KB readback per token, the copies, the host scan and the
+    /// two uploads: the time the GPU sat idle between steps. Unlike `eval_greedy` the host sees
+    /// each token before it is evaluated (EOS and stops are not evaluated).
+    pub fn eval_argmax(&mut self, tok: u32) -> Result<u32> {
+        self.m.gpu.bind()?;
+        self.check_tokens(&[tok])?;
+        let p = self.tokens.len();
+        if self.next_on_device.get() != Some((tok, p)) {
+            self.upload_batch(&[tok], p)?;
+        }
+        self.decode_step(p)?;
+        self.tokens.push(tok);
+        self.logits_host = None;
+        self.has_logits = true;
+        self.launch_argmax(None, Some(p + 1))?;
+        let mut o = [0i32];
+        self.gpu().dtoh(&mut o, self.sc.amax.ptr)?;
+        let next = o[0] as u32;
+        if next as usize >= self.m.dims.vocab {
+            return Err(CudaError::Other("greedy decoding: no logit qualified (all NaN?): the model's output is unusable; reset the session".into()));
+        }
+        self.next_on_device.set(Some((next, p + 1)));
+        Ok(next)
+    }
+
     /// Build (capture, not run) the decode graphs the next `n` steps will use: timing those
     /// steps then measures decoding, not graph building (ds4-bench; a graph serves 8192
     /// positions, and a capture costs milliseconds).
@@ -4101,6 +4136,9 @@ impl CudaSession {
     fn launch_argmax(&self, exclude: Option<u32>, next_pos: Option<usize>) -> Result<()> {
         let ex = exclude.map(|e| e as i32).unwrap_or(-1);
         let args = Args::new().a(self.sc.logits.ptr).a(self.m.dims.vocab as i32).a(ex).a(self.sc.amax.ptr);
+        if next_pos.is_some() {
+            self.next_on_device.set(None);
+        }
         let args = match next_pos {
             Some(p) => args.a(self.sc.tok.ptr).a(self.sc.pos.ptr).a(p as i32),
             None => args.a(0u64).a(0u64).a(0i32),

@@ -524,6 +524,29 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                 t.check(&tag("state gpu->cpu decode"), &cmp(&a, &cd[vocab..], vocab, nd - 1), 2e-3, 1e-4, true);
                 t.check(&tag("state cpu->gpu decode"), &cmp(&b, &cd[vocab..], vocab, nd - 1), 2e-3, 1e-4, true);
             }
+            // the engine Session's greedy run (the CLI at temperature 0): the argmax taken on the
+            // device and the logits read back once, against eval + a host argmax per token on
+            // the same backend: the same tokens and the same final logits, bit for bit
+            {
+                let open = || -> Result<ds4_engine::Session> {
+                    let b = CudaBackend::with_weights(cpu_model.clone(), cm.clone(), Options { qat: true }, 1024, Precision::Fast).map_err(|e| anyhow!("{e}"))?;
+                    Ok(ds4_engine::Session::with_backend(Box::new(b), 1024))
+                };
+                let (mut a, mut b) = (open()?, open()?);
+                a.sync(&toks[..prefix], &mut |_| true).map_err(|e| anyhow!("{e}"))?;
+                b.sync(&toks[..prefix], &mut |_| true).map_err(|e| anyhow!("{e}"))?;
+                let first = ds4_engine::sampling::argmax(a.logits());
+                let n = 12;
+                let run = a.greedy_run(first, n, &mut |_| true).map_err(|e| anyhow!("{e}"))?;
+                let (mut want, mut tk) = (Vec::new(), first);
+                for _ in 0..n {
+                    b.eval(tk).map_err(|e| anyhow!("{e}"))?;
+                    want.push(tk);
+                    tk = ds4_engine::sampling::argmax(b.logits());
+                }
+                let same = same_bits(a.logits(), b.logits());
+                t.flag(&tag("session greedy run"), run == want && same && a.tokens() == b.tokens(), &format!("{n} tokens {run:?} (eval + host argmax {want:?}), final logits bit-identical: {same}"));
+            }
             // official-mode state diagnostic: where do GPU and CPU KV rows part?
             if sname == "short" {
                 let gst = ref_off.export_state().map_err(|e| anyhow!("{e}"))?;
