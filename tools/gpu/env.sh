@@ -97,6 +97,15 @@ prompt_ab() {
   echo "[$1] ctx $2: $(tr '\r' '\n' < /tmp/run.txt | grep -E '^ctx [0-9]' | tail -1) | tokens $(grep -E '^ctx .*: tokens' /tmp/run.txt | md5sum | cut -c1-8)"
   grep -E "rror|panic" /tmp/run.txt | head -3
 }
+# long_prompt: ~32K tokens of plain text (15,000 common words; 31,916 tokens with the synthetic
+# model's tokenizer) in /tmp/long.txt, for the ds4 CLI's own prefill / generation rates.
+long_prompt() {
+  python3 -c "
+import random
+random.seed(1)
+w='the of and to in a is that for it as was with be by on not he this are or his from at which but have an they you were her she there one all we their'.split()
+print(' '.join(random.choice(w) for _ in range(15000)))" > /tmp/long.txt
+}
 # A carried binary's own kernel cache (setup_caches unpacks .gpu/kz and .gpu/X/kz beside it).
 kc() { case $1 in /*) echo "$(dirname "$1")/kcache" ;; *) echo "$PWD/$(dirname "$1")/kcache" ;; esac; }
 BASE_BIN=${BASE_BIN:-.gpu/base/ds4-bench}

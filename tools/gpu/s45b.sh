@@ -22,11 +22,7 @@ for c in $ctxs; do
   prompt_ab X=1 $c | sed 's/^/batch /'
   grep "KV payload" /tmp/run.txt | tail -1
 done
-python3 -c "
-import random
-random.seed(1)
-w='the of and to in a is that for it as was with be by on not he this are or his from at which but have an they you were her she there one all we their'.split()
-print(' '.join(random.choice(w) for _ in range(15000)))" > /tmp/long.txt
+long_prompt
 for f in "${cli[@]}"; do
   echo "== ds4 CLI ${f:-(default)}"
   timeout 150 .gpu/ds4 --cuda -m "$M" --prompt-file /tmp/long.txt -n 4 --ctx 40000 $f 2>&1 | tr '\r' '\n' | grep -E "prefill:|input tokens: [0-9]+/[0-9]+ \(100|rror|panic|fit" | tail -3

@@ -18,11 +18,7 @@ if [ -z "${SYNTH_LAYERS:-}" ]; then
 fi
 # ds4-bench's decode (device-side greedy) at the CLI prompt's context, for comparison
 prompt_ab X=1 32768 | sed 's/^/bench /'
-python3 -c "
-import random
-random.seed(1)
-w='the of and to in a is that for it as was with be by on not he this are or his from at which but have an they you were her she there one all we their'.split()
-print(' '.join(random.choice(w) for _ in range(15000)))" > /tmp/long.txt
+long_prompt
 for f in "--temp 0" "" "--temp 0"; do
   echo "== ds4 CLI -n 128 ${f:-(default sampler)}"
   timeout 150 .gpu/ds4 --cuda -m "$M" --prompt-file /tmp/long.txt -n 128 --ctx 40000 $f 2>&1 >/dev/null | tr '\r' '\n' | grep -E "prefill:|rror|panic|fit" | tail -3

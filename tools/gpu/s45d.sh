@@ -13,11 +13,7 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fixtures; keep verify.txt
 grep -E "session greedy run" "$OUT/verify.txt" | head -3
 synth_wait
-python3 -c "
-import random
-random.seed(1)
-w='the of and to in a is that for it as was with be by on not he this are or his from at which but have an they you were her she there one all we their'.split()
-print(' '.join(random.choice(w) for _ in range(15000)))" > /tmp/long.txt
+long_prompt
 for r in 1; do
   for mode in DS4_HOST_ARGMAX=1 X=1; do
     env $mode timeout 150 .gpu/ds4 --cuda -m "$M" --prompt-file /tmp/long.txt -n 128 --ctx 40000 --temp 0 > /tmp/gen_$mode.txt 2> /tmp/gen_err.txt
