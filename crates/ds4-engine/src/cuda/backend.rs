@@ -44,6 +44,23 @@ impl CudaBackend {
     pub fn session(&mut self) -> &mut CudaSession {
         &mut self.sess
     }
+
+    /// The engine's errors for tokens a forward call cannot take (ids past the vocabulary, no
+    /// room in the context, none at all).
+    fn check(&self, tokens: &[u32]) -> Result<(), EngineError> {
+        let vocab = self.model.hp.n_vocab;
+        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= vocab) {
+            return Err(EngineError::BadToken(t, vocab));
+        }
+        let need = self.sess.tokens().len() + tokens.len();
+        if need > self.sess.ctx() {
+            return Err(EngineError::ContextFull { need, ctx: self.sess.ctx() });
+        }
+        if tokens.is_empty() {
+            return Err(EngineError::Backend("forward needs at least one token".into()));
+        }
+        Ok(())
+    }
 }
 
 impl Backend for CudaBackend {
@@ -57,17 +74,7 @@ impl Backend for CudaBackend {
         self.sess.tokens().len()
     }
     fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>, EngineError> {
-        let vocab = self.model.hp.n_vocab;
-        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= vocab) {
-            return Err(EngineError::BadToken(t, vocab));
-        }
-        let need = self.pos() + tokens.len();
-        if need > self.sess.ctx() {
-            return Err(EngineError::ContextFull { need, ctx: self.sess.ctx() });
-        }
-        if tokens.is_empty() {
-            return Err(EngineError::Backend("forward needs at least one token".into()));
-        }
+        self.check(tokens)?;
         if all_logits {
             return self.sess.prefill_all_logits(tokens).map_err(be);
         }
@@ -79,14 +86,7 @@ impl Backend for CudaBackend {
         Ok(self.sess.logits().map_err(be)?.to_vec())
     }
     fn eval_argmax(&mut self, token: u32) -> Option<Result<u32, EngineError>> {
-        let vocab = self.model.hp.n_vocab;
-        Some(if token as usize >= vocab {
-            Err(EngineError::BadToken(token, vocab))
-        } else if self.pos() + 1 > self.sess.ctx() {
-            Err(EngineError::ContextFull { need: self.pos() + 1, ctx: self.sess.ctx() })
-        } else {
-            self.sess.eval_argmax(token).map_err(be)
-        })
+        Some(self.check(&[token]).and_then(|()| self.sess.eval_argmax(token).map_err(be)))
     }
     fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {
         Ok(self.sess.logits().map_err(be)?.to_vec())

@@ -4019,7 +4019,10 @@ impl CudaSession {
         self.m.gpu.bind()?;
         self.check_tokens(&[tok])?;
         let p = self.tokens.len();
-        self.upload_batch(&[tok], p)?;
+        // (no upload when eval_argmax's argmax left this token and position on the device)
+        if self.next_on_device.get() != Some((tok, p)) {
+            self.upload_batch(&[tok], p)?;
+        }
         self.decode_step(p)?;
         self.tokens.push(tok);
         self.logits_host = None;
@@ -4068,24 +4071,13 @@ impl CudaSession {
     /// two uploads: the time the GPU sat idle between steps. Unlike `eval_greedy` the host sees
     /// each token before it is evaluated (EOS and stops are not evaluated).
     pub fn eval_argmax(&mut self, tok: u32) -> Result<u32> {
-        self.m.gpu.bind()?;
-        self.check_tokens(&[tok])?;
+        self.eval(tok)?;
         let p = self.tokens.len();
-        if self.next_on_device.get() != Some((tok, p)) {
-            self.upload_batch(&[tok], p)?;
-        }
-        self.decode_step(p)?;
-        self.tokens.push(tok);
-        self.logits_host = None;
-        self.has_logits = true;
-        self.launch_argmax(None, Some(p + 1))?;
-        let mut o = [0i32];
-        self.gpu().dtoh(&mut o, self.sc.amax.ptr)?;
-        let next = o[0] as u32;
+        let next = self.read_argmax(None, Some(p))?;
         if next as usize >= self.m.dims.vocab {
             return Err(CudaError::Other("greedy decoding: no logit qualified (all NaN?): the model's output is unusable; reset the session".into()));
         }
-        self.next_on_device.set(Some((next, p + 1)));
+        self.next_on_device.set(Some((next, p)));
         Ok(next)
     }
 
@@ -4159,7 +4151,12 @@ impl CudaSession {
         if !self.has_logits {
             return Err(CudaError::Other("no logits yet".into()));
         }
-        self.launch_argmax(exclude, None)?;
+        self.read_argmax(exclude, None)
+    }
+
+    /// launch_argmax, then its winner read back (synchronizing).
+    fn read_argmax(&self, exclude: Option<u32>, next_pos: Option<usize>) -> Result<u32> {
+        self.launch_argmax(exclude, next_pos)?;
         let mut o = [0i32];
         self.gpu().dtoh(&mut o, self.sc.amax.ptr)?;
         Ok(o[0] as u32)
