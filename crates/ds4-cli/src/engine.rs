@@ -6,6 +6,7 @@ use ds4_engine::backend_select::{self, Device, LoadEvent, MtpConfig};
 use ds4_engine::cuda::Precision;
 use ds4_engine::model::MtpWeights;
 use ds4_engine::mtp::{SpecConfig, SpecStats};
+use ds4_engine::sampling::Sampler;
 use ds4_engine::{Model, Session};
 use ds4_gguf::Gguf;
 use ds4_tok::Tokenizer;
@@ -197,8 +198,8 @@ impl LiveSession for EngineLive {
         Ok(self.0.eval_speculative(token, max.max(1))?)
     }
 
-    fn greedy_run(&mut self, first: u32, max: usize, go: &mut dyn FnMut(u32) -> bool) -> Result<Vec<u32>> {
-        Ok(self.0.greedy_run(first, max, go)?)
+    fn sample_run(&mut self, first: u32, max: usize, sampler: &mut Sampler, go: &mut dyn FnMut(u32) -> bool) -> Result<Vec<u32>> {
+        Ok(self.0.sample_run(first, max, sampler, go)?)
     }
 
     fn spec_stats(&self) -> Option<SpecStats> {

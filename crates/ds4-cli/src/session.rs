@@ -39,17 +39,22 @@ pub trait LiveSession {
     fn spec_stats(&self) -> Option<SpecStats> {
         None
     }
-    /// Greedy generation: evaluate `first`, then while fewer than `max` tokens were evaluated
-    /// and `go` accepts the argmax of the newest logits, evaluate that. Returns the evaluated
-    /// tokens (`first` included); a refused token is not evaluated.
-    fn greedy_run(&mut self, first: u32, max: usize, go: &mut dyn FnMut(u32) -> bool) -> Result<Vec<u32>> {
+    /// Generation with `sampler`: evaluate `first`, then while fewer than `max` tokens were
+    /// evaluated and `go` accepts the token sampled from the newest logits, evaluate that.
+    /// Returns the evaluated tokens (`first` included); a refused token is not evaluated. The
+    /// engine's form chooses where the logits are (on the GPU: the argmax or the min_p set
+    /// there, a few bytes back per token instead of the vocabulary's logits).
+    fn sample_run(&mut self, first: u32, max: usize, sampler: &mut Sampler, go: &mut dyn FnMut(u32) -> bool) -> Result<Vec<u32>> {
         let mut run = Vec::new();
         let mut tok = first;
         loop {
             self.eval(tok)?;
             run.push(tok);
-            let next = ds4_engine::sampling::argmax(self.logits());
-            if run.len() >= max || !go(next) {
+            if run.len() >= max {
+                return Ok(run);
+            }
+            let next = sampler.sample(self.logits());
+            if !go(next) {
                 return Ok(run);
             }
             tok = next;
@@ -140,11 +145,10 @@ pub fn generate(
     let t0 = std::time::Instant::now();
     let stats0 = session.spec_stats();
     let mut tokens = Vec::new();
-    // CLI.md §4: greedy without speculation takes the argmax path (on the GPU: the argmax
-    // where the logits are, 4 bytes back per token; DS4_HOST_ARGMAX=1: the logits to the host
-    // and the sampler's argmax every token, as before)
-    let host_argmax = std::env::var_os("DS4_HOST_ARGMAX").is_some_and(|v| v == "1");
-    if sampler.params.is_greedy() && stats0.is_none() && max_new > 0 && !interrupt.load(Ordering::Relaxed) && !host_argmax {
+    // Without speculation the run chooses where the logits are (on the GPU: the argmax, or
+    // the min_p set, read back instead of the 517 KB of logits; the engine's
+    // DS4_HOST_SAMPLE=1 reads the logits every token instead).
+    if stats0.is_none() && max_new > 0 && !interrupt.load(Ordering::Relaxed) {
         let first = sampler.sample(session.logits());
         if first == eos {
             return Ok(Generated { tokens, stop: StopReason::Eos, seconds: t0.elapsed().as_secs_f64(), spec: None });
@@ -152,7 +156,7 @@ pub fn generate(
         on_token(first)?;
         let mut stop = StopReason::Length;
         let mut failed = None;
-        let run = session.greedy_run(first, max_new, &mut |t| {
+        let run = session.sample_run(first, max_new, sampler, &mut |t| {
             if interrupt.load(Ordering::Relaxed) {
                 stop = StopReason::Interrupted;
                 false

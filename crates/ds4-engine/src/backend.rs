@@ -13,6 +13,7 @@
 //!   state (including `pos`).
 
 use crate::model::Model;
+use crate::sampling::NearMax;
 use crate::state::KvState;
 use std::sync::Arc;
 
@@ -66,7 +67,18 @@ pub trait Backend: Send {
         let _ = token;
         None
     }
-    /// The next-token logits after an [`Backend::eval_argmax`].
+    /// Sampling where the logits are: evaluate `token` and return the new logits near the
+    /// largest, those with `(v - max) / temperature >= floor` ([`NearMax`], from
+    /// `sampling::near_max_cut`), leaving all of them there until [`Backend::fetch_logits`].
+    /// `Some(Ok(None))`: the step ran, but the set is not available (more logits than the
+    /// backend returns at once, or a non-finite one): fetch the logits. None: not supported
+    /// (the default). The CUDA backend reads back a few KB per token instead of the
+    /// vocabulary's logits.
+    fn eval_near_max(&mut self, token: u32, temperature: f32, floor: f32) -> Option<Result<Option<NearMax>, EngineError>> {
+        let _ = (token, temperature, floor);
+        None
+    }
+    /// The next-token logits after an [`Backend::eval_argmax`] or [`Backend::eval_near_max`].
     fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {
         Err(EngineError::Backend(format!("the {} backend keeps no logits to fetch", self.name())))
     }

@@ -55,6 +55,6 @@ pub use cpu::CpuBackend;
 pub use hparams::{Hparams, HparamsError};
 pub use layout::{LayoutError, Mismatch, TensorKind, TensorSpec, Variant};
 pub use model::{Mat, Model, ModelError};
-pub use session::{Progress, Session, Snapshot, SyncOutcome};
+pub use session::{Decoder, Progress, Run, Session, Snapshot, SyncOutcome};
 pub use state::KvState;
 pub mod cuda;

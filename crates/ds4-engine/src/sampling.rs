@@ -190,31 +190,11 @@ fn plan_full_vocab(logits: &[f32], temperature: f32, top_p: f32, min_p: f32) -> 
     // sum still counts it) keeps the candidates, their weights and their order exactly, and a
     // step costs a compare per logit instead of an exp (top_p >= 1: ~0.7 ms of a decode step
     // over a 129K vocabulary) or a sort of the whole vocabulary (top_p < 1: several ms).
-    let skip_below = if min_p > 0.0 && min_p <= 1.0 { min_p.ln() - 0.01 } else { f32::NEG_INFINITY };
+    let skip_below = min_p_floor(min_p);
 
     if top_p >= 1.0 {
-        // Vocabulary order, min_p relative to the best token's weight (1).
-        let mut c = Candidates { ids: Vec::new(), weights: Vec::new(), total: 0.0, fallback: best };
-        for (i, &v) in logits.iter().enumerate() {
-            if !v.is_finite() {
-                continue;
-            }
-            let x = (v - max_logit) / temperature;
-            if x < skip_below {
-                continue;
-            }
-            let w = x.exp();
-            if w < min_p {
-                continue;
-            }
-            c.ids.push(i as u32);
-            c.weights.push(w);
-            c.total += w;
-        }
-        if !(c.total > 0.0) || !c.total.is_finite() {
-            return Plan::Fixed(best);
-        }
-        return Plan::Draw(c);
+        let finite = logits.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(i, &v)| (i as u32, v));
+        return draw_min_p(finite, max_logit, best, temperature, skip_below, min_p);
     }
 
     let mut cand: Vec<(u32, f32, f32)> = Vec::new();
@@ -237,6 +217,80 @@ fn plan_full_vocab(logits: &[f32], temperature: f32, top_p: f32, min_p: f32) -> 
     // Stable: equal logits keep ascending ids.
     cand.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
     filter_sorted(cand.iter().map(|c| (c.0, c.2)), sum, top_p, min_p, best)
+}
+
+/// ln(min_p) less a margin: a logit whose scaled distance below the best is under it cannot pass
+/// min_p (see plan_full_vocab); -inf when min_p filters nothing.
+fn min_p_floor(min_p: f32) -> f32 {
+    if min_p > 0.0 && min_p <= 1.0 {
+        min_p.ln() - 0.01
+    } else {
+        f32::NEG_INFINITY
+    }
+}
+
+/// top_p 1: the finite logits `(id, v)` in vocabulary order, min_p relative to the best
+/// token's weight (1). Logits under `skip_below` are skipped before their exp.
+fn draw_min_p(
+    finite: impl Iterator<Item = (u32, f32)>,
+    max_logit: f32,
+    best: u32,
+    temperature: f32,
+    skip_below: f32,
+    min_p: f32,
+) -> Plan {
+    let mut c = Candidates { ids: Vec::new(), weights: Vec::new(), total: 0.0, fallback: best };
+    for (i, v) in finite {
+        let x = (v - max_logit) / temperature;
+        if x < skip_below {
+            continue;
+        }
+        let w = x.exp();
+        if w < min_p {
+            continue;
+        }
+        c.ids.push(i);
+        c.weights.push(w);
+        c.total += w;
+    }
+    if !(c.total > 0.0) || !c.total.is_finite() {
+        return Plan::Fixed(best);
+    }
+    Plan::Draw(c)
+}
+
+/// The logits of one step near the largest (a backend's reply to
+/// [`crate::Backend::eval_near_max`]): every logit `v` with `(v - max) / temperature >= floor`,
+/// by ascending id, where `max` is the largest logit and `best` its first index. All logits
+/// were finite.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NearMax {
+    pub best: u32,
+    pub max: f32,
+    pub ids: Vec<u32>,
+    pub logits: Vec<f32>,
+}
+
+/// The `(temperature, floor)` for which a [`NearMax`] set decides a draw exactly as `sample`
+/// over the whole vocabulary does: sampling with top_p 1, no top_k and a min_p in (0, 1] (the
+/// defaults, and the server's thinking mode) only weighs the logits above min_p's cut. None for
+/// greedy params (the argmax) and for those that need every logit (top_k, top_p < 1, min_p 0).
+pub fn near_max_cut(p: &SamplerParams, n_vocab: usize) -> Option<(f32, f32)> {
+    let (temperature, top_k, top_p, min_p) = p.normalized(n_vocab);
+    if !(temperature > 0.0) || top_k != 0 || top_p < 1.0 || !(min_p > 0.0 && min_p <= 1.0) {
+        return None;
+    }
+    // (a little below min_p_floor: the set may hold more than the draw needs, never less,
+    // whatever the backend's rounding; draw_min_p applies the exact test)
+    Some((temperature, min_p_floor(min_p) - 0.01))
+}
+
+/// `sample` over the logits of `near`, which a backend gathered with [`near_max_cut`]`(p)`:
+/// the same token and the same random draw as `sample` over the whole vocabulary.
+pub fn sample_near_max(near: &NearMax, p: &SamplerParams, rng: &mut Rng) -> u32 {
+    let (temperature, _, _, min_p) = p.normalized(usize::MAX);
+    let finite = near.ids.iter().copied().zip(near.logits.iter().copied());
+    draw(draw_min_p(finite, near.max, near.best, temperature, min_p_floor(min_p), min_p), rng)
 }
 
 fn plan_top_k(logits: &[f32], temperature: f32, k: usize, top_p: f32, min_p: f32) -> Plan {
@@ -317,7 +371,11 @@ pub fn candidates(logits: &[f32], params: &SamplerParams) -> Option<Candidates> 
 /// Pick the next token. Consumes exactly one random number when the step
 /// draws, none when it is deterministic (as ds4 does).
 pub fn sample(logits: &[f32], params: &SamplerParams, rng: &mut Rng) -> u32 {
-    match plan(logits, params) {
+    draw(plan(logits, params), rng)
+}
+
+fn draw(plan: Plan, rng: &mut Rng) -> u32 {
+    match plan {
         Plan::Fixed(id) => id,
         Plan::Draw(c) => {
             let mut r = rng.next_f32() * c.total;
@@ -477,6 +535,59 @@ mod tests {
     /// The skipped logits change nothing: candidates equal the full computation bit for bit,
     /// on vocabularies of the real size (flat and peaked logits) with logits planted on both
     /// sides of min_p's cut, where a skip that reached a kept token would show.
+    /// A backend's near-max set, gathered as the contract says (f32, by ascending id).
+    fn near_set(logits: &[f32], t: f32, floor: f32) -> NearMax {
+        let best = argmax(logits);
+        let max = logits[best as usize];
+        let mut n = NearMax { best, max, ..Default::default() };
+        for (i, &v) in logits.iter().enumerate() {
+            if (v - max) / t >= floor {
+                n.ids.push(i as u32);
+                n.logits.push(v);
+            }
+        }
+        n
+    }
+
+    /// sample_near_max over a backend's set draws what `sample` over the whole vocabulary
+    /// draws (token and random stream), on peaked logits (a trained model's) and flat ones;
+    /// a larger set (a backend rounding the other way) changes nothing, and the params that
+    /// need every logit get no cut.
+    #[test]
+    fn near_max_set_decides_as_the_whole_vocabulary() {
+        let mut g = Rng::new(3);
+        for case in 0..40 {
+            let peaked = case % 2 == 0;
+            let logits: Vec<f32> = (0..3000)
+                .map(|i| {
+                    let u = g.next_f32();
+                    if peaked {
+                        (u * u * u) * 25.0 + if i % 97 == 0 { 3.0 } else { 0.0 }
+                    } else {
+                        u * 2.0
+                    }
+                })
+                .collect();
+            for (t, m) in [(1.0f32, 0.05f32), (0.7, 0.05), (0.3, 0.2), (1.5, 1.0), (1.0, 0.001)] {
+                let p = params(t, 0, 1.0, m);
+                let (tt, floor) = near_max_cut(&p, logits.len()).expect("min_p sampling has a cut");
+                assert_eq!(tt, t);
+                for extra in [0.0f32, 1.0] {
+                    let near = near_set(&logits, tt, floor - extra);
+                    assert!(near.ids.len() < logits.len() || !peaked, "case {case}: the cut kept everything");
+                    let (mut a, mut b) = (Rng::new(case), Rng::new(case));
+                    for _ in 0..4 {
+                        assert_eq!(sample(&logits, &p, &mut a), sample_near_max(&near, &p, &mut b), "case {case} t {t} min_p {m}");
+                    }
+                    assert_eq!(a, b);
+                }
+            }
+        }
+        for p in [params(0.0, 0, 1.0, 0.05), params(1.0, 40, 1.0, 0.05), params(1.0, 0, 0.9, 0.05), params(1.0, 0, 1.0, 0.0)] {
+            assert_eq!(near_max_cut(&p, 3000), None, "{p:?}");
+        }
+    }
+
     #[test]
     fn skipping_below_min_p_changes_no_candidate() {
         let mut rng = Rng::new(2026);

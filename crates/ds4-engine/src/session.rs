@@ -9,9 +9,17 @@ use crate::cpu::CpuBackend;
 use crate::hparams::Hparams;
 use crate::model::Model;
 use crate::payload::{self, Geometry};
+use crate::sampling::{Rng, Sampler, SamplerParams};
 use crate::state::KvState;
 use std::io::{Read, Write};
 use std::sync::Arc;
+
+/// `DS4_HOST_SAMPLE=1` (or the older `DS4_HOST_ARGMAX=1`): decode runs read every step's
+/// logits back and choose on the host, as before they chose where the logits are (A/B runs).
+fn host_sampling() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| ["DS4_HOST_SAMPLE", "DS4_HOST_ARGMAX"].iter().any(|k| std::env::var_os(k).is_some_and(|v| v == "1")))
+}
 
 /// ds4's default prefill chunk: 2048 tokens for contexts above 2048, else the context size.
 pub fn default_prefill_chunk(ctx: usize) -> usize {
@@ -53,6 +61,25 @@ pub struct Snapshot {
     pub tokens: Vec<u32>,
     pub logits: Vec<f32>,
     pub state: KvState,
+}
+
+/// What a decode run ([`Session::decode_run`]) asks of its caller, token by token.
+pub trait Decoder {
+    /// Whether to evaluate `tok` (the run's first token, or the one just chosen); false ends
+    /// the run before it.
+    fn admit(&mut self, tok: u32) -> bool;
+    /// `tok` is evaluated next: the sampling that chooses the token after it, or None to end
+    /// the run once `tok` is evaluated.
+    fn next_params(&mut self, tok: u32) -> Option<SamplerParams>;
+}
+
+/// The outcome of a [`Session::decode_run`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Run {
+    /// The tokens evaluated, the run's first included.
+    pub tokens: Vec<u32>,
+    /// The token chosen last that the decoder did not admit (not evaluated).
+    pub declined: Option<u32>,
 }
 
 pub struct Session {
@@ -203,55 +230,122 @@ impl Session {
     /// Greedy generation (MTP off): evaluate `first`, then, while fewer than `max` tokens were
     /// evaluated and `go(next)` accepts the argmax `next` of the newest logits, evaluate it. A
     /// refused token (EOS, a stop, an interrupt) is not evaluated. Returns the evaluated tokens,
-    /// `first` included. Same tokens and logits as `eval` plus `sampling::argmax` per step; on a
-    /// backend that takes the argmax where the logits are ([`Backend::eval_argmax`]: CUDA) the
-    /// logits come to the host once, at the end, instead of after every token.
+    /// `first` included. Same tokens and logits as `eval` plus `sampling::argmax` per step.
     pub fn greedy_run(&mut self, first: u32, max: usize, go: &mut dyn FnMut(u32) -> bool) -> Result<Vec<u32>, EngineError> {
-        let mut run = Vec::new();
-        let mut tok = first;
-        let mut on_backend = false;
-        // (the backend's eval_argmax and `eval` refuse a token past the context)
-        let res = loop {
-            let next = match self.backend.eval_argmax(tok) {
-                Some(r) => match r {
-                    Ok(n) => {
-                        on_backend = true;
-                        self.tokens.push(tok);
-                        n
-                    }
-                    Err(e) => {
-                        // (a failure after the step ran leaves the token evaluated there)
-                        if self.backend.pos() == self.tokens.len() + 1 {
-                            on_backend = true;
-                            self.tokens.push(tok);
-                        }
-                        break Err(e);
-                    }
-                },
-                None => {
-                    if let Err(e) = self.eval(tok) {
-                        break Err(e);
-                    }
-                    crate::sampling::argmax(&self.logits)
+        // (a greedy step draws no random number)
+        self.sample_run(first, max, &mut Sampler::new(SamplerParams::greedy(), 0), go)
+    }
+
+    /// [`Session::greedy_run`] with `sampler` choosing: its params for every token, its random
+    /// stream drawn as `sampler.sample` over `logits()` per step would draw it (a
+    /// [`Session::decode_run`] with fixed params).
+    pub fn sample_run(&mut self, first: u32, max: usize, sampler: &mut Sampler, go: &mut dyn FnMut(u32) -> bool) -> Result<Vec<u32>, EngineError> {
+        struct Fixed<'a> {
+            n: usize,
+            max: usize,
+            params: SamplerParams,
+            go: &'a mut dyn FnMut(u32) -> bool,
+        }
+        impl Decoder for Fixed<'_> {
+            fn admit(&mut self, tok: u32) -> bool {
+                if self.n > 0 && !(self.go)(tok) {
+                    return false;
                 }
-            };
-            run.push(tok);
-            if run.len() >= max.max(1) || !go(next) {
+                self.n += 1;
+                true
+            }
+            fn next_params(&mut self, _tok: u32) -> Option<SamplerParams> {
+                (self.n < self.max).then_some(self.params)
+            }
+        }
+        let mut d = Fixed { n: 0, max: max.max(1), params: sampler.params, go };
+        self.decode_run(first, &mut sampler.rng, &mut d).map(|r| r.tokens)
+    }
+
+    /// Decoding with the choice of each next token where the logits are: evaluate `first`;
+    /// then, token by token, choose the next one with the sampling `d` gives for it and
+    /// evaluate it if `d` admits it. Same tokens, logits and random draws as `eval` plus
+    /// `sampling::sample` over `logits()` per step, but on a backend that chooses where the
+    /// logits are (CUDA: [`Backend::eval_argmax`] at temperature 0, [`Backend::eval_near_max`]
+    /// for min_p sampling) they come to the host once, at the end of the run, instead of after
+    /// every token. On an error the session holds the tokens evaluated before it.
+    pub fn decode_run(&mut self, first: u32, rng: &mut Rng, d: &mut dyn Decoder) -> Result<Run, EngineError> {
+        let mut run = Run { tokens: Vec::new(), declined: None };
+        let mut tok = first;
+        // the logits after the last evaluated token are on the backend only
+        let mut deferred = false;
+        // (the backend's eval_argmax / eval_near_max and `eval` refuse a token past the context)
+        let res = loop {
+            if !d.admit(tok) {
+                run.declined = Some(tok);
                 break Ok(());
             }
-            tok = next;
+            let params = d.next_params(tok);
+            match self.step(tok, params.as_ref(), rng, &mut deferred) {
+                Ok(next) => {
+                    run.tokens.push(tok);
+                    match next {
+                        Some(n) => tok = n,
+                        None => break Ok(()),
+                    }
+                }
+                Err(e) => break Err(e),
+            }
         };
-        if on_backend {
+        if deferred {
             // the session's logits are those after the last evaluated token
             let lg = self.backend.fetch_logits()?;
             self.logits.clear();
             self.logits.extend_from_slice(&lg);
+            if let Some(sp) = self.spec.as_deref_mut() {
+                // (the drafter saw none of these tokens' hidden states)
+                sp.invalidate(self.tokens.len());
+            }
         }
-        if let (true, Some(sp)) = (on_backend, self.spec.as_deref_mut()) {
-            // (the drafter saw none of these tokens' hidden states)
-            sp.invalidate(self.tokens.len());
+        res.map(|()| run)
+    }
+
+    /// Evaluate `tok` and choose the token after it with `params` (None: choose nothing).
+    /// `deferred` tracks whether the session's logits are on the backend only.
+    fn step(&mut self, tok: u32, params: Option<&SamplerParams>, rng: &mut Rng, deferred: &mut bool) -> Result<Option<u32>, EngineError> {
+        use crate::sampling::{argmax, near_max_cut, sample, sample_near_max};
+        let Some(p) = params else {
+            self.eval(tok)?;
+            *deferred = false;
+            return Ok(None);
+        };
+        if host_sampling() {
+            // (fall through to the plain path)
+        } else if p.is_greedy() {
+            if let Some(r) = self.backend.eval_argmax(tok) {
+                return self.deferred_step(tok, r, deferred).map(Some);
+            }
+        } else if let Some((t, floor)) = near_max_cut(p, self.model.hp.n_vocab) {
+            if let Some(r) = self.backend.eval_near_max(tok, t, floor) {
+                if let Some(near) = self.deferred_step(tok, r, deferred)? {
+                    return Ok(Some(sample_near_max(&near, p, rng)));
+                }
+                // (too many candidates, or a non-finite logit: the whole vocabulary decides)
+                let lg = self.backend.fetch_logits()?;
+                self.logits.clear();
+                self.logits.extend_from_slice(&lg);
+                *deferred = false;
+                return Ok(Some(sample(&self.logits, p, rng)));
+            }
         }
-        res.map(|_| run)
+        self.eval(tok)?;
+        *deferred = false;
+        Ok(Some(if p.is_greedy() { argmax(&self.logits) } else { sample(&self.logits, p, rng) }))
+    }
+
+    /// The outcome of a backend step that kept its logits: on success (or a failure after the
+    /// step ran) `tok` is evaluated and the session's logits are the backend's.
+    fn deferred_step<T>(&mut self, tok: u32, r: Result<T, EngineError>, deferred: &mut bool) -> Result<T, EngineError> {
+        if r.is_ok() || self.backend.pos() == self.tokens.len() + 1 {
+            self.tokens.push(tok);
+            *deferred = true;
+        }
+        r
     }
 
     pub fn snapshot(&self) -> Snapshot {

@@ -130,11 +130,13 @@ fn grouped_chunks_keep_the_chunk_schedule() {
     }
 }
 
-/// A backend that takes the argmax itself (as the CUDA one does on the device): the CPU
-/// reference underneath, its logits kept back until fetched.
+/// A backend that takes the argmax itself (as the CUDA one does on the device) and, with
+/// `near_cap`, gathers near-max sets of at most that many logits: the CPU reference
+/// underneath, its logits kept back until fetched.
 struct ArgmaxBackend {
     inner: ds4_engine::CpuBackend,
     held: Vec<f32>,
+    near_cap: Option<usize>,
 }
 
 impl ds4_engine::Backend for ArgmaxBackend {
@@ -165,6 +167,22 @@ impl ds4_engine::Backend for ArgmaxBackend {
             ds4_engine::sampling::argmax(&self.held)
         }))
     }
+    fn eval_near_max(&mut self, token: u32, t: f32, floor: f32) -> Option<Result<Option<ds4_engine::sampling::NearMax>, EngineError>> {
+        let cap = self.near_cap?;
+        Some(self.inner.forward(&[token], false).map(|lg| {
+            self.held = lg;
+            let best = ds4_engine::sampling::argmax(&self.held);
+            let max = self.held[best as usize];
+            let mut near = ds4_engine::sampling::NearMax { best, max, ..Default::default() };
+            for (i, &v) in self.held.iter().enumerate() {
+                if (v - max) / t >= floor {
+                    near.ids.push(i as u32);
+                    near.logits.push(v);
+                }
+            }
+            (near.ids.len() <= cap).then_some(near)
+        }))
+    }
     fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {
         Ok(self.held.clone())
     }
@@ -187,7 +205,7 @@ fn greedy_run_equals_eval_and_argmax() {
     }
     for own in [false, true] {
         let mut s = if own {
-            let b = ArgmaxBackend { inner: ds4_engine::CpuBackend::new(model.clone(), Options::default()), held: Vec::new() };
+            let b = ArgmaxBackend { inner: ds4_engine::CpuBackend::new(model.clone(), Options::default()), held: Vec::new(), near_cap: None };
             Session::with_backend(Box::new(b), 512)
         } else {
             Session::new(model.clone(), 512, Options::default())
@@ -327,4 +345,62 @@ fn memory_estimate() {
     assert!((per_token - 3440.0 * 4.0).abs() < 1.0, "{per_token}");
     let fixed = ds4_engine::session::memory_bytes(&hp, 0);
     eprintln!("published model: {per_token} bytes/token, fixed {fixed} bytes, 1M ctx {:.2} GB", ds4_engine::session::memory_bytes(&hp, 1 << 20) as f64 / 1e9);
+}
+
+/// `Session::decode_run` with the sampling switched per token (min_p sampling at several
+/// temperatures, greedy, top_p < 1, as the server switches inside DSML): on the plain CPU path,
+/// through a backend's own argmax and near-max sets (a cap of 8 logits, which the flat logits
+/// of a random model pass at the higher temperatures: the whole-vocabulary fallback; no cap),
+/// the tokens, the random draws and the final logits of eval + `sampling::sample` per step.
+#[test]
+fn decode_run_equals_eval_and_sample() {
+    use ds4_engine::sampling::{sample, Rng, SamplerParams};
+    let (model, toks) = setup();
+    let prompt = &toks[..100];
+    let temps = [1.0f32, 0.2, 0.05, 0.0, 0.01, 0.7];
+    let params = |k: usize| {
+        let mut p = SamplerParams { temperature: temps[k % temps.len()], ..Default::default() };
+        if k == 5 {
+            p.top_p = 0.9;
+        }
+        p
+    };
+    let n = 9;
+    let mut want = Session::new(model.clone(), 512, Options::default());
+    want.sync(prompt, &mut go).unwrap();
+    let mut rng = Rng::new(11);
+    let first = sample(want.logits(), &params(100), &mut rng);
+    let mut seq = vec![first];
+    for k in 0..n {
+        want.eval(seq[k]).unwrap();
+        seq.push(sample(want.logits(), &params(k), &mut rng));
+    }
+    struct Cycle<F: Fn(usize) -> SamplerParams>(usize, usize, F);
+    impl<F: Fn(usize) -> SamplerParams> ds4_engine::Decoder for Cycle<F> {
+        fn admit(&mut self, _tok: u32) -> bool {
+            self.0 < self.1
+        }
+        fn next_params(&mut self, _tok: u32) -> Option<SamplerParams> {
+            self.0 += 1;
+            Some((self.2)(self.0 - 1))
+        }
+    }
+    for cap in [None, Some(8), Some(usize::MAX)] {
+        let mut s = match cap {
+            Some(_) => {
+                let b = ArgmaxBackend { inner: ds4_engine::CpuBackend::new(model.clone(), Options::default()), held: Vec::new(), near_cap: cap };
+                Session::with_backend(Box::new(b), 512)
+            }
+            None => Session::new(model.clone(), 512, Options::default()),
+        };
+        s.sync(prompt, &mut go).unwrap();
+        let mut r = Rng::new(11);
+        assert_eq!(sample(s.logits(), &params(100), &mut r), first);
+        let run = s.decode_run(first, &mut r, &mut Cycle(0, n, params)).unwrap();
+        assert_eq!(run.tokens, seq[..n], "cap {cap:?}");
+        assert_eq!(run.declined, Some(seq[n]), "cap {cap:?}");
+        assert_eq!(r, rng, "cap {cap:?}: the same random draws");
+        assert_eq!(s.tokens().len(), 100 + n);
+        assert_eq!(bits(s.logits()), bits(want.logits()), "cap {cap:?}: logits after the run");
+    }
 }

@@ -111,6 +111,9 @@ impl EngineSession for Box<dyn EngineSession> {
     fn eval_run(&mut self, token: u32, max: usize, stop_after: &mut dyn FnMut(u32) -> bool) -> Result<(), String> {
         (**self).eval_run(token, max, stop_after)
     }
+    fn decode_run(&mut self, first: u32, rng: &mut ds4_engine::sampling::Rng, d: &mut dyn ds4_engine::Decoder) -> Result<ds4_engine::Run, String> {
+        (**self).decode_run(first, rng, d)
+    }
     fn spec_stats(&self) -> Option<ds4_engine::mtp::SpecStats> {
         (**self).spec_stats()
     }

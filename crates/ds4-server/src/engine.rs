@@ -3,6 +3,9 @@
 //! encode, token bytes) and one live engine session (the only KV state).
 //! The shipped binary implements them with `ds4_tok` and `ds4_engine`.
 
+use ds4_engine::sampling::{sample, Rng};
+use ds4_engine::{Decoder, Run};
+
 pub trait TextCodec: Send + Sync + 'static {
     /// Rendered-chat tokenization (SERVING.md §1.3).
     fn encode_chat(&self, text: &str) -> Vec<u32>;
@@ -101,6 +104,29 @@ pub trait EngineSession: Send + 'static {
         self.eval(token)?;
         stop_after(token);
         Ok(())
+    }
+    /// A decode run ([`ds4_engine::Session::decode_run`]): evaluate `first`, then token by
+    /// token sample the next one with the params `d` gives and evaluate it while `d` admits
+    /// it. The engine's form chooses where the logits are (on the GPU: the argmax or the
+    /// min_p set there, a few bytes back per token instead of the vocabulary's logits); this
+    /// one samples from `logits()` with the same draws. On an error the live state holds the
+    /// tokens evaluated before it.
+    fn decode_run(&mut self, first: u32, rng: &mut Rng, d: &mut dyn Decoder) -> Result<Run, String> {
+        let mut run = Run::default();
+        let mut tok = first;
+        loop {
+            if !d.admit(tok) {
+                run.declined = Some(tok);
+                return Ok(run);
+            }
+            let params = d.next_params(tok);
+            self.eval(tok)?;
+            run.tokens.push(tok);
+            match params {
+                Some(p) => tok = sample(self.logits(), &p, rng),
+                None => return Ok(run),
+            }
+        }
     }
     /// Speculation counters since the session was created (None: not speculating).
     fn spec_stats(&self) -> Option<ds4_engine::mtp::SpecStats> {

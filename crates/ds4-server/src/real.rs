@@ -86,6 +86,9 @@ impl EngineSession for EngineAdapter {
     fn eval(&mut self, token: u32) -> Result<(), String> {
         self.session.eval(token).map_err(|e| e.to_string())
     }
+    fn decode_run(&mut self, first: u32, rng: &mut ds4_engine::sampling::Rng, d: &mut dyn ds4_engine::Decoder) -> Result<ds4_engine::Run, String> {
+        self.session.decode_run(first, rng, d).map_err(|e| e.to_string())
+    }
     fn invalidate(&mut self) {
         self.session.reset();
     }

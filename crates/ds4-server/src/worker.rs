@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ds4_engine::sampling::{sample, seed_from_time, Rng, SamplerParams};
+use ds4_engine::Decoder;
 use ds4_kvcache::{DiskCache, EngineInfo, KeyKind, PayloadWriter, SaveReason, StoreRequest};
 use tokio::sync::{mpsc, oneshot};
 
@@ -270,6 +271,136 @@ impl Decoded {
             return Some(Finish::ToolCalls);
         }
         None
+    }
+}
+
+/// The sampling of the next token: §4.4, DSML structure greedily, payload with the request's.
+fn sampling_for(dec: &Decoded, params: &SamplerParams) -> SamplerParams {
+    let structural = dec.tracker.as_ref().is_some_and(|t| {
+        let st = t.state();
+        st.in_tool_call() && !st.uses_payload_sampling()
+    });
+    if structural {
+        SamplerParams::greedy()
+    } else {
+        *params
+    }
+}
+
+/// Why a decode run stopped before its budget (see [`Drive`]).
+enum Halt {
+    /// EOS was sampled (not evaluated).
+    Eos,
+    /// The continued checkpoint for target `n` is due before the declined token (KVCACHE.md
+    /// §4.2: before the decode step, never inside a tool block).
+    Checkpoint(u32),
+    /// The client's stream is gone.
+    Gone,
+    /// Shutdown requested.
+    Shutdown,
+    /// The output ends after the last evaluated token (a stop string, a tool block's end).
+    End(Finish),
+}
+
+/// The generation loop's side of a decode run (`Decoder`): each chosen token is admitted
+/// or declined (EOS, a checkpoint due, the client gone, shutdown), then committed to the
+/// output and streamed while the session evaluates it, and the sampling of the token after
+/// it given (none: the output or the budget ends there).
+struct Drive<'a> {
+    dec: &'a mut Decoded,
+    sink: &'a mut Sink,
+    fmt: &'a mut dyn StreamFmt,
+    ids: &'a mut Vec<String>,
+    shared: &'a Shared,
+    codec: &'a dyn TextCodec,
+    params: SamplerParams,
+    eos: u32,
+    max_tokens: usize,
+    disk: Option<&'a DiskCache>,
+    /// Live tokens before the next admitted one.
+    live: usize,
+    tried_at: Option<usize>,
+    id_prefix: &'static str,
+    job_id: String,
+    t_gen: Instant,
+    halt: Option<Halt>,
+}
+
+impl Drive<'_> {
+    fn stop(&mut self, h: Halt) -> bool {
+        self.halt = Some(h);
+        false
+    }
+}
+
+impl Decoder for Drive<'_> {
+    fn admit(&mut self, tok: u32) -> bool {
+        if self.sink.gone() {
+            return self.stop(Halt::Gone);
+        }
+        if self.shared.shutting_down.load(Ordering::Relaxed) {
+            return self.stop(Halt::Shutdown);
+        }
+        if tok == self.eos {
+            return self.stop(Halt::Eos);
+        }
+        if let (Some(d), false) = (self.disk, self.tried_at == Some(self.live)) {
+            let in_tool = self.dec.tracker.as_ref().is_some_and(|t| t.state().in_tool_call());
+            if let (false, Some(n)) = (in_tool, d.continued_target(self.live)) {
+                return self.stop(Halt::Checkpoint(n));
+            }
+        }
+        true
+    }
+
+    fn next_params(&mut self, tok: u32) -> Option<SamplerParams> {
+        self.live += 1;
+        let end = self.dec.commit(&self.codec.token_bytes(tok));
+        let evs = std::mem::take(&mut self.dec.events);
+        emit_events(self.shared, self.sink, self.fmt, &evs, self.ids, self.id_prefix);
+        let n = self.dec.n_gen;
+        if n % 50 == 0 {
+            slog!("{} decode {} tokens {:.1} tok/s", self.job_id, n, n as f64 / self.t_gen.elapsed().as_secs_f64().max(1e-9));
+        }
+        if let Some(f) = end {
+            self.halt = Some(Halt::End(f));
+            return None;
+        }
+        if n >= self.max_tokens {
+            return None;
+        }
+        if self.sink.gone() || self.shared.shutting_down.load(Ordering::Relaxed) {
+            // (the next admit stops the run; for a speculative step this stops it now)
+            return None;
+        }
+        Some(sampling_for(self.dec, &self.params))
+    }
+}
+
+/// A new tool-call id, unused by this response and the tool memory.
+fn new_call_id(shared: &Shared, prefix: &str, taken: &[String]) -> String {
+    let mem = shared.toolmem.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let id = format!("{prefix}{}", crate::ids::random_hex(16));
+        if !taken.contains(&id) && !mem.contains(&id) {
+            return id;
+        }
+    }
+}
+
+/// Send parser events, assigning ids to live tool calls as they start.
+fn emit_events(shared: &Shared, sink: &mut Sink, fmt: &mut dyn StreamFmt, evs: &[StreamEvent], ids: &mut Vec<String>, prefix: &str) {
+    for ev in evs {
+        if let StreamEvent::ToolCallStart { index, .. } = ev {
+            while ids.len() <= *index {
+                let id = new_call_id(shared, prefix, ids);
+                ids.push(id);
+            }
+        }
+        if sink.stream {
+            let s = fmt.event(ev, ids);
+            sink.send(s);
+        }
     }
 }
 
@@ -659,7 +790,6 @@ impl<S: EngineSession> Worker<S> {
                 min_p: req.sampling.min_p,
             }
         };
-        let greedy = SamplerParams::greedy();
         let seed = req.sampling.seed.unwrap_or_else(|| seed_from_time() ^ job.meta.n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let mut rng = Rng::new(seed);
         let chat = api != Api::Completions;
@@ -694,74 +824,96 @@ impl<S: EngineSession> Worker<S> {
         // the output and the live state are those of plain decoding.
         let speculate = params.is_greedy() && self.session.speculates();
         let spec0 = self.session.spec_stats().filter(|_| speculate);
-        while dec.n_gen < max_tokens {
-            if sink.gone() {
-                finish = Finish::Error;
-                slog!("{} client stream write failed, generation stopped after {} tokens", job.meta.id(), dec.n_gen);
-                break;
-            }
-            if self.shared.shutting_down.load(Ordering::Relaxed) {
-                finish = Finish::Error;
-                slog!("{} shutdown requested, generation stopped after {} tokens", job.meta.id(), dec.n_gen);
-                break;
-            }
-            // §4.4: DSML structure is sampled greedily, payload normally.
-            let structural = dec.tracker.as_ref().is_some_and(|t| {
-                let st = t.state();
-                st.in_tool_call() && !st.uses_payload_sampling()
-            });
-            let tok = sample(self.session.logits(), if structural { &greedy } else { &params }, &mut rng);
-            if tok == eos {
-                finish = Finish::Stop;
-                eos_hit = true;
-                break;
-            }
-            // §4.2 continued frontier before the decode step, never inside a tool block.
-            if let Some(d) = &disk {
-                let in_tool = dec.tracker.as_ref().is_some_and(|t| t.state().in_tool_call());
-                if !in_tool {
-                    if let Some(n) = d.continued_target(self.session.tokens().len()) {
-                        let len = self.session.tokens().len();
+        // The first token comes from the host logits; a run then chooses each next one where
+        // the logits are (on the GPU only the argmax or the min_p set comes back per token),
+        // and ends where the loop below must act: EOS, a continued checkpoint due before the
+        // next token, the end of the output. Runs fetch the logits when they end.
+        let mut pending: Option<u32> = None;
+        // (the live length of the last continued checkpoint tried: one try per frontier)
+        let mut tried_at = None;
+        while pending.is_some() || dec.n_gen < max_tokens {
+            let tok = match pending.take() {
+                Some(t) => t,
+                None => sample(self.session.logits(), &sampling_for(&dec, &params), &mut rng),
+            };
+            let live = self.session.tokens().len();
+            let before = dec.n_gen;
+            let mut drive = Drive {
+                dec: &mut dec,
+                sink: &mut sink,
+                fmt: &mut *fmt,
+                ids: &mut ids,
+                shared: &self.shared,
+                codec: &*codec,
+                params,
+                eos,
+                max_tokens,
+                disk: disk.as_deref(),
+                live,
+                tried_at,
+                id_prefix,
+                job_id: job.meta.id(),
+                t_gen,
+                halt: None,
+            };
+            let res = if speculate {
+                // At most the token budget, and never past the next continued frontier:
+                // checkpoints are taken between steps (Drive::admit).
+                let mut cap = max_tokens - before;
+                if let Some(step) = disk.as_ref().map(|d| d.policy().continued_step() as usize).filter(|&s| s > 0) {
+                    cap = cap.min(step - live % step);
+                }
+                if drive.admit(tok) {
+                    self.session.eval_run(tok, cap, &mut |t| drive.next_params(t).is_none()).map(|()| None)
+                } else {
+                    Ok(Some(tok))
+                }
+            } else {
+                self.session.decode_run(tok, &mut rng, &mut drive).map(|r| r.declined)
+            };
+            let halt = drive.halt.take();
+            let declined = match res {
+                Ok(d) => d,
+                Err(e) => {
+                    if dec.n_gen == before {
+                        dec.append(&codec.token_bytes(tok));
+                    }
+                    slog!("decode failed: {e}");
+                    finish = Finish::Error;
+                    break;
+                }
+            };
+            match halt {
+                None => {}
+                Some(Halt::Checkpoint(n)) => {
+                    let len = self.session.tokens().len();
+                    if let Some(d) = &disk {
                         if self.store_live(d, SaveReason::Continued, len, None) {
                             d.note_store(n);
                         }
                     }
+                    tried_at = Some(len);
+                    pending = declined;
                 }
-            }
-            let before = dec.n_gen;
-            let mut end = None;
-            let res = if speculate {
-                // At most the token budget, and never past the next continued
-                // frontier: checkpoints are taken between steps, as above.
-                let mut cap = max_tokens - dec.n_gen;
-                if let Some(step) = disk.as_ref().map(|d| d.policy().continued_step() as usize).filter(|&s| s > 0) {
-                    cap = cap.min(step - self.session.tokens().len() % step);
+                Some(Halt::Eos) => {
+                    finish = Finish::Stop;
+                    eos_hit = true;
+                    break;
                 }
-                let (shared, sink) = (&self.shared, &sink);
-                self.session.eval_run(tok, cap, &mut |t| {
-                    end = dec.commit(&codec.token_bytes(t));
-                    end.is_some() || sink.gone() || shared.shutting_down.load(Ordering::Relaxed)
-                })
-            } else {
-                self.session.eval(tok).map(|()| end = dec.commit(&codec.token_bytes(tok)))
-            };
-            if let Err(e) = res {
-                if dec.n_gen == before {
-                    dec.append(&codec.token_bytes(tok));
+                Some(Halt::Gone) => {
+                    finish = Finish::Error;
+                    slog!("{} client stream write failed, generation stopped after {} tokens", job.meta.id(), dec.n_gen);
+                    break;
                 }
-                slog!("decode failed: {e}");
-                finish = Finish::Error;
-                break;
-            }
-            let evs = std::mem::take(&mut dec.events);
-            self.emit(&mut sink, &mut *fmt, &evs, &mut ids, id_prefix);
-            if let Some(f) = end {
-                finish = f;
-                break;
-            }
-            if dec.n_gen / 50 > before / 50 {
-                let n = dec.n_gen;
-                slog!("{} decode {} tokens {:.1} tok/s", job.meta.id(), n, n as f64 / t_gen.elapsed().as_secs_f64().max(1e-9));
+                Some(Halt::Shutdown) => {
+                    finish = Finish::Error;
+                    slog!("{} shutdown requested, generation stopped after {} tokens", job.meta.id(), dec.n_gen);
+                    break;
+                }
+                Some(Halt::End(f)) => {
+                    finish = f;
+                    break;
+                }
             }
         }
         if let (Some(a), Some(b)) = (spec0, self.session.spec_stats()) {
@@ -844,37 +996,15 @@ impl<S: EngineSession> Worker<S> {
         );
     }
 
-    fn new_id(&self, prefix: &str, taken: &[String]) -> String {
-        let mem = self.shared.toolmem.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            let id = format!("{prefix}{}", crate::ids::random_hex(16));
-            if !taken.contains(&id) && !mem.contains(&id) {
-                return id;
-            }
-        }
-    }
-
-    /// Send parser events, assigning ids to live tool calls as they start.
     fn emit(&self, sink: &mut Sink, fmt: &mut dyn StreamFmt, evs: &[StreamEvent], ids: &mut Vec<String>, prefix: &str) {
-        for ev in evs {
-            if let StreamEvent::ToolCallStart { index, .. } = ev {
-                while ids.len() <= *index {
-                    let id = self.new_id(prefix, ids);
-                    ids.push(id);
-                }
-            }
-            if sink.stream {
-                let s = fmt.event(ev, ids);
-                sink.send(s);
-            }
-        }
+        emit_events(&self.shared, sink, fmt, evs, ids, prefix)
     }
 
     /// Ids for parsed calls (the live ones keep theirs), and remember the raw
     /// DSML for exact replay (§6.3).
     fn assign_ids(&self, calls: &[ParsedCall], ids: &mut Vec<String>, prefix: &str, raw_dsml: Option<&str>) -> Vec<OutCall> {
         while ids.len() < calls.len() {
-            let id = self.new_id(prefix, ids);
+            let id = new_call_id(&self.shared, prefix, ids);
             ids.push(id);
         }
         let out: Vec<OutCall> = calls

@@ -142,6 +142,26 @@ impl Bk {
     /// eval (the host round trip per token).
     fn step(&mut self, excl: Option<u32>) -> Result<u32> {
         match self {
+            Bk::Cuda(s) if bench_sampling().is_some() => {
+                let (p, host) = bench_sampling().unwrap();
+                let cut = ds4_engine::sampling::near_max_cut(&p, usize::MAX);
+                let near = match (cut, host) {
+                    (Some((t, floor)), false) => s.near_max(t, floor).map_err(|e| anyhow!("{e}"))?,
+                    _ => None,
+                };
+                let tok = SAMPLE_RNG.with(|r| {
+                    let mut rng = r.borrow_mut();
+                    match &near {
+                        Some(n) => {
+                            SAMPLE_STATS.with(|c| c.set((c.get().0 + 1, c.get().1 + n.ids.len())));
+                            Ok(ds4_engine::sampling::sample_near_max(n, &p, &mut rng))
+                        }
+                        None => s.logits().map(|lg| ds4_engine::sampling::sample(lg, &p, &mut rng)).map_err(|e| anyhow!("{e}")),
+                    }
+                })?;
+                s.eval(tok).map_err(|e| anyhow!("{e}"))?;
+                Ok(tok)
+            }
             Bk::Cuda(s) if !greedy_host() => s.eval_greedy(excl).map_err(|e| anyhow!("{e}")),
             Bk::Cuda(s) => {
                 let t = s.argmax(excl).map_err(|e| anyhow!("{e}"))?;
@@ -181,6 +201,23 @@ fn graphs_timed() -> bool {
 /// `DS4_BENCH_TOKENS=1`: print each frontier's generated tokens (comparing runs).
 fn print_tokens() -> bool {
     std::env::var("DS4_BENCH_TOKENS").is_ok_and(|v| v == "1")
+}
+
+/// `DS4_BENCH_SAMPLE=T` (CUDA): sampled decoding at temperature T (min_p 0.05, as the
+/// engine Session's runs do it: the min_p set gathered on the device and sampled on the host,
+/// `CudaSession::near_max`); with `DS4_BENCH_SAMPLE_HOST=1` the logits read back and sampled on
+/// the host every token (the path before). Returns the params and whether to read back.
+fn bench_sampling() -> Option<(ds4_engine::sampling::SamplerParams, bool)> {
+    let t: f32 = std::env::var("DS4_BENCH_SAMPLE").ok()?.parse().ok()?;
+    let host = std::env::var("DS4_BENCH_SAMPLE_HOST").is_ok_and(|v| v == "1");
+    Some((ds4_engine::sampling::SamplerParams { temperature: t, ..Default::default() }, host))
+}
+
+thread_local! {
+    /// DS4_BENCH_SAMPLE's random stream (a fixed seed: runs compare).
+    static SAMPLE_RNG: std::cell::RefCell<ds4_engine::sampling::Rng> = std::cell::RefCell::new(ds4_engine::sampling::Rng::new(1));
+    /// DS4_BENCH_SAMPLE: steps sampled from a device-gathered set, and the sets' total size.
+    static SAMPLE_STATS: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
 }
 
 fn greedy_host() -> bool {
@@ -399,6 +436,16 @@ fn bench(a: &Args) -> Result<()> {
             // (what the server's KV-cache checkpoint of this context costs, less the disk)
             eprintln!("ctx {f}: KV payload {:.1} MB saved in {:.1} ms, restored in {:.1} ms", kvb as f64 / 1e6, save_s * 1e3, tr.elapsed().as_secs_f64() * 1e3);
             print_profile(&bk, f, "decode");
+            if let Some((p, host)) = bench_sampling() {
+                let (n, sum) = SAMPLE_STATS.with(|c| c.replace((0, 0)));
+                eprintln!(
+                    "ctx {f}: sampled T {} ({}): {n} of {} steps from the device's min_p set, {:.1} logits per set",
+                    p.temperature,
+                    if host { "host reads all logits" } else { "device min_p sets" },
+                    a.gen_tokens,
+                    sum as f64 / n.max(1) as f64
+                );
+            }
             let row = (f, f - prev, (f - prev) as f64 / pt, a.gen_tokens, a.gen_tokens as f64 / gt, kvb);
             writeln!(out, "{},{},{:.2},{},{:.2},{}", row.0, row.1, row.2, row.3, row.4, row.5)?;
             out.flush()?;

@@ -7,6 +7,7 @@ use super::driver::{wgmma_built, Args, CudaError, DevBuf, DevPtr, Event, Gpu, Gr
 use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, launch_x_to_f16, Blas, DenseCall, Dense16, ExpCall};
 use super::weights::{CudaModel, GMat, WMat};
 use ds4_gguf::GgmlType;
+use crate::sampling::NearMax;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -1820,6 +1821,8 @@ struct Scratch {
     yhead: DevBuf,
     logits: DevBuf,
     amax: DevBuf,
+    /// near_max's header and pairs (`near_max_bytes`)
+    near: DevBuf,
     /// hc_post_mma8_h's saturation flag (one i32, zero until an f16 state saturates; HcBufs::sat)
     hc_sat: DevBuf,
     /// attn_dec (decode attention) cross-cluster partials and its counters (zeroed here; every
@@ -1905,6 +1908,8 @@ pub struct CudaSession {
     /// eval_greedy: the chosen token's pinned landing place and the event after its copy.
     greedy_tok: Pinned,
     greedy_ev: Event,
+    /// eval_near_max's landing place for near_max's output
+    near_host: Pinned,
     /// The token and position that sc.tok / sc.pos hold when eval_argmax's argmax wrote them
     /// (None after any other write: upload_batch, launch_argmax with a position).
     next_on_device: std::cell::Cell<Option<(u32, usize)>>,
@@ -1934,6 +1939,13 @@ pub struct CudaSession {
 
 /// Entries of the device near-tie list; more are counted as an overflow.
 const NEAR_TIE_CAP: usize = 1 << 16;
+/// Logits eval_near_max returns at most per step (8 KB): a trained model's min_p set at the
+/// default sampling is a few to a few hundred tokens; more falls back to reading all logits.
+const NEAR_MAX_CAP: usize = 1024;
+/// near_max's output: a 16-byte header, then (id, value) pairs.
+fn near_max_bytes() -> usize {
+    16 + 8 * NEAR_MAX_CAP
+}
 const NEAR_TIE_KINDS: [&str; 5] = ["raw kv fp8", "compressed kv fp8", "indexer row fp4", "indexer query fp4", "indexer top-k cut"];
 
 /// Fast-precision GEMM selection, read once: `DS4_GEMM=old` runs the first tensor-core kernel
@@ -2678,6 +2690,7 @@ impl CudaSession {
             logits: f4(d.vocab)?,
             // argmax_excl's index, ticket and 64-bit key (zero between launches)
             amax: gpu.alloc_zeroed(16)?,
+            near: gpu.alloc_zeroed(near_max_bytes())?,
             hc_sat: gpu.alloc_zeroed(4)?,
             dec_part: f4(attn_dec_bufs(d.h, d.dh).0)?,
             dec_cnt: gpu.alloc_zeroed(attn_dec_bufs(d.h, d.dh).1 * 4)?,
@@ -2710,6 +2723,7 @@ impl CudaSession {
             graphs: HashMap::new(),
             graph_captures: 0,
             greedy_tok: Pinned::new(16)?,
+            near_host: Pinned::new(near_max_bytes())?,
             greedy_ev: gpu.event()?,
             next_on_device: Default::default(),
             ties,
@@ -4079,6 +4093,43 @@ impl CudaSession {
         }
         self.next_on_device.set(Some((next, p)));
         Ok(next)
+    }
+
+    /// Sampling driven by the host with the choice's input gathered on the device (the engine
+    /// Session's sampled runs at min_p, top_p 1, no top_k: the CLI's and the server's
+    /// defaults): evaluate `tok`, then gather every logit `v` with `(v - max) / t >= floor`
+    /// (argmax_excl, near_max) and read back only those: 8 KB instead of the 517 KB of logits,
+    /// which stay on the device until `logits` asks for them. None when the set is not
+    /// available (over NEAR_MAX_CAP logits, or a non-finite one): the caller reads all logits.
+    pub fn eval_near_max(&mut self, tok: u32, t: f32, floor: f32) -> Result<Option<NearMax>> {
+        self.eval(tok)?;
+        self.near_max(t, floor)
+    }
+
+    /// eval_near_max's set for the current logits.
+    pub fn near_max(&mut self, t: f32, floor: f32) -> Result<Option<NearMax>> {
+        self.m.gpu.bind()?;
+        if !self.has_logits {
+            return Err(CudaError::Other("no logits yet".into()));
+        }
+        self.launch_argmax(None, None)?;
+        self.gpu().memset0(self.sc.near.ptr, 16)?;
+        let vocab = self.m.dims.vocab;
+        let args = Args::new().a(self.sc.logits.ptr).a(vocab as i32).a(self.sc.amax.ptr).a(t).a(floor).a(self.sc.near.ptr).a(NEAR_MAX_CAP as i32);
+        let blocks = (vocab.div_ceil(1024) as u32).clamp(1, 128);
+        self.gpu().launch("near_max", (blocks, 1, 1), 256, 0, args)?;
+        self.m.gpu.dtoh_pinned(&mut self.near_host, self.sc.near.ptr, near_max_bytes())?;
+        self.gpu().sync()?;
+        let b = self.near_host.as_mut_slice();
+        let word = |i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
+        let (count, bad) = (word(0) as usize, word(1));
+        if bad != 0 || count > NEAR_MAX_CAP || word(2) as usize >= vocab {
+            return Ok(None);
+        }
+        let mut pairs: Vec<(u32, f32)> = (0..count).map(|k| (word(4 + 2 * k), f32::from_bits(word(5 + 2 * k)))).collect();
+        pairs.sort_unstable_by_key(|p| p.0);
+        let (ids, logits) = pairs.into_iter().unzip();
+        Ok(Some(NearMax { best: word(2), max: f32::from_bits(word(3)), ids, logits }))
     }
 
     /// Build (capture, not run) the decode graphs the next `n` steps will use: timing those

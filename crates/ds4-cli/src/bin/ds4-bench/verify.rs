@@ -547,6 +547,67 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                 let same = same_bits(a.logits(), b.logits());
                 t.flag(&tag("session greedy run"), run == want && same && a.tokens() == b.tokens(), &format!("{n} tokens {run:?} (eval + host argmax {want:?}), final logits bit-identical: {same}"));
             }
+            // sampling where the logits are (the Session's sampled runs: the CLI's and the
+            // server's defaults): near_max's set against the same step's logits read back
+            // whole, at temperatures from flat (over the cap: the set must be refused) to
+            // peaked; then a run that switches sampling per token (as the server does inside
+            // DSML) against eval + host sampling: the same tokens, draws and final logits
+            {
+                use ds4_engine::sampling::{argmax, near_max_cut, sample, NearMax, Rng, SamplerParams};
+                let temps = [1.0f32, 0.3, 0.1, 0.03, 0.0, 0.01];
+                let params = |k: usize| SamplerParams { temperature: temps[k % temps.len()], ..Default::default() };
+                let mut g = CudaBackend::with_weights(cpu_model.clone(), cm.clone(), Options { qat: true }, 1024, Precision::Fast).map_err(|e| anyhow!("{e}"))?;
+                let mut tk = argmax(&g.forward(&toks[..prefix], false).map_err(|e| anyhow!("{e}"))?);
+                let (mut ok, mut seen) = (true, Vec::new());
+                for k in 0..temps.len() {
+                    let Some((tt, floor)) = near_max_cut(&params(k), vocab) else { continue };
+                    let got = g.eval_near_max(tk, tt, floor).ok_or_else(|| anyhow!("the CUDA backend has no eval_near_max"))?.map_err(|e| anyhow!("{e}"))?;
+                    let lg = g.fetch_logits().map_err(|e| anyhow!("{e}"))?;
+                    let best = argmax(&lg);
+                    let max = lg[best as usize];
+                    let mut want = NearMax { best, max, ..Default::default() };
+                    for (i, &v) in lg.iter().enumerate() {
+                        if (v - max) / tt >= floor {
+                            want.ids.push(i as u32);
+                            want.logits.push(v);
+                        }
+                    }
+                    let n = want.ids.len();
+                    ok &= if n > 1024 { got.is_none() } else { got.as_ref() == Some(&want) };
+                    seen.push(format!("T {tt}: {n}{}", if got.is_some() { "" } else { " (refused)" }));
+                    tk = best;
+                }
+                let open = || -> Result<ds4_engine::Session> {
+                    let b = CudaBackend::with_weights(cpu_model.clone(), cm.clone(), Options { qat: true }, 1024, Precision::Fast).map_err(|e| anyhow!("{e}"))?;
+                    Ok(ds4_engine::Session::with_backend(Box::new(b), 1024))
+                };
+                let (mut a, mut b) = (open()?, open()?);
+                a.sync(&toks[..prefix], &mut |_| true).map_err(|e| anyhow!("{e}"))?;
+                b.sync(&toks[..prefix], &mut |_| true).map_err(|e| anyhow!("{e}"))?;
+                let first = argmax(a.logits());
+                let n = 12;
+                struct Cycle<F: Fn(usize) -> SamplerParams>(usize, usize, F);
+                impl<F: Fn(usize) -> SamplerParams> ds4_engine::Decoder for Cycle<F> {
+                    fn admit(&mut self, _tok: u32) -> bool {
+                        self.0 < self.1
+                    }
+                    fn next_params(&mut self, _tok: u32) -> Option<SamplerParams> {
+                        self.0 += 1;
+                        Some((self.2)(self.0 - 1))
+                    }
+                }
+                let (mut ra, mut rb) = (Rng::new(7), Rng::new(7));
+                let run = a.decode_run(first, &mut ra, &mut Cycle(0, n, params)).map_err(|e| anyhow!("{e}"))?;
+                let (mut want, mut tk) = (Vec::new(), first);
+                for k in 0..n {
+                    b.eval(tk).map_err(|e| anyhow!("{e}"))?;
+                    want.push(tk);
+                    tk = sample(b.logits(), &params(k), &mut rb);
+                }
+                let same = same_bits(a.logits(), b.logits());
+                let good = ok && run.tokens == want && run.declined == Some(tk) && ra == rb && same;
+                t.flag(&tag("session sampled run"), good, &format!("near_max sets exact: {ok} ({}); {n} tokens {:?} (eval + host sampling {want:?}), next {:?} / {tk}, rng equal: {}, final logits bit-identical: {same}", seen.join(", "), run.tokens, run.declined, ra == rb));
+            }
             // official-mode state diagnostic: where do GPU and CPU KV rows part?
             if sname == "short" {
                 let gst = ref_off.export_state().map_err(|e| anyhow!("{e}"))?;

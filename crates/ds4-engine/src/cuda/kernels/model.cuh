@@ -2845,6 +2845,49 @@ extern "C" __global__ void __launch_bounds__(256) argmax_excl(const float* __res
     }
 }
 
+// Sampling where the logits are (Backend::eval_near_max): every x[i] with (x[i] - m) / t >=
+// floor, m = x[amax[0]] (argmax_excl's winner, launched just before), appended to o as (i,
+// value bits) pairs after a 16-byte header: o[0] the number found (only the first cap are
+// written), o[1] the non-finite logits (the host then reads all logits), o[2] the winner, o[3]
+// m's bits. The header's first two words must be zero at launch. The pairs' order is the
+// atomics' (the host sorts them by id): one atomic per warp that finds any (a flat
+// distribution's 129K appends would queue on one address).
+extern "C" __global__ void __launch_bounds__(256) near_max(const float* __restrict__ x, int n, const u32* __restrict__ amax, float t,
+                                                           float floor, u32* o, int cap) {
+    PDL_ENTRY;
+    const u32 b = amax[0];
+    if (b >= (u32)n) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) o[1] = 1u;
+        return;
+    }
+    const float m = x[b];
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        o[2] = b;
+        o[3] = __float_as_uint(m);
+    }
+    const int lane = threadIdx.x & 31;
+    // (whole warps step together: the ballots need every lane)
+    for (int base = blockIdx.x * blockDim.x + (threadIdx.x & ~31); base < n; base += gridDim.x * blockDim.x) {
+        const int i = base + lane;
+        const float v = i < n ? x[i] : 0.f;
+        const bool fin = isfinite(v);
+        const bool keep = i < n && fin && (v - m) / t >= floor;
+        const unsigned bad = __ballot_sync(0xffffffffu, i < n && !fin);
+        const unsigned kb = __ballot_sync(0xffffffffu, keep);
+        if (lane == 0 && bad) atomicAdd(o + 1, (u32)__popc(bad));
+        if (kb) {
+            u32 first = 0;
+            if (lane == 0) first = atomicAdd(o, (u32)__popc(kb));
+            first = __shfl_sync(0xffffffffu, first, 0);
+            const u32 k = first + (u32)__popc(kb & ((1u << lane) - 1u));
+            if (keep && k < (u32)cap) {
+                o[4 + 2 * k] = (u32)i;
+                o[5 + 2 * k] = __float_as_uint(v);
+            }
+        }
+    }
+}
+
 // Read probe for the decode matvec benches: the least time a kernel needs to read n float4
 // at this size (4 loads in flight per thread; the xor keeps the loads alive: the store
 // practically never happens).
