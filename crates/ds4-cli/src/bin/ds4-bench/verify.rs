@@ -524,17 +524,18 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                 t.check(&tag("state gpu->cpu decode"), &cmp(&a, &cd[vocab..], vocab, nd - 1), 2e-3, 1e-4, true);
                 t.check(&tag("state cpu->gpu decode"), &cmp(&b, &cd[vocab..], vocab, nd - 1), 2e-3, 1e-4, true);
             }
+            // two engine Sessions on the CUDA backend, each holding the sequence's first `prefix` tokens
+            let session_at = |prefix: usize| -> Result<ds4_engine::Session> {
+                let b = CudaBackend::with_weights(cpu_model.clone(), cm.clone(), Options { qat: true }, 1024, Precision::Fast).map_err(|e| anyhow!("{e}"))?;
+                let mut s = ds4_engine::Session::with_backend(Box::new(b), 1024);
+                s.sync(&toks[..prefix], &mut |_| true).map_err(|e| anyhow!("{e}"))?;
+                Ok(s)
+            };
             // the engine Session's greedy run (the CLI at temperature 0): the argmax taken on the
             // device and the logits read back once, against eval + a host argmax per token on
             // the same backend: the same tokens and the same final logits, bit for bit
             {
-                let open = || -> Result<ds4_engine::Session> {
-                    let b = CudaBackend::with_weights(cpu_model.clone(), cm.clone(), Options { qat: true }, 1024, Precision::Fast).map_err(|e| anyhow!("{e}"))?;
-                    Ok(ds4_engine::Session::with_backend(Box::new(b), 1024))
-                };
-                let (mut a, mut b) = (open()?, open()?);
-                a.sync(&toks[..prefix], &mut |_| true).map_err(|e| anyhow!("{e}"))?;
-                b.sync(&toks[..prefix], &mut |_| true).map_err(|e| anyhow!("{e}"))?;
+                let (mut a, mut b) = (session_at(prefix)?, session_at(prefix)?);
                 let first = ds4_engine::sampling::argmax(a.logits());
                 let n = 12;
                 let run = a.greedy_run(first, n, &mut |_| true).map_err(|e| anyhow!("{e}"))?;
@@ -577,13 +578,7 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                     seen.push(format!("T {tt}: {n}{}", if got.is_some() { "" } else { " (refused)" }));
                     tk = best;
                 }
-                let open = || -> Result<ds4_engine::Session> {
-                    let b = CudaBackend::with_weights(cpu_model.clone(), cm.clone(), Options { qat: true }, 1024, Precision::Fast).map_err(|e| anyhow!("{e}"))?;
-                    Ok(ds4_engine::Session::with_backend(Box::new(b), 1024))
-                };
-                let (mut a, mut b) = (open()?, open()?);
-                a.sync(&toks[..prefix], &mut |_| true).map_err(|e| anyhow!("{e}"))?;
-                b.sync(&toks[..prefix], &mut |_| true).map_err(|e| anyhow!("{e}"))?;
+                let (mut a, mut b) = (session_at(prefix)?, session_at(prefix)?);
                 let first = argmax(a.logits());
                 let n = 12;
                 struct Cycle<F: Fn(usize) -> SamplerParams>(usize, usize, F);
