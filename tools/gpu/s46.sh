@@ -6,6 +6,7 @@
 # ds4-bench's decode at 2K sampled both ways at several temperatures (the random model's logits
 # are flat: at T 1 the set passes the cap and the host path is taken; lower T gives a trained
 # model's few-token sets) against its device-side greedy loop.
+# The server's GPU smoke test (tests/gpu/smoke.py) on the vocab-f16 fixture.
 # Carry .gpu/{ds4-bench,ds4-gguf,ds4-server,fix.tgz,kz}. $OUT: log.txt, verify.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,6 +15,10 @@ call_start s46
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fixtures; keep verify.txt
 grep -E "session (greedy|sampled) run" "$OUT/verify.txt" | cut -c1-400
+# the server's GPU smoke test (its decode loop now runs through decode_run: checkpoints, evict,
+# restart) on a fixture model, CUDA and --cpu
+timeout 240 python3 crates/ds4-server/tests/gpu/smoke.py .gpu/ds4-server .gpu/fix/vocab-f16/model.gguf /tmp/smoke > /tmp/smoke.txt 2>&1
+grep -E '"(cached|same|rc|turn)|SMOKE|rror' /tmp/smoke.txt | tr -d ' \n'; echo
 synth_wait
 timeout 200 python3 tools/gpu/sample_ab.py .gpu/ds4-server "$M" /tmp/sab 1.0 0.1 0.02 0 2>&1 | tail -6
 bench_sample() {
