@@ -207,10 +207,15 @@ impl Session {
             if let Some(sp) = self.spec.as_deref_mut() {
                 sp.record(self.backend.hidden(), pos, n);
             }
-            self.logits.clear();
-            self.logits.extend_from_slice(&lg[lg.len() - v..]);
             if all_logits {
                 out.extend_from_slice(&lg);
+            }
+            if lg.len() == v {
+                // (one token's logits: taken, not copied)
+                self.logits = lg;
+            } else {
+                self.logits.clear();
+                self.logits.extend_from_slice(&lg[lg.len() - v..]);
             }
             self.tokens.extend_from_slice(batch);
             done += n;

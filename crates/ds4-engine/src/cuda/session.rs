@@ -1889,6 +1889,8 @@ pub struct CudaSession {
     hc_split: usize,
     tokens: Vec<u32>,
     logits_host: Option<Vec<f32>>,
+    /// `logits`' landing place (pinned; allocated on first use)
+    logits_pin: Option<Pinned>,
     has_logits: bool,
     st: Vec<LayerState>,
     sc: Scratch,
@@ -1942,6 +1944,11 @@ const NEAR_TIE_CAP: usize = 1 << 16;
 /// Logits eval_near_max returns at most per step (8 KB): a trained model's min_p set at the
 /// default sampling is a few to a few hundred tokens; more falls back to reading all logits.
 const NEAR_MAX_CAP: usize = 1024;
+/// `DS4_PAGEABLE_LOGITS=1`: `logits` copies into pageable memory (before session 46).
+fn pageable_logits() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("DS4_PAGEABLE_LOGITS").is_ok_and(|v| v == "1"))
+}
 /// near_max's output: a 16-byte header, then (id, value) pairs.
 fn near_max_bytes() -> usize {
     16 + 8 * NEAR_MAX_CAP
@@ -2712,6 +2719,7 @@ impl CudaSession {
             hc_split,
             tokens: Vec::new(),
             logits_host: None,
+            logits_pin: None,
             has_logits: false,
             st,
             sc,
@@ -4219,8 +4227,23 @@ impl CudaSession {
             return Err(CudaError::Other("no logits yet".into()));
         }
         if self.logits_host.is_none() {
-            let mut v = vec![0f32; self.m.dims.vocab];
-            self.gpu().dtoh(&mut v, self.sc.logits.ptr)?;
+            // through pinned memory: a pageable copy of the 517 KB was most of the ~0.6 ms a
+            // host-sampled decode step spent outside the GPU (DS4_PAGEABLE_LOGITS=1: as before)
+            let n = self.m.dims.vocab;
+            let mut v = vec![0f32; n];
+            if pageable_logits() {
+                self.gpu().dtoh(&mut v, self.sc.logits.ptr)?;
+            } else {
+                if self.logits_pin.as_ref().is_none_or(|p| p.len < n * 4) {
+                    self.logits_pin = Some(Pinned::new(n * 4)?);
+                }
+                let pin = self.logits_pin.as_mut().unwrap();
+                self.m.gpu.dtoh_pinned(pin, self.sc.logits.ptr, n * 4)?;
+                self.m.gpu.sync()?;
+                for (d, b) in v.iter_mut().zip(pin.as_mut_slice()[..n * 4].chunks_exact(4)) {
+                    *d = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+            }
             self.logits_host = Some(v);
         }
         Ok(self.logits_host.as_deref().unwrap())
