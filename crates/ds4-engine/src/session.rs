@@ -73,6 +73,15 @@ pub trait Decoder {
     fn next_params(&mut self, tok: u32) -> Option<SamplerParams>;
 }
 
+/// A decode run's bookkeeping.
+#[derive(Default)]
+struct RunState {
+    /// The logits after the last evaluated token are on the backend only.
+    deferred: bool,
+    /// A step ran outside `extend`, which feeds the MTP drafter its hidden states.
+    past_drafter: bool,
+}
+
 /// The outcome of a [`Session::decode_run`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Run {
@@ -277,8 +286,7 @@ impl Session {
     pub fn decode_run(&mut self, first: u32, rng: &mut Rng, d: &mut dyn Decoder) -> Result<Run, EngineError> {
         let mut run = Run { tokens: Vec::new(), declined: None };
         let mut tok = first;
-        // the logits after the last evaluated token are on the backend only
-        let mut deferred = false;
+        let mut st = RunState::default();
         // (the backend's eval_argmax / eval_near_max and `eval` refuse a token past the context)
         let res = loop {
             if !d.admit(tok) {
@@ -286,7 +294,7 @@ impl Session {
                 break Ok(());
             }
             let params = d.next_params(tok);
-            match self.step(tok, params.as_ref(), rng, &mut deferred) {
+            match self.step(tok, params.as_ref(), rng, &mut st) {
                 Ok(next) => {
                     run.tokens.push(tok);
                     match next {
@@ -297,58 +305,54 @@ impl Session {
                 Err(e) => break Err(e),
             }
         };
-        if deferred {
+        if let (true, Some(sp)) = (st.past_drafter, self.spec.as_deref_mut()) {
+            // (the drafter saw none of those tokens' hidden states)
+            sp.invalidate(self.tokens.len());
+        }
+        if st.deferred {
             // the session's logits are those after the last evaluated token
-            let lg = self.backend.fetch_logits()?;
-            self.logits.clear();
-            self.logits.extend_from_slice(&lg);
-            if let Some(sp) = self.spec.as_deref_mut() {
-                // (the drafter saw none of these tokens' hidden states)
-                sp.invalidate(self.tokens.len());
-            }
+            self.logits = self.backend.fetch_logits()?;
         }
         res.map(|()| run)
     }
 
     /// Evaluate `tok` and choose the token after it with `params` (None: choose nothing).
-    /// `deferred` tracks whether the session's logits are on the backend only.
-    fn step(&mut self, tok: u32, params: Option<&SamplerParams>, rng: &mut Rng, deferred: &mut bool) -> Result<Option<u32>, EngineError> {
+    fn step(&mut self, tok: u32, params: Option<&SamplerParams>, rng: &mut Rng, st: &mut RunState) -> Result<Option<u32>, EngineError> {
         use crate::sampling::{argmax, near_max_cut, sample, sample_near_max};
         let Some(p) = params else {
             self.eval(tok)?;
-            *deferred = false;
+            st.deferred = false;
             return Ok(None);
         };
         if host_sampling() {
             // (fall through to the plain path)
         } else if p.is_greedy() {
             if let Some(r) = self.backend.eval_argmax(tok) {
-                return self.deferred_step(tok, r, deferred).map(Some);
+                return self.deferred_step(tok, r, st).map(Some);
             }
         } else if let Some((t, floor)) = near_max_cut(p, self.model.hp.n_vocab) {
             if let Some(r) = self.backend.eval_near_max(tok, t, floor) {
-                if let Some(near) = self.deferred_step(tok, r, deferred)? {
+                if let Some(near) = self.deferred_step(tok, r, st)? {
                     return Ok(Some(sample_near_max(&near, p, rng)));
                 }
                 // (too many candidates, or a non-finite logit: the whole vocabulary decides)
-                let lg = self.backend.fetch_logits()?;
-                self.logits.clear();
-                self.logits.extend_from_slice(&lg);
-                *deferred = false;
+                self.logits = self.backend.fetch_logits()?;
+                st.deferred = false;
                 return Ok(Some(sample(&self.logits, p, rng)));
             }
         }
         self.eval(tok)?;
-        *deferred = false;
+        st.deferred = false;
         Ok(Some(if p.is_greedy() { argmax(&self.logits) } else { sample(&self.logits, p, rng) }))
     }
 
     /// The outcome of a backend step that kept its logits: on success (or a failure after the
     /// step ran) `tok` is evaluated and the session's logits are the backend's.
-    fn deferred_step<T>(&mut self, tok: u32, r: Result<T, EngineError>, deferred: &mut bool) -> Result<T, EngineError> {
+    fn deferred_step<T>(&mut self, tok: u32, r: Result<T, EngineError>, st: &mut RunState) -> Result<T, EngineError> {
         if r.is_ok() || self.backend.pos() == self.tokens.len() + 1 {
             self.tokens.push(tok);
-            *deferred = true;
+            st.deferred = true;
+            st.past_drafter = true;
         }
         r
     }
