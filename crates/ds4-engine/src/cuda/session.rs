@@ -4227,8 +4227,9 @@ impl CudaSession {
             return Err(CudaError::Other("no logits yet".into()));
         }
         if self.logits_host.is_none() {
-            // through pinned memory: a pageable copy of the 517 KB was most of the ~0.6 ms a
-            // host-sampled decode step spent outside the GPU (DS4_PAGEABLE_LOGITS=1: as before)
+            // through pinned memory (a pageable copy goes through the driver's staging
+            // buffers; the host-sampled paths read these 517 KB every token;
+            // DS4_PAGEABLE_LOGITS=1: as before)
             let n = self.m.dims.vocab;
             let mut v = vec![0f32; n];
             if pageable_logits() {
