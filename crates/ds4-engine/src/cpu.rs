@@ -14,6 +14,7 @@ use crate::backend::{Backend, EngineError, Options};
 use crate::hparams::Hparams;
 use crate::model::{CompressorWeights, HcWeights, LayerWeights, Mat, Model};
 use crate::ops::{self, HcMix, Rope};
+use crate::sampling::{near_max_of, NearMax, NEAR_MAX_CAP};
 use crate::state::{Frontier, KvState, LayerState};
 use ds4_gguf::quant;
 use rayon::prelude::*;
@@ -135,6 +136,8 @@ pub struct CpuBackend {
     capture_hidden: bool,
     hidden: Option<Vec<f32>>,
     spec: Option<SpecMark>,
+    /// The logits of the last eval_argmax / eval_near_max step (fetch_logits).
+    held: Vec<f32>,
 }
 
 impl CpuBackend {
@@ -161,6 +164,7 @@ impl CpuBackend {
             capture_hidden: false,
             hidden: None,
             spec: None,
+            held: Vec::new(),
         }
     }
 
@@ -1040,6 +1044,24 @@ impl Backend for CpuBackend {
     }
     fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>, EngineError> {
         self.forward_tokens(tokens, all_logits)
+    }
+    // The decode-run steps the CUDA backend runs on the device, here on the host logits: no
+    // transfer to save, but every CPU run (CI's tests of the CLI and the server included) then
+    // goes through the same deferred-logits path of `Session::decode_run` as a GPU.
+    fn eval_argmax(&mut self, token: u32) -> Option<Result<u32, EngineError>> {
+        Some(self.forward_tokens(&[token], false).map(|lg| {
+            self.held = lg;
+            crate::sampling::argmax(&self.held)
+        }))
+    }
+    fn eval_near_max(&mut self, token: u32, temperature: f32, floor: f32) -> Option<Result<Option<NearMax>, EngineError>> {
+        Some(self.forward_tokens(&[token], false).map(|lg| {
+            self.held = lg;
+            near_max_of(&self.held, temperature, floor, NEAR_MAX_CAP)
+        }))
+    }
+    fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {
+        Ok(self.held.clone())
     }
     fn reset(&mut self) {
         self.state.reset();

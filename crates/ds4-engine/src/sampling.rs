@@ -271,6 +271,32 @@ pub struct NearMax {
     pub logits: Vec<f32>,
 }
 
+/// Most logits a backend returns in one [`NearMax`] set (8 KB from the GPU): a trained model's
+/// min_p set at the default sampling is a few to a few hundred tokens; a larger set is refused
+/// and the caller reads all logits.
+pub const NEAR_MAX_CAP: usize = 1024;
+
+/// The [`NearMax`] set of `logits` (at most `cap` entries, else None; None too when a logit
+/// is not finite): what a backend that holds the logits in host memory returns.
+pub fn near_max_of(logits: &[f32], temperature: f32, floor: f32, cap: usize) -> Option<NearMax> {
+    if logits.is_empty() || logits.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let best = argmax(logits);
+    let max = logits[best as usize];
+    let mut n = NearMax { best, max, ..Default::default() };
+    for (i, &v) in logits.iter().enumerate() {
+        if (v - max) / temperature >= floor {
+            if n.ids.len() == cap {
+                return None;
+            }
+            n.ids.push(i as u32);
+            n.logits.push(v);
+        }
+    }
+    Some(n)
+}
+
 /// The `(temperature, floor)` for which a [`NearMax`] set decides a draw exactly as `sample`
 /// over the whole vocabulary does: sampling with top_p 1, no top_k and a min_p in (0, 1] (the
 /// defaults, and the server's thinking mode) only weighs the logits above min_p's cut. None for

@@ -319,6 +319,10 @@ impl Session {
     /// Evaluate `tok` and choose the token after it with `params` (None: choose nothing).
     fn step(&mut self, tok: u32, params: Option<&SamplerParams>, rng: &mut Rng, st: &mut RunState) -> Result<Option<u32>, EngineError> {
         use crate::sampling::{argmax, near_max_cut, sample, sample_near_max};
+        // (`eval` checks this too; the backend's own steps below may not know the context)
+        if self.tokens.len() >= self.ctx {
+            return Err(EngineError::ContextFull { need: self.tokens.len() + 1, ctx: self.ctx });
+        }
         let Some(p) = params else {
             self.eval(tok)?;
             st.deferred = false;

@@ -130,12 +130,14 @@ fn grouped_chunks_keep_the_chunk_schedule() {
     }
 }
 
-/// A backend that takes the argmax itself (as the CUDA one does on the device) and, with
-/// `near_cap`, gathers near-max sets of at most that many logits: the CPU reference
-/// underneath, its logits kept back until fetched.
+/// The CPU reference with the decode-run steps switched: with `argmax` it takes the argmax
+/// itself, with `near_cap` it gathers near-max sets of at most that many logits (as the CUDA
+/// backend does on the device; the CPU backend's own do both, with a cap of 1024), its logits
+/// kept back until fetched; without them the session evaluates and chooses on its own.
 struct ArgmaxBackend {
     inner: ds4_engine::CpuBackend,
     held: Vec<f32>,
+    argmax: bool,
     near_cap: Option<usize>,
 }
 
@@ -162,6 +164,9 @@ impl ds4_engine::Backend for ArgmaxBackend {
         self.inner.import_state(st)
     }
     fn eval_argmax(&mut self, token: u32) -> Option<Result<u32, EngineError>> {
+        if !self.argmax {
+            return None;
+        }
         Some(self.inner.forward(&[token], false).map(|lg| {
             self.held = lg;
             ds4_engine::sampling::argmax(&self.held)
@@ -188,7 +193,7 @@ impl ds4_engine::Backend for ArgmaxBackend {
     }
 }
 
-/// `Session::greedy_run`, on the plain CPU path and through a backend's own argmax: the tokens
+/// `Session::greedy_run`, choosing on fetched logits and through a backend's own argmax: the tokens
 /// of eval + argmax per step, `go`'s refusals respected (the refused token not evaluated), and
 /// the session's logits those after the last evaluated token.
 #[test]
@@ -204,12 +209,8 @@ fn greedy_run_equals_eval_and_argmax() {
         seq.push(ds4_engine::sampling::argmax(want.logits()));
     }
     for own in [false, true] {
-        let mut s = if own {
-            let b = ArgmaxBackend { inner: ds4_engine::CpuBackend::new(model.clone(), Options::default()), held: Vec::new(), near_cap: None };
-            Session::with_backend(Box::new(b), 512)
-        } else {
-            Session::new(model.clone(), 512, Options::default())
-        };
+        let b = ArgmaxBackend { inner: ds4_engine::CpuBackend::new(model.clone(), Options::default()), held: Vec::new(), argmax: own, near_cap: None };
+        let mut s = Session::with_backend(Box::new(b), 512);
         s.sync(prompt, &mut go).unwrap();
         // refuse the 6th token: five evaluated
         let mut seen = Vec::new();
@@ -348,10 +349,11 @@ fn memory_estimate() {
 }
 
 /// `Session::decode_run` with the sampling switched per token (min_p sampling at several
-/// temperatures, greedy, top_p < 1, as the server switches inside DSML): on the plain CPU path,
-/// through a backend's own argmax and near-max sets (a cap of 8 logits, which the flat logits
-/// of a random model pass at the higher temperatures: the whole-vocabulary fallback; no cap),
-/// the tokens, the random draws and the final logits of eval + `sampling::sample` per step.
+/// temperatures, greedy, top_p < 1, as the server switches inside DSML): choosing on fetched
+/// logits, through a backend's own argmax and near-max sets (a cap of 8 logits, which the flat
+/// logits of a random model pass at the higher temperatures: the whole-vocabulary fallback; no
+/// cap), and through the CPU backend's own steps: the tokens, the random draws and the final
+/// logits of eval + `sampling::sample` per step.
 #[test]
 fn decode_run_equals_eval_and_sample() {
     use ds4_engine::sampling::{sample, Rng, SamplerParams};
@@ -385,13 +387,14 @@ fn decode_run_equals_eval_and_sample() {
             Some((self.2)(self.0 - 1))
         }
     }
-    for cap in [None, Some(8), Some(usize::MAX)] {
+    // (None: the session's own choice on fetched logits; Some(0): the CPU backend's steps)
+    for cap in [None, Some(8), Some(usize::MAX), Some(0)] {
         let mut s = match cap {
-            Some(_) => {
-                let b = ArgmaxBackend { inner: ds4_engine::CpuBackend::new(model.clone(), Options::default()), held: Vec::new(), near_cap: cap };
+            Some(0) => Session::new(model.clone(), 512, Options::default()),
+            _ => {
+                let b = ArgmaxBackend { inner: ds4_engine::CpuBackend::new(model.clone(), Options::default()), held: Vec::new(), argmax: cap.is_some(), near_cap: cap };
                 Session::with_backend(Box::new(b), 512)
             }
-            None => Session::new(model.clone(), 512, Options::default()),
         };
         s.sync(prompt, &mut go).unwrap();
         let mut r = Rng::new(11);

@@ -7,7 +7,7 @@ use super::driver::{wgmma_built, Args, CudaError, DevBuf, DevPtr, Event, Gpu, Gr
 use super::blas::{dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_min_t, launch_x_to_f16, Blas, DenseCall, Dense16, ExpCall};
 use super::weights::{CudaModel, GMat, WMat};
 use ds4_gguf::GgmlType;
-use crate::sampling::NearMax;
+use crate::sampling::{NearMax, NEAR_MAX_CAP};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -1941,9 +1941,6 @@ pub struct CudaSession {
 
 /// Entries of the device near-tie list; more are counted as an overflow.
 const NEAR_TIE_CAP: usize = 1 << 16;
-/// Logits eval_near_max returns at most per step (8 KB): a trained model's min_p set at the
-/// default sampling is a few to a few hundred tokens; more falls back to reading all logits.
-const NEAR_MAX_CAP: usize = 1024;
 /// `DS4_PAGEABLE_LOGITS=1`: `logits` copies into pageable memory (before session 46).
 fn pageable_logits() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();

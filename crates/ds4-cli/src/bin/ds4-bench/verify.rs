@@ -574,7 +574,7 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                         }
                     }
                     let n = want.ids.len();
-                    ok &= if n > 1024 { got.is_none() } else { got.as_ref() == Some(&want) };
+                    ok &= if n > ds4_engine::sampling::NEAR_MAX_CAP { got.is_none() } else { got.as_ref() == Some(&want) };
                     seen.push(format!("T {tt}: {n}{}", if got.is_some() { "" } else { " (refused)" }));
                     tk = best;
                 }
