@@ -561,6 +561,24 @@ mod tests {
     /// The skipped logits change nothing: candidates equal the full computation bit for bit,
     /// on vocabularies of the real size (flat and peaked logits) with logits planted on both
     /// sides of min_p's cut, where a skip that reached a kept token would show.
+    /// near_max_of against the contract written out (near_set): the same set within the cap,
+    /// refused past it and for a non-finite logit.
+    #[test]
+    fn near_max_of_follows_the_contract() {
+        let mut g = Rng::new(9);
+        let logits: Vec<f32> = (0..2000).map(|_| g.next_f32() * 8.0).collect();
+        let want = near_set(&logits, 1.0, -3.0);
+        let n = want.ids.len();
+        assert!(n > 10 && n < 2000);
+        assert_eq!(near_max_of(&logits, 1.0, -3.0, n), Some(want));
+        assert_eq!(near_max_of(&logits, 1.0, -3.0, n - 1), None);
+        let mut bad = logits.clone();
+        bad[7] = f32::NAN;
+        assert_eq!(near_max_of(&bad, 1.0, -3.0, usize::MAX), None);
+        bad[7] = f32::INFINITY;
+        assert_eq!(near_max_of(&bad, 1.0, -3.0, usize::MAX), None);
+    }
+
     /// A backend's near-max set, gathered as the contract says (f32, by ascending id).
     fn near_set(logits: &[f32], t: f32, floor: f32) -> NearMax {
         let best = argmax(logits);

@@ -176,16 +176,7 @@ impl ds4_engine::Backend for ArgmaxBackend {
         let cap = self.near_cap?;
         Some(self.inner.forward(&[token], false).map(|lg| {
             self.held = lg;
-            let best = ds4_engine::sampling::argmax(&self.held);
-            let max = self.held[best as usize];
-            let mut near = ds4_engine::sampling::NearMax { best, max, ..Default::default() };
-            for (i, &v) in self.held.iter().enumerate() {
-                if (v - max) / t >= floor {
-                    near.ids.push(i as u32);
-                    near.logits.push(v);
-                }
-            }
-            (near.ids.len() <= cap).then_some(near)
+            ds4_engine::sampling::near_max_of(&self.held, t, floor, cap)
         }))
     }
     fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {

@@ -554,7 +554,7 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             // peaked; then a run that switches sampling per token (as the server does inside
             // DSML) against eval + host sampling: the same tokens, draws and final logits
             {
-                use ds4_engine::sampling::{argmax, near_max_cut, sample, NearMax, Rng, SamplerParams};
+                use ds4_engine::sampling::{argmax, near_max_cut, near_max_of, sample, Rng, SamplerParams, NEAR_MAX_CAP};
                 let temps = [1.0f32, 0.3, 0.1, 0.03, 0.0, 0.01];
                 let params = |k: usize| SamplerParams { temperature: temps[k % temps.len()], ..Default::default() };
                 let mut g = CudaBackend::with_weights(cpu_model.clone(), cm.clone(), Options { qat: true }, 1024, Precision::Fast).map_err(|e| anyhow!("{e}"))?;
@@ -564,19 +564,12 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                     let Some((tt, floor)) = near_max_cut(&params(k), vocab) else { continue };
                     let got = g.eval_near_max(tk, tt, floor).ok_or_else(|| anyhow!("the CUDA backend has no eval_near_max"))?.map_err(|e| anyhow!("{e}"))?;
                     let lg = g.fetch_logits().map_err(|e| anyhow!("{e}"))?;
-                    let best = argmax(&lg);
-                    let max = lg[best as usize];
-                    let mut want = NearMax { best, max, ..Default::default() };
-                    for (i, &v) in lg.iter().enumerate() {
-                        if (v - max) / tt >= floor {
-                            want.ids.push(i as u32);
-                            want.logits.push(v);
-                        }
-                    }
-                    let n = want.ids.len();
-                    ok &= if n > ds4_engine::sampling::NEAR_MAX_CAP { got.is_none() } else { got.as_ref() == Some(&want) };
+                    // (the host's set of the same logits, uncapped: None only for a non-finite logit)
+                    let want = near_max_of(&lg, tt, floor, usize::MAX);
+                    let n = want.as_ref().map_or(usize::MAX, |w| w.ids.len());
+                    ok &= if n > NEAR_MAX_CAP { got.is_none() } else { got == want };
                     seen.push(format!("T {tt}: {n}{}", if got.is_some() { "" } else { " (refused)" }));
-                    tk = best;
+                    tk = argmax(&lg);
                 }
                 let (mut a, mut b) = (session_at(prefix)?, session_at(prefix)?);
                 let first = argmax(a.logits());
