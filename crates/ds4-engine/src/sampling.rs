@@ -558,9 +558,6 @@ mod tests {
         Some(c)
     }
 
-    /// The skipped logits change nothing: candidates equal the full computation bit for bit,
-    /// on vocabularies of the real size (flat and peaked logits) with logits planted on both
-    /// sides of min_p's cut, where a skip that reached a kept token would show.
     /// near_max_of against the contract written out (near_set): the same set within the cap,
     /// refused past it and for a non-finite logit.
     #[test]
@@ -632,6 +629,9 @@ mod tests {
         }
     }
 
+    /// The skipped logits change nothing: candidates equal the full computation bit for bit,
+    /// on vocabularies of the real size (flat and peaked logits) with logits planted on both
+    /// sides of min_p's cut, where a skip that reached a kept token would show.
     #[test]
     fn skipping_below_min_p_changes_no_candidate() {
         let mut rng = Rng::new(2026);
@@ -640,7 +640,8 @@ mod tests {
             let n = if case % 4 == 0 { 129_280 } else { 2_000 + (rng.next_u64() % 20_000) as usize };
             let spread = [0.5f32, 3.0, 12.0][case % 3];
             let mut logits: Vec<f32> = (0..n).map(|_| (rng.next_f32() * 2.0 - 1.0) * spread).collect();
-            let (t, top_p, min_p) = ([0.6f32, 1.0, 1.7][case % 3], [1.0f32, 0.9, 0.5, 0.99][case % 4], [0.05f32, 0.01, 0.3, 1.0][(case / 3) % 4]);
+            // (top_p by case / 4: the 129,280-logit cases take every value)
+            let (t, top_p, min_p) = ([0.6f32, 1.0, 1.7][case % 3], [1.0f32, 0.9, 0.5, 0.99][(case / 4) % 4], [0.05f32, 0.01, 0.3, 1.0][(case / 3) % 4]);
             let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
             // logits whose weight sits at min_p, a hair above and below, and at the skip margin
             for (k, d) in [0.0f32, 1e-6, -1e-6, -0.01, -0.0101, 0.01].iter().enumerate() {
