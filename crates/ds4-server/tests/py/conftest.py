@@ -32,7 +32,7 @@ def free_port():
 
 
 class Server:
-    def __init__(self, extra_args=()):
+    def __init__(self, extra_args=(), env=None):
         self.bin = os.environ["DS4_SERVER_BIN"]
         self.model = os.environ.get("DS4_TEST_MODEL", DEFAULT_MODEL)
         self.port = free_port()
@@ -48,7 +48,8 @@ class Server:
             *extra_args,
         ]
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL,
+                                     env=dict(os.environ, **(env or {})))
         self.base = f"http://127.0.0.1:{self.port}"
         deadline = time.time() + 180
         while True:
