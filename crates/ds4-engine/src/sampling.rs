@@ -558,36 +558,32 @@ mod tests {
         Some(c)
     }
 
-    /// near_max_of against the contract written out (near_set): the same set within the cap,
-    /// refused past it and for a non-finite logit.
+    /// near_max_of's set checked member by member against the contract (the best is the first
+    /// index of the largest logit; ids ascending; a logit is in exactly when its scaled
+    /// distance reaches the floor); refused past the cap and for a non-finite logit.
     #[test]
     fn near_max_of_follows_the_contract() {
         let mut g = Rng::new(9);
-        let logits: Vec<f32> = (0..2000).map(|_| g.next_f32() * 8.0).collect();
-        let want = near_set(&logits, 1.0, -3.0);
-        let n = want.ids.len();
+        let mut logits: Vec<f32> = (0..2000).map(|_| g.next_f32() * 8.0).collect();
+        logits[1500] = 9.0;
+        logits[1700] = 9.0;
+        let got = near_max_of(&logits, 1.0, -3.0, usize::MAX).unwrap();
+        assert_eq!((got.best, got.max), (1500, 9.0));
+        assert!(got.ids.windows(2).all(|w| w[0] < w[1]));
+        let members: std::collections::HashSet<u32> = got.ids.iter().copied().collect();
+        for (i, &v) in logits.iter().enumerate() {
+            assert_eq!(members.contains(&(i as u32)), v - 9.0 >= -3.0, "logit {i} = {v}");
+        }
+        assert!(got.ids.iter().zip(&got.logits).all(|(&i, &v)| logits[i as usize] == v));
+        let n = got.ids.len();
         assert!(n > 10 && n < 2000);
-        assert_eq!(near_max_of(&logits, 1.0, -3.0, n), Some(want));
+        assert_eq!(near_max_of(&logits, 1.0, -3.0, n), Some(got));
         assert_eq!(near_max_of(&logits, 1.0, -3.0, n - 1), None);
         let mut bad = logits.clone();
         bad[7] = f32::NAN;
         assert_eq!(near_max_of(&bad, 1.0, -3.0, usize::MAX), None);
         bad[7] = f32::INFINITY;
         assert_eq!(near_max_of(&bad, 1.0, -3.0, usize::MAX), None);
-    }
-
-    /// A backend's near-max set, gathered as the contract says (f32, by ascending id).
-    fn near_set(logits: &[f32], t: f32, floor: f32) -> NearMax {
-        let best = argmax(logits);
-        let max = logits[best as usize];
-        let mut n = NearMax { best, max, ..Default::default() };
-        for (i, &v) in logits.iter().enumerate() {
-            if (v - max) / t >= floor {
-                n.ids.push(i as u32);
-                n.logits.push(v);
-            }
-        }
-        n
     }
 
     /// sample_near_max over a backend's set draws what `sample` over the whole vocabulary
@@ -614,7 +610,7 @@ mod tests {
                 let (tt, floor) = near_max_cut(&p, logits.len()).expect("min_p sampling has a cut");
                 assert_eq!(tt, t);
                 for extra in [0.0f32, 1.0] {
-                    let near = near_set(&logits, tt, floor - extra);
+                    let near = near_max_of(&logits, tt, floor - extra, usize::MAX).unwrap();
                     assert!(near.ids.len() < logits.len() || !peaked, "case {case}: the cut kept everything");
                     let (mut a, mut b) = (Rng::new(case), Rng::new(case));
                     for _ in 0..4 {

@@ -142,8 +142,7 @@ impl Bk {
     /// eval (the host round trip per token).
     fn step(&mut self, excl: Option<u32>) -> Result<u32> {
         match self {
-            Bk::Cuda(s) if bench_sampling().is_some() => {
-                let (p, host) = bench_sampling().unwrap();
+            Bk::Cuda(s) if let Some((p, host)) = bench_sampling() => {
                 let cut = ds4_engine::sampling::near_max_cut(&p, usize::MAX);
                 let near = match (cut, host) {
                     (Some((t, floor)), false) => s.near_max(t, floor).map_err(|e| anyhow!("{e}"))?,
@@ -208,9 +207,13 @@ fn print_tokens() -> bool {
 /// `CudaSession::near_max`); with `DS4_BENCH_SAMPLE_HOST=1` the logits read back and sampled on
 /// the host every token (the path before). Returns the params and whether to read back.
 fn bench_sampling() -> Option<(ds4_engine::sampling::SamplerParams, bool)> {
-    let t: f32 = std::env::var("DS4_BENCH_SAMPLE").ok()?.parse().ok()?;
-    let host = std::env::var("DS4_BENCH_SAMPLE_HOST").is_ok_and(|v| v == "1");
-    Some((ds4_engine::sampling::SamplerParams { temperature: t, ..Default::default() }, host))
+    // (read once: the decode steps ask every token)
+    static SET: std::sync::OnceLock<Option<(ds4_engine::sampling::SamplerParams, bool)>> = std::sync::OnceLock::new();
+    *SET.get_or_init(|| {
+        let t: f32 = std::env::var("DS4_BENCH_SAMPLE").ok()?.parse().ok()?;
+        let host = std::env::var("DS4_BENCH_SAMPLE_HOST").is_ok_and(|v| v == "1");
+        Some((ds4_engine::sampling::SamplerParams { temperature: t, ..Default::default() }, host))
+    })
 }
 
 thread_local! {
