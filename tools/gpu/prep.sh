@@ -3,9 +3,9 @@
 # ds4-gguf stripped into .gpu/, the sm_90a kernel cache built from the current source and
 # gzipped into .gpu/kz (env.sh's unpack_kz restores it on the device), and with BASE=REV the
 # same for an earlier commit in .gpu/base (binary + .gpu/base/kz) for same-call A/B runs.
-# The fixtures (../shared/fixtures/model without the noise/trace files) go gzipped into
-# .gpu/fix.tgz (env.sh's setup_caches unpacks them): the 64 MiB carry limit counts the tracked
-# files too (~3.5 MB). Then carry .gpu/{ds4-bench,ds4-gguf,fix.tgz,kz} (+ .gpu/base).
+# The fixtures (../shared/fixtures/model without the noise/trace files) go xz-compressed into
+# .gpu/fix.txz (env.sh's setup_caches unpacks them): the 64 MiB carry limit counts the tracked
+# files too (~6 MB). Then carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz} (+ .gpu/base).
 #   bash tools/gpu/prep.sh            BASE=main bash tools/gpu/prep.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,9 +23,9 @@ for f in .gpu/kcache/*; do gzip -c "$f" > ".gpu/kz/$(basename "$f").gz"; done
 if [ -n "${BASE:-}" ]; then
   bash tools/gpu/base.sh "$BASE"
 fi
-if [ ! -f .gpu/fix.tgz ]; then
+if [ ! -f .gpu/fix.txz ]; then
   rm -rf .gpu/fix && cp -r ../shared/fixtures/model .gpu/fix
   find .gpu/fix \( -name 'noise.*' -o -name 'trace.*' \) -delete
-  tar czf .gpu/fix.tgz -C .gpu fix
+  tar cf - -C .gpu fix | xz -9 -T2 > .gpu/fix.txz
 fi
-du -shc .gpu/ds4-bench .gpu/ds4-gguf .gpu/fix.tgz .gpu/kz ${BASE:+.gpu/base} 2>/dev/null | tail -1
+du -shc .gpu/ds4-bench .gpu/ds4-gguf .gpu/fix.txz .gpu/kz ${BASE:+.gpu/base} 2>/dev/null | tail -1

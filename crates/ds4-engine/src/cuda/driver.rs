@@ -740,14 +740,21 @@ impl Gpu {
 
     /// Launch `name` with the given argument pointers (each points at one argument value).
     pub fn launch(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, args: Args) -> Result<()> {
-        self.launch_ex(name, grid, block, smem, args, false)
+        self.launch_ex(name, grid, block, smem, args, false, false)
     }
 
     /// `launch` as a cooperative launch: every block is resident at once (the launch fails
     /// otherwise), which a kernel with a grid-wide barrier needs (hc_step_gs). Check the
     /// grid against `coop_capacity` first.
     pub fn launch_coop(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, args: Args) -> Result<()> {
-        self.launch_ex(name, grid, block, smem, args, true)
+        self.launch_ex(name, grid, block, smem, args, true, false)
+    }
+
+    /// `launch_coop` with programmatic dependent launch for this launch alone (whatever
+    /// `DS4_PDL` says): the kernel may start before its predecessor ends, and must read nothing
+    /// the predecessor writes before its `griddepcontrol.wait` (hc_step_gs).
+    pub fn launch_coop_pdl(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, args: Args) -> Result<()> {
+        self.launch_ex(name, grid, block, smem, args, true, true)
     }
 
     /// How many blocks of `name` (at `block` threads, `smem` dynamic bytes) the device holds at
@@ -762,7 +769,7 @@ impl Gpu {
         Ok(n.max(0) as usize * self.sm_count.max(0) as usize)
     }
 
-    fn launch_ex(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, mut args: Args, coop: bool) -> Result<()> {
+    fn launch_ex(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, mut args: Args, coop: bool, pdl: bool) -> Result<()> {
         self.bump();
         let args = args.ptrs();
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || (!self.skip.is_empty() && self.skip.iter().any(|k| k == name)) {
@@ -778,7 +785,7 @@ impl Gpu {
             attrs[na].value.cooperative = 1;
             na += 1;
         }
-        if self.pdl {
+        if self.pdl || pdl {
             attrs[na].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
             attrs[na].value.programmaticStreamSerializationAllowed = 1;
             na += 1;

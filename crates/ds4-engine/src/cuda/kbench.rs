@@ -2989,7 +2989,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
             // phase trace of a warm launch (launch_hc_step_traced): times from the first block's entry
             let tr = gpu.alloc_zeroed((3 * split + 8) * 8)?;
             for _ in 0..3 {
-                launch_hc_step_traced(gpu, &bn, 1, yb.ptr, ny, fnb.ptr, &fnw, tr.ptr)?;
+                launch_hc_step_traced(gpu, &bn, 1, yb.ptr, ny, fnb.ptr, &fnw, tr.ptr, false)?;
             }
             gpu.sync()?;
             let mut tv = vec![0u64; 3 * split + 8];

@@ -452,13 +452,18 @@ pub(crate) fn hc_sk_rows_on() -> bool {
 /// hc_post_mix + hc_finish (+ the int8 copy of xn when `f.q8`) in one launch (model.cuh
 /// `hc_step`) for `t` <= the ticket buffer's length tokens; D % 32 == 0.
 pub(crate) fn launch_hc_step(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish) -> Result<()> {
-    launch_hc_step_traced(gpu, b, t, y, ny, fn_ptr, f, 0)
+    launch_hc_step_traced(gpu, b, t, y, ny, fn_ptr, f, 0, false)
 }
 
 /// `launch_hc_step` recording phase times (globaltimer, ns) into `trace` (0: off): per block
 /// {entry, mixes done, ticket taken}, then the finishing block's {partials reduced, Sinkhorn
 /// done, collapse done, group barrier passed, int8 rows written} (the kernel bench reads them).
-pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish, trace: DevPtr) -> Result<()> {
+/// `pdl`: hc_step_gs with programmatic dependent launch, so its loads of the weights, the state
+/// and post / comb overlap the predecessor's tail (model.cuh hc_step_gs): only where the
+/// predecessor writes none of them (a layer's step: its out_b or down matvec, never the
+/// embedding; not a kernel bench's back-to-back steps).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish, trace: DevPtr, pdl: bool) -> Result<()> {
     let (q8s, q8d) = f.q8.unwrap_or((0, 0));
     let z_out = if f.m > b.n { b.z } else { 0 };
     let a = HcStepArgs {
@@ -492,6 +497,9 @@ pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, 
     };
     if b.gs != 0 {
         // (the session checked that the grid fits the device at once: hc_gs_fits)
+        if pdl && y != 0 {
+            return gpu.launch_coop_pdl("hc_step_gs", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, 0, Args::new().a(a));
+        }
         return gpu.launch_coop("hc_step_gs", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, 0, Args::new().a(a));
     }
     gpu.launch("hc_step", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, hc_fin_smem(b.n, b.d), Args::new().a(a))
@@ -1492,6 +1500,12 @@ impl MvJobQ {
 /// `DS4_DOWN_SH_FIRST=0`: the shared expert's down job after the routed ones (see `build_jobsq`).
 fn down_sh_first() -> bool {
     env_unless!("DS4_DOWN_SH_FIRST", "0")
+}
+
+/// `DS4_HC_PDL=0`: decode's hc_step_gs without programmatic dependent launch (see
+/// `launch_hc_step_traced`).
+fn hc_pdl_on() -> bool {
+    env_unless!("DS4_HC_PDL", "0")
 }
 
 /// `DS4_FORK=0`: no parallel branch in a decode step (see `layers`).
@@ -3259,7 +3273,10 @@ impl CudaSession {
                 if !defer {
                     b.z = 0;
                 }
-                launch_hc_step(gpu, &b, t, y, ny, fn_ptr, &f)?;
+                // a layer's step: its predecessor (out_b, the down matvec) writes y only, so
+                // hc_step_gs may start under it (decode +0.3-0.6 % on an H100, the same
+                // tokens, bench/NOTES.md session 47; DS4_HC_PDL=0: not)
+                launch_hc_step_traced(gpu, &b, t, y, ny, fn_ptr, &f, 0, hc_pdl_on())?;
                 Ok(defer)
             }
             _ => {

@@ -930,31 +930,49 @@ struct HcStepArgs {
 // hc_step's first phase for the block's 32 columns (d = column of this lane, ok = d < D):
 // the new state nv (hc_post of y into the old state; every warp computes it, L1 hits) and
 // this block's partial of every mix (warp w: mixes w, w + nw, ...) into pdot [t][m][nsplit].
-__device__ __forceinline__ void hc_step_mix(const HcStepArgs& a, int t, int sp, int nsplit, int d, bool ok, float (&nv)[MAXN]) {
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+// Its loads in two parts: hc_mix_pre (the warp's first mix weights, the old state, the previous
+// finish's post and comb: none of them written by the launch before this one in a decode
+// step, see hc_step_gs) and hc_step_mix_y (y, then the arithmetic).
+// device-only: one thread's loads of hc_mix_pre
+struct HcMixPre {
+    float fv[MAXN], sv[MAXN], pv[MAXN], cv[MAXN][MAXN];
+};
+__device__ __forceinline__ void hc_mix_pre(const HcStepArgs& a, int t, int d, bool ok, HcMixPre& p) {
+    int w = threadIdx.x >> 5;
     int D = a.D, N = a.N, M = a.M;
     i64 fstride = (i64)N * D;
-    float* St = a.S + (i64)t * N * D;
+    const float* St = a.S + (i64)t * N * D;
     // this warp's (first) mix weights: independent of the state, so loaded first
-    float fv[MAXN];
 #pragma unroll
-    for (int b = 0; b < MAXN; b++) fv[b] = (ok && w < M && b < N) ? h2f(a.fn[(i64)w * fstride + (i64)b * D + d]) : 0.f;
-#pragma unroll
-    for (int b = 0; b < MAXN; b++) nv[b] = 0.f;
+    for (int b = 0; b < MAXN; b++) p.fv[b] = (ok && w < M && b < N) ? h2f(a.fn[(i64)w * fstride + (i64)b * D + d]) : 0.f;
     if (ok) {
-        float sv[MAXN];
 #pragma unroll
-        for (int s = 0; s < MAXN; s++) sv[s] = s < N ? St[(i64)s * D + d] : 0.f;
+        for (int s = 0; s < MAXN; s++) p.sv[s] = s < N ? St[(i64)s * D + d] : 0.f;
         if (a.y) {
             // post and comb loaded (predicated) before any use: behind the `b < N` branches
             // each b's loads waited for the previous b's sums (SASS: 4 dependent L2 round trips)
-            float pv[MAXN], cv[MAXN][MAXN];
 #pragma unroll
-            for (int b = 0; b < MAXN; b++) pv[b] = b < N ? a.post[t * N + b] : 0.f;
+            for (int b = 0; b < MAXN; b++) p.pv[b] = b < N ? a.post[t * N + b] : 0.f;
 #pragma unroll
             for (int s = 0; s < MAXN; s++)
 #pragma unroll
-                for (int b = 0; b < MAXN; b++) cv[s][b] = (s < N && b < N) ? a.comb[t * N * N + s * N + b] : 0.f;
+                for (int b = 0; b < MAXN; b++) p.cv[s][b] = (s < N && b < N) ? a.comb[t * N * N + s * N + b] : 0.f;
+        }
+    }
+}
+__device__ __forceinline__ void hc_step_mix_y(const HcStepArgs& a, int t, int sp, int nsplit, int d, bool ok, const HcMixPre& p,
+                                              float (&nv)[MAXN]) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    int D = a.D, N = a.N, M = a.M;
+    i64 fstride = (i64)N * D;
+    const float(&fv)[MAXN] = p.fv;
+#pragma unroll
+    for (int b = 0; b < MAXN; b++) nv[b] = 0.f;
+    if (ok) {
+        const float(&sv)[MAXN] = p.sv;
+        if (a.y) {
+            const float(&pv)[MAXN] = p.pv;
+            const float(&cv)[MAXN][MAXN] = p.cv;
             float yd = sum_strided(a.y + (i64)t * a.ny * D + d, D, a.ny);
 #pragma unroll
             for (int b = 0; b < MAXN; b++) {
@@ -981,6 +999,11 @@ __device__ __forceinline__ void hc_step_mix(const HcStepArgs& a, int t, int sp, 
         dot = warp_sum(dot);
         if (lane == 0) a.pdot[((i64)t * M + m) * nsplit + sp] = dot;
     }
+}
+__device__ __forceinline__ void hc_step_mix(const HcStepArgs& a, int t, int sp, int nsplit, int d, bool ok, float (&nv)[MAXN]) {
+    HcMixPre p;
+    hc_mix_pre(a, t, d, ok, p);
+    hc_step_mix_y(a, t, sp, nsplit, d, ok, p, nv);
 }
 
 extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
@@ -1052,8 +1075,15 @@ __device__ __forceinline__ u64 ld_acquire_u64(const u64* p) {
 }
 #define HC_MAXG (MAXN * (MAXN + 1) / 2)
 static_assert(MAXN * (MAXN + 1) / 2 + MAXN < 32, "hc_step_gs: a warp per pre mix and Gram entry, one more for post/comb");
+// Launched with PDL (decode; DS4_HC_PDL=0: not, session.rs launch_hc_step) it may start while its
+// predecessor (the decode step's out_b or down matvec, which writes y) still runs: everything it
+// reads before PDL_WAIT was written two or more launches back (the weights, the state from the
+// previous hc_step, the previous finish's post and comb: comb by attn_prep's or router_dec's
+// Sinkhorn block at the latest, three launches back), and it writes nothing before it. The
+// first step after the embedding (y == nullptr), whose state the predecessor writes, waits
+// first (the session never launches it with PDL anyway).
 extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
-    PDL_ENTRY;
+    if (!a.y) PDL_WAIT;
     __shared__ float mix_s[MAXM];
     __shared__ double g_s[HC_MAXG];
     __shared__ float sb_s[3 + MAXM];  // scale[0..3) then base[0..M)
@@ -1072,7 +1102,11 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
     u64 c0 = threadIdx.x == 0 ? ld_acquire_u64(a.gs + t) : 0;
     float* St = a.S + (i64)t * N * D;
     float nv[MAXN];
-    hc_step_mix(a, t, sp, nsplit, d, ok, nv);
+    HcMixPre pre;
+    hc_mix_pre(a, t, d, ok, pre);
+    PDL_WAIT;
+    PDL_TRIGGER;
+    hc_step_mix_y(a, t, sp, nsplit, d, ok, pre, nv);
     __syncthreads();  // every warp has read the old state
     if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 1] = gtimer();
     if (w == 0 && a.y && ok) {

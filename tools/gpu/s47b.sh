@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Session 47's second call, `bash tools/gpu/s47b.sh`: programmatic dependent launch for two
+# latency-bound decode kernels, each loading what its predecessor does not write before
+# griddepcontrol.wait: hc_step_gs (the mix weights, the old state, post / comb; DS4_HC_PDL=1)
+# and router_dec (its weight rows; DS4_ROUTER_PDL=1). Fixtures default and with both; decode at
+# 2K and 8K: the base binary (.gpu/base, session 46), the new one as built (the loads moved
+# ahead of a no-op wait) and with each switch, with the md5 of the greedy tokens (all equal
+# expected: no arithmetic changes).
+# Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz,base}. $OUT: log.txt.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+call_start s47b
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+fixtures_in X=1 "DS4_HC_PDL=1 DS4_ROUTER_PDL=1"
+synth_wait
+# ab BIN CTX [ENV]: CTX-token prompt, 96 greedy tokens: the t/s line and the tokens' md5
+ab() {
+  env DS4_BENCH_TOKENS=1 DS4_KERNEL_CACHE="$(kc "$1")" ${3:-X=1} timeout 120 "$1" --cuda -m "$M" --random-prompt $(($2 + 120)) --ctx-start "$2" \
+    --ctx-max "$2" --gen-tokens 96 > /tmp/run.txt 2>&1
+  echo "$(basename "$(dirname "$1")") ${3:-} ctx $2: $(tr '\r' '\n' < /tmp/run.txt | grep -E '^ctx [0-9]' | tail -1 | sed 's/ = .*//') | tokens $(grep -E '^ctx .*: tokens' /tmp/run.txt | md5sum | cut -c1-8)"
+  grep -E "rror|panic" /tmp/run.txt | head -3
+}
+for r in 1 2; do
+  for c in 2048 8192; do
+    ab "$BASE_BIN" $c; ab "$BIN" $c; ab "$BIN" $c DS4_HC_PDL=1; ab "$BIN" $c DS4_ROUTER_PDL=1; ab "$BIN" $c "DS4_HC_PDL=1 DS4_ROUTER_PDL=1"
+  done
+done
