@@ -396,6 +396,13 @@ pub struct Gpu {
     /// slower on the H200 in CUDA graphs (decode 64.7 -> 59.2 t/s in session 2; session 4:
     /// 90.5 t/s with the successor released before the wait, 93.5 after it, 96.2 off), so off by default.
     pub pdl: bool,
+    /// Kernels launched with PDL whatever `pdl` says: `DS4_PDL_K`, a comma list of kernel
+    /// names (empty: none), for A/B runs of single kernels (every kernel waits before its
+    /// dependent accesses, so any may be named). Default quant_q8: decode +0.2 % on an H100,
+    /// 4 of 4 runs; attn_prep and router_dec neutral, attn_dec -2.7 %, every mvq_b3 launch
+    /// -3 %, every mvq_b2 launch -1 % (bench/NOTES.md session 47). hc_step_gs has its own
+    /// (`DS4_HC_PDL`).
+    pdl_k: Vec<String>,
     /// Timing ablation only: kernels named in `DS4_SKIP_KERNELS` (comma list) are not launched,
     /// so a run shows what the rest costs. The results of such a run are meaningless.
     skip: Vec<String>,
@@ -466,12 +473,18 @@ impl Gpu {
         };
         let fork_ev = (mk_sync()?, mk_sync()?);
         let pdl = cc.0 >= 9 && std::env::var("DS4_PDL").map(|v| v == "1").unwrap_or(false);
-        let skip: Vec<String> = std::env::var("DS4_SKIP_KERNELS").map(|v| v.split(',').map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect()).unwrap_or_default();
+        let names = |var: &str| -> Vec<String> { std::env::var(var).map(|v| v.split(',').map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect()).unwrap_or_default() };
+        let skip = names("DS4_SKIP_KERNELS");
+        let pdl_k = match (cc.0 >= 9, std::env::var_os("DS4_PDL_K").is_some()) {
+            (false, _) => Vec::new(),
+            (true, true) => names("DS4_PDL_K"),
+            (true, false) => vec!["quant_q8".to_string()],
+        };
         if !skip.is_empty() {
             eprintln!("ds4: DS4_SKIP_KERNELS set (timing ablation, outputs are meaningless): {skip:?}");
         }
         let on_side = Default::default();
-        let g = Gpu { ctx, stream, side, on_side, side_prio, fork_ev, _module: module, funcs, name, sm_count, cc, total_mem, smem_optin, compile_s, profile, prof_ev, pdl, skip, blas: OnceLock::new(), seq: Default::default(), qr_ctr: OnceLock::new() };
+        let g = Gpu { ctx, stream, side, on_side, side_prio, fork_ev, _module: module, funcs, name, sm_count, cc, total_mem, smem_optin, compile_s, profile, prof_ev, pdl, pdl_k, skip, blas: OnceLock::new(), seq: Default::default(), qr_ctr: OnceLock::new() };
         // kernels that may use more than 48 KiB of dynamic shared memory
         for k in ["matvec_grouped", "moe_down_fused", "attn_partial", "idx_score", "hc_finish", "hc_finish_h", "hc_step", "attn_prep", "gemm_q64", "gemm_q128"] {
             g.set_max_smem(k, 200 * 1024)?;
@@ -785,7 +798,7 @@ impl Gpu {
             attrs[na].value.cooperative = 1;
             na += 1;
         }
-        if self.pdl || pdl {
+        if self.pdl || pdl || (!self.pdl_k.is_empty() && self.pdl_k.iter().any(|k| k == name)) {
             attrs[na].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
             attrs[na].value.programmaticStreamSerializationAllowed = 1;
             na += 1;
