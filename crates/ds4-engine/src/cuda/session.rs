@@ -3273,9 +3273,9 @@ impl CudaSession {
                 if !defer {
                     b.z = 0;
                 }
-                // a layer's step: its predecessor (out_b, the down matvec) writes y only, so
-                // hc_step_gs may start under it (decode +0.3-0.6 % on an H100, the same
-                // tokens, bench/NOTES.md session 47; DS4_HC_PDL=0: not)
+                // a layer's step: its predecessor (out_b, the down matvec or combine) writes y
+                // only, so hc_step_gs may start under it (decode +0.7 % against DS4_HC_PDL=0 on
+                // an H100, the same tokens, bench/NOTES.md session 47)
                 launch_hc_step_traced(gpu, &b, t, y, ny, fn_ptr, &f, 0, hc_pdl_on())?;
                 Ok(defer)
             }

@@ -1075,8 +1075,8 @@ __device__ __forceinline__ u64 ld_acquire_u64(const u64* p) {
 }
 #define HC_MAXG (MAXN * (MAXN + 1) / 2)
 static_assert(MAXN * (MAXN + 1) / 2 + MAXN < 32, "hc_step_gs: a warp per pre mix and Gram entry, one more for post/comb");
-// Launched with PDL (decode; DS4_HC_PDL=0: not, session.rs launch_hc_step) it may start while its
-// predecessor (the decode step's out_b or down matvec, which writes y) still runs: everything it
+// Launched with PDL (a layer's step; DS4_HC_PDL=0: not; session.rs hc_step_y) it may start while
+// its predecessor (the layer's out_b or down matvec, or combine, which writes y) still runs: everything it
 // reads before PDL_WAIT was written two or more launches back (the weights, the state from the
 // previous hc_step, the previous finish's post and comb: comb by attn_prep's or router_dec's
 // Sinkhorn block at the latest, three launches back), and it writes nothing before it. The
