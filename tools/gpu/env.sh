@@ -97,6 +97,21 @@ prompt_ab() {
   echo "[$1] ctx $2: $(tr '\r' '\n' < /tmp/run.txt | grep -E '^ctx [0-9]' | tail -1) | tokens $(grep -E '^ctx .*: tokens' /tmp/run.txt | md5sum | cut -c1-8)"
   grep -E "rror|panic" /tmp/run.txt | head -3
 }
+# decode_md5 BIN CTX ["VAR=value ..."]: a CTX-token prompt and 96 greedy tokens with that binary
+# (and its kernel cache) under that environment: the t/s line, the md5 of the greedy tokens
+# (runs that change no arithmetic must print the same md5)
+decode_md5() {
+  env DS4_BENCH_TOKENS=1 DS4_KERNEL_CACHE="$(kc "$1")" ${3:-X=1} timeout 120 "$1" --cuda -m "$M" --random-prompt $(($2 + 120)) \
+    --ctx-start "$2" --ctx-max "$2" --gen-tokens 96 > /tmp/run.txt 2>&1
+  echo "$(basename "$(dirname "$1")") ${3:-} ctx $2: $(tr '\r' '\n' < /tmp/run.txt | grep -E '^ctx [0-9]' | tail -1 | sed 's/ = .*//') | tokens $(grep -E '^ctx .*: tokens' /tmp/run.txt | md5sum | cut -c1-8)"
+  grep -E "rror|panic" /tmp/run.txt | head -3
+}
+# bench_sample "VAR=value ...": ds4-bench's decode at 2K (128 tokens) under that environment:
+# its sampled-decode line (DS4_BENCH_SAMPLE) and its t/s line
+bench_sample() {
+  env $1 timeout 100 "$BIN" --cuda -m "$M" --random-prompt 2128 --ctx-start 2048 --ctx-max 2048 --gen-tokens 128 2>&1 \
+    | tr '\r' '\n' | grep -E "^ctx [0-9]+: (sampled|prefill)|rror|panic" | sed "s/^/[$1] /" | tail -2
+}
 # long_prompt: ~32K tokens of plain text (15,000 common words; 31,916 tokens with the synthetic
 # model's tokenizer) in /tmp/long.txt, for the ds4 CLI's own prefill / generation rates.
 long_prompt() {

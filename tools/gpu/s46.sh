@@ -21,10 +21,6 @@ timeout 240 python3 crates/ds4-server/tests/gpu/smoke.py .gpu/ds4-server .gpu/fi
 grep -E '"(cached|same|rc|turn)|SMOKE|rror' /tmp/smoke.txt | tr -d ' \n'; echo
 synth_wait
 timeout 200 python3 tools/gpu/sample_ab.py .gpu/ds4-server "$M" /tmp/sab 1.0 0.1 0.02 0 2>&1 | tail -6
-bench_sample() {
-  env $1 timeout 90 "$BIN" --cuda -m "$M" --random-prompt 2128 --ctx-start 2048 --ctx-max 2048 --gen-tokens 128 2>&1 \
-    | tr '\r' '\n' | grep -E "^ctx [0-9]+: (sampled|prefill)|rror|panic" | sed "s/^/[$1] /" | tail -2
-}
 bench_sample X=1
 for T in 1 0.1 0.02; do
   for h in 1 0; do bench_sample "DS4_BENCH_SAMPLE=$T DS4_BENCH_SAMPLE_HOST=$h"; done

@@ -11,10 +11,6 @@ cd "$(dirname "$0")/../.."
 call_start s46b
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 synth_wait
-bench_sample() {
-  env $1 timeout 90 "$BIN" --cuda -m "$M" --random-prompt 2128 --ctx-start 2048 --ctx-max 2048 --gen-tokens 128 2>&1 \
-    | tr '\r' '\n' | grep -E "^ctx [0-9]+: prefill|rror|panic" | sed "s/^/[$1] /" | tail -1
-}
 for r in 1 2; do
   for p in 1 0; do bench_sample "DS4_BENCH_SAMPLE=1 DS4_BENCH_SAMPLE_HOST=1 DS4_PAGEABLE_LOGITS=$p"; done
 done

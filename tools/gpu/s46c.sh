@@ -11,9 +11,5 @@ call_start s46c
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 synth_wait
 timeout 240 python3 tools/gpu/sample_ab.py .gpu/ds4-server "$M" /tmp/sab 1.0 0 2>&1 | tail -3
-bench_sample() {
-  env $1 timeout 100 "$BIN" --cuda -m "$M" --random-prompt 2128 --ctx-start 2048 --ctx-max 2048 --gen-tokens 128 2>&1 \
-    | tr '\r' '\n' | grep -E "^ctx [0-9]+: (sampled|prefill)|rror|panic" | sed "s/^/[$1] /" | tail -2
-}
 bench_sample X=1
 for h in 1 0; do bench_sample "DS4_BENCH_SAMPLE=1 DS4_BENCH_SAMPLE_HOST=$h"; done

@@ -16,15 +16,9 @@ call_start s47b
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fixtures_in X=1 "DS4_HC_PDL=1 DS4_ROUTER_PDL=1"
 synth_wait
-# ab BIN CTX [ENV]: CTX-token prompt, 96 greedy tokens: the t/s line and the tokens' md5
-ab() {
-  env DS4_BENCH_TOKENS=1 DS4_KERNEL_CACHE="$(kc "$1")" ${3:-X=1} timeout 120 "$1" --cuda -m "$M" --random-prompt $(($2 + 120)) --ctx-start "$2" \
-    --ctx-max "$2" --gen-tokens 96 > /tmp/run.txt 2>&1
-  echo "$(basename "$(dirname "$1")") ${3:-} ctx $2: $(tr '\r' '\n' < /tmp/run.txt | grep -E '^ctx [0-9]' | tail -1 | sed 's/ = .*//') | tokens $(grep -E '^ctx .*: tokens' /tmp/run.txt | md5sum | cut -c1-8)"
-  grep -E "rror|panic" /tmp/run.txt | head -3
-}
 for r in 1 2; do
   for c in 2048 8192; do
-    ab "$BASE_BIN" $c; ab "$BIN" $c; ab "$BIN" $c DS4_HC_PDL=1; ab "$BIN" $c DS4_ROUTER_PDL=1; ab "$BIN" $c "DS4_HC_PDL=1 DS4_ROUTER_PDL=1"
+    decode_md5 "$BASE_BIN" $c
+    for e in X=1 DS4_HC_PDL=1 DS4_ROUTER_PDL=1 "DS4_HC_PDL=1 DS4_ROUTER_PDL=1"; do decode_md5 "$BIN" $c "$e"; done
   done
 done
