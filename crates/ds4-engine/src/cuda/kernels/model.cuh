@@ -935,7 +935,7 @@ struct HcStepArgs {
 // step, see hc_step_gs) and hc_step_mix_y (y, then the arithmetic).
 // device-only: one thread's loads of hc_mix_pre
 struct HcMixPre {
-    float fv[MAXN], sv[MAXN], pv[MAXN], cv[MAXN][MAXN];
+    float fv[MAXN], fv2[MAXN], sv[MAXN], pv[MAXN], cv[MAXN][MAXN];
 };
 __device__ __forceinline__ void hc_mix_pre(const HcStepArgs& a, int t, int d, bool ok, HcMixPre& p) {
     int w = threadIdx.x >> 5;
@@ -945,6 +945,10 @@ __device__ __forceinline__ void hc_mix_pre(const HcStepArgs& a, int t, int d, bo
     // this warp's (first) mix weights: independent of the state, so loaded first
 #pragma unroll
     for (int b = 0; b < MAXN; b++) p.fv[b] = (ok && w < M && b < N) ? h2f(a.fn[(i64)w * fstride + (i64)b * D + d]) : 0.f;
+    // and its second (blocks of fewer warps than mixes: hc_step_gs at 512 threads)
+    const int w2 = w + (int)(blockDim.x >> 5);
+#pragma unroll
+    for (int b = 0; b < MAXN; b++) p.fv2[b] = (ok && w2 < M && b < N) ? h2f(a.fn[(i64)w2 * fstride + (i64)b * D + d]) : 0.f;
     if (ok) {
 #pragma unroll
         for (int s = 0; s < MAXN; s++) p.sv[s] = s < N ? St[(i64)s * D + d] : 0.f;
@@ -994,7 +998,7 @@ __device__ __forceinline__ void hc_step_mix_y(const HcStepArgs& a, int t, int sp
         if (ok) {
 #pragma unroll
             for (int b = 0; b < MAXN; b++)
-                if (b < N) dot += (m == w ? fv[b] : h2f(a.fn[(i64)m * fstride + (i64)b * D + d])) * nv[b];
+                if (b < N) dot += (m == w ? fv[b] : m == w + nw ? p.fv2[b] : h2f(a.fn[(i64)m * fstride + (i64)b * D + d])) * nv[b];
         }
         dot = warp_sum(dot);
         if (lane == 0) a.pdot[((i64)t * M + m) * nsplit + sp] = dot;
