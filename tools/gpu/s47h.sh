@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 47's check of the s47-hc512 branch against main in one call, `bash tools/gpu/s47h.sh`:
 # decode at 2K, main's binary (.gpu/base, d5bc23a: hc_step_gs at 1024 threads under PDL) and the
-# branch's with DS4_HC_BLOCK=512, alternating; the md5 of the greedy tokens.
+# branch's with DS4_HC_BLOCK=512 (hc_step_gs512) and as built (hc_step_gs, ~main's: 24 SASS
+# instructions apart after the template split), alternating; the md5 of the greedy tokens.
 # Carry .gpu/{ds4-bench,ds4-gguf,kz,base}. $OUT: log.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -937,6 +937,7 @@ struct HcStepArgs {
 struct HcMixPre {
     float fv[MAXN], fv2[MAXN], sv[MAXN], pv[MAXN], cv[MAXN][MAXN];
 };
+template <bool TWO>
 __device__ __forceinline__ void hc_mix_pre(const HcStepArgs& a, int t, int d, bool ok, HcMixPre& p) {
     int w = threadIdx.x >> 5;
     int D = a.D, N = a.N, M = a.M;
@@ -945,10 +946,12 @@ __device__ __forceinline__ void hc_mix_pre(const HcStepArgs& a, int t, int d, bo
     // this warp's (first) mix weights: independent of the state, so loaded first
 #pragma unroll
     for (int b = 0; b < MAXN; b++) p.fv[b] = (ok && w < M && b < N) ? h2f(a.fn[(i64)w * fstride + (i64)b * D + d]) : 0.f;
-    // and its second (blocks of fewer warps than mixes: hc_step_gs at 512 threads)
-    const int w2 = w + (int)(blockDim.x >> 5);
+    // and its second (TWO: blocks of fewer warps than mixes, hc_step_gs512)
+    if constexpr (TWO) {
+        const int w2 = w + (int)(blockDim.x >> 5);
 #pragma unroll
-    for (int b = 0; b < MAXN; b++) p.fv2[b] = (ok && w2 < M && b < N) ? h2f(a.fn[(i64)w2 * fstride + (i64)b * D + d]) : 0.f;
+        for (int b = 0; b < MAXN; b++) p.fv2[b] = (ok && w2 < M && b < N) ? h2f(a.fn[(i64)w2 * fstride + (i64)b * D + d]) : 0.f;
+    }
     if (ok) {
 #pragma unroll
         for (int s = 0; s < MAXN; s++) p.sv[s] = s < N ? St[(i64)s * D + d] : 0.f;
@@ -964,6 +967,7 @@ __device__ __forceinline__ void hc_mix_pre(const HcStepArgs& a, int t, int d, bo
         }
     }
 }
+template <bool TWO>
 __device__ __forceinline__ void hc_step_mix_y(const HcStepArgs& a, int t, int sp, int nsplit, int d, bool ok, const HcMixPre& p,
                                               float (&nv)[MAXN]) {
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -998,7 +1002,7 @@ __device__ __forceinline__ void hc_step_mix_y(const HcStepArgs& a, int t, int sp
         if (ok) {
 #pragma unroll
             for (int b = 0; b < MAXN; b++)
-                if (b < N) dot += (m == w ? fv[b] : m == w + nw ? p.fv2[b] : h2f(a.fn[(i64)m * fstride + (i64)b * D + d])) * nv[b];
+                if (b < N) dot += (m == w ? fv[b] : TWO && m == w + nw ? p.fv2[b] : h2f(a.fn[(i64)m * fstride + (i64)b * D + d])) * nv[b];
         }
         dot = warp_sum(dot);
         if (lane == 0) a.pdot[((i64)t * M + m) * nsplit + sp] = dot;
@@ -1006,8 +1010,8 @@ __device__ __forceinline__ void hc_step_mix_y(const HcStepArgs& a, int t, int sp
 }
 __device__ __forceinline__ void hc_step_mix(const HcStepArgs& a, int t, int sp, int nsplit, int d, bool ok, float (&nv)[MAXN]) {
     HcMixPre p;
-    hc_mix_pre(a, t, d, ok, p);
-    hc_step_mix_y(a, t, sp, nsplit, d, ok, p, nv);
+    hc_mix_pre<false>(a, t, d, ok, p);
+    hc_step_mix_y<false>(a, t, sp, nsplit, d, ok, p, nv);
 }
 
 extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
@@ -1086,8 +1090,10 @@ static_assert(MAXN * (MAXN + 1) / 2 + MAXN < 32, "hc_step_gs: a warp per pre mix
 // Sinkhorn block at the latest, three launches back), and it writes nothing before it. The
 // first step after the embedding (y == nullptr), whose state the predecessor writes, waits
 // first (the session never launches it with PDL anyway).
-extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
-    if (!a.y) PDL_WAIT;
+// TWO: hc_step_gs512's blocks of 16 warps, two mixes each (the second's weights also loaded
+// before the wait). The kernels wait first where a.y == nullptr (see above).
+template <bool TWO>
+__device__ __forceinline__ void hc_step_gs_body(const HcStepArgs& a) {
     __shared__ float mix_s[MAXM];
     __shared__ double g_s[HC_MAXG];
     __shared__ float sb_s[3 + MAXM];  // scale[0..3) then base[0..M)
@@ -1107,10 +1113,10 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
     float* St = a.S + (i64)t * N * D;
     float nv[MAXN];
     HcMixPre pre;
-    hc_mix_pre(a, t, d, ok, pre);
+    hc_mix_pre<TWO>(a, t, d, ok, pre);
     PDL_WAIT;
     PDL_TRIGGER;
-    hc_step_mix_y(a, t, sp, nsplit, d, ok, pre, nv);
+    hc_step_mix_y<TWO>(a, t, sp, nsplit, d, ok, pre, nv);
     __syncthreads();  // every warp has read the old state
     if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 1] = gtimer();
     if (w == 0 && a.y && ok) {
@@ -1214,6 +1220,16 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
     } else if (w == 1 && sp == 0 && M > N && !spread) {
         hc_post_comb_warp(mix_s, rs, sb_s, N, t, a.post_out, a.z_out, a.comb_out, a.iters, a.hc_eps, lane);
     }
+}
+extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
+    if (!a.y) PDL_WAIT;
+    hc_step_gs_body<false>(a);
+}
+// (DS4_HC_BLOCK=512: a block of 512 x 64 registers fits beside one of out_b's two per SM, so
+// under PDL it may start when the first of them retires)
+extern "C" __global__ void __launch_bounds__(512) hc_step_gs512(HcStepArgs a) {
+    if (!a.y) PDL_WAIT;
+    hc_step_gs_body<true>(a);
 }
 
 // Rotate interleaved pairs of the last R values of v (shared memory) at position pos.
