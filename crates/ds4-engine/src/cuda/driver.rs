@@ -770,6 +770,13 @@ impl Gpu {
         self.launch_ex(name, grid, block, smem, args, true, true)
     }
 
+    /// `launch` with programmatic dependent launch for this launch alone (whatever `DS4_PDL`
+    /// says): the kernel must read nothing its predecessor writes before `griddepcontrol.wait`
+    /// (hc_fin_gs).
+    pub fn launch_pdl(&self, name: &str, grid: (u32, u32, u32), block: u32, smem: u32, args: Args) -> Result<()> {
+        self.launch_ex(name, grid, block, smem, args, false, true)
+    }
+
     /// How many blocks of `name` (at `block` threads, `smem` dynamic bytes) the device holds at
     /// once: the largest grid a cooperative launch accepts.
     pub fn coop_capacity(&self, name: &str, block: u32, smem: u32) -> Result<usize> {

@@ -5,7 +5,8 @@
 //! scores (SIMT vs tensor cores; `DS4_KBENCH=idx`), the routed-expert GEMMs of prefill on
 //! the grouped kernel vs cuBLAS (`DS4_KBENCH=exp`), the decode attention / router kernels
 //! against the previous ones (`DS4_KBENCH=dec`), and the fused hyper-connection step against
-//! the kernels it replaces (`DS4_KBENCH=hc`).
+//! the kernels it replaces (`DS4_KBENCH=hc`), and decode's out_b + FFN-side hyper-connection
+//! step split as out_b's epilogue + hc_fin_gs against out_b + hc_step_gs (`DS4_KBENCH=hce`).
 
 use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, CudaError, DevBuf, Gpu, Result};
@@ -108,6 +109,7 @@ pub fn run() -> Result<()> {
         "exp" => return exp_bench(&gpu),
         "dec" => return dec_bench(&gpu),
         "hc" => return hc_bench(&gpu),
+        "hce" => return hc_epi_bench(&gpu),
         "hcp" => return hc_prefill_bench(&gpu),
         "mid" => return mid_bench(&gpu),
         _ => {}
@@ -3030,6 +3032,121 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
             println!("{trace_line}");
         }
     }
+    Ok(())
+}
+
+/// Decode's attention output projection and the FFN-side hyper-connection step, as the decode
+/// layer runs them: out_b (Q8_0 8192 -> 4096, int8 input) then hc_step_gs under PDL, against
+/// mvq_b2h (out_b whose blocks run the step's phase 1) then hc_fin_gs (`DS4_HC_EPI`). Both from
+/// the same state: every output must be the same bytes (the same arithmetic in the same order),
+/// then the two sequences timed in graphs over 4 out_b matrices in turn (142 MB: L2 does not
+/// keep the weights between calls).
+pub fn hc_epi_bench(gpu: &Gpu) -> Result<()> {
+    use super::session::{hc_gram, hc_gs_fits, hc_step_args, launch_hc_fin, launch_hc_step_traced, HcBufs, HcF16, HcFinish};
+    let (d, n, m, cols, nvar) = (4096usize, 4usize, 24usize, 8192usize, 4usize);
+    let split = d / 32;
+    if !hc_gs_fits(gpu, split, 1, n) {
+        println!("hce: hc_step_gs does not fit the device at once (or DS4_HC_GS=0): nothing to compare");
+        return Ok(());
+    }
+    let mut seed = 0x0e51_u64;
+    let mut uni = |lo: f32, hi: f32, k: usize| -> Vec<f32> { (0..k).map(|_| lo + (hi - lo) * frand(&mut seed)).collect() };
+    let (s0, post0, comb0) = (uni(-1.0, 1.0, n * d), uni(0.0, 2.0, n), uni(0.0, 0.5, n * n));
+    let xs = uni(-1.0, 1.0, cols);
+    let fnv: Vec<u16> = uni(-0.05, 0.05, m * n * d).iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
+    let (scale, base, norm) = (uni(0.5, 1.5, 3), uni(-1.0, 1.0, m), uni(0.5, 1.5, d));
+    let (scb, bab, nob, xb) = (gpu.upload(&scale)?, gpu.upload(&base)?, gpu.upload(&norm)?, gpu.upload(&xs)?);
+    let fnb = gpu.alloc(fnv.len() * 2)?;
+    gpu.htod(fnb.ptr, &fnv)?;
+    let (qs, qd) = (gpu.alloc(cols)?, gpu.alloc(cols / 32 * 8)?);
+    launch_quant_q8(gpu, xb.ptr, cols, 0, 0, qs.ptr, qd.ptr)?;
+    let mats: Vec<GMat> = (0..nvar)
+        .map(|v| {
+            let data = random_blocks(GgmlType::Q8_0, cols * d, 4242 + v as u64);
+            upload_raw_mat(gpu, "out_b", GgmlType::Q8_0, vec![cols as u64, d as u64], &data)
+        })
+        .collect::<Result<_>>()?;
+    // per path: S, post, comb, partials, ticket, xn, int8 copy, z, barrier counter, y
+    let state = || -> Result<(HcBufs, Vec<DevBuf>)> {
+        let bufs = vec![
+            gpu.upload(&s0)?,
+            gpu.upload(&post0)?,
+            gpu.upload(&comb0)?,
+            gpu.alloc(split * m * 4)?,
+            gpu.alloc(split * hc_gram(n) * 8)?,
+            gpu.alloc_zeroed(4)?,
+            gpu.alloc(d * 4)?,
+            gpu.alloc(d)?,
+            gpu.alloc(d / 32 * 8)?,
+            gpu.alloc(n * n * 4)?,
+            gpu.alloc_zeroed(8)?,
+            gpu.alloc(d * 4)?,
+        ];
+        let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: bufs[10].ptr, z: bufs[9].ptr, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32, sat: 0 };
+        Ok((b, bufs))
+    };
+    let fin = |st: &[DevBuf]| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out: st[6].ptr, q8: Some((st[7].ptr, st[8].ptr)), f16: HcF16::default() };
+    let (ba, sa) = state()?;
+    let (bb, sb) = state()?;
+    let (fa, fb) = (fin(&sa), fin(&sb));
+    let (ya, yb) = (sa[11].ptr, sb[11].ptr);
+    let args = gpu.upload(&[hc_step_args(&bb, yb, 1, fnb.ptr, &fb, 0)])?;
+    let tab_a = mats.iter().map(|g| JobTableQ::new(&mut [MvJobQ::plain(g.wmat(), (qs.ptr, qd.ptr), ya)])).collect::<Result<Vec<_>>>()?;
+    let tab_b = mats.iter().map(|g| JobTableQ::new(&mut [MvJobQ { hc: args.ptr, ..MvJobQ::plain(g.wmat(), (qs.ptr, qd.ptr), yb) }])).collect::<Result<Vec<_>>>()?;
+    let step_a = |v: usize| -> Result<()> {
+        tab_a[v].run(gpu, 1)?;
+        launch_hc_step_traced(gpu, &ba, 1, ya, 1, fnb.ptr, &fa, 0, true)
+    };
+    let step_b = |v: usize| -> Result<()> {
+        tab_b[v].run(gpu, 1)?;
+        launch_hc_fin(gpu, &bb, yb, 1, fnb.ptr, &fb, true)
+    };
+    // the same bytes from the same inputs, over three steps (each feeds the next its state)
+    let bytes = |st: &[DevBuf]| -> Result<Vec<Vec<u8>>> {
+        [(0usize, n * d * 4), (1, n * 4), (6, d * 4), (7, d), (8, d / 32 * 8), (9, n * n * 4), (11, d * 4)]
+            .iter()
+            .map(|&(i, k)| {
+                let mut v = vec![0u8; k];
+                gpu.dtoh(&mut v, st[i].ptr)?;
+                Ok(v)
+            })
+            .collect()
+    };
+    let names = ["S", "post", "xn", "xn int8", "xn scales", "comb logits", "y"];
+    let mut same = true;
+    for v in 0..3 {
+        step_a(v)?;
+        step_b(v)?;
+        gpu.sync()?;
+        let (ra, rb) = (bytes(&sa)?, bytes(&sb)?);
+        for (k, (p, q)) in ra.iter().zip(&rb).enumerate() {
+            let diff = p.iter().zip(q).filter(|(x, y)| x != y).count();
+            if diff != 0 {
+                same = false;
+                println!("  step {v}: {} differs in {diff} of {} bytes", names[k], p.len());
+            }
+        }
+    }
+    let reps = 64;
+    let us_a = graph_us(gpu, reps, &|| -> Result<()> {
+        for v in 0..nvar {
+            step_a(v)?;
+        }
+        Ok(())
+    })? / nvar as f64;
+    let us_b = graph_us(gpu, reps, &|| -> Result<()> {
+        for v in 0..nvar {
+            step_b(v)?;
+        }
+        Ok(())
+    })? / nvar as f64;
+    let us_mv = graph_us(gpu, reps, &|| -> Result<()> {
+        for t in tab_a.iter() {
+            t.run(gpu, 1)?;
+        }
+        Ok(())
+    })? / nvar as f64;
+    println!("out_b Q8_0 {cols}->{d} + hc step (N{n} M{m}, int8 xn), us per pair: out_b + hc_step_gs {us_a:.2} | mvq_b2h + hc_fin_gs {us_b:.2} ({:+.1} %) | out_b alone {us_mv:.2} | outputs {}", 100.0 * (us_b / us_a - 1.0), if same { "same bytes" } else { "DIFFER" });
     Ok(())
 }
 

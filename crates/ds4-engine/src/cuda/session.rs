@@ -143,7 +143,7 @@ struct AttnArgs {
 /// Arguments of the fused decode hyper-connection step (kernels/model.cuh `HcStepArgs`).
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct HcStepArgs {
+pub(crate) struct HcStepArgs {
     s: u64,
     y: u64,
     post: u64,
@@ -464,9 +464,38 @@ pub(crate) fn launch_hc_step(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usi
 /// embedding; not a kernel bench's back-to-back steps).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish, trace: DevPtr, pdl: bool) -> Result<()> {
+    let a = hc_step_args(b, y, ny, fn_ptr, f, trace);
+    if b.gs != 0 {
+        // (the session checked that the grid fits the device at once: hc_gs_fits)
+        let (k, block) = hc_gs_kernel();
+        if pdl && y != 0 {
+            return gpu.launch_coop_pdl(k, (b.split as u32, t as u32, 1), block, 0, Args::new().a(a));
+        }
+        return gpu.launch_coop(k, (b.split as u32, t as u32, 1), block, 0, Args::new().a(a));
+    }
+    gpu.launch("hc_step", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, hc_fin_smem(b.n, b.d), Args::new().a(a))
+}
+
+/// hc_step_gs's phase 2 alone (model.cuh `hc_fin_gs`), for one token, after a matvec whose
+/// blocks ran phase 1 as their epilogue with the same `b`, y and weights (`hc_epi_on`).
+pub(crate) fn launch_hc_fin(gpu: &Gpu, b: &HcBufs, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish, pdl: bool) -> Result<()> {
+    let a = hc_step_args(b, y, ny, fn_ptr, f, 0);
+    let grid = (b.split as u32, 1, 1);
+    if pdl {
+        gpu.launch_pdl("hc_fin_gs", grid, HC_FIN_BLOCK, 0, Args::new().a(a))
+    } else {
+        gpu.launch("hc_fin_gs", grid, HC_FIN_BLOCK, 0, Args::new().a(a))
+    }
+}
+
+/// Threads per block of hc_fin_gs (a warp per partial it reduces, two spare).
+const HC_FIN_BLOCK: u32 = 512;
+
+/// The kernel arguments of a hyper-connection step (hc_step, hc_step_gs, hc_fin_gs, hc_epi).
+pub(crate) fn hc_step_args(b: &HcBufs, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish, trace: DevPtr) -> HcStepArgs {
     let (q8s, q8d) = f.q8.unwrap_or((0, 0));
     let z_out = if f.m > b.n { b.z } else { 0 };
-    let a = HcStepArgs {
+    HcStepArgs {
         s: b.s,
         y,
         post: b.post,
@@ -494,16 +523,7 @@ pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, 
         pad: 0,
         trace,
         gs: b.gs,
-    };
-    if b.gs != 0 {
-        // (the session checked that the grid fits the device at once: hc_gs_fits)
-        let (k, block) = hc_gs_kernel();
-        if pdl && y != 0 {
-            return gpu.launch_coop_pdl(k, (b.split as u32, t as u32, 1), block, 0, Args::new().a(a));
-        }
-        return gpu.launch_coop(k, (b.split as u32, t as u32, 1), block, 0, Args::new().a(a));
     }
-    gpu.launch("hc_step", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, hc_fin_smem(b.n, b.d), Args::new().a(a))
 }
 
 /// Dynamic shared memory of hc_finish_tok's callers (model.cuh: the staged
@@ -1444,6 +1464,10 @@ pub(crate) struct MvJobQ {
     /// next int8 matvec's input without a quant_q8 launch (32 rows per block, see `plan`)
     pub yq: u64,
     pub yd: u64,
+    /// device HcStepArgs when y is the layer output of a decode hyper-connection step whose
+    /// phase 1 each block runs on its 32 rows (q8.cuh `hc`, model.cuh `hc_epi`): plain job,
+    /// one slot, 32 rows per block
+    pub hc: u64,
 }
 
 /// Weight types `mvq` handles: Q8_0, Q2_K, Q4_K, IQ2_XXS.
@@ -1492,7 +1516,7 @@ impl MvJobQ {
         if mvq_wide2() && self.rpw == 4 && self.wk == 1 && self.w.cols >= 8192 {
             self.wk = 2;
         }
-        if self.yq != 0 {
+        if self.yq != 0 || self.hc != 0 {
             (self.wk, self.rpw) = (1, 4);
         }
     }
@@ -1503,7 +1527,7 @@ impl MvJobQ {
     /// t/s the same within noise, session 13). Only mvq_b2 (all-Q8_0 tables) has the
     /// instantiation.
     fn plan_r8(&mut self) {
-        if self.w.ty == 8 && self.w2.pay == 0 && self.sel == 0 && self.yq == 0 && self.rpw == 4 && self.wk == 1 && self.w.cols <= 1024 {
+        if self.w.ty == 8 && self.w2.pay == 0 && self.sel == 0 && self.yq == 0 && self.hc == 0 && self.rpw == 4 && self.wk == 1 && self.w.cols <= 1024 {
             self.rpw = 8;
         }
     }
@@ -1518,6 +1542,12 @@ fn down_sh_first() -> bool {
 /// `launch_hc_step_traced`).
 fn hc_pdl_on() -> bool {
     env_unless!("DS4_HC_PDL", "0")
+}
+
+/// `DS4_HC_EPI=0`: decode's FFN-side hyper-connection step as one hc_step_gs launch instead of
+/// out_b's epilogue + hc_fin_gs (`CudaSession::hc_epi_ok`).
+fn hc_epi_on() -> bool {
+    env_unless!("DS4_HC_EPI", "0")
 }
 
 /// `DS4_FORK=0`: no parallel branch in a decode step (see `layers`).
@@ -1549,6 +1579,8 @@ fn mvq_wide2() -> bool {
 
 /// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
 pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
+/// The entry point of a table whose one job has the hyper-connection epilogue (`MvJobQ::hc`).
+const MVQ_HC_KERNEL: &str = "mvq_b2h";
 
 impl GridJob for MvJobQ {
     fn blocks(&self) -> usize {
@@ -1564,6 +1596,11 @@ impl GridJob for MvJobQ {
         }
         if self.yq != 0 && (self.rows_per_block() != 32 || self.w.rows % 32 != 0) {
             return Err(CudaError::Other(format!("mvq: a quantized output needs 32 rows per block ({} rows)", self.w.rows)));
+        }
+        // mvq_b2h runs exactly this shape (q8.cuh mvq_block_hc), and only it has the epilogue
+        let hc_shape = self.w.ty == 8 && self.rpw == 4 && self.wk == 1 && self.w.rows % 32 == 0 && self.nslots == 1 && self.sel == 0 && self.w2.pay == 0 && self.yq == 0;
+        if (self.hc != 0) != (kern == MVQ_HC_KERNEL) || (self.hc != 0 && !hc_shape) {
+            return Err(CudaError::Other(format!("mvq: the hyper-connection epilogue needs {MVQ_HC_KERNEL} and a plain one-slot Q8_0 job of 32 rows per block (type {}, {} rows, {kern})", self.w.ty, self.w.rows)));
         }
         Ok(())
     }
@@ -1585,6 +1622,12 @@ impl JobTableQ {
             for j in jobs.iter_mut() {
                 j.plan_r8();
             }
+        }
+        if jobs.iter().any(|j| j.hc != 0) {
+            if jobs.len() != 1 {
+                return Err(CudaError::Other(format!("{MVQ_HC_KERNEL}: one job per launch, not {}", jobs.len())));
+            }
+            return Jobs::with_kernel(jobs, MVQ_HC_KERNEL);
         }
         Jobs::with_kernel(jobs, MVQ_KERNELS[if q8_only { 0 } else { 1 }])
     }
@@ -1632,6 +1675,9 @@ struct AttnJobsQ {
     bi: Option<JobTable>,
     c: JobTableQ,
     d: JobTableQ,
+    /// d's job runs the FFN-side hyper-connection step's phase 1 (`hc_epi_on`): its
+    /// HcStepArgs in device memory (the job points at them); hc_fin_gs runs phase 2
+    hc: Option<DevBuf>,
 }
 
 
@@ -3016,8 +3062,28 @@ impl CudaSession {
         }
         let mut c = MvJobQ::row_groups(&ly.out_a, d.g, sc.qheads.at(0), sc.low.ptr, sc.grp_ids.ptr);
         (c.yq, c.yd) = sc.qlow.at(0);
-        let dd = MvJobQ::plain(ly.out_b.wmat(), sc.qlow.at(0), sc.attn_out.ptr);
-        Ok(AttnJobsQ { b: JobTableQ::new(&mut b)?, ib, bi, c: JobTableQ::new(&mut [c])?, d: JobTableQ::new(&mut [dd])? })
+        let mut dd = MvJobQ::plain(ly.out_b.wmat(), sc.qlow.at(0), sc.attn_out.ptr);
+        // out_b's blocks run the FFN-side hyper-connection step's phase 1 (see hc_epi_ok)
+        let hc = if self.hc_epi_ok(l) {
+            let f = HcFinish { m: d.n_hc * (d.n_hc + 2), scale: ly.hc_ffn_scale.ptr, base: ly.hc_ffn_base.ptr, norm: ly.ffn_norm.ptr, out: sc.xn.ptr, q8: Some(sc.qx.at(0)), f16: HcF16::default() };
+            let buf = self.gpu().upload(&[hc_step_args(&self.hc_bufs(), sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, &f, 0)])?;
+            dd.hc = buf.ptr;
+            Some(buf)
+        } else {
+            None
+        };
+        Ok(AttnJobsQ { b: JobTableQ::new(&mut b)?, ib, bi, c: JobTableQ::new(&mut [c])?, d: JobTableQ::new(&mut [dd])?, hc })
+    }
+
+    /// Whether layer `l`'s int8 out_b runs the FFN-side hyper-connection step's phase 1 as its
+    /// blocks' epilogue, hc_fin_gs then phase 2 (model.cuh hc_epi; `DS4_HC_EPI=0`: off, the
+    /// whole step is one hc_step_gs launch). The same arithmetic as hc_step_gs, so only where
+    /// decode takes it (hc_fused, its grid barrier's counters allocated), and out_b's rows are
+    /// the hyper-connection's columns in hc_step_gs's 32-column blocks.
+    fn hc_epi_ok(&self, l: usize) -> bool {
+        let d = &self.m.dims;
+        let ob = self.m.layers[l].out_b.wmat();
+        hc_epi_on() && self.hc_fused(1) && self.sc.hc_gs.is_some() && d.n_hc <= HC_MAXN && d.d % 32 == 0 && self.hc_split * 32 == d.d && ob.rows as usize == d.d && ob.ty == 8
     }
 
     // ---------------------------------------------------------------------------------------
@@ -3318,6 +3384,20 @@ impl CudaSession {
                 Ok(false)
             }
         }
+    }
+
+    /// The FFN-side hyper-connection step of one decode token after an out_b whose blocks ran
+    /// its phase 1 (`AttnJobsQ::hc`): phase 2 alone (hc_fin_gs), deferring the Sinkhorn as
+    /// hc_step_y does. y and `fn_ptr` are those the epilogue's arguments name.
+    fn hc_fin_after_epi(&self, y: DevPtr, fn_ptr: DevPtr, f: HcFinish, defer: bool) -> Result<bool> {
+        let mut b = self.hc_bufs();
+        let defer = defer && hc_sk_enabled() && f.m > b.n;
+        if !defer {
+            b.z = 0;
+        }
+        // only the finish's weights are read before its wait: PDL under out_b's tail
+        launch_hc_fin(self.gpu(), &b, y, 1, fn_ptr, &f, hc_pdl_on())?;
+        Ok(defer)
     }
 
     /// The Sinkhorn job of a deferring hc_step (one token: decode).
@@ -3718,7 +3798,12 @@ impl CudaSession {
             let gw = ly.gate_inp.wmat();
             let fused_router = decode && self.q8 && t == 1 && router_dec_ok(&gw, tid2eid != 0, d.e, d.k);
             // (only router_dec takes a Sinkhorn job on the FFN side)
-            sk = self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin), fused_router)?;
+            sk = if att.is_some_and(|a| a.hc.is_some()) {
+                // (out_b's blocks ran its phase 1)
+                self.hc_fin_after_epi(sc.attn_out.ptr, ly.hc_ffn_fn.ptr, ffn_fin, fused_router)?
+            } else {
+                self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin), fused_router)?
+            };
             if fused_router {
                 let a = RouterDecArgs {
                     w: gw,

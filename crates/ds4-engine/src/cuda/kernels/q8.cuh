@@ -50,6 +50,11 @@ extern "C" __global__ void q8_from_f16(const u16* __restrict__ src, signed char*
     hdr[b] = f2h(d);
 }
 
+// decode's hyper-connection phase 1 as an mvq block's epilogue (model.cuh hc_epi)
+struct HcStepArgs;
+__device__ __forceinline__ void hc_epi_stage(const HcStepArgs* g);
+__device__ __forceinline__ void hc_epi(int sp, float v);
+
 struct MvJobQ {
     WMat w;
     WMat w2;                 // paired jobs: the "up" matrix (same type and shape); w2.pay == 0 otherwise
@@ -65,6 +70,8 @@ struct MvJobQ {
     float clamp;             // paired: SwiGLU clamp
     signed char* yq;         // y also quantized (q8 layout) when set: 32 rows per block
     float2* yd;
+    const HcStepArgs* hc;    // mvq_b2h: y is the layer output of a decode hyper-connection step,
+                             // whose phase 1 each block runs on its 32 rows (hc_epi)
 };
 
 // IQ2_XXS to signed int8 words by byte permutes. Each group of 8 weights is a grid entry of 8
@@ -284,6 +291,21 @@ __device__ __forceinline__ void mvq_rows(const MvJobQ& j, int rowA, const signed
     else mvq_body<TY, 1, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);
 }
 
+// mvq_b2h's block: a plain one-slot Q8_0 job of 4 rows per warp, whole rows (32 rows per block),
+// then the hyper-connection epilogue (checked by the host: MvJobQ::check). Its own entry point:
+// the epilogue's registers in mvq_b2 / mvq_b3 moved their other loops' allocation (spills).
+__device__ __forceinline__ void mvq_block_hc(const MvJobQ& j, u32* gsel, float (*red)[16]) {
+    int slot, row0, rpb, ks, rowA;
+    const u8 *pay, *hdr, *pay2, *hdr2;
+    float wsl;
+    mv_place(j, blockIdx.x, slot, row0, rpb, ks, rowA, pay, hdr, pay2, hdr2, wsl);
+    hc_epi_stage(j.hc);
+    mvq_body<T_Q8_0, 4, false>(j, rowA, j.xq, j.xd, pay, hdr, pay2, hdr2, ks, red, gsel);
+    __syncthreads();
+    const float v = mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, false, j.clamp, wsl, slot, j.y);
+    hc_epi(row0 >> 5, v);
+}
+
 // One block per 16-32 rows (a persistent variant that looped over logical blocks measured no
 // faster in the decode graph: 92.6 vs 92.4 t/s, session 3), or 64 with 8 rows per warp: R8
 // (mvq_b2 only, whose jobs are all Q8_0; the session gives it to plain jobs of short rows,
@@ -341,6 +363,12 @@ __device__ __forceinline__ void mvq_main(const JobSet<MvJobQ>& js, int njobs) {
 extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
     mvq_main<true>(js, njobs);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2h(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
+    __shared__ u32 gsel[1];  // (unused by Q8_0)
+    __shared__ float red[8][16];
+    PDL_ENTRY;
+    mvq_block_hc(js.j[0], gsel, red);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;

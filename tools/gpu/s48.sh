@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Session 48's first call, `bash tools/gpu/s48.sh`: decode's FFN-side hyper-connection step split
+# into out_b's epilogue (mvq_b2h: phase 1 per 32-row block) + hc_fin_gs (phase 2), default on,
+# `DS4_HC_EPI=0` off (one hc_step_gs launch, as before); and the s47-hc512 branch's
+# hc_step_gs512 (`DS4_HC_BLOCK=512`, merged here, off by default).
+#   1. kbench hce: out_b + hc_step_gs against mvq_b2h + hc_fin_gs from one state, every output
+#      compared byte for byte, and both pairs timed;
+#   2. the fixtures (hc_step_gs's phases were refactored into functions: same arithmetic);
+#   3. decode at 2K and 8K, two rounds: main's binary (.gpu/base), this one as built, with
+#      DS4_HC_EPI=0, with DS4_HC_BLOCK=512 (and both), and the md5 of the greedy tokens (all
+#      equal expected: the split runs the same arithmetic).
+# Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz,base}. $OUT: log.txt.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+call_start s48
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+echo "== kbench hce"
+DS4_KBENCH=hce timeout 120 "$BIN" --kernel-bench 2>&1 | grep -vE "^\s*$" | tail -8
+fixtures_in "X=1" "DS4_HC_EPI=0"
+synth_wait
+for r in 1 2; do
+  for c in 2048 8192; do
+    decode_md5 "$BASE_BIN" $c
+    decode_md5 "$BIN" $c
+    decode_md5 "$BIN" $c DS4_HC_EPI=0
+    decode_md5 "$BIN" $c DS4_HC_BLOCK=512
+    decode_md5 "$BIN" $c "DS4_HC_EPI=0 DS4_HC_BLOCK=512"
+  done
+done
