@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Session 48's first call, `bash tools/gpu/s48.sh`: decode's FFN-side hyper-connection step split
 # into out_b's epilogue (mvq_b2h: phase 1 per 32-row block) + hc_fin_gs (phase 2), default on,
-# `DS4_HC_EPI=0` off (one hc_step_gs launch, as before); and the s47-hc512 branch's
-# hc_step_gs512 (`DS4_HC_BLOCK=512`, merged here, off by default).
+# `DS4_HC_EPI=0` off (one hc_step_gs launch, as before).
 #   1. kbench hce: out_b + hc_step_gs against mvq_b2h + hc_fin_gs from one state, every output
 #      compared byte for byte, and both pairs timed;
 #   2. the fixtures (hc_step_gs's phases were refactored into functions: same arithmetic);
-#   3. decode at 2K and 8K, two rounds: main's binary (.gpu/base), this one as built, with
-#      DS4_HC_EPI=0, with DS4_HC_BLOCK=512 (and both), and the md5 of the greedy tokens (all
-#      equal expected: the split runs the same arithmetic).
+#   3. decode at 2K and 8K, two rounds: main's binary (.gpu/base), this one as built and with
+#      DS4_HC_EPI=0, and the md5 of the greedy tokens (all equal expected: the split runs the
+#      same arithmetic).
+# (Its first run, with hc_step_gs512 still in the build, failed on mvq_b2h / hc_fin_gs missing
+# from driver::KERNELS; its DS4_HC_EPI=0 rows measured DS4_HC_BLOCK=512 at -0.2 to -0.9 %
+# against 1024 threads at 2K: the s47-hc512 branch was not merged.)
 # Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz,base}. $OUT: log.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,7 +26,5 @@ for r in 1 2; do
     decode_md5 "$BASE_BIN" $c
     decode_md5 "$BIN" $c
     decode_md5 "$BIN" $c DS4_HC_EPI=0
-    decode_md5 "$BIN" $c DS4_HC_BLOCK=512
-    decode_md5 "$BIN" $c "DS4_HC_EPI=0 DS4_HC_BLOCK=512"
   done
 done

@@ -201,9 +201,19 @@ mod tests {
             // the kernel body: up to the matching brace
             let end = super::brace_end(&src, open);
             let body = &src[open + 1..end];
-            let name = src[i..open].split('(').next().unwrap().split_whitespace().last().unwrap().to_string();
+            // the identifier before the parameter list: the first '(' not opening an attribute's
+            // arguments (__launch_bounds__(...), __cluster_dims__(...))
+            let head = &src[i..open];
+            let name = head
+                .match_indices('(')
+                .map(|(p, _)| head[..p].trim_end().rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or(""))
+                .find(|id| !id.starts_with("__"))
+                .unwrap_or("")
+                .to_string();
             let first = body.trim_start();
             assert!(first.starts_with("PDL_ENTRY") || body.contains("PDL_WAIT"), "kernel {name} lacks PDL_ENTRY / PDL_WAIT");
+            // (a kernel missing from the list loads nowhere: launching it panics on the device)
+            assert!(driver::KERNELS.contains(&name.as_str()), "kernel {name} is not in driver::KERNELS");
             n += 1;
         }
         assert_eq!(n, driver::KERNELS.len(), "every listed kernel found once");

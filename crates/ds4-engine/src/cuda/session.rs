@@ -467,11 +467,10 @@ pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, 
     let a = hc_step_args(b, y, ny, fn_ptr, f, trace);
     if b.gs != 0 {
         // (the session checked that the grid fits the device at once: hc_gs_fits)
-        let (k, block) = hc_gs_kernel();
         if pdl && y != 0 {
-            return gpu.launch_coop_pdl(k, (b.split as u32, t as u32, 1), block, 0, Args::new().a(a));
+            return gpu.launch_coop_pdl("hc_step_gs", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, 0, Args::new().a(a));
         }
-        return gpu.launch_coop(k, (b.split as u32, t as u32, 1), block, 0, Args::new().a(a));
+        return gpu.launch_coop("hc_step_gs", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, 0, Args::new().a(a));
     }
     gpu.launch("hc_step", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, hc_fin_smem(b.n, b.d), Args::new().a(a))
 }
@@ -546,22 +545,11 @@ pub(crate) const HC_MAXN: usize = 4;
 /// Threads per block of hc_step / hc_step_gs (one warp per mix).
 const HC_STEP_BLOCK: u32 = 1024;
 
-/// hc_step_gs's entry point and threads per block: hc_step_gs at 1024, or with
-/// `DS4_HC_BLOCK=512` hc_step_gs512 (two mixes per warp; a block then fits beside one of
-/// out_b's, so under PDL it can start when the first of the two retires).
-fn hc_gs_kernel() -> (&'static str, u32) {
-    if env_is!("DS4_HC_BLOCK", "512") {
-        ("hc_step_gs512", 512)
-    } else {
-        ("hc_step_gs", HC_STEP_BLOCK)
-    }
-}
-
 /// Whether hc_step_gs can run `t` tokens of `split` blocks: on (`DS4_HC_GS=0`: hc_step), at
 /// most HC_MAXN streams, and the whole grid resident at once (its barrier; a cooperative
 /// launch refuses a larger grid).
 pub(crate) fn hc_gs_fits(gpu: &Gpu, split: usize, t: usize, n: usize) -> bool {
-    env_unless!("DS4_HC_GS", "0") && n <= HC_MAXN && gpu.coop_capacity(hc_gs_kernel().0, hc_gs_kernel().1, 0).map(|c| c >= split * t).unwrap_or(false)
+    env_unless!("DS4_HC_GS", "0") && n <= HC_MAXN && gpu.coop_capacity("hc_step_gs", HC_STEP_BLOCK, 0).map(|c| c >= split * t).unwrap_or(false)
 }
 
 /// Gram entries of `n` streams (hc_step_gs's partials per split).

@@ -935,9 +935,8 @@ struct HcStepArgs {
 // step, see hc_step_gs) and hc_step_mix_y (y, then the arithmetic).
 // device-only: one thread's loads of hc_mix_pre
 struct HcMixPre {
-    float fv[MAXN], fv2[MAXN], sv[MAXN], pv[MAXN], cv[MAXN][MAXN];
+    float fv[MAXN], sv[MAXN], pv[MAXN], cv[MAXN][MAXN];
 };
-template <bool TWO>
 __device__ __forceinline__ void hc_mix_pre(const HcStepArgs& a, int t, int d, bool ok, HcMixPre& p) {
     int w = threadIdx.x >> 5;
     int D = a.D, N = a.N, M = a.M;
@@ -946,12 +945,6 @@ __device__ __forceinline__ void hc_mix_pre(const HcStepArgs& a, int t, int d, bo
     // this warp's (first) mix weights: independent of the state, so loaded first
 #pragma unroll
     for (int b = 0; b < MAXN; b++) p.fv[b] = (ok && w < M && b < N) ? h2f(a.fn[(i64)w * fstride + (i64)b * D + d]) : 0.f;
-    // and its second (TWO: blocks of fewer warps than mixes, hc_step_gs512)
-    if constexpr (TWO) {
-        const int w2 = w + (int)(blockDim.x >> 5);
-#pragma unroll
-        for (int b = 0; b < MAXN; b++) p.fv2[b] = (ok && w2 < M && b < N) ? h2f(a.fn[(i64)w2 * fstride + (i64)b * D + d]) : 0.f;
-    }
     if (ok) {
 #pragma unroll
         for (int s = 0; s < MAXN; s++) p.sv[s] = s < N ? St[(i64)s * D + d] : 0.f;
@@ -969,7 +962,6 @@ __device__ __forceinline__ void hc_mix_pre(const HcStepArgs& a, int t, int d, bo
 }
 // hc_step_mix_y's arithmetic on the column's y value yd (its ny rows summed, as sum_strided
 // sums them), whoever loaded it: hc_step_mix_y from a.y, hc_epi from the matvec's own outputs
-template <bool TWO>
 __device__ __forceinline__ void hc_step_mix_v(const HcStepArgs& a, int t, int sp, int nsplit, int d, bool ok, const HcMixPre& p,
                                               float yd, float (&nv)[MAXN]) {
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -1003,22 +995,21 @@ __device__ __forceinline__ void hc_step_mix_v(const HcStepArgs& a, int t, int sp
         if (ok) {
 #pragma unroll
             for (int b = 0; b < MAXN; b++)
-                if (b < N) dot += (m == w ? fv[b] : TWO && m == w + nw ? p.fv2[b] : h2f(a.fn[(i64)m * fstride + (i64)b * D + d])) * nv[b];
+                if (b < N) dot += (m == w ? fv[b] : h2f(a.fn[(i64)m * fstride + (i64)b * D + d])) * nv[b];
         }
         dot = warp_sum(dot);
         if (lane == 0) a.pdot[((i64)t * M + m) * nsplit + sp] = dot;
     }
 }
-template <bool TWO>
 __device__ __forceinline__ void hc_step_mix_y(const HcStepArgs& a, int t, int sp, int nsplit, int d, bool ok, const HcMixPre& p,
                                               float (&nv)[MAXN]) {
     const float yd = ok && a.y ? sum_strided(a.y + (i64)t * a.ny * a.D + d, a.D, a.ny) : 0.f;
-    hc_step_mix_v<TWO>(a, t, sp, nsplit, d, ok, p, yd, nv);
+    hc_step_mix_v(a, t, sp, nsplit, d, ok, p, yd, nv);
 }
 __device__ __forceinline__ void hc_step_mix(const HcStepArgs& a, int t, int sp, int nsplit, int d, bool ok, float (&nv)[MAXN]) {
     HcMixPre p;
-    hc_mix_pre<false>(a, t, d, ok, p);
-    hc_step_mix_y<false>(a, t, sp, nsplit, d, ok, p, nv);
+    hc_mix_pre(a, t, d, ok, p);
+    hc_step_mix_y(a, t, sp, nsplit, d, ok, p, nv);
 }
 
 extern "C" __global__ void __launch_bounds__(1024) hc_step(HcStepArgs a) {
@@ -1200,10 +1191,8 @@ __device__ __forceinline__ void hc_gs_finish(const HcStepArgs& a, int sp, int ns
 // Sinkhorn block at the latest, three launches back), and it writes nothing before it. The
 // first step after the embedding (y == nullptr), whose state the predecessor writes, waits
 // first (the session never launches it with PDL anyway).
-// TWO: hc_step_gs512's blocks of 16 warps, two mixes each (the second's weights also loaded
-// before the wait). The kernels wait first where a.y == nullptr (see above).
-template <bool TWO>
-__device__ __forceinline__ void hc_step_gs_body(const HcStepArgs& a) {
+extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
+    if (!a.y) PDL_WAIT;
     __shared__ float sb_s[3 + MAXM];  // scale[0..3) then base[0..M)
     int sp = blockIdx.x, nsplit = gridDim.x, t = blockIdx.y;
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -1221,10 +1210,10 @@ __device__ __forceinline__ void hc_step_gs_body(const HcStepArgs& a) {
     float* St = a.S + (i64)t * N * D;
     float nv[MAXN];
     HcMixPre pre;
-    hc_mix_pre<TWO>(a, t, d, ok, pre);
+    hc_mix_pre(a, t, d, ok, pre);
     PDL_WAIT;
     PDL_TRIGGER;
-    hc_step_mix_y<TWO>(a, t, sp, nsplit, d, ok, pre, nv);
+    hc_step_mix_y(a, t, sp, nsplit, d, ok, pre, nv);
     __syncthreads();  // every warp has read the old state
     if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 1] = gtimer();
     if (w == 0 && a.y && ok) {
@@ -1245,17 +1234,6 @@ __device__ __forceinline__ void hc_step_gs_body(const HcStepArgs& a) {
     __syncthreads();
     hc_gs_finish(a, sp, nsplit, t, nv, nwd, sb_s);
 }
-extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
-    if (!a.y) PDL_WAIT;
-    hc_step_gs_body<false>(a);
-}
-// (DS4_HC_BLOCK=512: a block of 512 x 64 registers fits beside one of out_b's two per SM, so
-// under PDL it may start when the first of them retires)
-extern "C" __global__ void __launch_bounds__(512) hc_step_gs512(HcStepArgs a) {
-    if (!a.y) PDL_WAIT;
-    hc_step_gs_body<true>(a);
-}
-
 // ---- decode's hyper-connection step split across out_b and a short launch (DS4_HC_EPI) ----
 // hc_step_gs's phase 1 for 32 columns is what the block of a 32-row matvec has at hand when it
 // has written those 32 rows of the layer output y: the attention side's out_b (8192 -> D,
@@ -1288,10 +1266,10 @@ __device__ __forceinline__ void hc_epi(int sp, float v) {
     const int d = sp * 32 + lane;
     const bool ok = d < D;
     HcMixPre pre;
-    hc_mix_pre<false>(a, 0, d, ok, pre);
+    hc_mix_pre(a, 0, d, ok, pre);
     float nv[MAXN];
     // (0 + y: sum_strided's sum of the one row, bit for bit)
-    hc_step_mix_v<false>(a, 0, sp, nsplit, d, ok, pre, ok ? 0.f + ysh[lane] : 0.f, nv);
+    hc_step_mix_v(a, 0, sp, nsplit, d, ok, pre, ok ? 0.f + ysh[lane] : 0.f, nv);
     __syncthreads();  // every warp has read the old state
     if (w == 0 && ok) {
 #pragma unroll

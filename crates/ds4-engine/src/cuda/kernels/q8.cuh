@@ -365,9 +365,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2(const __grid_constan
     mvq_main<true>(js, njobs);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2h(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
+    PDL_ENTRY;
     __shared__ u32 gsel[1];  // (unused by Q8_0)
     __shared__ float red[8][16];
-    PDL_ENTRY;
     mvq_block_hc(js.j[0], gsel, red);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
