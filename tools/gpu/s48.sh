@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Session 48's first call, `bash tools/gpu/s48.sh`: decode's FFN-side hyper-connection step split
-# into out_b's epilogue (mvq_b2h: phase 1 per 32-row block) + hc_fin_gs (phase 2), default on,
-# `DS4_HC_EPI=0` off (one hc_step_gs launch, as before).
-#   1. kbench hce: out_b + hc_step_gs against mvq_b2h + hc_fin_gs from one state, every output
-#      compared byte for byte, and both pairs timed;
+# Session 48's first call, `bash tools/gpu/s48.sh`: decode's hyper-connection steps split into
+# the epilogue of the matvec before them (phase 1) + hc_fin_gs (phase 2): the FFN-side step after
+# out_b (mvq_b2h: each 32-row block) and the attention-side step after the down projection
+# (mvq_b3h: each slice's last block, by a ticket). `DS4_HC_EPI` mask: 1 the first, 2 the second,
+# default 3; 0 off (one hc_step_gs launch each, as before).
+#   1. kbench hce: out_b / the down + hc_step_gs against mvq_b2h / mvq_b3h + hc_fin_gs from one
+#      state, every output compared byte for byte, and both pairs timed;
 #   2. the fixtures (hc_step_gs's phases were refactored into functions: same arithmetic);
 #   3. decode at 2K and 8K, two rounds: main's binary (.gpu/base), this one as built and with
-#      DS4_HC_EPI=0, and the md5 of the greedy tokens (all equal expected: the split runs the
-#      same arithmetic).
+#      DS4_HC_EPI=0, 1 and 2, and the md5 of the greedy tokens (all equal expected: the split
+#      runs the same arithmetic).
 # (Its first run, with hc_step_gs512 still in the build, failed on mvq_b2h / hc_fin_gs missing
 # from driver::KERNELS; its DS4_HC_EPI=0 rows measured DS4_HC_BLOCK=512 at -0.2 to -0.9 %
 # against 1024 threads at 2K: the s47-hc512 branch was not merged.)
@@ -18,7 +20,7 @@ cd "$(dirname "$0")/../.."
 call_start s48
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 echo "== kbench hce"
-DS4_KBENCH=hce timeout 120 "$BIN" --kernel-bench 2>&1 | grep -vE "^\s*$" | tail -8
+DS4_KBENCH=hce timeout 120 "$BIN" --kernel-bench 2>&1 | grep -vE "^\s*$" | tail -12
 fixtures_in "X=1" "DS4_HC_EPI=0"
 synth_wait
 for r in 1 2; do
@@ -26,5 +28,7 @@ for r in 1 2; do
     decode_md5 "$BASE_BIN" $c
     decode_md5 "$BIN" $c
     decode_md5 "$BIN" $c DS4_HC_EPI=0
+    decode_md5 "$BIN" $c DS4_HC_EPI=1
+    decode_md5 "$BIN" $c DS4_HC_EPI=2
   done
 done

@@ -168,7 +168,8 @@ pub(crate) struct HcStepArgs {
     iters: i32,
     eps: f32,
     hc_eps: f32,
-    pad: i32,
+    /// hc_epi_ticket: blocks writing each 32-column slice of y (`ticket`: per-slice counters)
+    narr: i32,
     trace: u64,
     gs: u64,
 }
@@ -476,7 +477,7 @@ pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, 
 }
 
 /// hc_step_gs's phase 2 alone (model.cuh `hc_fin_gs`), for one token, after a matvec whose
-/// blocks ran phase 1 as their epilogue with the same `b`, y and weights (`hc_epi_on`).
+/// blocks ran phase 1 as their epilogue with the same `b`, y and weights (`hc_epi_mask`).
 pub(crate) fn launch_hc_fin(gpu: &Gpu, b: &HcBufs, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish, pdl: bool) -> Result<()> {
     let a = hc_step_args(b, y, ny, fn_ptr, f, 0);
     let grid = (b.split as u32, 1, 1);
@@ -489,6 +490,12 @@ pub(crate) fn launch_hc_fin(gpu: &Gpu, b: &HcBufs, y: DevPtr, ny: usize, fn_ptr:
 
 /// Threads per block of hc_fin_gs (a warp per partial it reduces, two spare).
 const HC_FIN_BLOCK: u32 = 512;
+
+/// `a` for hc_epi_ticket (mvq_b3h): the per-slice tickets (`tickets`: D / 32 zeroed i32) and
+/// the blocks that arrive at each (`Jobs::hc_arrivals`).
+pub(crate) fn hc_epi_ticketed(a: HcStepArgs, tickets: DevPtr, narr: i32) -> HcStepArgs {
+    HcStepArgs { ticket: tickets, narr, ..a }
+}
 
 /// The kernel arguments of a hyper-connection step (hc_step, hc_step_gs, hc_fin_gs, hc_epi).
 pub(crate) fn hc_step_args(b: &HcBufs, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish, trace: DevPtr) -> HcStepArgs {
@@ -519,7 +526,7 @@ pub(crate) fn hc_step_args(b: &HcBufs, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: 
         iters: b.iters as i32,
         eps: b.eps,
         hc_eps: b.hc_eps,
-        pad: 0,
+        narr: 0,
         trace,
         gs: b.gs,
     }
@@ -1504,7 +1511,7 @@ impl MvJobQ {
         if mvq_wide2() && self.rpw == 4 && self.wk == 1 && self.w.cols >= 8192 {
             self.wk = 2;
         }
-        if self.yq != 0 || self.hc != 0 {
+        if self.yq != 0 {
             (self.wk, self.rpw) = (1, 4);
         }
     }
@@ -1532,10 +1539,13 @@ fn hc_pdl_on() -> bool {
     env_unless!("DS4_HC_PDL", "0")
 }
 
-/// `DS4_HC_EPI=0`: decode's FFN-side hyper-connection step as one hc_step_gs launch instead of
-/// out_b's epilogue + hc_fin_gs (`CudaSession::hc_epi_ok`).
-fn hc_epi_on() -> bool {
-    env_unless!("DS4_HC_EPI", "0")
+/// Which of decode's hyper-connection steps run as the epilogue of the matvec before them +
+/// hc_fin_gs (`CudaSession::hc_epi_ok`), a mask: 1 the FFN-side step (after out_b), 2 the
+/// attention-side step (after the down projection); `DS4_HC_EPI` (default 3; 0: each step is
+/// one hc_step_gs launch, as before). Read once.
+fn hc_epi_mask() -> u32 {
+    static M: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *M.get_or_init(|| std::env::var("DS4_HC_EPI").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(3))
 }
 
 /// `DS4_FORK=0`: no parallel branch in a decode step (see `layers`).
@@ -1567,8 +1577,9 @@ fn mvq_wide2() -> bool {
 
 /// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
 pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
-/// The entry point of a table whose one job has the hyper-connection epilogue (`MvJobQ::hc`).
-const MVQ_HC_KERNEL: &str = "mvq_b2h";
+/// The entry points with the hyper-connection epilogue (`MvJobQ::hc`, `JobTableQ::with_hc`):
+/// out_b's (its own 32 rows), the down projection's (a per-slice ticket).
+const MVQ_HC_KERNELS: [&str; 2] = ["mvq_b2h", "mvq_b3h"];
 
 impl GridJob for MvJobQ {
     fn blocks(&self) -> usize {
@@ -1585,10 +1596,17 @@ impl GridJob for MvJobQ {
         if self.yq != 0 && (self.rows_per_block() != 32 || self.w.rows % 32 != 0) {
             return Err(CudaError::Other(format!("mvq: a quantized output needs 32 rows per block ({} rows)", self.w.rows)));
         }
-        // mvq_b2h runs exactly this shape (q8.cuh mvq_block_hc), and only it has the epilogue
-        let hc_shape = self.w.ty == 8 && self.rpw == 4 && self.wk == 1 && self.w.rows % 32 == 0 && self.nslots == 1 && self.sel == 0 && self.w2.pay == 0 && self.yq == 0;
-        if (self.hc != 0) != (kern == MVQ_HC_KERNEL) || (self.hc != 0 && !hc_shape) {
-            return Err(CudaError::Other(format!("mvq: the hyper-connection epilogue needs {MVQ_HC_KERNEL} and a plain one-slot Q8_0 job of 32 rows per block (type {}, {} rows, {kern})", self.w.ty, self.w.rows)));
+        // the epilogue's entry points and only they: mvq_b2h runs exactly one plain one-slot
+        // Q8_0 job of 32 rows per block (q8.cuh mvq_block_hc); mvq_b3h unpaired jobs of at most
+        // 32 rows per block (each block inside one 32-row slice: hc_epi_ticket)
+        let hc_kern = MVQ_HC_KERNELS.contains(&kern);
+        let shape_ok = if kern == MVQ_HC_KERNELS[0] {
+            self.w.ty == 8 && self.rpw == 4 && self.wk == 1 && self.w.rows % 32 == 0 && self.nslots == 1 && self.sel == 0 && self.w2.pay == 0 && self.yq == 0
+        } else {
+            self.w.rows % 32 == 0 && self.rows_per_block() <= 32 && self.w2.pay == 0 && self.yq == 0
+        };
+        if (self.hc != 0) != hc_kern || (hc_kern && !shape_ok) {
+            return Err(CudaError::Other(format!("mvq: a job of type {}, {} rows, rows per block {} cannot run {kern} (hyper-connection epilogue: {})", self.w.ty, self.w.rows, self.rows_per_block(), self.hc != 0)));
         }
         Ok(())
     }
@@ -1611,13 +1629,36 @@ impl JobTableQ {
                 j.plan_r8();
             }
         }
-        if jobs.iter().any(|j| j.hc != 0) {
-            if jobs.len() != 1 {
-                return Err(CudaError::Other(format!("{MVQ_HC_KERNEL}: one job per launch, not {}", jobs.len())));
-            }
-            return Jobs::with_kernel(jobs, MVQ_HC_KERNEL);
-        }
         Jobs::with_kernel(jobs, MVQ_KERNELS[if q8_only { 0 } else { 1 }])
+    }
+
+    /// Jobs whose outputs y are one decode hyper-connection step's layer output, its phase 1
+    /// run by their blocks (model.cuh hc_epi*) with the HcStepArgs at device address `hc`:
+    /// `ticket` false, one plain job whose blocks each write a whole 32-row slice (out_b,
+    /// mvq_b2h); true, any unpaired jobs of 32 rows or fewer per block, the last block of each
+    /// slice running it (the down projection, mvq_b3h; the args' `narr`: `hc_arrivals`).
+    pub(crate) fn with_hc(jobs: &mut [MvJobQ], hc: u64, ticket: bool) -> Result<JobTableQ> {
+        for j in jobs.iter_mut() {
+            j.hc = hc;
+            j.plan();
+            // (plan gives at most 4 rows per warp: 32 rows per block or fewer, as the ticket
+            // form needs; out_b's form needs a whole slice per block)
+            if !ticket {
+                (j.wk, j.rpw) = (1, 4);
+            }
+        }
+        if !ticket && jobs.len() != 1 {
+            return Err(CudaError::Other(format!("{}: one job per launch, not {}", MVQ_HC_KERNELS[0], jobs.len())));
+        }
+        Jobs::with_kernel(jobs, MVQ_HC_KERNELS[ticket as usize])
+    }
+}
+
+impl Jobs<MvJobQ> {
+    /// Blocks writing each 32-row slice of the jobs' outputs (the same for every slice: every
+    /// job's rows are whole slices, checked): what hc_epi_ticket counts to.
+    pub(crate) fn hc_arrivals(&self) -> i32 {
+        self.set.j[..self.len()].iter().map(|j| j.nslots * 32 / j.rows_per_block() as i32).sum()
     }
 }
 
@@ -1635,6 +1676,9 @@ struct LayerJobsQ {
     f: JobTableQ,
     /// routed experts down (slot i reads quantized mid i) + shared down (slot K)
     g: JobTableQ,
+    /// g runs the next layer's attention-side hyper-connection step's phase 1 (hc_epi_ok):
+    /// its HcStepArgs in device memory (the jobs point at them) and per-slice tickets
+    hcg: Option<(DevBuf, DevBuf)>,
     /// the attention side on int8 activations too (`DS4_DECODE_Q8_ATTN`, on by default)
     att: Option<AttnJobsQ>,
     /// the attention side's first launch on xn's int8 copy: q_a, kv and the compressors' /
@@ -1663,7 +1707,7 @@ struct AttnJobsQ {
     bi: Option<JobTable>,
     c: JobTableQ,
     d: JobTableQ,
-    /// d's job runs the FFN-side hyper-connection step's phase 1 (`hc_epi_on`): its
+    /// d's job runs the FFN-side hyper-connection step's phase 1 (`hc_epi_mask` 1): its
     /// HcStepArgs in device memory (the job points at them); hc_fin_gs runs phase 2
     hc: Option<DevBuf>,
 }
@@ -1704,7 +1748,7 @@ pub(crate) struct Jobs<J> {
     set: JobSet<J>,
     blocks: Vec<u32>, // cumulative block count after each job
     smem: Vec<u32>,   // max smem up to each job
-    kern: &'static str,
+    pub(crate) kern: &'static str,
     _job: std::marker::PhantomData<J>,
 }
 
@@ -3021,9 +3065,21 @@ impl CudaSession {
             // the shared expert's down first: its blocks stream 70 KB (32 Q8_0 rows of 2048
             // columns) against 21.5 KB for a routed block (Q2_K), so last they were the launch's
             // tail (blocks start in index order); DS4_DOWN_SH_FIRST=0: after the routed ones
-            let g = if down_sh_first() { JobTableQ::new(&mut [gs, gd])? } else { JobTableQ::new(&mut [gd, gs])? };
+            let mut gj = if down_sh_first() { [gs, gd] } else { [gd, gs] };
+            // the next layer's attention-side hyper-connection step's phase 1 in the down
+            // projection's blocks (hc_epi_ok): its args and per-slice tickets
+            let (g, hcg) = if l + 1 < d.n_layer && self.hc_epi_ok(l, 2) {
+                let args = self.gpu().alloc(std::mem::size_of::<HcStepArgs>())?;
+                let tk = self.gpu().alloc_zeroed(self.hc_split * 4)?;
+                let g = JobTableQ::with_hc(&mut gj, args.ptr, true)?;
+                let a = hc_epi_ticketed(self.hc_epi_args(sc.ypair.ptr, d.k + 1, self.m.layers[l + 1].hc_attn_fn.ptr), tk.ptr, g.hc_arrivals());
+                self.gpu().htod(args.ptr, &[a])?;
+                (g, Some((args, tk)))
+            } else {
+                (JobTableQ::new(&mut gj)?, None)
+            };
             // (the shared gate/up first lost: 152.6 against 156.9 t/s at 8K, session 15)
-            all.push(LayerJobsQ { f: JobTableQ::new(&mut [f, fs])?, g, att, a });
+            all.push(LayerJobsQ { f: JobTableQ::new(&mut [f, fs])?, g, hcg, att, a });
         }
         self.jobsq = all;
         self.q8 = true;
@@ -3050,28 +3106,38 @@ impl CudaSession {
         }
         let mut c = MvJobQ::row_groups(&ly.out_a, d.g, sc.qheads.at(0), sc.low.ptr, sc.grp_ids.ptr);
         (c.yq, c.yd) = sc.qlow.at(0);
-        let mut dd = MvJobQ::plain(ly.out_b.wmat(), sc.qlow.at(0), sc.attn_out.ptr);
+        let dd = MvJobQ::plain(ly.out_b.wmat(), sc.qlow.at(0), sc.attn_out.ptr);
         // out_b's blocks run the FFN-side hyper-connection step's phase 1 (see hc_epi_ok)
-        let hc = if self.hc_epi_ok(l) {
-            let f = HcFinish { m: d.n_hc * (d.n_hc + 2), scale: ly.hc_ffn_scale.ptr, base: ly.hc_ffn_base.ptr, norm: ly.ffn_norm.ptr, out: sc.xn.ptr, q8: Some(sc.qx.at(0)), f16: HcF16::default() };
-            let buf = self.gpu().upload(&[hc_step_args(&self.hc_bufs(), sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, &f, 0)])?;
-            dd.hc = buf.ptr;
-            Some(buf)
+        let (d_tab, hc) = if self.hc_epi_ok(l, 1) && self.m.layers[l].out_b.wmat().ty == 8 {
+            let buf = self.gpu().upload(&[self.hc_epi_args(sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr)])?;
+            (JobTableQ::with_hc(&mut [dd], buf.ptr, false)?, Some(buf))
         } else {
-            None
+            (JobTableQ::new(&mut [dd])?, None)
         };
-        Ok(AttnJobsQ { b: JobTableQ::new(&mut b)?, ib, bi, c: JobTableQ::new(&mut [c])?, d: JobTableQ::new(&mut [dd])?, hc })
+        Ok(AttnJobsQ { b: JobTableQ::new(&mut b)?, ib, bi, c: JobTableQ::new(&mut [c])?, d: d_tab, hc })
+    }
+
+    /// The arguments of a decode hyper-connection step's phase 1 run as a matvec's epilogue
+    /// (model.cuh hc_epi*): y (`ny` rows summed) into the state, the partials of the mixes of
+    /// `fn_ptr`. Phase 1 reads no field of the finish but its mix count (hc_fin_gs gets the
+    /// finish at its launch).
+    fn hc_epi_args(&self, y: DevPtr, ny: usize, fn_ptr: DevPtr) -> HcStepArgs {
+        let d = &self.m.dims;
+        let f = HcFinish { m: d.n_hc * (d.n_hc + 2), scale: 0, base: 0, norm: 0, out: 0, q8: None, f16: HcF16::default() };
+        hc_step_args(&self.hc_bufs(), y, ny, fn_ptr, &f, 0)
     }
 
     /// Whether layer `l`'s int8 out_b runs the FFN-side hyper-connection step's phase 1 as its
-    /// blocks' epilogue, hc_fin_gs then phase 2 (model.cuh hc_epi; `DS4_HC_EPI=0`: off, the
-    /// whole step is one hc_step_gs launch). The same arithmetic as hc_step_gs, so only where
-    /// decode takes it (hc_fused, its grid barrier's counters allocated), and out_b's rows are
-    /// the hyper-connection's columns in hc_step_gs's 32-column blocks.
-    fn hc_epi_ok(&self, l: usize) -> bool {
+    /// blocks' epilogue, hc_fin_gs then phase 2 (model.cuh hc_epi; `hc_epi_mask` side 1: off, the
+    /// whole step is one hc_step_gs launch; the caller checks out_b's type: mvq_b2h is Q8_0
+    /// only). The same arithmetic as hc_step_gs, so only where decode takes it (hc_fused, its
+    /// grid barrier's counters allocated), in hc_step_gs's 32-column blocks (the jobs check
+    /// that their rows are whole blocks).
+    /// The same for the down projection's launch and the next layer's attention-side step
+    /// (not after the last layer, whose step is the output head's), with a per-slice ticket.
+    fn hc_epi_ok(&self, l: usize, side: u32) -> bool {
         let d = &self.m.dims;
-        let ob = self.m.layers[l].out_b.wmat();
-        hc_epi_on() && self.hc_fused(1) && self.sc.hc_gs.is_some() && d.n_hc <= HC_MAXN && d.d % 32 == 0 && self.hc_split * 32 == d.d && ob.rows as usize == d.d && ob.ty == 8
+        hc_epi_mask() & side != 0 && self.hc_fused(1) && self.sc.hc_gs.is_some() && d.n_hc <= HC_MAXN && d.d % 32 == 0 && self.hc_split * 32 == d.d && l < d.n_layer
     }
 
     // ---------------------------------------------------------------------------------------
@@ -3374,17 +3440,18 @@ impl CudaSession {
         }
     }
 
-    /// The FFN-side hyper-connection step of one decode token after an out_b whose blocks ran
-    /// its phase 1 (`AttnJobsQ::hc`): phase 2 alone (hc_fin_gs), deferring the Sinkhorn as
-    /// hc_step_y does. y and `fn_ptr` are those the epilogue's arguments name.
-    fn hc_fin_after_epi(&self, y: DevPtr, fn_ptr: DevPtr, f: HcFinish, defer: bool) -> Result<bool> {
+    /// A hyper-connection step of one decode token after a matvec whose blocks ran its phase 1
+    /// (`AttnJobsQ::hc`: out_b, `LayerJobsQ::hcg`: the down projection): phase 2 alone
+    /// (hc_fin_gs), deferring the Sinkhorn as hc_step_y does. y, `ny` and `fn_ptr` are those
+    /// the epilogue's arguments name.
+    fn hc_fin_after_epi(&self, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: HcFinish, defer: bool) -> Result<bool> {
         let mut b = self.hc_bufs();
         let defer = defer && hc_sk_enabled() && f.m > b.n;
         if !defer {
             b.z = 0;
         }
         // only the finish's weights are read before its wait: PDL under out_b's tail
-        launch_hc_fin(self.gpu(), &b, y, 1, fn_ptr, &f, hc_pdl_on())?;
+        launch_hc_fin(self.gpu(), &b, y, ny, fn_ptr, &f, hc_pdl_on())?;
         Ok(defer)
     }
 
@@ -3788,7 +3855,7 @@ impl CudaSession {
             // (only router_dec takes a Sinkhorn job on the FFN side)
             sk = if att.is_some_and(|a| a.hc.is_some()) {
                 // (out_b's blocks ran its phase 1)
-                self.hc_fin_after_epi(sc.attn_out.ptr, ly.hc_ffn_fn.ptr, ffn_fin, fused_router)?
+                self.hc_fin_after_epi(sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, ffn_fin, fused_router)?
             } else {
                 self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin), fused_router)?
             };
@@ -3943,7 +4010,10 @@ impl CudaSession {
             } else {
                 (self.m.out_hc_fn.ptr, nhc, self.hc_fused(t).then(|| self.head_fin()))
             };
-            sk = if decode && self.q8 {
+            sk = if decode && self.q8 && self.jobsq[l].hcg.is_some() && fin.is_some() {
+                // (the down projection's blocks ran its phase 1)
+                self.hc_fin_after_epi(sc.ypair.ptr, d.k + 1, next_fn, fin.unwrap(), decode)?
+            } else if decode && self.q8 {
                 self.hc_step(t, sc.ypair.ptr, d.k + 1, next_fn, next_m, fin, decode)?
             } else if fuse_moe {
                 self.hc_step_y(t, HcY::Moe(sc.ypair.ptr, sc.pair_of.ptr, sc.shared.ptr, d.k, moe_y16), next_fn, next_m, fin, decode)?

@@ -923,6 +923,7 @@ struct HcStepArgs {
     float* z_out;         // nullptr: the finishing block runs the Sinkhorn; else its logits (hc_sk_warp)
     int M, D, N, ny, iters;
     float eps, hc_eps;
+    int narr;             // hc_epi_ticket: blocks writing each 32-column slice of y (ticket: [D / 32])
     u64* trace;           // kernel bench only (nullptr: off): phase times, see hc_bench
     u64* gs;              // hc_step_gs: grid-barrier counters [T] (only grow)
 };
@@ -1234,13 +1235,16 @@ extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
     __syncthreads();
     hc_gs_finish(a, sp, nsplit, t, nv, nwd, sb_s);
 }
-// ---- decode's hyper-connection step split across out_b and a short launch (DS4_HC_EPI) ----
+// ---- decode's hyper-connection steps split across the matvec before them and a short launch
+// (DS4_HC_EPI) ----
 // hc_step_gs's phase 1 for 32 columns is what the block of a 32-row matvec has at hand when it
 // has written those 32 rows of the layer output y: the attention side's out_b (8192 -> D,
-// plain rows, one slot: ny == 1). So that block runs it as its epilogue (hc_epi), and
+// plain rows, one slot: ny == 1). So that block runs it as its epilogue (hc_epi, mvq_b2h), and
 // hc_fin_gs, launched next, runs phase 2 (hc_gs_finish) for every block of 32 columns, with the
 // same arithmetic in the same order as hc_step_gs: the same bits, without hc_step_gs's own
-// launch ramp, phase 1 and grid barrier (the launch boundary is the barrier).
+// launch ramp, phase 1 and grid barrier (the launch boundary is the barrier). The FFN's down
+// projection writes y as 7 slot rows from separate blocks: there the last block to finish a
+// slice runs it (hc_epi_ticket, mvq_b3h).
 // The job's HcStepArgs live in device memory; each block copies them into shared memory
 // (hc_epi_stage, cp.async at the block's start: the copy's latency hides behind the matvec).
 __shared__ __align__(16) u64 hc_epi_args[(sizeof(HcStepArgs) + 7) / 8];
@@ -1252,24 +1256,16 @@ __device__ __forceinline__ void hc_epi_stage(const HcStepArgs* g) {
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
-// After the block's combine (v: thread r < 32's output row 32 sp + r; called by every thread):
-// hc_step_gs's phase 1 for those 32 columns. Its loads (the mix weights, the old state, the
-// previous finish's post and comb) were written launches back, y by this block.
-__device__ __forceinline__ void hc_epi(int sp, float v) {
-    __shared__ float ysh[32];
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-    if (threadIdx.x < 32) ysh[threadIdx.x] = v;
-    __syncthreads();  // the staged args and ysh
-    const HcStepArgs& a = *(const HcStepArgs*)hc_epi_args;
+// hc_step_gs's phase 1 for the 32 columns of slice sp, the column's y value yd in hand (lane:
+// column; every thread of the block calls it): the new state (stored), the mix and Gram
+// partials. pre: hc_mix_pre's loads, issued by the caller as early as it could.
+__device__ __forceinline__ void hc_epi_run(const HcStepArgs& a, int sp, const HcMixPre& pre, float yd) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int D = a.D, N = a.N, nsplit = D >> 5;
     const int d = sp * 32 + lane;
     const bool ok = d < D;
-    HcMixPre pre;
-    hc_mix_pre(a, 0, d, ok, pre);
     float nv[MAXN];
-    // (0 + y: sum_strided's sum of the one row, bit for bit)
-    hc_step_mix_v(a, 0, sp, nsplit, d, ok, pre, ok ? 0.f + ysh[lane] : 0.f, nv);
+    hc_step_mix_v(a, 0, sp, nsplit, d, ok, pre, yd, nv);
     __syncthreads();  // every warp has read the old state
     if (w == 0 && ok) {
 #pragma unroll
@@ -1277,6 +1273,53 @@ __device__ __forceinline__ void hc_epi(int sp, float v) {
             if (b < N) a.S[(i64)b * D + d] = nv[b];
     }
     hc_gram_part(a, 0, sp, nsplit, ok, nv);
+}
+// After the combine of a block that wrote all 32 rows of slice sp of a one-row y (out_b: v is
+// thread r < 32's row 32 sp + r; called by every thread). Its loads (the mix weights, the old
+// state, the previous finish's post and comb) were written launches back, y by this block.
+__device__ __forceinline__ void hc_epi(int sp, float v) {
+    __shared__ float ysh[32];
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    if (threadIdx.x < 32) ysh[threadIdx.x] = v;
+    __syncthreads();  // the staged args and ysh
+    const HcStepArgs& a = *(const HcStepArgs*)hc_epi_args;
+    const int d = sp * 32 + (threadIdx.x & 31);
+    HcMixPre pre;
+    hc_mix_pre(a, 0, d, d < a.D, pre);
+    // (0 + y: sum_strided's sum of the one row, bit for bit)
+    hc_epi_run(a, sp, pre, d < a.D ? 0.f + ysh[threadIdx.x & 31] : 0.f);
+}
+// After the combine of a block that wrote some of the rows of slice sp of y's ny rows (the
+// down projection: the routed slots' and the shared expert's rows, any split of 32 rows or
+// fewer per block): the slice's last block to arrive (a per-slice ticket, a.narr arrivals;
+// reset by that block for the next launch) sums the ny rows as sum_strided does, from L2,
+// and runs phase 1 for the slice.
+__device__ __forceinline__ void hc_epi_ticket(int sp) {
+    __shared__ int last_s;
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    __syncthreads();  // the block's rows of y stored, the staged args
+    const HcStepArgs& a = *(const HcStepArgs*)hc_epi_args;
+    if (threadIdx.x == 0) {
+        __threadfence();
+        const int k = atomicAdd(a.ticket + sp, 1);
+        last_s = k == a.narr - 1;
+        if (last_s) {
+            a.ticket[sp] = 0;
+            __threadfence();
+        }
+    }
+    __syncthreads();
+    if (!last_s) return;
+    const int D = a.D;
+    const int d = sp * 32 + (threadIdx.x & 31);
+    const bool ok = d < D;
+    HcMixPre pre;
+    hc_mix_pre(a, 0, d, ok, pre);
+    float yd = 0.f;
+    if (ok) {
+        for (int q = 0; q < a.ny; q++) yd += __ldcg(a.y + (i64)q * D + d);
+    }
+    hc_epi_run(a, sp, pre, yd);
 }
 static_assert(MAXN * (MAXN + 1) / 2 + MAXN + 1 < 16, "hc_fin_gs: a warp per pre mix and Gram entry, one for the block's post/comb mix, one spare");
 // Phase 2 after hc_epi's matvec: grid (D / 32, 1), 512 threads. Under PDL only the finish's
