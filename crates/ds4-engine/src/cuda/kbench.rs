@@ -2860,8 +2860,33 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
 /// timing loop (its tickets / barrier counters must be ready for it), and a phase trace of
 /// one launch. The process is small, so Nsight Compute's kernel
 /// replay can profile hc_step here (on the full model it did not finish).
+/// One hyper-connection step's decode state for the hc benches, from (S, post, comb): the
+/// buffers S, post, comb, partial sums, ticket, xn, int8 copy, z, barrier counter (gs:
+/// hc_step_gs's, else none: hc_step), in that order, and the HcBufs naming them (the Sinkhorn
+/// deferred to a later launch, as decode does).
+fn hc_bench_state(gpu: &Gpu, init: (&[f32], &[f32], &[f32]), d: usize, m: usize, gs: bool) -> Result<(HcBufs, Vec<DevBuf>)> {
+    let n = init.1.len();
+    let split = d.div_ceil(32);
+    let bufs = vec![
+        gpu.upload(init.0)?,
+        gpu.upload(init.1)?,
+        gpu.upload(init.2)?,
+        gpu.alloc(split * m * 4)?,
+        gpu.alloc(split * hc_gram(n) * 8)?,
+        gpu.alloc_zeroed(4)?,
+        gpu.alloc(d * 4)?,
+        gpu.alloc(d)?,
+        gpu.alloc(d / 32 * 8)?,
+        gpu.alloc(n * n * 4)?,
+        gpu.alloc_zeroed(8)?,
+    ];
+    let gsp = if gs { bufs[10].ptr } else { 0 };
+    let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: gsp, z: bufs[9].ptr, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32, sat: 0 };
+    Ok((b, bufs))
+}
+
 pub fn hc_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{hc_gram, hc_gs_fits, launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcBufs, HcF16, HcFinish};
+    use super::session::{hc_gs_fits, launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcF16, HcFinish};
     println!(
         "{:<40} {:>8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>5} {:>4} {:>4}",
         "hyper-connection step (T=1)", "old us", "new us", "speedup", "S rel", "post/comb", "xn rel", "q8!", "nan", "det"
@@ -2881,28 +2906,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
         let (yb, scb, bab, nob) = (gpu.upload(&yv)?, gpu.upload(&scale)?, gpu.upload(&base)?, gpu.upload(&norm)?);
         let fnb = gpu.alloc(fnv.len() * 2)?;
         gpu.htod(fnb.ptr, &fnv)?;
-        // one state per path: S, post, comb, partial sums, ticket, xn, int8 copy, z, barrier
-        // counter (gs: hc_step_gs, else hc_step)
-        let state = |gs: bool| -> Result<(HcBufs, Vec<DevBuf>)> {
-            let bufs = vec![
-                gpu.upload(&s0)?,
-                gpu.upload(&post0)?,
-                gpu.upload(&comb0)?,
-                gpu.alloc(split * m * 4)?,
-                gpu.alloc(split * hc_gram(n) * 8)?,
-                gpu.alloc_zeroed(4)?,
-                gpu.alloc(d * 4)?,
-                gpu.alloc(d)?,
-                gpu.alloc(d / 32 * 8)?,
-                gpu.alloc(n * n * 4)?,
-                gpu.alloc_zeroed(8)?,
-            ];
-            // (the decode configuration: the Sinkhorn deferred to a later launch)
-            let z = bufs[9].ptr;
-            let gsp = if gs { bufs[10].ptr } else { 0 };
-            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: gsp, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32, sat: 0 };
-            Ok((b, bufs))
-        };
+        let state = |gs: bool| hc_bench_state(gpu, (&s0, &post0, &comb0), d, m, gs);
         let (bo, so) = state(false)?;
         let fin = |st: &[DevBuf]| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out: st[6].ptr, q8: q8.then_some((st[7].ptr, st[8].ptr)), f16: HcF16::default() };
         let fo = fin(&so);
@@ -3082,30 +3086,16 @@ pub fn hc_epi_bench(gpu: &Gpu) -> Result<()> {
                 keep.push(upload_raw_mat(gpu, name, GgmlType::Q2K, vec![cols as u64, d as u64, 8], &data)?);
             }
         }
-        // per path: S, post, comb, partials, ticket, xn, int8 copy, z, barrier counter, y rows,
-        // per-slice tickets
+        // per path: the state (hc_bench_state), the y rows; the split path's per-slice tickets
         let state = || -> Result<(HcBufs, Vec<DevBuf>)> {
-            let bufs = vec![
-                gpu.upload(&s0)?,
-                gpu.upload(&post0)?,
-                gpu.upload(&comb0)?,
-                gpu.alloc(split * m * 4)?,
-                gpu.alloc(split * hc_gram(n) * 8)?,
-                gpu.alloc_zeroed(4)?,
-                gpu.alloc(d * 4)?,
-                gpu.alloc(d)?,
-                gpu.alloc(d / 32 * 8)?,
-                gpu.alloc(n * n * 4)?,
-                gpu.alloc_zeroed(8)?,
-                gpu.alloc(d * ny * 4)?,
-                gpu.alloc_zeroed(split * 4)?,
-            ];
-            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: bufs[10].ptr, z: bufs[9].ptr, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32, sat: 0 };
+            let (b, mut bufs) = hc_bench_state(gpu, (&s0, &post0, &comb0), d, m, true)?;
+            bufs.push(gpu.alloc(d * ny * 4)?);
             Ok((b, bufs))
         };
         let fin = |st: &[DevBuf]| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out: st[6].ptr, q8: Some((st[7].ptr, st[8].ptr)), f16: HcF16::default() };
         let (ba, sa) = state()?;
         let (bb, sb) = state()?;
+        let tickets = gpu.alloc_zeroed(split * 4)?;
         let (fa, fb) = (fin(&sa), fin(&sb));
         let (ya, yb) = (sa[11].ptr, sb[11].ptr);
         // the jobs of weight set v writing y
@@ -3122,7 +3112,7 @@ pub fn hc_epi_bench(gpu: &Gpu) -> Result<()> {
         let tab_a = (0..nvar).map(|v| JobTableQ::new(&mut jobs(v, ya))).collect::<Result<Vec<_>>>()?;
         let tab_b = (0..nvar).map(|v| JobTableQ::with_hc(&mut jobs(v, yb), args.ptr, ticket)).collect::<Result<Vec<_>>>()?;
         let a = hc_step_args(&bb, yb, ny, fnb.ptr, &fb, 0);
-        gpu.htod(args.ptr, &[if ticket { hc_epi_ticketed(a, sb[12].ptr, tab_b[0].hc_arrivals()) } else { a }])?;
+        gpu.htod(args.ptr, &[if ticket { hc_epi_ticketed(a, tickets.ptr, tab_b[0].hc_arrivals()) } else { a }])?;
         let step_a = |v: usize| -> Result<()> {
             tab_a[v].run(gpu, tab_a[v].len())?;
             launch_hc_step_traced(gpu, &ba, 1, ya, ny, fnb.ptr, &fa, 0, true)
