@@ -4943,6 +4943,46 @@ mod tests {
         assert!(!forced(MvJobQ::plain(wmat(8, 32768, 1024), q, 0), MVQ_KERNELS[0]), "q_b in mvq_b2");
     }
 
+    /// The hyper-connection epilogue's tables (model.cuh hc_epi*): every block of a ticketed
+    /// table lies inside one 32-row slice and each slice counts the same arrivals, whatever the
+    /// split (the published down projection: 7 rows, 32 per block; the fixtures' 256-row one:
+    /// 16 per block, 2 blocks per slice and row); out_b's form writes whole slices, in
+    /// mvq_b2h; shapes the kernels cannot run are refused, and a plain table never runs them.
+    #[test]
+    fn hc_epilogue_tables_cover_each_slice_evenly() {
+        let q = (0u64, 0u64);
+        let wmat = |ty, rows, cols| WMat { pay: 1 << 20, ..wmat(ty, rows, cols) };
+        for (d, f, k, ty) in [(4096, 2048, 6, 10), (256, 256, 2, 10), (256, 256, 2, 12)] {
+            let sh = MvJobQ::plain(wmat(8, d, f), q, 0);
+            let mut rt = MvJobQ::plain(wmat(ty, d, f), q, 0);
+            (rt.nslots, rt.sel, rt.x_slot) = (k, 1, f as i64);
+            let mut jobs = [sh, rt];
+            let t = JobTableQ::with_hc(&mut jobs, 64, true).unwrap();
+            assert_eq!(t.kern, MVQ_HC_KERNELS[1]);
+            // count each slice's blocks from the jobs' placement (mv_place: row0 = block * rpb)
+            let mut per_slice = vec![0i32; d as usize / 32];
+            for j in &jobs {
+                let rpb = j.rows_per_block();
+                assert!(rpb <= 32 && 32 % rpb == 0, "{rpb} rows per block");
+                for b in 0..j.blocks() {
+                    let row0 = (b % (d as usize).div_ceil(rpb)) * rpb;
+                    per_slice[row0 / 32] += 1;
+                }
+            }
+            assert!(per_slice.iter().all(|&c| c == t.hc_arrivals()), "d {d} k {k}: {:?} vs {}", &per_slice[..4], t.hc_arrivals());
+            assert_eq!(t.hc_arrivals(), (k + 1) * 32 / jobs[0].rows_per_block() as i32);
+        }
+        let mut ob = [MvJobQ { wk: 2, ..MvJobQ::plain(wmat(8, 4096, 8192), q, 0) }];
+        let t = JobTableQ::with_hc(&mut ob, 64, false).unwrap();
+        assert_eq!((t.kern, ob[0].wk, ob[0].rpw, ob[0].rows_per_block()), (MVQ_HC_KERNELS[0], 1, 4, 32));
+        // refused: out_b's form of anything but one plain Q8_0 job; a paired job; an epilogue
+        // pointer in a plain table
+        assert!(JobTableQ::with_hc(&mut [MvJobQ::plain(wmat(10, 4096, 2048), q, 0)], 64, false).is_err(), "Q2_K in mvq_b2h");
+        assert!(JobTableQ::with_hc(&mut [MvJobQ::plain(wmat(8, 4096, 8192), q, 0), MvJobQ::plain(wmat(8, 4096, 8192), q, 0)], 64, false).is_err(), "two jobs in mvq_b2h");
+        assert!(JobTableQ::with_hc(&mut [MvJobQ::paired(wmat(8, 2048, 4096), wmat(8, 2048, 4096), q, 0, 7.0)], 64, true).is_err(), "paired");
+        assert!(JobTableQ::new(&mut [MvJobQ { hc: 64, ..MvJobQ::plain(wmat(8, 4096, 8192), q, 0) }]).is_err(), "epilogue in mvq_b2");
+    }
+
     /// Prefill batches stay in [2048, MAX_CHUNK], multiples of 256, and keep the per-batch
     /// indexer score matrix within 4 GiB whenever the lower bound allows it.
     #[test]
