@@ -9,11 +9,11 @@
 #   2. the fixtures (hc_step_gs's phases were refactored into functions: same arithmetic);
 #   3. decode at 2K and 8K, two rounds: main's binary (.gpu/base), this one as built and with
 #      DS4_HC_EPI=0, 1 and 2, and the md5 of the greedy tokens (all equal expected: the split
-#      runs the same arithmetic).
+#      runs the same arithmetic);
 # (Its first run, with hc_step_gs512 still in the build, failed on mvq_b2h / hc_fin_gs missing
 # from driver::KERNELS; its DS4_HC_EPI=0 rows measured DS4_HC_BLOCK=512 at -0.2 to -0.9 %
 # against 1024 threads at 2K: the s47-hc512 branch was not merged.)
-# Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz,base}. $OUT: log.txt.
+# Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz,base}. $OUT: log.txt (+ the sweep's files on an H200).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
@@ -32,3 +32,5 @@ for r in 1 2; do
     decode_md5 "$BIN" $c DS4_HC_EPI=2
   done
 done
+# 4. on an H200 (the whole model) the committed sweep with this binary's defaults
+sweep_whole
