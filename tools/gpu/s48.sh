@@ -24,8 +24,7 @@ DS4_KBENCH=hce timeout 120 "$BIN" --kernel-bench 2>&1 | grep -vE "^\s*$" | tail 
 # SHORT=1 (a call of ~4 minutes): one fixture run, one decode round, no sweep
 if [ -n "${SHORT:-}" ]; then fixtures_in "X=1"; else fixtures_in "X=1" "DS4_HC_EPI=0"; fi
 synth_wait
-for r in 1 ${SHORT:-2}; do
-  [ -n "${SHORT:-}" ] && [ "$r" != 1 ] && break
+for r in $(seq 1 $([ -n "${SHORT:-}" ] && echo 1 || echo 2)); do
   for c in 2048 8192; do
     decode_md5 "$BASE_BIN" $c
     decode_md5 "$BIN" $c
