@@ -1460,8 +1460,8 @@ pub(crate) struct MvJobQ {
     pub yq: u64,
     pub yd: u64,
     /// device HcStepArgs when y is the layer output of a decode hyper-connection step whose
-    /// phase 1 each block runs on its 32 rows (q8.cuh `hc`, model.cuh `hc_epi`): plain job,
-    /// one slot, 32 rows per block
+    /// phase 1 the blocks run (q8.cuh `hc`; set by `JobTableQ::with_hc`: out_b's form, each
+    /// block its own 32 rows, or the down projection's, each slice's last block)
     pub hc: u64,
 }
 
