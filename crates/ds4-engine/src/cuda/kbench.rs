@@ -2860,6 +2860,16 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
 /// timing loop (its tickets / barrier counters must be ready for it), and a phase trace of
 /// one launch. The process is small, so Nsight Compute's kernel
 /// replay can profile hc_step here (on the full model it did not finish).
+/// The hc benches' random step weights, drawn from `uni` in this order: the f16 mix weights
+/// (M x N*D), scale (3), base (M), the norm weights (D); uploaded.
+fn hc_bench_weights(gpu: &Gpu, uni: &mut dyn FnMut(f32, f32, usize) -> Vec<f32>, d: usize, n: usize, m: usize) -> Result<(DevBuf, DevBuf, DevBuf, DevBuf)> {
+    let fnv: Vec<u16> = uni(-0.05, 0.05, m * n * d).iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
+    let (scale, base, norm) = (uni(0.5, 1.5, 3), uni(-1.0, 1.0, m), uni(0.5, 1.5, d));
+    let fnb = gpu.alloc(fnv.len() * 2)?;
+    gpu.htod(fnb.ptr, &fnv)?;
+    Ok((fnb, gpu.upload(&scale)?, gpu.upload(&base)?, gpu.upload(&norm)?))
+}
+
 /// One hyper-connection step's decode state for the hc benches, from (S, post, comb): the
 /// buffers S, post, comb, partial sums, ticket, xn, int8 copy, z, barrier counter (gs:
 /// hc_step_gs's, else none: hc_step), in that order, and the HcBufs naming them (the Sinkhorn
@@ -2901,11 +2911,8 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
         let post0 = uni(0.0, 2.0, n);
         let comb0 = uni(0.0, 0.5, n * n);
         let yv = uni(-1.0, 1.0, ny * d);
-        let fnv: Vec<u16> = uni(-0.05, 0.05, m * n * d).iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
-        let (scale, base, norm) = (uni(0.5, 1.5, 3), uni(-1.0, 1.0, m), uni(0.5, 1.5, d));
-        let (yb, scb, bab, nob) = (gpu.upload(&yv)?, gpu.upload(&scale)?, gpu.upload(&base)?, gpu.upload(&norm)?);
-        let fnb = gpu.alloc(fnv.len() * 2)?;
-        gpu.htod(fnb.ptr, &fnv)?;
+        let (fnb, scb, bab, nob) = hc_bench_weights(gpu, &mut uni, d, n, m)?;
+        let yb = gpu.upload(&yv)?;
         let state = |gs: bool| hc_bench_state(gpu, (&s0, &post0, &comb0), d, m, gs);
         let (bo, so) = state(false)?;
         let fin = |st: &[DevBuf]| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out: st[6].ptr, q8: q8.then_some((st[7].ptr, st[8].ptr)), f16: HcF16::default() };
@@ -3067,11 +3074,8 @@ pub fn hc_epi_bench(gpu: &Gpu) -> Result<()> {
         let cols = if ticket { 2048 } else { 8192 };
         // one int8 input per slot (the down's slots read distinct mids)
         let xs = uni(-1.0, 1.0, cols * ny);
-        let fnv: Vec<u16> = uni(-0.05, 0.05, m * n * d).iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
-        let (scale, base, norm) = (uni(0.5, 1.5, 3), uni(-1.0, 1.0, m), uni(0.5, 1.5, d));
-        let (scb, bab, nob, xb) = (gpu.upload(&scale)?, gpu.upload(&base)?, gpu.upload(&norm)?, gpu.upload(&xs)?);
-        let fnb = gpu.alloc(fnv.len() * 2)?;
-        gpu.htod(fnb.ptr, &fnv)?;
+        let (fnb, scb, bab, nob) = hc_bench_weights(gpu, &mut uni, d, n, m)?;
+        let xb = gpu.upload(&xs)?;
         let (qs, qd) = (gpu.alloc(cols * ny)?, gpu.alloc(cols * ny / 32 * 8)?);
         launch_quant_q8(gpu, xb.ptr, cols * ny, 0, 0, qs.ptr, qd.ptr)?;
         // 8 experts per weight set (distinct ids 0, 3, 6, 1, 4, 7)

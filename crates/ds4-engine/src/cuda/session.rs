@@ -564,6 +564,16 @@ pub(crate) fn hc_gram(n: usize) -> usize {
     n * (n + 1) / 2
 }
 
+/// Whether a fused one-token step whose caller can run the Sinkhorn (`defer`) leaves it to
+/// that caller: its comb logits then go to `b.z`, else (b.z cleared) the step runs it.
+fn hc_defer(b: &mut HcBufs, f: &HcFinish, defer: bool) -> bool {
+    let defer = defer && hc_sk_enabled() && f.m > b.n;
+    if !defer {
+        b.z = 0;
+    }
+    defer
+}
+
 /// `DS4_HC_SK=0` keeps decode's Sinkhorn in hc_step's finishing block instead of deferring it
 /// to an extra block of attn_prep / router_dec (read once).
 fn hc_sk_enabled() -> bool {
@@ -3072,7 +3082,7 @@ impl CudaSession {
             let mut gj = if down_sh_first() { [gs, gd] } else { [gd, gs] };
             // the next layer's attention-side hyper-connection step's phase 1 in the down
             // projection's blocks (hc_epi_ok): its args and per-slice tickets
-            let (g, hcg) = if l + 1 < d.n_layer && self.hc_epi_ok(l, 2) {
+            let (g, hcg) = if l + 1 < d.n_layer && self.hc_epi_ok(2) {
                 let args = self.gpu().alloc(std::mem::size_of::<HcStepArgs>())?;
                 let tk = self.gpu().alloc_zeroed(self.hc_split * 4)?;
                 let g = JobTableQ::with_hc(&mut gj, args.ptr, true)?;
@@ -3112,7 +3122,7 @@ impl CudaSession {
         (c.yq, c.yd) = sc.qlow.at(0);
         let dd = MvJobQ::plain(ly.out_b.wmat(), sc.qlow.at(0), sc.attn_out.ptr);
         // out_b's blocks run the FFN-side hyper-connection step's phase 1 (see hc_epi_ok)
-        let (d_tab, hc) = if self.hc_epi_ok(l, 1) && self.m.layers[l].out_b.wmat().ty == 8 {
+        let (d_tab, hc) = if self.hc_epi_ok(1) && ly.out_b.wmat().ty == 8 {
             let buf = self.gpu().upload(&[self.hc_epi_args(sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr)])?;
             (JobTableQ::with_hc(&mut [dd], buf.ptr, false)?, Some(buf))
         } else {
@@ -3131,17 +3141,15 @@ impl CudaSession {
         hc_step_args(&self.hc_bufs(), y, ny, fn_ptr, &f, 0)
     }
 
-    /// Whether layer `l`'s int8 out_b runs the FFN-side hyper-connection step's phase 1 as its
-    /// blocks' epilogue, hc_fin_gs then phase 2 (model.cuh hc_epi; `hc_epi_mask` side 1: off, the
-    /// whole step is one hc_step_gs launch; the caller checks out_b's type: mvq_b2h is Q8_0
-    /// only). The same arithmetic as hc_step_gs, so only where decode takes it (hc_fused, its
-    /// grid barrier's counters allocated), in hc_step_gs's 32-column blocks (the jobs check
-    /// that their rows are whole blocks).
-    /// The same for the down projection's launch and the next layer's attention-side step
-    /// (not after the last layer, whose step is the output head's), with a per-slice ticket.
-    fn hc_epi_ok(&self, l: usize, side: u32) -> bool {
+    /// Whether decode's hyper-connection step of `side` (`hc_epi_mask`: 1 the FFN-side step,
+    /// whose phase 1 out_b's blocks run; 2 the next layer's attention-side step, run by the
+    /// down projection's with a per-slice ticket) is split, hc_fin_gs running phase 2 (model.cuh
+    /// hc_epi*). The same arithmetic as hc_step_gs, so only where decode takes it (hc_fused, its
+    /// grid barrier's counters allocated), in its 32-column blocks (the jobs check that their
+    /// rows are whole blocks). The callers check the rest: out_b Q8_0 (mvq_b2h), a next layer.
+    fn hc_epi_ok(&self, side: u32) -> bool {
         let d = &self.m.dims;
-        hc_epi_mask() & side != 0 && self.hc_fused(1) && self.sc.hc_gs.is_some() && d.n_hc <= HC_MAXN && d.d % 32 == 0 && self.hc_split * 32 == d.d && l < d.n_layer
+        hc_epi_mask() & side != 0 && self.hc_fused(1) && self.sc.hc_gs.is_some() && d.n_hc <= HC_MAXN && d.d % 32 == 0 && self.hc_split * 32 == d.d
     }
 
     // ---------------------------------------------------------------------------------------
@@ -3405,10 +3413,7 @@ impl CudaSession {
                     return Err(CudaError::Other("hc_step: the fused step writes no f16 copies".into()));
                 }
                 debug_assert_eq!(f.m, m);
-                let defer = defer && t == 1 && hc_sk_enabled() && f.m > b.n;
-                if !defer {
-                    b.z = 0;
-                }
+                let defer = hc_defer(&mut b, &f, defer && t == 1);
                 // a layer's step: its predecessor (out_b, the down matvec or combine) writes y
                 // only, so hc_step_gs may start under it (decode +0.7 % against DS4_HC_PDL=0 on
                 // an H100, the same tokens, bench/NOTES.md session 47)
@@ -3450,10 +3455,7 @@ impl CudaSession {
     /// the epilogue's arguments name.
     fn hc_fin_after_epi(&self, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: HcFinish, defer: bool) -> Result<bool> {
         let mut b = self.hc_bufs();
-        let defer = defer && hc_sk_enabled() && f.m > b.n;
-        if !defer {
-            b.z = 0;
-        }
+        let defer = hc_defer(&mut b, &f, defer);
         // only the finish's weights are read before its wait: PDL under out_b's tail
         launch_hc_fin(self.gpu(), &b, y, ny, fn_ptr, &f, hc_pdl_on())?;
         Ok(defer)
