@@ -5,8 +5,7 @@
 //! scores (SIMT vs tensor cores; `DS4_KBENCH=idx`), the routed-expert GEMMs of prefill on
 //! the grouped kernel vs cuBLAS (`DS4_KBENCH=exp`), the decode attention / router kernels
 //! against the previous ones (`DS4_KBENCH=dec`), and the fused hyper-connection step against
-//! the kernels it replaces (`DS4_KBENCH=hc`), and decode's out_b + FFN-side hyper-connection
-//! step split as out_b's epilogue + hc_fin_gs against out_b + hc_step_gs (`DS4_KBENCH=hce`).
+//! the kernels it replaces (`DS4_KBENCH=hc`).
 
 use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_wanted, exp_host_time, exp_min_t, exp_streams, DenseCall, Dense16, ExpCall};
 use super::driver::{Args, CudaError, DevBuf, Gpu, Result};
@@ -14,7 +13,6 @@ use super::session::{
     gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_moe_grp, launch_moe_mid_form, launch_moe_mid_pairs_as, moe_grp_scratch_bytes, launch_quant_q8, moe_group2_smem, GemmArgs, MidForm, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
     MvJobQ, MV2_KERNELS, MVQ_KERNELS,
 };
-use super::session::{hc_epi_ticketed, hc_gram, hc_step_args, launch_hc_fin, launch_hc_step_traced, HcBufs, HcF16, HcFinish};
 use super::weights::{q8_copy, upload_raw_mat, GMat, WMat};
 use ds4_gguf::GgmlType;
 
@@ -110,7 +108,6 @@ pub fn run() -> Result<()> {
         "exp" => return exp_bench(&gpu),
         "dec" => return dec_bench(&gpu),
         "hc" => return hc_bench(&gpu),
-        "hce" => return hc_epi_bench(&gpu),
         "hcp" => return hc_prefill_bench(&gpu),
         "mid" => return mid_bench(&gpu),
         _ => {}
@@ -2860,43 +2857,8 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
 /// timing loop (its tickets / barrier counters must be ready for it), and a phase trace of
 /// one launch. The process is small, so Nsight Compute's kernel
 /// replay can profile hc_step here (on the full model it did not finish).
-/// The hc benches' random step weights, drawn from `uni` in this order: the f16 mix weights
-/// (M x N*D), scale (3), base (M), the norm weights (D); uploaded.
-fn hc_bench_weights(gpu: &Gpu, uni: &mut dyn FnMut(f32, f32, usize) -> Vec<f32>, d: usize, n: usize, m: usize) -> Result<(DevBuf, DevBuf, DevBuf, DevBuf)> {
-    let fnv: Vec<u16> = uni(-0.05, 0.05, m * n * d).iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
-    let (scale, base, norm) = (uni(0.5, 1.5, 3), uni(-1.0, 1.0, m), uni(0.5, 1.5, d));
-    let fnb = gpu.alloc(fnv.len() * 2)?;
-    gpu.htod(fnb.ptr, &fnv)?;
-    Ok((fnb, gpu.upload(&scale)?, gpu.upload(&base)?, gpu.upload(&norm)?))
-}
-
-/// One hyper-connection step's decode state for the hc benches, from (S, post, comb): the
-/// buffers S, post, comb, partial sums, ticket, xn, int8 copy, z, barrier counter (gs:
-/// hc_step_gs's, else none: hc_step), in that order, and the HcBufs naming them (the Sinkhorn
-/// deferred to a later launch, as decode does).
-fn hc_bench_state(gpu: &Gpu, init: (&[f32], &[f32], &[f32]), d: usize, m: usize, gs: bool) -> Result<(HcBufs, Vec<DevBuf>)> {
-    let n = init.1.len();
-    let split = d.div_ceil(32);
-    let bufs = vec![
-        gpu.upload(init.0)?,
-        gpu.upload(init.1)?,
-        gpu.upload(init.2)?,
-        gpu.alloc(split * m * 4)?,
-        gpu.alloc(split * hc_gram(n) * 8)?,
-        gpu.alloc_zeroed(4)?,
-        gpu.alloc(d * 4)?,
-        gpu.alloc(d)?,
-        gpu.alloc(d / 32 * 8)?,
-        gpu.alloc(n * n * 4)?,
-        gpu.alloc_zeroed(8)?,
-    ];
-    let gsp = if gs { bufs[10].ptr } else { 0 };
-    let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: gsp, z: bufs[9].ptr, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32, sat: 0 };
-    Ok((b, bufs))
-}
-
 pub fn hc_bench(gpu: &Gpu) -> Result<()> {
-    use super::session::{hc_gs_fits, launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcF16, HcFinish};
+    use super::session::{hc_gram, hc_gs_fits, launch_hc_finish, launch_hc_post_mix, launch_hc_step, launch_hc_step_traced, HcBufs, HcF16, HcFinish};
     println!(
         "{:<40} {:>8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>5} {:>4} {:>4}",
         "hyper-connection step (T=1)", "old us", "new us", "speedup", "S rel", "post/comb", "xn rel", "q8!", "nan", "det"
@@ -2911,9 +2873,33 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
         let post0 = uni(0.0, 2.0, n);
         let comb0 = uni(0.0, 0.5, n * n);
         let yv = uni(-1.0, 1.0, ny * d);
-        let (fnb, scb, bab, nob) = hc_bench_weights(gpu, &mut uni, d, n, m)?;
-        let yb = gpu.upload(&yv)?;
-        let state = |gs: bool| hc_bench_state(gpu, (&s0, &post0, &comb0), d, m, gs);
+        let fnv: Vec<u16> = uni(-0.05, 0.05, m * n * d).iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
+        let (scale, base, norm) = (uni(0.5, 1.5, 3), uni(-1.0, 1.0, m), uni(0.5, 1.5, d));
+        let (yb, scb, bab, nob) = (gpu.upload(&yv)?, gpu.upload(&scale)?, gpu.upload(&base)?, gpu.upload(&norm)?);
+        let fnb = gpu.alloc(fnv.len() * 2)?;
+        gpu.htod(fnb.ptr, &fnv)?;
+        // one state per path: S, post, comb, partial sums, ticket, xn, int8 copy, z, barrier
+        // counter (gs: hc_step_gs, else hc_step)
+        let state = |gs: bool| -> Result<(HcBufs, Vec<DevBuf>)> {
+            let bufs = vec![
+                gpu.upload(&s0)?,
+                gpu.upload(&post0)?,
+                gpu.upload(&comb0)?,
+                gpu.alloc(split * m * 4)?,
+                gpu.alloc(split * hc_gram(n) * 8)?,
+                gpu.alloc_zeroed(4)?,
+                gpu.alloc(d * 4)?,
+                gpu.alloc(d)?,
+                gpu.alloc(d / 32 * 8)?,
+                gpu.alloc(n * n * 4)?,
+                gpu.alloc_zeroed(8)?,
+            ];
+            // (the decode configuration: the Sinkhorn deferred to a later launch)
+            let z = bufs[9].ptr;
+            let gsp = if gs { bufs[10].ptr } else { 0 };
+            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: gsp, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32, sat: 0 };
+            Ok((b, bufs))
+        };
         let (bo, so) = state(false)?;
         let fin = |st: &[DevBuf]| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out: st[6].ptr, q8: q8.then_some((st[7].ptr, st[8].ptr)), f16: HcF16::default() };
         let fo = fin(&so);
@@ -3043,131 +3029,6 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
             );
             println!("{trace_line}");
         }
-    }
-    Ok(())
-}
-
-/// Decode's two hyper-connection steps with the matvec before each, as the decode layer runs
-/// them, against the same matvec + hc_step_gs under PDL (`DS4_HC_EPI=0`):
-/// * out_b (Q8_0 8192 -> 4096, int8 input) on mvq_b2h, whose blocks run the FFN-side step's
-///   phase 1, then hc_fin_gs;
-/// * the down projection (the shared expert's Q8_0 2048 -> 4096 and 6 routed Q2_K slots, the
-///   7 rows summed) on mvq_b3h, each slice's last block running the attention-side step's
-///   phase 1 (a per-slice ticket), then hc_fin_gs.
-/// Both paths from the same state: every output must be the same bytes (the same arithmetic in
-/// the same order), over three steps; then both sequences timed in graphs, over 4 weight sets
-/// in turn (more than L2 holds).
-pub fn hc_epi_bench(gpu: &Gpu) -> Result<()> {
-    let (d, n, m, nvar, k) = (4096usize, 4usize, 24usize, 4usize, 6usize);
-    let split = d / 32;
-    if !super::session::hc_gs_fits(gpu, split, 1, n) {
-        println!("hce: hc_step_gs does not fit the device at once (or DS4_HC_GS=0): nothing to compare");
-        return Ok(());
-    }
-    // (name, per weight set: the jobs' matrices (type, cols, experts), slots, ny)
-    let cases: [(&str, usize); 2] = [("out_b Q8_0 8192->4096", 1), ("down Q8_0 2048->4096 + 6 x Q2_K 2048->4096", k + 1)];
-    for (ci, &(name, ny)) in cases.iter().enumerate() {
-        let ticket = ny > 1;
-        let mut seed = 0x0e51_u64 ^ ((ci as u64) << 24);
-        let mut uni = |lo: f32, hi: f32, k: usize| -> Vec<f32> { (0..k).map(|_| lo + (hi - lo) * frand(&mut seed)).collect() };
-        let (s0, post0, comb0) = (uni(-1.0, 1.0, n * d), uni(0.0, 2.0, n), uni(0.0, 0.5, n * n));
-        let cols = if ticket { 2048 } else { 8192 };
-        // one int8 input per slot (the down's slots read distinct mids)
-        let xs = uni(-1.0, 1.0, cols * ny);
-        let (fnb, scb, bab, nob) = hc_bench_weights(gpu, &mut uni, d, n, m)?;
-        let xb = gpu.upload(&xs)?;
-        let (qs, qd) = (gpu.alloc(cols * ny)?, gpu.alloc(cols * ny / 32 * 8)?);
-        launch_quant_q8(gpu, xb.ptr, cols * ny, 0, 0, qs.ptr, qd.ptr)?;
-        // 8 experts per weight set (distinct ids 0, 3, 6, 1, 4, 7)
-        let ids = gpu.upload(&(0..k as i32).map(|i| (i * 3) % 8).collect::<Vec<i32>>())?;
-        // per weight set: the shared / out_b matrix, and the routed experts (down only)
-        let mut keep: Vec<GMat> = Vec::new();
-        for v in 0..nvar {
-            let data = random_blocks(GgmlType::Q8_0, cols * d, 4242 + v as u64 + 100 * ci as u64);
-            keep.push(upload_raw_mat(gpu, name, GgmlType::Q8_0, vec![cols as u64, d as u64], &data)?);
-            if ticket {
-                let data = random_blocks(GgmlType::Q2K, cols * d * 8, 777 + v as u64);
-                keep.push(upload_raw_mat(gpu, name, GgmlType::Q2K, vec![cols as u64, d as u64, 8], &data)?);
-            }
-        }
-        // per path: the state (hc_bench_state), the y rows; the split path's per-slice tickets
-        let state = || -> Result<(HcBufs, Vec<DevBuf>)> {
-            let (b, mut bufs) = hc_bench_state(gpu, (&s0, &post0, &comb0), d, m, true)?;
-            bufs.push(gpu.alloc(d * ny * 4)?);
-            Ok((b, bufs))
-        };
-        let fin = |st: &[DevBuf]| HcFinish { m, scale: scb.ptr, base: bab.ptr, norm: nob.ptr, out: st[6].ptr, q8: Some((st[7].ptr, st[8].ptr)), f16: HcF16::default() };
-        let (ba, sa) = state()?;
-        let (bb, sb) = state()?;
-        let tickets = gpu.alloc_zeroed(split * 4)?;
-        let (fa, fb) = (fin(&sa), fin(&sb));
-        let (ya, yb) = (sa[11].ptr, sb[11].ptr);
-        // the jobs of weight set v writing y
-        let jobs = |v: usize, y: u64| -> Vec<MvJobQ> {
-            if !ticket {
-                return vec![MvJobQ::plain(keep[v].wmat(), (qs.ptr, qd.ptr), y)];
-            }
-            let sh = MvJobQ::plain(keep[2 * v].wmat(), (qs.ptr + (k * cols) as u64, qd.ptr + (k * cols / 32 * 8) as u64), y + (k * d * 4) as u64);
-            let mut rt = MvJobQ::plain(keep[2 * v + 1].wmat(), (qs.ptr, qd.ptr), y);
-            (rt.nslots, rt.sel, rt.x_slot) = (k as i32, ids.ptr, cols as i64);
-            vec![sh, rt]
-        };
-        let args = gpu.alloc(std::mem::size_of::<super::session::HcStepArgs>())?;
-        let tab_a = (0..nvar).map(|v| JobTableQ::new(&mut jobs(v, ya))).collect::<Result<Vec<_>>>()?;
-        let tab_b = (0..nvar).map(|v| JobTableQ::with_hc(&mut jobs(v, yb), args.ptr, ticket)).collect::<Result<Vec<_>>>()?;
-        let a = hc_step_args(&bb, yb, ny, fnb.ptr, &fb, 0);
-        gpu.htod(args.ptr, &[if ticket { hc_epi_ticketed(a, tickets.ptr, tab_b[0].hc_arrivals()) } else { a }])?;
-        let step_a = |v: usize| -> Result<()> {
-            tab_a[v].run(gpu, tab_a[v].len())?;
-            launch_hc_step_traced(gpu, &ba, 1, ya, ny, fnb.ptr, &fa, 0, true)
-        };
-        let step_b = |v: usize| -> Result<()> {
-            tab_b[v].run(gpu, tab_b[v].len())?;
-            launch_hc_fin(gpu, &bb, yb, ny, fnb.ptr, &fb, true)
-        };
-        let bytes = |st: &[DevBuf]| -> Result<Vec<Vec<u8>>> {
-            [(0usize, n * d * 4), (1, n * 4), (6, d * 4), (7, d), (8, d / 32 * 8), (9, n * n * 4), (11, d * ny * 4)]
-                .iter()
-                .map(|&(i, k)| {
-                    let mut v = vec![0u8; k];
-                    gpu.dtoh(&mut v, st[i].ptr)?;
-                    Ok(v)
-                })
-                .collect()
-        };
-        let names = ["S", "post", "xn", "xn int8", "xn scales", "comb logits", "y"];
-        let mut same = true;
-        for v in 0..3 {
-            step_a(v)?;
-            step_b(v)?;
-            gpu.sync()?;
-            let (ra, rb) = (bytes(&sa)?, bytes(&sb)?);
-            for (kk, (p, q)) in ra.iter().zip(&rb).enumerate() {
-                let diff = p.iter().zip(q).filter(|(x, y)| x != y).count();
-                if diff != 0 {
-                    same = false;
-                    println!("  {name} step {v}: {} differs in {diff} of {} bytes", names[kk], p.len());
-                }
-            }
-        }
-        let reps = 64;
-        let time = |f: &dyn Fn(usize) -> Result<()>| -> Result<f64> {
-            Ok(graph_us(gpu, reps, &|| -> Result<()> {
-                for v in 0..nvar {
-                    f(v)?;
-                }
-                Ok(())
-            })? / nvar as f64)
-        };
-        let us_a = time(&step_a)?;
-        let us_b = time(&step_b)?;
-        let us_mv = time(&|v| tab_a[v].run(gpu, tab_a[v].len()))?;
-        println!(
-            "{name} + hc step (N{n} M{m} ny{ny}, int8 xn), us per pair: + hc_step_gs {us_a:.2} | {} + hc_fin_gs {us_b:.2} ({:+.1} %) | matvec alone {us_mv:.2} | outputs {}",
-            tab_b[0].kern,
-            100.0 * (us_b / us_a - 1.0),
-            if same { "same bytes" } else { "DIFFER" }
-        );
     }
     Ok(())
 }

@@ -143,7 +143,7 @@ struct AttnArgs {
 /// Arguments of the fused decode hyper-connection step (kernels/model.cuh `HcStepArgs`).
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub(crate) struct HcStepArgs {
+struct HcStepArgs {
     s: u64,
     y: u64,
     post: u64,
@@ -168,8 +168,7 @@ pub(crate) struct HcStepArgs {
     iters: i32,
     eps: f32,
     hc_eps: f32,
-    /// hc_epi_ticket: blocks writing each 32-column slice of y (`ticket`: per-slice counters)
-    narr: i32,
+    pad: i32,
     trace: u64,
     gs: u64,
 }
@@ -465,43 +464,9 @@ pub(crate) fn launch_hc_step(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usi
 /// embedding; not a kernel bench's back-to-back steps).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch_hc_step_traced(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish, trace: DevPtr, pdl: bool) -> Result<()> {
-    let a = hc_step_args(b, y, ny, fn_ptr, f, trace);
-    if b.gs != 0 {
-        // (the session checked that the grid fits the device at once: hc_gs_fits)
-        if pdl && y != 0 {
-            return gpu.launch_coop_pdl("hc_step_gs", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, 0, Args::new().a(a));
-        }
-        return gpu.launch_coop("hc_step_gs", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, 0, Args::new().a(a));
-    }
-    gpu.launch("hc_step", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, hc_fin_smem(b.n, b.d), Args::new().a(a))
-}
-
-/// hc_step_gs's phase 2 alone (model.cuh `hc_fin_gs`), for one token, after a matvec whose
-/// blocks ran phase 1 as their epilogue with the same `b`, y and weights (`hc_epi_mask`).
-pub(crate) fn launch_hc_fin(gpu: &Gpu, b: &HcBufs, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish, pdl: bool) -> Result<()> {
-    let a = hc_step_args(b, y, ny, fn_ptr, f, 0);
-    let grid = (b.split as u32, 1, 1);
-    if pdl {
-        gpu.launch_pdl("hc_fin_gs", grid, HC_FIN_BLOCK, 0, Args::new().a(a))
-    } else {
-        gpu.launch("hc_fin_gs", grid, HC_FIN_BLOCK, 0, Args::new().a(a))
-    }
-}
-
-/// Threads per block of hc_fin_gs (a warp per partial it reduces, two spare).
-const HC_FIN_BLOCK: u32 = 512;
-
-/// `a` for hc_epi_ticket (mvq_b3h): the per-slice tickets (`tickets`: D / 32 zeroed i32) and
-/// the blocks that arrive at each (`Jobs::hc_arrivals`).
-pub(crate) fn hc_epi_ticketed(a: HcStepArgs, tickets: DevPtr, narr: i32) -> HcStepArgs {
-    HcStepArgs { ticket: tickets, narr, ..a }
-}
-
-/// The kernel arguments of a hyper-connection step (hc_step, hc_step_gs, hc_fin_gs, hc_epi).
-pub(crate) fn hc_step_args(b: &HcBufs, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: &HcFinish, trace: DevPtr) -> HcStepArgs {
     let (q8s, q8d) = f.q8.unwrap_or((0, 0));
     let z_out = if f.m > b.n { b.z } else { 0 };
-    HcStepArgs {
+    let a = HcStepArgs {
         s: b.s,
         y,
         post: b.post,
@@ -526,10 +491,18 @@ pub(crate) fn hc_step_args(b: &HcBufs, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: 
         iters: b.iters as i32,
         eps: b.eps,
         hc_eps: b.hc_eps,
-        narr: 0,
+        pad: 0,
         trace,
         gs: b.gs,
+    };
+    if b.gs != 0 {
+        // (the session checked that the grid fits the device at once: hc_gs_fits)
+        if pdl && y != 0 {
+            return gpu.launch_coop_pdl("hc_step_gs", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, 0, Args::new().a(a));
+        }
+        return gpu.launch_coop("hc_step_gs", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, 0, Args::new().a(a));
     }
+    gpu.launch("hc_step", (b.split as u32, t as u32, 1), HC_STEP_BLOCK, hc_fin_smem(b.n, b.d), Args::new().a(a))
 }
 
 /// Dynamic shared memory of hc_finish_tok's callers (model.cuh: the staged
@@ -562,16 +535,6 @@ pub(crate) fn hc_gs_fits(gpu: &Gpu, split: usize, t: usize, n: usize) -> bool {
 /// Gram entries of `n` streams (hc_step_gs's partials per split).
 pub(crate) fn hc_gram(n: usize) -> usize {
     n * (n + 1) / 2
-}
-
-/// Whether a fused one-token step whose caller can run the Sinkhorn (`defer`) leaves it to
-/// that caller: its comb logits then go to `b.z`, else (b.z cleared) the step runs it.
-fn hc_defer(b: &mut HcBufs, f: &HcFinish, defer: bool) -> bool {
-    let defer = defer && hc_sk_enabled() && f.m > b.n;
-    if !defer {
-        b.z = 0;
-    }
-    defer
 }
 
 /// `DS4_HC_SK=0` keeps decode's Sinkhorn in hc_step's finishing block instead of deferring it
@@ -1469,10 +1432,6 @@ pub(crate) struct MvJobQ {
     /// next int8 matvec's input without a quant_q8 launch (32 rows per block, see `plan`)
     pub yq: u64,
     pub yd: u64,
-    /// device HcStepArgs when y is the layer output of a decode hyper-connection step whose
-    /// phase 1 the blocks run (q8.cuh `hc`; set by `JobTableQ::with_hc`: out_b's form, each
-    /// block its own 32 rows, or the down projection's, each slice's last block)
-    pub hc: u64,
 }
 
 /// Weight types `mvq` handles: Q8_0, Q2_K, Q4_K, IQ2_XXS.
@@ -1532,7 +1491,7 @@ impl MvJobQ {
     /// t/s the same within noise, session 13). Only mvq_b2 (all-Q8_0 tables) has the
     /// instantiation.
     fn plan_r8(&mut self) {
-        if self.w.ty == 8 && self.w2.pay == 0 && self.sel == 0 && self.yq == 0 && self.hc == 0 && self.rpw == 4 && self.wk == 1 && self.w.cols <= 1024 {
+        if self.w.ty == 8 && self.w2.pay == 0 && self.sel == 0 && self.yq == 0 && self.rpw == 4 && self.wk == 1 && self.w.cols <= 1024 {
             self.rpw = 8;
         }
     }
@@ -1548,19 +1507,6 @@ fn down_sh_first() -> bool {
 fn hc_pdl_on() -> bool {
     env_unless!("DS4_HC_PDL", "0")
 }
-
-/// Which of decode's hyper-connection steps run as the epilogue of the matvec before them +
-/// hc_fin_gs (`CudaSession::hc_epi_ok`), a mask: 1 the FFN-side step (after out_b), 2 the
-/// attention-side step (after the down projection); `DS4_HC_EPI` (default HC_EPI_DEFAULT; 0:
-/// each step is one hc_step_gs launch). Read once.
-fn hc_epi_mask() -> u32 {
-    static M: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *M.get_or_init(|| std::env::var("DS4_HC_EPI").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(HC_EPI_DEFAULT))
-}
-/// Off until a device has run it (session 48 built it and checked it here only: the NVRTC
-/// compile, the tables' host test; `tools/gpu/s48.sh` runs its byte-for-byte kernel bench,
-/// the fixtures and the decode A/B in one call).
-const HC_EPI_DEFAULT: u32 = 0;
 
 /// `DS4_FORK=0`: no parallel branch in a decode step (see `layers`).
 fn fork_on() -> bool {
@@ -1591,9 +1537,6 @@ fn mvq_wide2() -> bool {
 
 /// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
 pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
-/// The entry points with the hyper-connection epilogue (`MvJobQ::hc`, `JobTableQ::with_hc`):
-/// out_b's (its own 32 rows), the down projection's (a per-slice ticket).
-const MVQ_HC_KERNELS: [&str; 2] = ["mvq_b2h", "mvq_b3h"];
 
 impl GridJob for MvJobQ {
     fn blocks(&self) -> usize {
@@ -1609,18 +1552,6 @@ impl GridJob for MvJobQ {
         }
         if self.yq != 0 && (self.rows_per_block() != 32 || self.w.rows % 32 != 0) {
             return Err(CudaError::Other(format!("mvq: a quantized output needs 32 rows per block ({} rows)", self.w.rows)));
-        }
-        // the epilogue's entry points and only they: mvq_b2h runs exactly one plain one-slot
-        // Q8_0 job of 32 rows per block (q8.cuh mvq_block_hc); mvq_b3h unpaired jobs of at most
-        // 32 rows per block (each block inside one 32-row slice: hc_epi_ticket)
-        let hc_kern = MVQ_HC_KERNELS.contains(&kern);
-        let shape_ok = if kern == MVQ_HC_KERNELS[0] {
-            self.w.ty == 8 && self.rpw == 4 && self.wk == 1 && self.w.rows % 32 == 0 && self.nslots == 1 && self.sel == 0 && self.w2.pay == 0 && self.yq == 0
-        } else {
-            self.w.rows % 32 == 0 && self.rows_per_block() <= 32 && self.w2.pay == 0 && self.yq == 0
-        };
-        if (self.hc != 0) != hc_kern || (hc_kern && !shape_ok) {
-            return Err(CudaError::Other(format!("mvq: a job of type {}, {} rows, rows per block {} cannot run {kern} (hyper-connection epilogue: {})", self.w.ty, self.w.rows, self.rows_per_block(), self.hc != 0)));
         }
         Ok(())
     }
@@ -1645,35 +1576,6 @@ impl JobTableQ {
         }
         Jobs::with_kernel(jobs, MVQ_KERNELS[if q8_only { 0 } else { 1 }])
     }
-
-    /// Jobs whose outputs y are one decode hyper-connection step's layer output, its phase 1
-    /// run by their blocks (model.cuh hc_epi*) with the HcStepArgs at device address `hc`:
-    /// `ticket` false, one plain job whose blocks each write a whole 32-row slice (out_b,
-    /// mvq_b2h); true, any unpaired jobs of 32 rows or fewer per block, the last block of each
-    /// slice running it (the down projection, mvq_b3h; the args' `narr`: `hc_arrivals`).
-    pub(crate) fn with_hc(jobs: &mut [MvJobQ], hc: u64, ticket: bool) -> Result<JobTableQ> {
-        for j in jobs.iter_mut() {
-            j.hc = hc;
-            j.plan();
-            // (plan gives at most 4 rows per warp: 32 rows per block or fewer, as the ticket
-            // form needs; out_b's form needs a whole slice per block)
-            if !ticket {
-                (j.wk, j.rpw) = (1, 4);
-            }
-        }
-        if !ticket && jobs.len() != 1 {
-            return Err(CudaError::Other(format!("{}: one job per launch, not {}", MVQ_HC_KERNELS[0], jobs.len())));
-        }
-        Jobs::with_kernel(jobs, MVQ_HC_KERNELS[ticket as usize])
-    }
-}
-
-impl Jobs<MvJobQ> {
-    /// Blocks writing each 32-row slice of the jobs' outputs (the same for every slice: every
-    /// job's rows are whole slices, checked): what hc_epi_ticket counts to.
-    pub(crate) fn hc_arrivals(&self) -> i32 {
-        self.set.j[..self.len()].iter().map(|j| j.nslots * 32 / j.rows_per_block() as i32).sum()
-    }
 }
 
 /// Quantize `n0` values at `x0` then `n1` at `x1` (multiples of 32) to int8 blocks of 32:
@@ -1690,9 +1592,6 @@ struct LayerJobsQ {
     f: JobTableQ,
     /// routed experts down (slot i reads quantized mid i) + shared down (slot K)
     g: JobTableQ,
-    /// g runs the next layer's attention-side hyper-connection step's phase 1 (hc_epi_ok):
-    /// its HcStepArgs in device memory (the jobs point at them) and per-slice tickets
-    hcg: Option<(DevBuf, DevBuf)>,
     /// the attention side on int8 activations too (`DS4_DECODE_Q8_ATTN`, on by default)
     att: Option<AttnJobsQ>,
     /// the attention side's first launch on xn's int8 copy: q_a, kv and the compressors' /
@@ -1721,9 +1620,6 @@ struct AttnJobsQ {
     bi: Option<JobTable>,
     c: JobTableQ,
     d: JobTableQ,
-    /// d's job runs the FFN-side hyper-connection step's phase 1 (`hc_epi_mask` 1): its
-    /// HcStepArgs in device memory (the job points at them); hc_fin_gs runs phase 2
-    hc: Option<DevBuf>,
 }
 
 
@@ -1762,7 +1658,7 @@ pub(crate) struct Jobs<J> {
     set: JobSet<J>,
     blocks: Vec<u32>, // cumulative block count after each job
     smem: Vec<u32>,   // max smem up to each job
-    pub(crate) kern: &'static str,
+    kern: &'static str,
     _job: std::marker::PhantomData<J>,
 }
 
@@ -3079,21 +2975,9 @@ impl CudaSession {
             // the shared expert's down first: its blocks stream 70 KB (32 Q8_0 rows of 2048
             // columns) against 21.5 KB for a routed block (Q2_K), so last they were the launch's
             // tail (blocks start in index order); DS4_DOWN_SH_FIRST=0: after the routed ones
-            let mut gj = if down_sh_first() { [gs, gd] } else { [gd, gs] };
-            // the next layer's attention-side hyper-connection step's phase 1 in the down
-            // projection's blocks (hc_epi_ok): its args and per-slice tickets
-            let (g, hcg) = if l + 1 < d.n_layer && self.hc_epi_ok(2) {
-                let args = self.gpu().alloc(std::mem::size_of::<HcStepArgs>())?;
-                let tk = self.gpu().alloc_zeroed(self.hc_split * 4)?;
-                let g = JobTableQ::with_hc(&mut gj, args.ptr, true)?;
-                let a = hc_epi_ticketed(self.hc_epi_args(sc.ypair.ptr, d.k + 1, self.m.layers[l + 1].hc_attn_fn.ptr), tk.ptr, g.hc_arrivals());
-                self.gpu().htod(args.ptr, &[a])?;
-                (g, Some((args, tk)))
-            } else {
-                (JobTableQ::new(&mut gj)?, None)
-            };
+            let g = if down_sh_first() { JobTableQ::new(&mut [gs, gd])? } else { JobTableQ::new(&mut [gd, gs])? };
             // (the shared gate/up first lost: 152.6 against 156.9 t/s at 8K, session 15)
-            all.push(LayerJobsQ { f: JobTableQ::new(&mut [f, fs])?, g, hcg, att, a });
+            all.push(LayerJobsQ { f: JobTableQ::new(&mut [f, fs])?, g, att, a });
         }
         self.jobsq = all;
         self.q8 = true;
@@ -3121,35 +3005,7 @@ impl CudaSession {
         let mut c = MvJobQ::row_groups(&ly.out_a, d.g, sc.qheads.at(0), sc.low.ptr, sc.grp_ids.ptr);
         (c.yq, c.yd) = sc.qlow.at(0);
         let dd = MvJobQ::plain(ly.out_b.wmat(), sc.qlow.at(0), sc.attn_out.ptr);
-        // out_b's blocks run the FFN-side hyper-connection step's phase 1 (see hc_epi_ok)
-        let (d_tab, hc) = if self.hc_epi_ok(1) && ly.out_b.wmat().ty == 8 {
-            let buf = self.gpu().upload(&[self.hc_epi_args(sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr)])?;
-            (JobTableQ::with_hc(&mut [dd], buf.ptr, false)?, Some(buf))
-        } else {
-            (JobTableQ::new(&mut [dd])?, None)
-        };
-        Ok(AttnJobsQ { b: JobTableQ::new(&mut b)?, ib, bi, c: JobTableQ::new(&mut [c])?, d: d_tab, hc })
-    }
-
-    /// The arguments of a decode hyper-connection step's phase 1 run as a matvec's epilogue
-    /// (model.cuh hc_epi*): y (`ny` rows summed) into the state, the partials of the mixes of
-    /// `fn_ptr`. Phase 1 reads no field of the finish but its mix count (hc_fin_gs gets the
-    /// finish at its launch).
-    fn hc_epi_args(&self, y: DevPtr, ny: usize, fn_ptr: DevPtr) -> HcStepArgs {
-        let d = &self.m.dims;
-        let f = HcFinish { m: d.n_hc * (d.n_hc + 2), scale: 0, base: 0, norm: 0, out: 0, q8: None, f16: HcF16::default() };
-        hc_step_args(&self.hc_bufs(), y, ny, fn_ptr, &f, 0)
-    }
-
-    /// Whether decode's hyper-connection step of `side` (`hc_epi_mask`: 1 the FFN-side step,
-    /// whose phase 1 out_b's blocks run; 2 the next layer's attention-side step, run by the
-    /// down projection's with a per-slice ticket) is split, hc_fin_gs running phase 2 (model.cuh
-    /// hc_epi*). The same arithmetic as hc_step_gs, so only where decode takes it (hc_fused, its
-    /// grid barrier's counters allocated), in its 32-column blocks (the jobs check that their
-    /// rows are whole blocks). The callers check the rest: out_b Q8_0 (mvq_b2h), a next layer.
-    fn hc_epi_ok(&self, side: u32) -> bool {
-        let d = &self.m.dims;
-        hc_epi_mask() & side != 0 && self.hc_fused(1) && self.sc.hc_gs.is_some() && d.n_hc <= HC_MAXN && d.d % 32 == 0 && self.hc_split * 32 == d.d
+        Ok(AttnJobsQ { b: JobTableQ::new(&mut b)?, ib, bi, c: JobTableQ::new(&mut [c])?, d: JobTableQ::new(&mut [dd])? })
     }
 
     // ---------------------------------------------------------------------------------------
@@ -3413,7 +3269,10 @@ impl CudaSession {
                     return Err(CudaError::Other("hc_step: the fused step writes no f16 copies".into()));
                 }
                 debug_assert_eq!(f.m, m);
-                let defer = hc_defer(&mut b, &f, defer && t == 1);
+                let defer = defer && t == 1 && hc_sk_enabled() && f.m > b.n;
+                if !defer {
+                    b.z = 0;
+                }
                 // a layer's step: its predecessor (out_b, the down matvec or combine) writes y
                 // only, so hc_step_gs may start under it (decode +0.7 % against DS4_HC_PDL=0 on
                 // an H100, the same tokens, bench/NOTES.md session 47)
@@ -3447,18 +3306,6 @@ impl CudaSession {
                 Ok(false)
             }
         }
-    }
-
-    /// A hyper-connection step of one decode token after a matvec whose blocks ran its phase 1
-    /// (`AttnJobsQ::hc`: out_b, `LayerJobsQ::hcg`: the down projection): phase 2 alone
-    /// (hc_fin_gs), deferring the Sinkhorn as hc_step_y does. y, `ny` and `fn_ptr` are those
-    /// the epilogue's arguments name.
-    fn hc_fin_after_epi(&self, y: DevPtr, ny: usize, fn_ptr: DevPtr, f: HcFinish, defer: bool) -> Result<bool> {
-        let mut b = self.hc_bufs();
-        let defer = hc_defer(&mut b, &f, defer);
-        // only the finish's weights are read before its wait: PDL under out_b's tail
-        launch_hc_fin(self.gpu(), &b, y, ny, fn_ptr, &f, hc_pdl_on())?;
-        Ok(defer)
     }
 
     /// The Sinkhorn job of a deferring hc_step (one token: decode).
@@ -3859,12 +3706,7 @@ impl CudaSession {
             let gw = ly.gate_inp.wmat();
             let fused_router = decode && self.q8 && t == 1 && router_dec_ok(&gw, tid2eid != 0, d.e, d.k);
             // (only router_dec takes a Sinkhorn job on the FFN side)
-            sk = if att.is_some_and(|a| a.hc.is_some()) {
-                // (out_b's blocks ran its phase 1)
-                self.hc_fin_after_epi(sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, ffn_fin, fused_router)?
-            } else {
-                self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin), fused_router)?
-            };
+            sk = self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin), fused_router)?;
             if fused_router {
                 let a = RouterDecArgs {
                     w: gw,
@@ -4016,10 +3858,7 @@ impl CudaSession {
             } else {
                 (self.m.out_hc_fn.ptr, nhc, self.hc_fused(t).then(|| self.head_fin()))
             };
-            sk = if decode && self.q8 && self.jobsq[l].hcg.is_some() && fin.is_some() {
-                // (the down projection's blocks ran its phase 1)
-                self.hc_fin_after_epi(sc.ypair.ptr, d.k + 1, next_fn, fin.unwrap(), decode)?
-            } else if decode && self.q8 {
+            sk = if decode && self.q8 {
                 self.hc_step(t, sc.ypair.ptr, d.k + 1, next_fn, next_m, fin, decode)?
             } else if fuse_moe {
                 self.hc_step_y(t, HcY::Moe(sc.ypair.ptr, sc.pair_of.ptr, sc.shared.ptr, d.k, moe_y16), next_fn, next_m, fin, decode)?
@@ -4947,46 +4786,6 @@ mod tests {
         assert!(forced(MvJobQ::plain(wmat(16, 2048, 4096), q, 0), MVQ_KERNELS[0]), "IQ2_XXS in mvq_b2");
         assert!(forced(MvJobQ::paired(wmat(8, 2048, 4096), wmat(8, 2048, 4096), q, 0, 7.0), MVQ_KERNELS[0]), "paired");
         assert!(!forced(MvJobQ::plain(wmat(8, 32768, 1024), q, 0), MVQ_KERNELS[0]), "q_b in mvq_b2");
-    }
-
-    /// The hyper-connection epilogue's tables (model.cuh hc_epi*): every block of a ticketed
-    /// table lies inside one 32-row slice and each slice counts the same arrivals, whatever the
-    /// split (the published down projection: 7 rows, 32 per block; the fixtures' 256-row one:
-    /// 16 per block, 2 blocks per slice and row); out_b's form writes whole slices, in
-    /// mvq_b2h; shapes the kernels cannot run are refused, and a plain table never runs them.
-    #[test]
-    fn hc_epilogue_tables_cover_each_slice_evenly() {
-        let q = (0u64, 0u64);
-        let wmat = |ty, rows, cols| WMat { pay: 1 << 20, ..wmat(ty, rows, cols) };
-        for (d, f, k, ty) in [(4096, 2048, 6, 10), (256, 256, 2, 10), (256, 256, 2, 12)] {
-            let sh = MvJobQ::plain(wmat(8, d, f), q, 0);
-            let mut rt = MvJobQ::plain(wmat(ty, d, f), q, 0);
-            (rt.nslots, rt.sel, rt.x_slot) = (k, 1, f as i64);
-            let mut jobs = [sh, rt];
-            let t = JobTableQ::with_hc(&mut jobs, 64, true).unwrap();
-            assert_eq!(t.kern, MVQ_HC_KERNELS[1]);
-            // count each slice's blocks from the jobs' placement (mv_place: row0 = block * rpb)
-            let mut per_slice = vec![0i32; d as usize / 32];
-            for j in &jobs {
-                let rpb = j.rows_per_block();
-                assert!(rpb <= 32 && 32 % rpb == 0, "{rpb} rows per block");
-                for b in 0..j.blocks() {
-                    let row0 = (b % (d as usize).div_ceil(rpb)) * rpb;
-                    per_slice[row0 / 32] += 1;
-                }
-            }
-            assert!(per_slice.iter().all(|&c| c == t.hc_arrivals()), "d {d} k {k}: {:?} vs {}", &per_slice[..4], t.hc_arrivals());
-            assert_eq!(t.hc_arrivals(), (k + 1) * 32 / jobs[0].rows_per_block() as i32);
-        }
-        let mut ob = [MvJobQ { wk: 2, ..MvJobQ::plain(wmat(8, 4096, 8192), q, 0) }];
-        let t = JobTableQ::with_hc(&mut ob, 64, false).unwrap();
-        assert_eq!((t.kern, ob[0].wk, ob[0].rpw, ob[0].rows_per_block()), (MVQ_HC_KERNELS[0], 1, 4, 32));
-        // refused: out_b's form of anything but one plain Q8_0 job; a paired job; an epilogue
-        // pointer in a plain table
-        assert!(JobTableQ::with_hc(&mut [MvJobQ::plain(wmat(10, 4096, 2048), q, 0)], 64, false).is_err(), "Q2_K in mvq_b2h");
-        assert!(JobTableQ::with_hc(&mut [MvJobQ::plain(wmat(8, 4096, 8192), q, 0), MvJobQ::plain(wmat(8, 4096, 8192), q, 0)], 64, false).is_err(), "two jobs in mvq_b2h");
-        assert!(JobTableQ::with_hc(&mut [MvJobQ::paired(wmat(8, 2048, 4096), wmat(8, 2048, 4096), q, 0, 7.0)], 64, true).is_err(), "paired");
-        assert!(JobTableQ::new(&mut [MvJobQ { hc: 64, ..MvJobQ::plain(wmat(8, 4096, 8192), q, 0) }]).is_err(), "epilogue in mvq_b2");
     }
 
     /// Prefill batches stay in [2048, MAX_CHUNK], multiples of 256, and keep the per-batch

@@ -206,13 +206,12 @@ __device__ __forceinline__ void mv_place(const J& j, int lb, int& slot, int& row
 // yq != 0 (mvq jobs of 32 rows per block, rows a multiple of 32: checked by the host): warp 0
 // holds one whole 32-value block of y and also writes it quantized (q8_block, as quant_q8
 // would: the next int8 matvec reads it without a quantization launch).
-// Returns the thread's output (0 for threads past the block's rows).
 template <int RS>
-__device__ __forceinline__ float mv_split_combine(const float (*red)[RS], int row0, int rpb, int rpw, int wk, int rows, bool paired,
+__device__ __forceinline__ void mv_split_combine(const float (*red)[RS], int row0, int rpb, int rpw, int wk, int rows, bool paired,
                                                  float clamp, float wsl, int slot, float* y, signed char* yq = nullptr,
                                                  float2* yd = nullptr) {
     int t = threadIdx.x;
-    if (t >= rpb || row0 + t >= rows) return 0.f;
+    if (t >= rpb || row0 + t >= rows) return;
     int g = t >> (__ffs(rpw) - 1), r = t & (rpw - 1);
     float a = 0.f, c = 0.f;
     for (int k = 0; k < wk; k++) {
@@ -227,7 +226,6 @@ __device__ __forceinline__ float mv_split_combine(const float (*red)[RS], int ro
     }
     y[(i64)slot * rows + row0 + t] = v;
     if (yq) q8_block(v, t, (slot * rows + row0) >> 5, yq, yd);
-    return v;
 }
 
 // Shared body of the mv2 entry points (which differ only in their register cap).

@@ -923,7 +923,6 @@ struct HcStepArgs {
     float* z_out;         // nullptr: the finishing block runs the Sinkhorn; else its logits (hc_sk_warp)
     int M, D, N, ny, iters;
     float eps, hc_eps;
-    int narr;             // hc_epi_ticket: blocks writing each 32-column slice of y (ticket: [D / 32])
     u64* trace;           // kernel bench only (nullptr: off): phase times, see hc_bench
     u64* gs;              // hc_step_gs: grid-barrier counters [T] (only grow)
 };
@@ -961,10 +960,8 @@ __device__ __forceinline__ void hc_mix_pre(const HcStepArgs& a, int t, int d, bo
         }
     }
 }
-// hc_step_mix_y's arithmetic on the column's y value yd (its ny rows summed, as sum_strided
-// sums them), whoever loaded it: hc_step_mix_y from a.y, hc_epi from the matvec's own outputs
-__device__ __forceinline__ void hc_step_mix_v(const HcStepArgs& a, int t, int sp, int nsplit, int d, bool ok, const HcMixPre& p,
-                                              float yd, float (&nv)[MAXN]) {
+__device__ __forceinline__ void hc_step_mix_y(const HcStepArgs& a, int t, int sp, int nsplit, int d, bool ok, const HcMixPre& p,
+                                              float (&nv)[MAXN]) {
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     int D = a.D, N = a.N, M = a.M;
     i64 fstride = (i64)N * D;
@@ -976,6 +973,7 @@ __device__ __forceinline__ void hc_step_mix_v(const HcStepArgs& a, int t, int sp
         if (a.y) {
             const float(&pv)[MAXN] = p.pv;
             const float(&cv)[MAXN][MAXN] = p.cv;
+            float yd = sum_strided(a.y + (i64)t * a.ny * D + d, D, a.ny);
 #pragma unroll
             for (int b = 0; b < MAXN; b++) {
                 if (b < N) {
@@ -1001,11 +999,6 @@ __device__ __forceinline__ void hc_step_mix_v(const HcStepArgs& a, int t, int sp
         dot = warp_sum(dot);
         if (lane == 0) a.pdot[((i64)t * M + m) * nsplit + sp] = dot;
     }
-}
-__device__ __forceinline__ void hc_step_mix_y(const HcStepArgs& a, int t, int sp, int nsplit, int d, bool ok, const HcMixPre& p,
-                                              float (&nv)[MAXN]) {
-    const float yd = ok && a.y ? sum_strided(a.y + (i64)t * a.ny * a.D + d, a.D, a.ny) : 0.f;
-    hc_step_mix_v(a, t, sp, nsplit, d, ok, p, yd, nv);
 }
 __device__ __forceinline__ void hc_step_mix(const HcStepArgs& a, int t, int sp, int nsplit, int d, bool ok, float (&nv)[MAXN]) {
     HcMixPre p;
@@ -1082,11 +1075,47 @@ __device__ __forceinline__ u64 ld_acquire_u64(const u64* p) {
 }
 #define HC_MAXG (MAXN * (MAXN + 1) / 2)
 static_assert(MAXN * (MAXN + 1) / 2 + MAXN < 32, "hc_step_gs: a warp per pre mix and Gram entry, one more for post/comb");
-// hc_step's Gram partials of the block's 32 columns (lane: column): entry g = (i, j), i <= j,
-// in row order, one warp per entry (G = N (N + 1) / 2 of them), into pss [t][G][nsplit]
-__device__ __forceinline__ void hc_gram_part(const HcStepArgs& a, int t, int sp, int nsplit, bool ok, const float (&nv)[MAXN]) {
-    int lane = threadIdx.x & 31, N = a.N, G = N * (N + 1) / 2;
-    for (int w = threadIdx.x >> 5; w < G; w += blockDim.x >> 5) {
+// Launched with PDL (a layer's step; DS4_HC_PDL=0: not; session.rs hc_step_y) it may start while
+// its predecessor (the layer's out_b or down matvec, or combine, which writes y) still runs: everything it
+// reads before PDL_WAIT was written two or more launches back (the weights, the state from the
+// previous hc_step, the previous finish's post and comb: comb by attn_prep's or router_dec's
+// Sinkhorn block at the latest, three launches back), and it writes nothing before it. The
+// first step after the embedding (y == nullptr), whose state the predecessor writes, waits
+// first (the session never launches it with PDL anyway).
+extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
+    if (!a.y) PDL_WAIT;
+    __shared__ float mix_s[MAXM];
+    __shared__ double g_s[HC_MAXG];
+    __shared__ float sb_s[3 + MAXM];  // scale[0..3) then base[0..M)
+    int sp = blockIdx.x, nsplit = gridDim.x, t = blockIdx.y;
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    int D = a.D, N = a.N, M = a.M, G = N * (N + 1) / 2;
+    int d = sp * 32 + lane;
+    bool ok = d < D;
+    if (a.trace && threadIdx.x == 0) a.trace[3 * sp] = gtimer();
+    // parameters of the finish, independent of the state: fetched now
+    hc_load_sb(sb_s, a.scale, a.base, M);
+    float nwd = (w == 0 && ok) ? a.norm_w[d] : 0.f;
+    // this launch's barrier target: the counter reads c in [base, base + nsplit) here (the
+    // previous launch left it at base, a multiple of nsplit; only this launch's blocks move
+    // it on), so the arrival needs no returning atomic
+    u64 c0 = threadIdx.x == 0 ? ld_acquire_u64(a.gs + t) : 0;
+    float* St = a.S + (i64)t * N * D;
+    float nv[MAXN];
+    HcMixPre pre;
+    hc_mix_pre(a, t, d, ok, pre);
+    PDL_WAIT;
+    PDL_TRIGGER;
+    hc_step_mix_y(a, t, sp, nsplit, d, ok, pre, nv);
+    __syncthreads();  // every warp has read the old state
+    if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 1] = gtimer();
+    if (w == 0 && a.y && ok) {
+#pragma unroll
+        for (int b = 0; b < MAXN; b++)
+            if (b < N) St[(i64)b * D + d] = nv[b];
+    }
+    if (w < G) {
+        // Gram entry w = (i, j), i <= j, in row order
         int i = 0, k = w;
         while (k >= N - i) { k -= N - i; i++; }
         int j = i + k;
@@ -1100,19 +1129,16 @@ __device__ __forceinline__ void hc_gram_part(const HcStepArgs& a, int t, int sp,
         g = warp_sum_d(g);
         if (lane == 0) a.pss[((i64)t * G + w) * nsplit + sp] = g;
     }
-}
-// hc_step_gs's phase 2 for the block's 32 columns (lane: column), after every block's partials
-// are stored and visible: reduce the partials it needs, then pre, xn and its int8 block (warp
-// 0, from the column's new state nv), the post / comb outputs (see hc_step_gs). sb_s: scale
-// and base, stored by hc_load_sb before a __syncthreads of the caller or the first one here.
-__device__ __forceinline__ void hc_gs_finish(const HcStepArgs& a, int sp, int nsplit, int t, const float (&nv)[MAXN], float nwd,
-                                             const float* sb_s) {
-    __shared__ float mix_s[MAXM];
-    __shared__ double g_s[HC_MAXG];
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    int D = a.D, N = a.N, M = a.M, G = N * (N + 1) / 2;
-    int d = sp * 32 + lane;
-    bool ok = d < D;
+    // grid barrier: the block's writes are ordered before thread 0's fence by the barrier
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const u64 target = (c0 / (u64)nsplit + 1) * (u64)nsplit;
+        __threadfence();
+        asm volatile("red.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(a.gs + t) : "memory");
+        while ((long long)(ld_acquire_u64(a.gs + t) - target) < 0) {
+        }
+    }
+    __syncthreads();
     if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 2] = gtimer();
     // the partials: the N pre mixes and G (every block, warp w: item w, the same order
     // everywhere); the post and comb mixes one per block (1 + m - N: blocks 1..M-N, warp
@@ -1184,162 +1210,6 @@ __device__ __forceinline__ void hc_gs_finish(const HcStepArgs& a, int sp, int ns
     } else if (w == 1 && sp == 0 && M > N && !spread) {
         hc_post_comb_warp(mix_s, rs, sb_s, N, t, a.post_out, a.z_out, a.comb_out, a.iters, a.hc_eps, lane);
     }
-}
-// Launched with PDL (a layer's step; DS4_HC_PDL=0: not; session.rs hc_step_y) it may start while
-// its predecessor (the layer's out_b or down matvec, or combine, which writes y) still runs: everything it
-// reads before PDL_WAIT was written two or more launches back (the weights, the state from the
-// previous hc_step, the previous finish's post and comb: comb by attn_prep's or router_dec's
-// Sinkhorn block at the latest, three launches back), and it writes nothing before it. The
-// first step after the embedding (y == nullptr), whose state the predecessor writes, waits
-// first (the session never launches it with PDL anyway).
-extern "C" __global__ void __launch_bounds__(1024) hc_step_gs(HcStepArgs a) {
-    if (!a.y) PDL_WAIT;
-    __shared__ float sb_s[3 + MAXM];  // scale[0..3) then base[0..M)
-    int sp = blockIdx.x, nsplit = gridDim.x, t = blockIdx.y;
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    int D = a.D, N = a.N, M = a.M;
-    int d = sp * 32 + lane;
-    bool ok = d < D;
-    if (a.trace && threadIdx.x == 0) a.trace[3 * sp] = gtimer();
-    // parameters of the finish, independent of the state: fetched now
-    hc_load_sb(sb_s, a.scale, a.base, M);
-    float nwd = (w == 0 && ok) ? a.norm_w[d] : 0.f;
-    // this launch's barrier target: the counter reads c in [base, base + nsplit) here (the
-    // previous launch left it at base, a multiple of nsplit; only this launch's blocks move
-    // it on), so the arrival needs no returning atomic
-    u64 c0 = threadIdx.x == 0 ? ld_acquire_u64(a.gs + t) : 0;
-    float* St = a.S + (i64)t * N * D;
-    float nv[MAXN];
-    HcMixPre pre;
-    hc_mix_pre(a, t, d, ok, pre);
-    PDL_WAIT;
-    PDL_TRIGGER;
-    hc_step_mix_y(a, t, sp, nsplit, d, ok, pre, nv);
-    __syncthreads();  // every warp has read the old state
-    if (a.trace && threadIdx.x == 0) a.trace[3 * sp + 1] = gtimer();
-    if (w == 0 && a.y && ok) {
-#pragma unroll
-        for (int b = 0; b < MAXN; b++)
-            if (b < N) St[(i64)b * D + d] = nv[b];
-    }
-    hc_gram_part(a, t, sp, nsplit, ok, nv);
-    // grid barrier: the block's writes are ordered before thread 0's fence by the barrier
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        const u64 target = (c0 / (u64)nsplit + 1) * (u64)nsplit;
-        __threadfence();
-        asm volatile("red.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(a.gs + t) : "memory");
-        while ((long long)(ld_acquire_u64(a.gs + t) - target) < 0) {
-        }
-    }
-    __syncthreads();
-    hc_gs_finish(a, sp, nsplit, t, nv, nwd, sb_s);
-}
-// ---- decode's hyper-connection steps split across the matvec before them and a short launch
-// (DS4_HC_EPI) ----
-// hc_step_gs's phase 1 for 32 columns is what the block of a 32-row matvec has at hand when it
-// has written those 32 rows of the layer output y: the attention side's out_b (8192 -> D,
-// plain rows, one slot: ny == 1). So that block runs it as its epilogue (hc_epi, mvq_b2h), and
-// hc_fin_gs, launched next, runs phase 2 (hc_gs_finish) for every block of 32 columns, with the
-// same arithmetic in the same order as hc_step_gs: the same bits, without hc_step_gs's own
-// launch ramp, phase 1 and grid barrier (the launch boundary is the barrier). The FFN's down
-// projection writes y as 7 slot rows from separate blocks: there the last block to finish a
-// slice runs it (hc_epi_ticket, mvq_b3h).
-// The job's HcStepArgs live in device memory; each block copies them into shared memory
-// (hc_epi_stage, cp.async at the block's start: the copy's latency hides behind the matvec).
-__shared__ __align__(16) u64 hc_epi_args[(sizeof(HcStepArgs) + 7) / 8];
-__device__ __forceinline__ void hc_epi_stage(const HcStepArgs* g) {
-    constexpr int n = (int)((sizeof(HcStepArgs) + 7) / 8);
-    if ((int)threadIdx.x < n) {
-        const u32 dst = (u32)__cvta_generic_to_shared(hc_epi_args + threadIdx.x);
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"((const u64*)g + threadIdx.x) : "memory");
-    }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-// hc_step_gs's phase 1 for the 32 columns of slice sp, the column's y value yd in hand (lane:
-// column; every thread of the block calls it): the new state (stored), the mix and Gram
-// partials. pre: hc_mix_pre's loads, issued by the caller as early as it could.
-__device__ __forceinline__ void hc_epi_run(const HcStepArgs& a, int sp, const HcMixPre& pre, float yd) {
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int D = a.D, N = a.N, nsplit = D >> 5;
-    const int d = sp * 32 + lane;
-    const bool ok = d < D;
-    float nv[MAXN];
-    hc_step_mix_v(a, 0, sp, nsplit, d, ok, pre, yd, nv);
-    __syncthreads();  // every warp has read the old state
-    if (w == 0 && ok) {
-#pragma unroll
-        for (int b = 0; b < MAXN; b++)
-            if (b < N) a.S[(i64)b * D + d] = nv[b];
-    }
-    hc_gram_part(a, 0, sp, nsplit, ok, nv);
-}
-// After the combine of a block that wrote all 32 rows of slice sp of a one-row y (out_b: v is
-// thread r < 32's row 32 sp + r; called by every thread). Its loads (the mix weights, the old
-// state, the previous finish's post and comb) were written launches back, y by this block.
-__device__ __forceinline__ void hc_epi(int sp, float v) {
-    __shared__ float ysh[32];
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-    if (threadIdx.x < 32) ysh[threadIdx.x] = v;
-    __syncthreads();  // the staged args and ysh
-    const HcStepArgs& a = *(const HcStepArgs*)hc_epi_args;
-    const int d = sp * 32 + (threadIdx.x & 31);
-    HcMixPre pre;
-    hc_mix_pre(a, 0, d, d < a.D, pre);
-    // (0 + y: sum_strided's sum of the one row, bit for bit)
-    hc_epi_run(a, sp, pre, d < a.D ? 0.f + ysh[threadIdx.x & 31] : 0.f);
-}
-// After the combine of a block that wrote some of the rows of slice sp of y's ny rows (the
-// down projection: the routed slots' and the shared expert's rows, any split of 32 rows or
-// fewer per block): the slice's last block to arrive (a per-slice ticket, a.narr arrivals;
-// reset by that block for the next launch) sums the ny rows as sum_strided does, from L2,
-// and runs phase 1 for the slice.
-__device__ __forceinline__ void hc_epi_ticket(int sp) {
-    __shared__ int last_s;
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-    __syncthreads();  // the block's rows of y stored, the staged args
-    const HcStepArgs& a = *(const HcStepArgs*)hc_epi_args;
-    if (threadIdx.x == 0) {
-        __threadfence();
-        const int k = atomicAdd(a.ticket + sp, 1);
-        last_s = k == a.narr - 1;
-        if (last_s) {
-            a.ticket[sp] = 0;
-            __threadfence();
-        }
-    }
-    __syncthreads();
-    if (!last_s) return;
-    const int D = a.D;
-    const int d = sp * 32 + (threadIdx.x & 31);
-    const bool ok = d < D;
-    HcMixPre pre;
-    hc_mix_pre(a, 0, d, ok, pre);
-    float yd = 0.f;
-    if (ok) {
-        for (int q = 0; q < a.ny; q++) yd += __ldcg(a.y + (i64)q * D + d);
-    }
-    hc_epi_run(a, sp, pre, yd);
-}
-static_assert(MAXN * (MAXN + 1) / 2 + MAXN + 1 < 16, "hc_fin_gs: a warp per pre mix and Gram entry, one for the block's post/comb mix, one spare");
-// Phase 2 after hc_epi's matvec: grid (D / 32, 1), 512 threads. Under PDL only the finish's
-// weights are read before the wait.
-extern "C" __global__ void __launch_bounds__(512) hc_fin_gs(HcStepArgs a) {
-    __shared__ float sb_s[3 + MAXM];
-    const int sp = blockIdx.x, nsplit = gridDim.x, t = blockIdx.y;
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int D = a.D, N = a.N;
-    const int d = sp * 32 + lane;
-    const bool ok = d < D;
-    hc_load_sb(sb_s, a.scale, a.base, a.M);
-    const float nwd = (w == 0 && ok) ? a.norm_w[d] : 0.f;
-    PDL_WAIT;
-    PDL_TRIGGER;
-    float nv[MAXN];
-    const float* St = a.S + (i64)t * N * D;
-#pragma unroll
-    for (int b = 0; b < MAXN; b++) nv[b] = (w == 0 && ok && b < N) ? __ldcg(St + (i64)b * D + d) : 0.f;
-    hc_gs_finish(a, sp, nsplit, t, nv, nwd, sb_s);
 }
 
 // Rotate interleaved pairs of the last R values of v (shared memory) at position pos.

@@ -50,12 +50,6 @@ extern "C" __global__ void q8_from_f16(const u16* __restrict__ src, signed char*
     hdr[b] = f2h(d);
 }
 
-// decode's hyper-connection phase 1 as an mvq block's epilogue (model.cuh hc_epi)
-struct HcStepArgs;
-__device__ __forceinline__ void hc_epi_stage(const HcStepArgs* g);
-__device__ __forceinline__ void hc_epi(int sp, float v);
-__device__ __forceinline__ void hc_epi_ticket(int sp);
-
 struct MvJobQ {
     WMat w;
     WMat w2;                 // paired jobs: the "up" matrix (same type and shape); w2.pay == 0 otherwise
@@ -71,8 +65,6 @@ struct MvJobQ {
     float clamp;             // paired: SwiGLU clamp
     signed char* yq;         // y also quantized (q8 layout) when set: 32 rows per block
     float2* yd;
-    const HcStepArgs* hc;    // mvq_b2h / mvq_b3h: y is the layer output of a decode hyper-
-                             // connection step, whose phase 1 runs per 32 rows (hc_epi / hc_epi_ticket)
 };
 
 // IQ2_XXS to signed int8 words by byte permutes. Each group of 8 weights is a grid entry of 8
@@ -292,21 +284,6 @@ __device__ __forceinline__ void mvq_rows(const MvJobQ& j, int rowA, const signed
     else mvq_body<TY, 1, P>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);
 }
 
-// mvq_b2h's block: a plain one-slot Q8_0 job of 4 rows per warp, whole rows (32 rows per block),
-// then the hyper-connection epilogue (checked by the host: MvJobQ::check). Its own entry point:
-// the epilogue's registers in mvq_b2 / mvq_b3 moved their other loops' allocation (spills).
-__device__ __forceinline__ void mvq_block_hc(const MvJobQ& j, u32* gsel, float (*red)[16]) {
-    int slot, row0, rpb, ks, rowA;
-    const u8 *pay, *hdr, *pay2, *hdr2;
-    float wsl;
-    mv_place(j, blockIdx.x, slot, row0, rpb, ks, rowA, pay, hdr, pay2, hdr2, wsl);
-    hc_epi_stage(j.hc);
-    mvq_body<T_Q8_0, 4, false>(j, rowA, j.xq, j.xd, pay, hdr, pay2, hdr2, ks, red, gsel);
-    __syncthreads();
-    const float v = mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, false, j.clamp, wsl, slot, j.y);
-    hc_epi(row0 >> 5, v);
-}
-
 // One block per 16-32 rows (a persistent variant that looped over logical blocks measured no
 // faster in the decode graph: 92.6 vs 92.4 t/s, session 3), or 64 with 8 rows per warp: R8
 // (mvq_b2 only, whose jobs are all Q8_0; the session gives it to plain jobs of short rows,
@@ -314,9 +291,7 @@ __device__ __forceinline__ void mvq_block_hc(const MvJobQ& j, u32* gsel, float (
 // decode graph against 11 for out_a / out_b of the same bytes).
 // A grid smaller than the jobs' blocks (nlog) loops over them: the decode branch's q_b at one
 // block per SM (DS4_QB_PERSIST) leaves SM slots to the branch's kernels.
-// HC (mvq_b3h): every job's y is one hyper-connection step's layer output (rows of 32 or fewer
-// per block, checked by the host), and the last block of each 32-row slice runs its phase 1.
-template <bool R8, bool HC = false>
+template <bool R8>
 __device__ __forceinline__ void mvq_block(const MvJobQ* __restrict__ jobs, const int* b0, int njobs, int b, u32* gsel,
                                           float (*red)[16]) {
     const int ji = job_of_block(b0, njobs, b);
@@ -335,7 +310,6 @@ __device__ __forceinline__ void mvq_block(const MvJobQ* __restrict__ jobs, const
     }
     const signed char* xq = j.xq + (i64)slot * j.x_slot;
     const float2* xd = j.xd + (i64)slot * (j.x_slot >> 5);
-    if constexpr (HC) hc_epi_stage(j.hc);
 #define MVQ_R(TY)                                                                     \
     if (pay2) mvq_rows<TY, true, R8>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel); \
     else mvq_rows<TY, false, R8>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);
@@ -348,19 +322,17 @@ __device__ __forceinline__ void mvq_block(const MvJobQ* __restrict__ jobs, const
 #undef MVQ_R
     __syncthreads();
     mv_split_combine(red, row0, rpb, j.rpw, j.wk, j.w.rows, j.w2.pay != nullptr, j.clamp, wsl, slot, j.y, j.yq, j.yd);
-    if constexpr (HC) hc_epi_ticket(row0 >> 5);
 }
-template <bool R8, bool HC = false>
+template <bool R8>
 __device__ __forceinline__ void mvq_main(const JobSet<MvJobQ>& js, int njobs) {
     __shared__ u32 gsel[256];
     __shared__ float red[8][16];
-    // one logical block per block (every launch but DS4_QB_PERSIST's; HC's always)
-    if (HC || gridDim.x >= js.nlog) {
-        mvq_block<R8, HC>(js.j, js.b0, njobs, blockIdx.x, gsel, red);
+    if (gridDim.x >= js.nlog) {  // one logical block per block (every launch but DS4_QB_PERSIST's)
+        mvq_block<R8>(js.j, js.b0, njobs, blockIdx.x, gsel, red);
         return;
     }
     for (int b = blockIdx.x; b < js.nlog; b += gridDim.x) {
-        mvq_block<R8, HC>(js.j, js.b0, njobs, b, gsel, red);
+        mvq_block<R8>(js.j, js.b0, njobs, b, gsel, red);
         __syncthreads();  // red and gsel are the next block's
     }
 }
@@ -370,19 +342,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2(const __grid_constan
     PDL_ENTRY;
     mvq_main<true>(js, njobs);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) mvq_b2h(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
-    PDL_ENTRY;
-    __shared__ u32 gsel[1];  // (unused by Q8_0)
-    __shared__ float red[8][16];
-    mvq_block_hc(js.j[0], gsel, red);
-}
 extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
     mvq_main<false>(js, njobs);
-}
-// mvq_b3 whose jobs write a hyper-connection step's layer output (the FFN's down projection):
-// each 32-row slice's last block runs the step's phase 1 (mvq_block HC, model.cuh hc_epi_ticket)
-extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3h(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
-    PDL_ENTRY;
-    mvq_main<false, true>(js, njobs);
 }
