@@ -69,13 +69,14 @@ pub trait Backend: Send {
     }
     /// Sampling where the logits are: evaluate `token` and return the new logits near the
     /// largest, those with `(v - max) / temperature >= floor` ([`NearMax`], from
-    /// `sampling::near_max_cut`), leaving all of them there until [`Backend::fetch_logits`].
+    /// `sampling::near_max_cut`), with the whole vocabulary's softmax sum when `with_sum`
+    /// (`sampling::near_max_wants_sum`), leaving all of them there until [`Backend::fetch_logits`].
     /// `Some(Ok(None))`: the step ran, but the set is not available (more logits than the
     /// backend returns at once, or a non-finite one): fetch the logits. None: not supported
     /// (the default). The CUDA backend reads back a few KB per token instead of the
     /// vocabulary's logits.
-    fn eval_near_max(&mut self, token: u32, temperature: f32, floor: f32) -> Option<Result<Option<NearMax>, EngineError>> {
-        let _ = (token, temperature, floor);
+    fn eval_near_max(&mut self, token: u32, temperature: f32, floor: f32, with_sum: bool) -> Option<Result<Option<NearMax>, EngineError>> {
+        let _ = (token, temperature, floor, with_sum);
         None
     }
     /// The next-token logits after an [`Backend::eval_argmax`] or [`Backend::eval_near_max`].

@@ -1054,10 +1054,10 @@ impl Backend for CpuBackend {
             crate::sampling::argmax(&self.held)
         }))
     }
-    fn eval_near_max(&mut self, token: u32, temperature: f32, floor: f32) -> Option<Result<Option<NearMax>, EngineError>> {
+    fn eval_near_max(&mut self, token: u32, temperature: f32, floor: f32, with_sum: bool) -> Option<Result<Option<NearMax>, EngineError>> {
         Some(self.forward_tokens(&[token], false).map(|lg| {
             self.held = lg;
-            near_max_of(&self.held, temperature, floor, NEAR_MAX_CAP)
+            near_max_of(&self.held, temperature, floor, NEAR_MAX_CAP, with_sum)
         }))
     }
     fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {

@@ -2,7 +2,12 @@
 //!
 //! The algorithm follows ds4 step by step, including the order of float
 //! operations (f32 weights, sequential f32 sums, the same filter tests), so a
-//! given seed picks the same token as ds4 on the same logits. Ties between
+//! given seed picks the same token as ds4 on the same logits. One exception: with
+//! top_p < 1 and no top_k the whole vocabulary's normalizer is summed in f64 (then
+//! rounded to f32), so that a backend's sum computed where the logits are
+//! ([`NearMax::sum`]) bounds it tightly; ds4's sequential f32 sum of 129K weights
+//! can be off by up to ~0.8 %, and the picks differ only where that error tips the
+//! top_p test. Ties between
 //! equal logits are broken by the lower token id (ds4's top-k insertion does
 //! the same; its `qsort` path leaves tie order unspecified).
 
@@ -198,7 +203,7 @@ fn plan_full_vocab(logits: &[f32], temperature: f32, top_p: f32, min_p: f32) -> 
     }
 
     let mut cand: Vec<(u32, f32, f32)> = Vec::new();
-    let mut sum = 0.0f32;
+    let mut sum = 0.0f64;
     for (i, &v) in logits.iter().enumerate() {
         if !v.is_finite() {
             continue;
@@ -209,8 +214,9 @@ fn plan_full_vocab(logits: &[f32], temperature: f32, top_p: f32, min_p: f32) -> 
             // (the others come after every kept token in the sorted order, past min_p's cut)
             cand.push((i as u32, v, w));
         }
-        sum += w;
+        sum += w as f64;
     }
+    let sum = sum as f32;
     if !(sum > 0.0) || !sum.is_finite() {
         return Plan::Fixed(best);
     }
@@ -262,14 +268,21 @@ fn draw_min_p(
 /// The logits of one step near the largest (a backend's reply to
 /// [`crate::Backend::eval_near_max`]): every logit `v` with `(v - max) / temperature >= floor`,
 /// by ascending id, where `max` is the largest logit and `best` its first index. All logits
-/// were finite.
+/// were finite. `sum`, when asked for (top_p < 1, [`near_max_wants_sum`]): the softmax
+/// normalizer over the whole vocabulary, `sum exp((v - max) / temperature)`, within
+/// [`NEAR_SUM_TOL`] of the exact value (any summation order; f64 accumulation).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NearMax {
     pub best: u32,
     pub max: f32,
     pub ids: Vec<u32>,
     pub logits: Vec<f32>,
+    pub sum: Option<f64>,
 }
+
+/// Relative error a backend's [`NearMax::sum`] may have (the GPU's: CUDA's expf, within 2 ulp,
+/// of the host's scaled distance, summed in f64).
+pub const NEAR_SUM_TOL: f64 = 1e-6;
 
 /// Most logits a backend returns in one [`NearMax`] set (8 KB from the GPU): a trained model's
 /// min_p set at the default sampling is a few to a few hundred tokens; a larger set is refused
@@ -278,13 +291,14 @@ pub const NEAR_MAX_CAP: usize = 1024;
 
 /// The [`NearMax`] set of `logits` (at most `cap` entries, else None; None too when a logit
 /// is not finite): what a backend that holds the logits in host memory returns.
-pub fn near_max_of(logits: &[f32], temperature: f32, floor: f32, cap: usize) -> Option<NearMax> {
+pub fn near_max_of(logits: &[f32], temperature: f32, floor: f32, cap: usize, with_sum: bool) -> Option<NearMax> {
     if logits.is_empty() || logits.iter().any(|v| !v.is_finite()) {
         return None;
     }
     let best = argmax(logits);
     let max = logits[best as usize];
-    let mut n = NearMax { best, max, ..Default::default() };
+    let sum = with_sum.then(|| logits.iter().map(|&v| (((v - max) / temperature) as f64).exp()).sum());
+    let mut n = NearMax { best, max, sum, ..Default::default() };
     for (i, &v) in logits.iter().enumerate() {
         if (v - max) / temperature >= floor {
             if n.ids.len() == cap {
@@ -298,12 +312,13 @@ pub fn near_max_of(logits: &[f32], temperature: f32, floor: f32, cap: usize) -> 
 }
 
 /// The `(temperature, floor)` for which a [`NearMax`] set decides a draw exactly as `sample`
-/// over the whole vocabulary does: sampling with top_p 1, no top_k and a min_p in (0, 1] (the
-/// defaults, and the server's thinking mode) only weighs the logits above min_p's cut. None for
-/// greedy params (the argmax) and for those that need every logit (top_k, top_p < 1, min_p 0).
+/// over the whole vocabulary does: sampling with no top_k and a min_p in (0, 1] (the
+/// defaults, and the server's thinking mode) only weighs the logits above min_p's cut; with
+/// top_p < 1 the set needs its [`NearMax::sum`] too ([`near_max_wants_sum`]). None for greedy
+/// params (the argmax) and for those that need every logit (top_k, min_p 0).
 pub fn near_max_cut(p: &SamplerParams, n_vocab: usize) -> Option<(f32, f32)> {
-    let (temperature, top_k, top_p, min_p) = p.normalized(n_vocab);
-    if !(temperature > 0.0) || top_k != 0 || top_p < 1.0 || !(min_p > 0.0 && min_p <= 1.0) {
+    let (temperature, top_k, _, min_p) = p.normalized(n_vocab);
+    if !(temperature > 0.0) || top_k != 0 || !(min_p > 0.0 && min_p <= 1.0) {
         return None;
     }
     // (a little below min_p_floor: the set may hold more than the draw needs, never less,
@@ -311,12 +326,81 @@ pub fn near_max_cut(p: &SamplerParams, n_vocab: usize) -> Option<(f32, f32)> {
     Some((temperature, min_p_floor(min_p) - 0.01))
 }
 
-/// `sample` over the logits of `near`, which a backend gathered with [`near_max_cut`]`(p)`:
-/// the same token and the same random draw as `sample` over the whole vocabulary.
-pub fn sample_near_max(near: &NearMax, p: &SamplerParams, rng: &mut Rng) -> u32 {
-    let (temperature, _, _, min_p) = p.normalized(usize::MAX);
-    let finite = near.ids.iter().copied().zip(near.logits.iter().copied());
-    draw(draw_min_p(finite, near.max, near.best, temperature, min_p_floor(min_p), min_p), rng)
+/// Whether [`near_max_cut`]`(p)`'s set must come with its [`NearMax::sum`] (top_p < 1: the
+/// nucleus is a share of the whole vocabulary's mass).
+pub fn near_max_wants_sum(p: &SamplerParams) -> bool {
+    p.normalized(usize::MAX).2 < 1.0
+}
+
+/// `sample` over the logits of `near`, which a backend gathered with [`near_max_cut`]`(p)`
+/// (and [`near_max_wants_sum`]) from `n_vocab` logits: the same token and the same random
+/// draw as `sample` over the whole vocabulary. None (no random number drawn) when top_p < 1
+/// and the set cannot decide: no sum, or a min_p or top_p test so close to its threshold that
+/// `sample`'s own sequential f32 sum could tip it (see [`nucleus_certain`]); then the caller
+/// samples over every logit.
+pub fn sample_near_max(near: &NearMax, p: &SamplerParams, n_vocab: usize, rng: &mut Rng) -> Option<u32> {
+    let (temperature, _, top_p, min_p) = p.normalized(n_vocab);
+    let skip_below = min_p_floor(min_p);
+    if top_p >= 1.0 {
+        let finite = near.ids.iter().copied().zip(near.logits.iter().copied());
+        return Some(draw(draw_min_p(finite, near.max, near.best, temperature, skip_below, min_p), rng));
+    }
+    let sum = near.sum?;
+    // plan_full_vocab's candidates, their weights and their order, from the set
+    let mut cand: Vec<(u32, f32, f32)> = Vec::new();
+    for (&i, &v) in near.ids.iter().zip(&near.logits) {
+        let x = (v - near.max) / temperature;
+        if x >= skip_below {
+            cand.push((i, v, x.exp()));
+        }
+    }
+    cand.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
+    if !nucleus_certain(cand.iter().map(|c| c.2), sum, n_vocab, top_p, min_p) {
+        return None;
+    }
+    Some(draw(filter_sorted(cand.iter().map(|c| (c.0, c.2)), sum as f32, top_p, min_p, near.best), rng))
+}
+
+/// Whether filter_sorted over the sorted candidate weights `ws` takes the same steps for every
+/// normalizer in `sum`'s error interval: the interval holds plan_full_vocab's sum of the `n`
+/// weights (f64: n 2^-53; the weights' own rounding and the final f32 one, < 3e-7) and the
+/// value `sum` rounds to, given a backend's [`NEAR_SUM_TOL`]. The min_p test compares w / s
+/// with (w0 / s) min_p, which no s in the interval tips unless w is within a few roundings of
+/// w0 min_p; the top_p test compares total / s with top_p. False when any test is that close:
+/// the caller reads every logit.
+pub fn nucleus_certain(ws: impl Iterator<Item = f32>, sum: f64, n: usize, top_p: f32, min_p: f32) -> bool {
+    if !(sum > 0.0) || !sum.is_finite() {
+        return false;
+    }
+    let eps = n as f64 * (-53f64).exp2() + NEAR_SUM_TOL + 3e-7;
+    let (lo, hi) = (sum * (1.0 - eps), sum * (1.0 + eps));
+    // (ulp margins of the f32 divisions and products in filter_sorted's tests)
+    const R: f64 = 1e-6;
+    let (top_p, min_p) = (top_p as f64, min_p as f64);
+    let (mut total, mut w0) = (0.0f32, 0.0f64);
+    for (i, w) in ws.enumerate() {
+        let wd = w as f64;
+        if i == 0 {
+            w0 = wd;
+        } else {
+            let cut = w0 * min_p;
+            if (wd - cut).abs() <= R * cut {
+                return false;
+            }
+            if wd < cut {
+                return true;
+            }
+        }
+        total += w;
+        let t = total as f64;
+        if t / hi * (1.0 - R) >= top_p {
+            return true;
+        }
+        if !(t / lo * (1.0 + R) < top_p) {
+            return false;
+        }
+    }
+    true
 }
 
 fn plan_top_k(logits: &[f32], temperature: f32, k: usize, top_p: f32, min_p: f32) -> Plan {
@@ -537,10 +621,12 @@ mod tests {
             }
             return Some(Candidates { ids: kept.iter().map(|e| e.0).collect(), weights: kept.iter().map(|e| e.2).collect(), total, fallback: 0 });
         }
-        let mut sum = 0.0f32;
+        // (f64, then f32: the normalizer of top_p < 1, see the module's note)
+        let mut sum = 0.0f64;
         for e in &all {
-            sum += e.2;
+            sum += e.2 as f64;
         }
+        let sum = sum as f32;
         all.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap());
         let mut c = Candidates { ids: Vec::new(), weights: Vec::new(), total: 0.0, fallback: 0 };
         let min_prob = all[0].2 / sum * min_p;
@@ -567,7 +653,7 @@ mod tests {
         let mut logits: Vec<f32> = (0..2000).map(|_| g.next_f32() * 8.0).collect();
         logits[1500] = 9.0;
         logits[1700] = 9.0;
-        let got = near_max_of(&logits, 1.0, -3.0, usize::MAX).unwrap();
+        let got = near_max_of(&logits, 1.0, -3.0, usize::MAX, false).unwrap();
         assert_eq!((got.best, got.max), (1500, 9.0));
         assert!(got.ids.windows(2).all(|w| w[0] < w[1]));
         let members: std::collections::HashSet<u32> = got.ids.iter().copied().collect();
@@ -577,13 +663,13 @@ mod tests {
         assert!(got.ids.iter().zip(&got.logits).all(|(&i, &v)| logits[i as usize] == v));
         let n = got.ids.len();
         assert!(n > 10 && n < 2000);
-        assert_eq!(near_max_of(&logits, 1.0, -3.0, n), Some(got));
-        assert_eq!(near_max_of(&logits, 1.0, -3.0, n - 1), None);
+        assert_eq!(near_max_of(&logits, 1.0, -3.0, n, false), Some(got));
+        assert_eq!(near_max_of(&logits, 1.0, -3.0, n - 1, false), None);
         let mut bad = logits.clone();
         bad[7] = f32::NAN;
-        assert_eq!(near_max_of(&bad, 1.0, -3.0, usize::MAX), None);
+        assert_eq!(near_max_of(&bad, 1.0, -3.0, usize::MAX, false), None);
         bad[7] = f32::INFINITY;
-        assert_eq!(near_max_of(&bad, 1.0, -3.0, usize::MAX), None);
+        assert_eq!(near_max_of(&bad, 1.0, -3.0, usize::MAX, false), None);
     }
 
     /// sample_near_max over a backend's set draws what `sample` over the whole vocabulary
@@ -610,19 +696,96 @@ mod tests {
                 let (tt, floor) = near_max_cut(&p, logits.len()).expect("min_p sampling has a cut");
                 assert_eq!(tt, t);
                 for extra in [0.0f32, 1.0] {
-                    let near = near_max_of(&logits, tt, floor - extra, usize::MAX).unwrap();
+                    let near = near_max_of(&logits, tt, floor - extra, usize::MAX, false).unwrap();
                     assert!(near.ids.len() < logits.len() || !peaked, "case {case}: the cut kept everything");
                     let (mut a, mut b) = (Rng::new(case), Rng::new(case));
                     for _ in 0..4 {
-                        assert_eq!(sample(&logits, &p, &mut a), sample_near_max(&near, &p, &mut b), "case {case} t {t} min_p {m}");
+                        assert_eq!(Some(sample(&logits, &p, &mut a)), sample_near_max(&near, &p, logits.len(), &mut b), "case {case} t {t} min_p {m}");
                     }
                     assert_eq!(a, b);
                 }
             }
         }
-        for p in [params(0.0, 0, 1.0, 0.05), params(1.0, 40, 1.0, 0.05), params(1.0, 0, 0.9, 0.05), params(1.0, 0, 1.0, 0.0)] {
+        for p in [params(0.0, 0, 1.0, 0.05), params(1.0, 40, 1.0, 0.05), params(1.0, 40, 0.9, 0.05), params(1.0, 0, 1.0, 0.0), params(1.0, 0, 0.9, 0.0)] {
             assert_eq!(near_max_cut(&p, 3000), None, "{p:?}");
         }
+    }
+
+    /// top_p < 1 through a backend's set and its vocabulary sum: whenever sample_near_max
+    /// decides, it draws what `sample` over the whole vocabulary draws (token and random
+    /// stream), also when the backend's sum is off by up to NEAR_SUM_TOL either way; it
+    /// declines (drawing nothing) without a sum, and it decides in most steps. Peaked and
+    /// flat logits, at the real vocabulary's size and smaller, with weights planted at
+    /// min_p's cut.
+    #[test]
+    fn near_max_set_with_sum_decides_top_p_as_the_whole_vocabulary() {
+        let mut g = Rng::new(11);
+        let (mut decided, mut steps) = (0usize, 0usize);
+        for case in 0..60 {
+            let n = if case % 10 == 0 { 129_280 } else { 3000 + (g.next_u64() % 5000) as usize };
+            let peaked = case % 3 != 0;
+            let mut logits: Vec<f32> = (0..n)
+                .map(|i| {
+                    let u = g.next_f32();
+                    if peaked {
+                        (u * u * u) * 25.0 + if i % 97 == 0 { 3.0 } else { 0.0 }
+                    } else {
+                        u * 3.0
+                    }
+                })
+                .collect();
+            let (t, top_p, m) = ([1.0f32, 0.7, 0.3, 1.5][case % 4], [0.9f32, 0.95, 0.5, 0.99, 0.2][case % 5], [0.05f32, 0.01, 0.2][case % 3]);
+            // (a weight on min_p's cut in every fourth case: those steps decline when they reach it)
+            if case % 4 == 0 {
+                let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                logits[(case * 7919) % n] = max + t * m.ln();
+            }
+            let p = params(t, 0, top_p, m);
+            assert!(near_max_wants_sum(&p));
+            let (tt, floor) = near_max_cut(&p, n).expect("min_p bounds the set");
+            let near = near_max_of(&logits, tt, floor, usize::MAX, true).unwrap();
+            let exact = near.sum.unwrap();
+            let mut r = Rng::new(case as u64);
+            assert_eq!(sample_near_max(&NearMax { sum: None, ..near.clone() }, &p, n, &mut r), None);
+            assert_eq!(r, Rng::new(case as u64), "a declined set draws nothing");
+            for off in [0.0, NEAR_SUM_TOL, -NEAR_SUM_TOL] {
+                let near = NearMax { sum: Some(exact * (1.0 + off)), ..near.clone() };
+                let (mut a, mut b) = (Rng::new(case as u64), Rng::new(case as u64));
+                for _ in 0..4 {
+                    steps += 1;
+                    let want = sample(&logits, &p, &mut a);
+                    match sample_near_max(&near, &p, n, &mut b) {
+                        Some(got) => {
+                            decided += 1;
+                            assert_eq!(got, want, "case {case} t {t} top_p {top_p} min_p {m} sum off {off}");
+                        }
+                        None => b = a.clone(),
+                    }
+                    assert_eq!(a, b);
+                }
+            }
+        }
+        assert!(decided * 10 >= steps * 8, "sample_near_max decided {decided} of {steps} steps");
+    }
+
+    /// nucleus_certain declines exactly around its thresholds: a nucleus whose mass lands on
+    /// top_p, or a weight on min_p's cut, cannot be decided from an approximate sum; clear
+    /// cases are.
+    #[test]
+    fn nucleus_certain_declines_near_its_thresholds() {
+        // weights 1, .5, .25 with sum 2 (plus a tail): shares .5, .75, .875
+        let ws = [1.0f32, 0.5, 0.25];
+        assert!(nucleus_certain(ws.iter().copied(), 2.0, 1000, 0.6, 0.0));
+        assert!(nucleus_certain(ws.iter().copied(), 2.0, 1000, 0.8, 0.0));
+        assert!(!nucleus_certain(ws.iter().copied(), 2.0, 1000, 0.75, 0.0));
+        assert!(!nucleus_certain(ws.iter().copied(), 2.0, 1000, 0.750001, 0.0));
+        assert!(nucleus_certain(ws.iter().copied(), 2.0, 1000, 0.75003, 0.0));
+        // a weight on min_p's cut (.5 of the best)
+        assert!(!nucleus_certain(ws.iter().copied(), 2.0, 1000, 0.99, 0.5));
+        assert!(nucleus_certain(ws.iter().copied(), 2.0, 1000, 0.99, 0.45));
+        // no usable sum
+        assert!(!nucleus_certain(ws.iter().copied(), f64::NAN, 1000, 0.9, 0.0));
+        assert!(!nucleus_certain(ws.iter().copied(), 0.0, 1000, 0.9, 0.0));
     }
 
     /// The skipped logits change nothing: candidates equal the full computation bit for bit,

@@ -281,7 +281,7 @@ impl Session {
     /// evaluate it if `d` admits it. Same tokens, logits and random draws as `eval` plus
     /// `sampling::sample` over `logits()` per step, but on a backend that chooses where the
     /// logits are (CUDA: [`Backend::eval_argmax`] at temperature 0, [`Backend::eval_near_max`]
-    /// for min_p sampling) they come to the host once, at the end of the run, instead of after
+    /// for min_p sampling, top_p too) they come to the host once, at the end of the run, instead of after
     /// every token. On an error the session holds the tokens evaluated before it.
     pub fn decode_run(&mut self, first: u32, rng: &mut Rng, d: &mut dyn Decoder) -> Result<Run, EngineError> {
         let mut run = Run { tokens: Vec::new(), declined: None };
@@ -318,7 +318,7 @@ impl Session {
 
     /// Evaluate `tok` and choose the token after it with `params` (None: choose nothing).
     fn step(&mut self, tok: u32, params: Option<&SamplerParams>, rng: &mut Rng, st: &mut RunState) -> Result<Option<u32>, EngineError> {
-        use crate::sampling::{argmax, near_max_cut, sample, sample_near_max};
+        use crate::sampling::{argmax, near_max_cut, near_max_wants_sum, sample, sample_near_max};
         // (`eval` checks this too; the backend's own steps below may not know the context)
         if self.tokens.len() >= self.ctx {
             return Err(EngineError::ContextFull { need: self.tokens.len() + 1, ctx: self.ctx });
@@ -335,11 +335,15 @@ impl Session {
                 return self.deferred_step(tok, r, st).map(Some);
             }
         } else if let Some((t, floor)) = near_max_cut(p, self.model.hp.n_vocab) {
-            if let Some(r) = self.backend.eval_near_max(tok, t, floor) {
+            let n_vocab = self.model.hp.n_vocab;
+            if let Some(r) = self.backend.eval_near_max(tok, t, floor, near_max_wants_sum(p)) {
                 if let Some(near) = self.deferred_step(tok, r, st)? {
-                    return Ok(Some(sample_near_max(&near, p, rng)));
+                    if let Some(next) = sample_near_max(&near, p, n_vocab, rng) {
+                        return Ok(Some(next));
+                    }
                 }
-                // (too many candidates, or a non-finite logit: the whole vocabulary decides)
+                // (too many candidates, a non-finite logit, or a nucleus too close to top_p
+                // to decide from the set: the whole vocabulary decides)
                 self.logits = self.backend.fetch_logits()?;
                 st.deferred = false;
                 return Ok(Some(sample(&self.logits, p, rng)));

@@ -172,11 +172,11 @@ impl ds4_engine::Backend for ArgmaxBackend {
             ds4_engine::sampling::argmax(&self.held)
         }))
     }
-    fn eval_near_max(&mut self, token: u32, t: f32, floor: f32) -> Option<Result<Option<ds4_engine::sampling::NearMax>, EngineError>> {
+    fn eval_near_max(&mut self, token: u32, t: f32, floor: f32, with_sum: bool) -> Option<Result<Option<ds4_engine::sampling::NearMax>, EngineError>> {
         let cap = self.near_cap?;
         Some(self.inner.forward(&[token], false).map(|lg| {
             self.held = lg;
-            ds4_engine::sampling::near_max_of(&self.held, t, floor, cap)
+            ds4_engine::sampling::near_max_of(&self.held, t, floor, cap, with_sum)
         }))
     }
     fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {
@@ -353,8 +353,11 @@ fn decode_run_equals_eval_and_sample() {
     let temps = [1.0f32, 0.2, 0.05, 0.0, 0.01, 0.7];
     let params = |k: usize| {
         let mut p = SamplerParams { temperature: temps[k % temps.len()], ..Default::default() };
+        // (top_p < 1: through the near-max sets with the vocabulary's sum)
         if k == 5 {
             p.top_p = 0.9;
+        } else if k == 1 {
+            p.top_p = 0.5;
         }
         p
     };

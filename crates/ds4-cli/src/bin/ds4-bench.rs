@@ -143,17 +143,19 @@ impl Bk {
     fn step(&mut self, excl: Option<u32>) -> Result<u32> {
         match self {
             Bk::Cuda(s) if let Some((p, host)) = bench_sampling() => {
-                let cut = ds4_engine::sampling::near_max_cut(&p, usize::MAX);
+                let vocab = s.vocab();
+                let cut = ds4_engine::sampling::near_max_cut(&p, vocab);
                 let near = match (cut, host) {
-                    (Some((t, floor)), false) => s.near_max(t, floor).map_err(|e| anyhow!("{e}"))?,
+                    (Some((t, floor)), false) => s.near_max(t, floor, ds4_engine::sampling::near_max_wants_sum(&p)).map_err(|e| anyhow!("{e}"))?,
                     _ => None,
                 };
                 let tok = SAMPLE_RNG.with(|r| {
                     let mut rng = r.borrow_mut();
-                    match &near {
-                        Some(n) => {
-                            SAMPLE_STATS.with(|c| c.set((c.get().0 + 1, c.get().1 + n.ids.len())));
-                            Ok(ds4_engine::sampling::sample_near_max(n, &p, &mut rng))
+                    // (None: no set, or a nucleus the set cannot decide: every logit read back)
+                    match near.as_ref().and_then(|n| ds4_engine::sampling::sample_near_max(n, &p, vocab, &mut rng).map(|t| (t, n.ids.len()))) {
+                        Some((t, k)) => {
+                            SAMPLE_STATS.with(|c| c.set((c.get().0 + 1, c.get().1 + k)));
+                            Ok(t)
                         }
                         None => s.logits().map(|lg| ds4_engine::sampling::sample(lg, &p, &mut rng)).map_err(|e| anyhow!("{e}")),
                     }
@@ -204,7 +206,8 @@ fn print_tokens() -> bool {
 
 /// `DS4_BENCH_SAMPLE=T` (CUDA): sampled decoding at temperature T (min_p 0.05, as the
 /// engine Session's runs do it: the min_p set gathered on the device and sampled on the host,
-/// `CudaSession::near_max`); with `DS4_BENCH_SAMPLE_HOST=1` the logits read back and sampled on
+/// `CudaSession::near_max`; `DS4_BENCH_TOP_P=P`: top_p P too, the set with the vocabulary's
+/// sum); with `DS4_BENCH_SAMPLE_HOST=1` the logits read back and sampled on
 /// the host every token (the path before). Returns the params and whether to read back.
 fn bench_sampling() -> Option<(ds4_engine::sampling::SamplerParams, bool)> {
     // (read once: the decode steps ask every token)
@@ -212,7 +215,8 @@ fn bench_sampling() -> Option<(ds4_engine::sampling::SamplerParams, bool)> {
     *SET.get_or_init(|| {
         let t: f32 = std::env::var("DS4_BENCH_SAMPLE").ok()?.parse().ok()?;
         let host = std::env::var("DS4_BENCH_SAMPLE_HOST").is_ok_and(|v| v == "1");
-        Some((ds4_engine::sampling::SamplerParams { temperature: t, ..Default::default() }, host))
+        let top_p = std::env::var("DS4_BENCH_TOP_P").ok().and_then(|v| v.parse().ok()).unwrap_or(ds4_engine::sampling::DEFAULT_TOP_P);
+        Some((ds4_engine::sampling::SamplerParams { temperature: t, top_p, ..Default::default() }, host))
     })
 }
 
@@ -442,8 +446,9 @@ fn bench(a: &Args) -> Result<()> {
             if let Some((p, host)) = bench_sampling() {
                 let (n, sum) = SAMPLE_STATS.with(|c| c.replace((0, 0)));
                 eprintln!(
-                    "ctx {f}: sampled T {} ({}): {n} of {} steps from the device's min_p set, {:.1} logits per set",
+                    "ctx {f}: sampled T {} top_p {} ({}): {n} of {} steps from the device's min_p set, {:.1} logits per set",
                     p.temperature,
+                    p.top_p,
                     if host { "host reads all logits" } else { "device min_p sets" },
                     a.gen_tokens,
                     sum as f64 / n.max(1) as f64

@@ -89,8 +89,8 @@ impl Backend for CudaBackend {
     fn eval_argmax(&mut self, token: u32) -> Option<Result<u32, EngineError>> {
         Some(self.check(&[token]).and_then(|()| self.sess.eval_argmax(token).map_err(be)))
     }
-    fn eval_near_max(&mut self, token: u32, temperature: f32, floor: f32) -> Option<Result<Option<NearMax>, EngineError>> {
-        Some(self.check(&[token]).and_then(|()| self.sess.eval_near_max(token, temperature, floor).map_err(be)))
+    fn eval_near_max(&mut self, token: u32, temperature: f32, floor: f32, with_sum: bool) -> Option<Result<Option<NearMax>, EngineError>> {
+        Some(self.check(&[token]).and_then(|()| self.sess.eval_near_max(token, temperature, floor, with_sum).map_err(be)))
     }
     fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {
         Ok(self.sess.logits().map_err(be)?.to_vec())

@@ -1960,9 +1960,16 @@ fn pageable_logits() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("DS4_PAGEABLE_LOGITS").is_ok_and(|v| v == "1"))
 }
-/// near_max's output: a 16-byte header, then (id, value) pairs.
+/// near_max's header words (model.cuh NEAR_HDR) and most blocks (its sum's partials).
+const NEAR_HDR: usize = 8;
+const NEAR_BLOCKS: usize = 128;
+/// near_max's output as read back: the header, then (id, value) pairs.
+fn near_max_read() -> usize {
+    4 * NEAR_HDR + 8 * NEAR_MAX_CAP
+}
+/// near_max's buffer: its output, then the blocks' f64 partials of the sum.
 fn near_max_bytes() -> usize {
-    16 + 8 * NEAR_MAX_CAP
+    near_max_read() + 8 * NEAR_BLOCKS
 }
 const NEAR_TIE_KINDS: [&str; 5] = ["raw kv fp8", "compressed kv fp8", "indexer row fp4", "indexer query fp4", "indexer top-k cut"];
 
@@ -2742,7 +2749,7 @@ impl CudaSession {
             graphs: HashMap::new(),
             graph_captures: 0,
             greedy_tok: Pinned::new(16)?,
-            near_host: Pinned::new(near_max_bytes())?,
+            near_host: Pinned::new(near_max_read())?,
             greedy_ev: gpu.event()?,
             next_on_device: Default::default(),
             ties,
@@ -4123,24 +4130,31 @@ impl CudaSession {
     /// (argmax_excl, near_max) and read back only those: 8 KB instead of the 517 KB of logits,
     /// which stay on the device until `logits` asks for them. None when the set is not
     /// available (over NEAR_MAX_CAP logits, or a non-finite one): the caller reads all logits.
-    pub fn eval_near_max(&mut self, tok: u32, t: f32, floor: f32) -> Result<Option<NearMax>> {
+    pub fn eval_near_max(&mut self, tok: u32, t: f32, floor: f32, with_sum: bool) -> Result<Option<NearMax>> {
         self.eval(tok)?;
-        self.near_max(t, floor)
+        self.near_max(t, floor, with_sum)
     }
 
-    /// eval_near_max's set for the current logits.
-    pub fn near_max(&mut self, t: f32, floor: f32) -> Result<Option<NearMax>> {
+    /// The vocabulary's size (the logits per token).
+    pub fn vocab(&self) -> usize {
+        self.m.dims.vocab
+    }
+
+    /// eval_near_max's set for the current logits (with the vocabulary's softmax sum when
+    /// `with_sum`: top_p < 1).
+    pub fn near_max(&mut self, t: f32, floor: f32, with_sum: bool) -> Result<Option<NearMax>> {
         self.m.gpu.bind()?;
         if !self.has_logits {
             return Err(CudaError::Other("no logits yet".into()));
         }
         self.launch_argmax(None, None)?;
-        self.gpu().memset0(self.sc.near.ptr, 16)?;
+        self.gpu().memset0(self.sc.near.ptr, 4 * NEAR_HDR)?;
         let vocab = self.m.dims.vocab;
-        let args = Args::new().a(self.sc.logits.ptr).a(vocab as i32).a(self.sc.amax.ptr).a(t).a(floor).a(self.sc.near.ptr).a(NEAR_MAX_CAP as i32);
-        let blocks = (vocab.div_ceil(1024) as u32).clamp(1, 128);
+        let part = if with_sum { self.sc.near.ptr + near_max_read() as u64 } else { 0 };
+        let args = Args::new().a(self.sc.logits.ptr).a(vocab as i32).a(self.sc.amax.ptr).a(t).a(floor).a(self.sc.near.ptr).a(NEAR_MAX_CAP as i32).a(part);
+        let blocks = (vocab.div_ceil(1024) as u32).clamp(1, NEAR_BLOCKS as u32);
         self.gpu().launch("near_max", (blocks, 1, 1), 256, 0, args)?;
-        self.m.gpu.dtoh_pinned(&mut self.near_host, self.sc.near.ptr, near_max_bytes())?;
+        self.m.gpu.dtoh_pinned(&mut self.near_host, self.sc.near.ptr, near_max_read())?;
         self.gpu().sync()?;
         let b = self.near_host.as_mut_slice();
         let word = |i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
@@ -4148,10 +4162,11 @@ impl CudaSession {
         if bad != 0 || count > NEAR_MAX_CAP || word(2) as usize >= vocab {
             return Ok(None);
         }
-        let mut pairs: Vec<(u32, f32)> = (0..count).map(|k| (word(4 + 2 * k), f32::from_bits(word(5 + 2 * k)))).collect();
+        let mut pairs: Vec<(u32, f32)> = (0..count).map(|k| (word(NEAR_HDR + 2 * k), f32::from_bits(word(NEAR_HDR + 1 + 2 * k)))).collect();
         pairs.sort_unstable_by_key(|p| p.0);
         let (ids, logits) = pairs.into_iter().unzip();
-        Ok(Some(NearMax { best: word(2), max: f32::from_bits(word(3)), ids, logits }))
+        let sum = with_sum.then(|| f64::from_bits(word(4) as u64 | (word(5) as u64) << 32));
+        Ok(Some(NearMax { best: word(2), max: f32::from_bits(word(3)), ids, logits, sum }))
     }
 
     /// Build (capture, not run) the decode graphs the next `n` steps will use: timing those

@@ -549,26 +549,43 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                 t.flag(&tag("session greedy run"), run == want && same && a.tokens() == b.tokens(), &format!("{n} tokens {run:?} (eval + host argmax {want:?}), final logits bit-identical: {same}"));
             }
             // sampling where the logits are (the Session's sampled runs: the CLI's and the
-            // server's defaults): near_max's set against the same step's logits read back
-            // whole, at temperatures from flat (over the cap: the set must be refused) to
-            // peaked; then a run that switches sampling per token (as the server does inside
-            // DSML) against eval + host sampling: the same tokens, draws and final logits
+            // server's defaults, top_p < 1 too): near_max's set against the same step's logits
+            // read back whole, at temperatures from flat (over the cap: the set must be
+            // refused) to peaked, with the vocabulary's sum for top_p < 1 (within
+            // NEAR_SUM_TOL of the host's f64 sum); then a run that switches sampling per token
+            // (as the server does inside DSML) against eval + host sampling: the same tokens,
+            // draws and final logits
             {
-                use ds4_engine::sampling::{argmax, near_max_cut, near_max_of, sample, Rng, SamplerParams, NEAR_MAX_CAP};
-                let temps = [1.0f32, 0.3, 0.1, 0.03, 0.0, 0.01];
-                let params = |k: usize| SamplerParams { temperature: temps[k % temps.len()], ..Default::default() };
+                use ds4_engine::sampling::{argmax, near_max_cut, near_max_of, near_max_wants_sum, sample, Rng, SamplerParams, NEAR_MAX_CAP, NEAR_SUM_TOL};
+                let temps = [1.0f32, 0.3, 0.1, 0.03, 0.0, 0.01, 0.5, 0.05];
+                let params = |k: usize| SamplerParams { temperature: temps[k % temps.len()], top_p: if k % 8 >= 6 { 0.9 } else { 1.0 }, ..Default::default() };
                 let mut g = CudaBackend::with_weights(cpu_model.clone(), cm.clone(), Options { qat: true }, 1024, Precision::Fast).map_err(|e| anyhow!("{e}"))?;
                 let mut tk = argmax(&g.forward(&toks[..prefix], false).map_err(|e| anyhow!("{e}"))?);
                 let (mut ok, mut seen) = (true, Vec::new());
                 for k in 0..temps.len() {
-                    let Some((tt, floor)) = near_max_cut(&params(k), vocab) else { continue };
-                    let got = g.eval_near_max(tk, tt, floor).ok_or_else(|| anyhow!("the CUDA backend has no eval_near_max"))?.map_err(|e| anyhow!("{e}"))?;
+                    let p = params(k);
+                    let Some((tt, floor)) = near_max_cut(&p, vocab) else { continue };
+                    let with_sum = near_max_wants_sum(&p);
+                    let got = g.eval_near_max(tk, tt, floor, with_sum).ok_or_else(|| anyhow!("the CUDA backend has no eval_near_max"))?.map_err(|e| anyhow!("{e}"))?;
                     let lg = g.fetch_logits().map_err(|e| anyhow!("{e}"))?;
                     // (the host's set of the same logits, uncapped: None only for a non-finite logit)
-                    let want = near_max_of(&lg, tt, floor, usize::MAX);
+                    let want = near_max_of(&lg, tt, floor, usize::MAX, with_sum);
                     let n = want.as_ref().map_or(usize::MAX, |w| w.ids.len());
-                    ok &= if n > NEAR_MAX_CAP { got.is_none() } else { got == want };
-                    seen.push(format!("T {tt}: {n}{}", if got.is_some() { "" } else { " (refused)" }));
+                    let mut err = 0.0;
+                    ok &= if n > NEAR_MAX_CAP {
+                        got.is_none()
+                    } else {
+                        match (&got, &want) {
+                            (Some(a), Some(b)) if with_sum => {
+                                let (sa, sb) = (a.sum.unwrap_or(f64::NAN), b.sum.unwrap_or(f64::NAN));
+                                err = (sa - sb).abs() / sb;
+                                err <= NEAR_SUM_TOL && a.ids == b.ids && same_bits(&a.logits, &b.logits) && (a.best, a.max.to_bits()) == (b.best, b.max.to_bits())
+                            }
+                            _ => got == want,
+                        }
+                    };
+                    let sum = if with_sum { format!(", top_p {} sum rel. err {err:.1e}", p.top_p) } else { String::new() };
+                    seen.push(format!("T {tt}: {n}{}{sum}", if got.is_some() { "" } else { " (refused)" }));
                     tk = argmax(&lg);
                 }
                 let (mut a, mut b) = (session_at(prefix)?, session_at(prefix)?);

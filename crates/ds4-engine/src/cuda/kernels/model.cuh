@@ -2881,14 +2881,20 @@ extern "C" __global__ void __launch_bounds__(256) argmax_excl(const float* __res
 
 // Sampling where the logits are (Backend::eval_near_max): every x[i] with (x[i] - m) / t >=
 // floor, m = x[amax[0]] (argmax_excl's winner, launched just before), appended to o as (i,
-// value bits) pairs after a 16-byte header: o[0] the number found (only the first cap are
-// written), o[1] the non-finite logits (the host then reads all logits), o[2] the winner, o[3]
-// m's bits. The header's first two words must be zero at launch. The pairs' order is the
-// atomics' (the host sorts them by id): one atomic per warp that finds any (a flat
-// distribution's 129K appends would queue on one address).
+// value bits) pairs after a NEAR_HDR-word header: o[0] the number found (only the first cap
+// are written), o[1] the non-finite logits (the host then reads all logits), o[2] the winner,
+// o[3] m's bits, o[4..6] the f64 sum of exp((x[i] - m) / t) over the finite logits when `part`
+// is given (top_p < 1), o[6] the blocks' ticket for it. Words 0, 1 and 6 must be zero at
+// launch. The pairs' order is the atomics' (the host sorts them by id): one atomic per warp
+// that finds any (a flat distribution's 129K appends would queue on one address). The sum:
+// each thread's logits in f32 (a few: the grid covers the vocabulary in a few strides), the
+// block's in f64 in a fixed tree, part[block], then the last block (ticket) adds the blocks'
+// partials in order: the same bits every run (sampling::NEAR_SUM_TOL bounds its error).
+#define NEAR_HDR 8
 extern "C" __global__ void __launch_bounds__(256) near_max(const float* __restrict__ x, int n, const u32* __restrict__ amax, float t,
-                                                           float floor, u32* o, int cap) {
+                                                           float floor, u32* o, int cap, double* part) {
     PDL_ENTRY;
+    __shared__ double wsum_s[8];
     const u32 b = amax[0];
     if (b >= (u32)n) {
         if (blockIdx.x == 0 && threadIdx.x == 0) o[1] = 1u;
@@ -2900,12 +2906,15 @@ extern "C" __global__ void __launch_bounds__(256) near_max(const float* __restri
         o[3] = __float_as_uint(m);
     }
     const int lane = threadIdx.x & 31;
+    float ws = 0.f;
     // (whole warps step together: the ballots need every lane)
     for (int base = blockIdx.x * blockDim.x + (threadIdx.x & ~31); base < n; base += gridDim.x * blockDim.x) {
         const int i = base + lane;
         const float v = i < n ? x[i] : 0.f;
         const bool fin = isfinite(v);
-        const bool keep = i < n && fin && (v - m) / t >= floor;
+        const float xs = (v - m) / t;
+        if (part && i < n && fin) ws += expf(xs);
+        const bool keep = i < n && fin && xs >= floor;
         const unsigned bad = __ballot_sync(0xffffffffu, i < n && !fin);
         const unsigned kb = __ballot_sync(0xffffffffu, keep);
         if (lane == 0 && bad) atomicAdd(o + 1, (u32)__popc(bad));
@@ -2915,9 +2924,26 @@ extern "C" __global__ void __launch_bounds__(256) near_max(const float* __restri
             first = __shfl_sync(0xffffffffu, first, 0);
             const u32 k = first + (u32)__popc(kb & ((1u << lane) - 1u));
             if (keep && k < (u32)cap) {
-                o[4 + 2 * k] = (u32)i;
-                o[5 + 2 * k] = __float_as_uint(v);
+                o[NEAR_HDR + 2 * k] = (u32)i;
+                o[NEAR_HDR + 1 + 2 * k] = __float_as_uint(v);
             }
+        }
+    }
+    if (!part) return;
+    double d = warp_sum_d((double)ws);
+    if (lane == 0) wsum_s[threadIdx.x >> 5] = d;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double s = 0.0;
+        for (int w = 0; w < (int)(blockDim.x >> 5); w++) s += wsum_s[w];
+        part[blockIdx.x] = s;
+        __threadfence();
+        if (atomicAdd(o + 6, 1u) == gridDim.x - 1) {
+            __threadfence();
+            s = 0.0;
+            for (int k = 0; k < (int)gridDim.x; k++) s += __ldcg(part + k);
+            o[4] = (u32)__double_as_longlong(s);
+            o[5] = (u32)(__double_as_longlong(s) >> 32);
         }
     }
 }
