@@ -79,7 +79,17 @@ pub trait Backend: Send {
         let _ = (token, temperature, floor, with_sum);
         None
     }
-    /// The next-token logits after an [`Backend::eval_argmax`] or [`Backend::eval_near_max`].
+    /// Sampling with a top_k where the logits are: evaluate `token` and return the `k` largest
+    /// new logits (`sampling::top_k_of`'s set), leaving all of them there until
+    /// [`Backend::fetch_logits`]. `Some(Ok(None))`: the step ran, but the set is not
+    /// available (a non-finite logit, or a `k` the backend does not gather): fetch the logits.
+    /// None: not supported (the default).
+    fn eval_top_k(&mut self, token: u32, k: usize) -> Option<Result<Option<NearMax>, EngineError>> {
+        let _ = (token, k);
+        None
+    }
+    /// The next-token logits after an [`Backend::eval_argmax`], [`Backend::eval_near_max`] or
+    /// [`Backend::eval_top_k`].
     fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {
         Err(EngineError::Backend(format!("the {} backend keeps no logits to fetch", self.name())))
     }

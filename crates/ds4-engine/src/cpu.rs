@@ -14,7 +14,7 @@ use crate::backend::{Backend, EngineError, Options};
 use crate::hparams::Hparams;
 use crate::model::{CompressorWeights, HcWeights, LayerWeights, Mat, Model};
 use crate::ops::{self, HcMix, Rope};
-use crate::sampling::{near_max_of, NearMax, NEAR_MAX_CAP};
+use crate::sampling::{near_max_of, top_k_of, NearMax, NEAR_MAX_CAP};
 use crate::state::{Frontier, KvState, LayerState};
 use ds4_gguf::quant;
 use rayon::prelude::*;
@@ -1058,6 +1058,12 @@ impl Backend for CpuBackend {
         Some(self.forward_tokens(&[token], false).map(|lg| {
             self.held = lg;
             near_max_of(&self.held, temperature, floor, NEAR_MAX_CAP, with_sum)
+        }))
+    }
+    fn eval_top_k(&mut self, token: u32, k: usize) -> Option<Result<Option<NearMax>, EngineError>> {
+        Some(self.forward_tokens(&[token], false).map(|lg| {
+            self.held = lg;
+            top_k_of(&self.held, k)
         }))
     }
     fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {

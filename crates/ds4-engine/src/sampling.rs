@@ -326,6 +326,42 @@ pub fn near_max_cut(p: &SamplerParams, n_vocab: usize) -> Option<(f32, f32)> {
     Some((temperature, min_p_floor(min_p) - 0.01))
 }
 
+/// The `k` for which a backend's top-k set ([`crate::Backend::eval_top_k`], [`top_k_of`])
+/// decides a draw exactly as `sample` over the whole vocabulary does: sampling with a top_k
+/// below the vocabulary (whatever top_p and min_p; plan_top_k only weighs the k best). None
+/// for greedy params and without a top_k.
+pub fn top_k_cut(p: &SamplerParams, n_vocab: usize) -> Option<usize> {
+    let (temperature, top_k, _, _) = p.normalized(n_vocab);
+    (temperature > 0.0 && top_k > 0 && top_k < n_vocab).then_some(top_k)
+}
+
+/// The top-k set of `logits` as a backend returns it: the `k` largest logits, equal logits
+/// by ascending id, listed by ascending id ([`NearMax`]'s order), with the largest and its
+/// first index. None when a logit is not finite (the caller reads all logits).
+pub fn top_k_of(logits: &[f32], k: usize) -> Option<NearMax> {
+    if logits.is_empty() || logits.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let mut top = select_top_k(logits, k);
+    let (best, max) = top[0];
+    top.sort_unstable_by_key(|e| e.0);
+    let (ids, logits) = top.into_iter().unzip();
+    Some(NearMax { best, max, ids, logits, sum: None })
+}
+
+/// `sample` over a backend's top-k set ([`top_k_cut`]`(p)`, every logit finite): the same
+/// token and the same random draw as `sample` over the whole vocabulary.
+pub fn sample_top_k(set: &NearMax, p: &SamplerParams, rng: &mut Rng) -> u32 {
+    let (temperature, _, top_p, min_p) = p.normalized(usize::MAX);
+    let mut top: Vec<(u32, f32)> = set.ids.iter().copied().zip(set.logits.iter().copied()).collect();
+    if top.is_empty() {
+        return set.best;
+    }
+    // (ids ascending, so a stable sort by descending logit leaves equal logits by ascending id)
+    top.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
+    draw(plan_from_top(&top, temperature, top_p, min_p), rng)
+}
+
 /// Whether [`near_max_cut`]`(p)`'s set must come with its [`NearMax::sum`] (top_p < 1: the
 /// nucleus is a share of the whole vocabulary's mass).
 pub fn near_max_wants_sum(p: &SamplerParams) -> bool {
@@ -403,7 +439,8 @@ pub fn nucleus_certain(ws: impl Iterator<Item = f32>, sum: f64, n: usize, top_p:
     true
 }
 
-fn plan_top_k(logits: &[f32], temperature: f32, k: usize, top_p: f32, min_p: f32) -> Plan {
+/// The `k` largest finite logits `(id, v)`, by descending logit, equal logits by ascending id.
+fn select_top_k(logits: &[f32], k: usize) -> Vec<(u32, f32)> {
     // Insertion into a descending list of at most k: a later equal logit
     // never displaces an earlier one.
     let mut top: Vec<(u32, f32)> = Vec::with_capacity(k + 1);
@@ -418,13 +455,23 @@ fn plan_top_k(logits: &[f32], temperature: f32, k: usize, top_p: f32, min_p: f32
         top.insert(pos, (i as u32, v));
         top.truncate(k);
     }
+    top
+}
+
+fn plan_top_k(logits: &[f32], temperature: f32, k: usize, top_p: f32, min_p: f32) -> Plan {
+    let top = select_top_k(logits, k);
     if top.is_empty() {
         return Plan::Fixed(argmax(logits));
     }
+    plan_from_top(&top, temperature, top_p, min_p)
+}
+
+/// plan_top_k's filter over its nonempty selection `top` (sorted as select_top_k sorts it).
+fn plan_from_top(top: &[(u32, f32)], temperature: f32, top_p: f32, min_p: f32) -> Plan {
     let max_logit = top[0].1;
     let mut weights = Vec::with_capacity(top.len());
     let mut sum = 0.0f32;
-    for &(_, v) in &top {
+    for &(_, v) in top {
         let w = ((v - max_logit) / temperature).exp();
         weights.push(w);
         sum += w;
@@ -766,6 +813,47 @@ mod tests {
             }
         }
         assert!(decided * 10 >= steps * 8, "sample_near_max decided {decided} of {steps} steps");
+    }
+
+    /// A backend's top-k set decides as the whole vocabulary: sample_top_k over top_k_of's set
+    /// draws what `sample` draws (token and random stream) for top_k with and without top_p /
+    /// min_p, on logits with many exact ties across the k-th place (equal logits by ascending
+    /// id) and with -0 against +0; the set holds the k best by the independent rule (sort by
+    /// value, then id); a non-finite logit refuses the set.
+    #[test]
+    fn top_k_set_decides_as_the_whole_vocabulary() {
+        let mut g = Rng::new(5);
+        for case in 0..80 {
+            let n = 1100 + (g.next_u64() % 3000) as usize;
+            // (coarse values: many ties, the k-th place among them)
+            let mut logits: Vec<f32> = (0..n).map(|_| ((g.next_f32() * 40.0).floor() - 20.0) * if case % 2 == 0 { 0.25 } else { 1.0 }).collect();
+            if case % 5 == 0 {
+                for (i, v) in logits.iter_mut().enumerate().take(n / 3) {
+                    *v = if i % 2 == 0 { -0.0 } else { 0.0 };
+                }
+            }
+            let k = [1usize, 2, 40, 64, 1024, 7][case % 6];
+            let set = top_k_of(&logits, k).unwrap();
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            order.sort_by(|&a, &b| logits[b as usize].partial_cmp(&logits[a as usize]).unwrap().then(a.cmp(&b)));
+            let mut want: Vec<u32> = order[..k.min(n)].to_vec();
+            want.sort();
+            assert_eq!(set.ids, want, "case {case} k {k}");
+            assert!(set.ids.iter().zip(&set.logits).all(|(&i, &v)| logits[i as usize].to_bits() == v.to_bits()));
+            for (t, top_p, m) in [(1.0f32, 1.0f32, 0.0f32), (0.7, 0.9, 0.05), (2.0, 0.5, 0.0), (1.0, 1.0, 0.3)] {
+                let p = params(t, k as u32, top_p, m);
+                assert_eq!(top_k_cut(&p, n), Some(k));
+                let (mut a, mut b) = (Rng::new(case as u64), Rng::new(case as u64));
+                for _ in 0..4 {
+                    assert_eq!(sample(&logits, &p, &mut a), sample_top_k(&set, &p, &mut b), "case {case} k {k} t {t} top_p {top_p} min_p {m}");
+                }
+                assert_eq!(a, b);
+            }
+        }
+        assert_eq!(top_k_cut(&params(0.0, 40, 1.0, 0.05), 3000), None);
+        assert_eq!(top_k_cut(&params(1.0, 0, 0.9, 0.05), 3000), None);
+        assert_eq!(top_k_cut(&params(1.0, 40, 1.0, 0.05), 40), None, "k not below the vocabulary");
+        assert_eq!(top_k_of(&[1.0, f32::NAN, 2.0], 1), None);
     }
 
     /// nucleus_certain declines exactly around its thresholds: a nucleus whose mass lands on

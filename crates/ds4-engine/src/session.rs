@@ -281,7 +281,7 @@ impl Session {
     /// evaluate it if `d` admits it. Same tokens, logits and random draws as `eval` plus
     /// `sampling::sample` over `logits()` per step, but on a backend that chooses where the
     /// logits are (CUDA: [`Backend::eval_argmax`] at temperature 0, [`Backend::eval_near_max`]
-    /// for min_p sampling, top_p too) they come to the host once, at the end of the run, instead of after
+    /// for min_p sampling, top_p too, [`Backend::eval_top_k`] with a top_k) they come to the host once, at the end of the run, instead of after
     /// every token. On an error the session holds the tokens evaluated before it.
     pub fn decode_run(&mut self, first: u32, rng: &mut Rng, d: &mut dyn Decoder) -> Result<Run, EngineError> {
         let mut run = Run { tokens: Vec::new(), declined: None };
@@ -318,7 +318,7 @@ impl Session {
 
     /// Evaluate `tok` and choose the token after it with `params` (None: choose nothing).
     fn step(&mut self, tok: u32, params: Option<&SamplerParams>, rng: &mut Rng, st: &mut RunState) -> Result<Option<u32>, EngineError> {
-        use crate::sampling::{argmax, near_max_cut, near_max_wants_sum, sample, sample_near_max};
+        use crate::sampling::{argmax, near_max_cut, near_max_wants_sum, sample, sample_near_max, sample_top_k, top_k_cut};
         // (`eval` checks this too; the backend's own steps below may not know the context)
         if self.tokens.len() >= self.ctx {
             return Err(EngineError::ContextFull { need: self.tokens.len() + 1, ctx: self.ctx });
@@ -344,6 +344,16 @@ impl Session {
                 }
                 // (too many candidates, a non-finite logit, or a nucleus too close to top_p
                 // to decide from the set: the whole vocabulary decides)
+                self.logits = self.backend.fetch_logits()?;
+                st.deferred = false;
+                return Ok(Some(sample(&self.logits, p, rng)));
+            }
+        } else if let Some(k) = top_k_cut(p, self.model.hp.n_vocab) {
+            if let Some(r) = self.backend.eval_top_k(tok, k) {
+                if let Some(set) = self.deferred_step(tok, r, st)? {
+                    return Ok(Some(sample_top_k(&set, p, rng)));
+                }
+                // (a non-finite logit: the whole vocabulary decides)
                 self.logits = self.backend.fetch_logits()?;
                 st.deferred = false;
                 return Ok(Some(sample(&self.logits, p, rng)));

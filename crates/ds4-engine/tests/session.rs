@@ -179,6 +179,13 @@ impl ds4_engine::Backend for ArgmaxBackend {
             ds4_engine::sampling::near_max_of(&self.held, t, floor, cap, with_sum)
         }))
     }
+    fn eval_top_k(&mut self, token: u32, k: usize) -> Option<Result<Option<ds4_engine::sampling::NearMax>, EngineError>> {
+        self.near_cap?;
+        Some(self.inner.forward(&[token], false).map(|lg| {
+            self.held = lg;
+            ds4_engine::sampling::top_k_of(&self.held, k)
+        }))
+    }
     fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {
         Ok(self.held.clone())
     }
@@ -353,11 +360,16 @@ fn decode_run_equals_eval_and_sample() {
     let temps = [1.0f32, 0.2, 0.05, 0.0, 0.01, 0.7];
     let params = |k: usize| {
         let mut p = SamplerParams { temperature: temps[k % temps.len()], ..Default::default() };
-        // (top_p < 1: through the near-max sets with the vocabulary's sum)
+        // (top_p < 1: through the near-max sets with the vocabulary's sum; top_k: through
+        // the top-k sets)
         if k == 5 {
             p.top_p = 0.9;
         } else if k == 1 {
             p.top_p = 0.5;
+        } else if k == 6 {
+            p.top_k = 40;
+        } else if k == 8 {
+            (p.top_k, p.top_p) = (3, 0.8);
         }
         p
     };

@@ -145,14 +145,22 @@ impl Bk {
             Bk::Cuda(s) if let Some((p, host)) = bench_sampling() => {
                 let vocab = s.vocab();
                 let cut = ds4_engine::sampling::near_max_cut(&p, vocab);
-                let near = match (cut, host) {
-                    (Some((t, floor)), false) => s.near_max(t, floor, ds4_engine::sampling::near_max_wants_sum(&p)).map_err(|e| anyhow!("{e}"))?,
+                let near = match (cut, ds4_engine::sampling::top_k_cut(&p, vocab), host) {
+                    (Some((t, floor)), _, false) => s.near_max(t, floor, ds4_engine::sampling::near_max_wants_sum(&p)).map_err(|e| anyhow!("{e}"))?,
+                    (None, Some(k), false) => s.top_k(k).map_err(|e| anyhow!("{e}"))?,
                     _ => None,
                 };
                 let tok = SAMPLE_RNG.with(|r| {
                     let mut rng = r.borrow_mut();
                     // (None: no set, or a nucleus the set cannot decide: every logit read back)
-                    match near.as_ref().and_then(|n| ds4_engine::sampling::sample_near_max(n, &p, vocab, &mut rng).map(|t| (t, n.ids.len()))) {
+                    let pick = |n: &ds4_engine::sampling::NearMax, rng: &mut ds4_engine::sampling::Rng| {
+                        if p.top_k > 0 {
+                            Some(ds4_engine::sampling::sample_top_k(n, &p, rng))
+                        } else {
+                            ds4_engine::sampling::sample_near_max(n, &p, vocab, rng)
+                        }
+                    };
+                    match near.as_ref().and_then(|n| pick(n, &mut rng).map(|t| (t, n.ids.len()))) {
                         Some((t, k)) => {
                             SAMPLE_STATS.with(|c| c.set((c.get().0 + 1, c.get().1 + k)));
                             Ok(t)
@@ -207,7 +215,7 @@ fn print_tokens() -> bool {
 /// `DS4_BENCH_SAMPLE=T` (CUDA): sampled decoding at temperature T (min_p 0.05, as the
 /// engine Session's runs do it: the min_p set gathered on the device and sampled on the host,
 /// `CudaSession::near_max`; `DS4_BENCH_TOP_P=P`: top_p P too, the set with the vocabulary's
-/// sum); with `DS4_BENCH_SAMPLE_HOST=1` the logits read back and sampled on
+/// sum; `DS4_BENCH_TOP_K=K`: top_k K, the device's top-k set, `CudaSession::top_k`); with `DS4_BENCH_SAMPLE_HOST=1` the logits read back and sampled on
 /// the host every token (the path before). Returns the params and whether to read back.
 fn bench_sampling() -> Option<(ds4_engine::sampling::SamplerParams, bool)> {
     // (read once: the decode steps ask every token)
@@ -216,7 +224,8 @@ fn bench_sampling() -> Option<(ds4_engine::sampling::SamplerParams, bool)> {
         let t: f32 = std::env::var("DS4_BENCH_SAMPLE").ok()?.parse().ok()?;
         let host = std::env::var("DS4_BENCH_SAMPLE_HOST").is_ok_and(|v| v == "1");
         let top_p = std::env::var("DS4_BENCH_TOP_P").ok().and_then(|v| v.parse().ok()).unwrap_or(ds4_engine::sampling::DEFAULT_TOP_P);
-        Some((ds4_engine::sampling::SamplerParams { temperature: t, top_p, ..Default::default() }, host))
+        let top_k = std::env::var("DS4_BENCH_TOP_K").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        Some((ds4_engine::sampling::SamplerParams { temperature: t, top_p, top_k, ..Default::default() }, host))
     })
 }
 
@@ -446,9 +455,10 @@ fn bench(a: &Args) -> Result<()> {
             if let Some((p, host)) = bench_sampling() {
                 let (n, sum) = SAMPLE_STATS.with(|c| c.replace((0, 0)));
                 eprintln!(
-                    "ctx {f}: sampled T {} top_p {} ({}): {n} of {} steps from the device's min_p set, {:.1} logits per set",
+                    "ctx {f}: sampled T {} top_p {} top_k {} ({}): {n} of {} steps from the device's set, {:.1} logits per set",
                     p.temperature,
                     p.top_p,
+                    p.top_k,
                     if host { "host reads all logits" } else { "device min_p sets" },
                     a.gen_tokens,
                     sum as f64 / n.max(1) as f64

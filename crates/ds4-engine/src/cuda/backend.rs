@@ -92,6 +92,9 @@ impl Backend for CudaBackend {
     fn eval_near_max(&mut self, token: u32, temperature: f32, floor: f32, with_sum: bool) -> Option<Result<Option<NearMax>, EngineError>> {
         Some(self.check(&[token]).and_then(|()| self.sess.eval_near_max(token, temperature, floor, with_sum).map_err(be)))
     }
+    fn eval_top_k(&mut self, token: u32, k: usize) -> Option<Result<Option<NearMax>, EngineError>> {
+        Some(self.check(&[token]).and_then(|()| self.sess.eval_top_k(token, k).map_err(be)))
+    }
     fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {
         Ok(self.sess.logits().map_err(be)?.to_vec())
     }

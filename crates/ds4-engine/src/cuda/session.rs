@@ -1967,9 +1967,10 @@ const NEAR_BLOCKS: usize = 128;
 fn near_max_read() -> usize {
     4 * NEAR_HDR + 8 * NEAR_MAX_CAP
 }
-/// near_max's buffer: its output, then the blocks' f64 partials of the sum.
+/// near_max's buffer: its output, then the blocks' f64 partials of the sum, then top_k's
+/// selected ids.
 fn near_max_bytes() -> usize {
-    near_max_read() + 8 * NEAR_BLOCKS
+    near_max_read() + 8 * NEAR_BLOCKS + 4 * NEAR_MAX_CAP
 }
 const NEAR_TIE_KINDS: [&str; 5] = ["raw kv fp8", "compressed kv fp8", "indexer row fp4", "indexer query fp4", "indexer top-k cut"];
 
@@ -4154,6 +4155,49 @@ impl CudaSession {
         let args = Args::new().a(self.sc.logits.ptr).a(vocab as i32).a(self.sc.amax.ptr).a(t).a(floor).a(self.sc.near.ptr).a(NEAR_MAX_CAP as i32).a(part);
         let blocks = (vocab.div_ceil(1024) as u32).clamp(1, NEAR_BLOCKS as u32);
         self.gpu().launch("near_max", (blocks, 1, 1), 256, 0, args)?;
+        self.read_near(with_sum)
+    }
+
+    /// Sampling with top_k driven by the host (the engine Session's sampled runs with a
+    /// top_k): evaluate `tok`, then gather the `k` largest logits on the device (ties to the
+    /// smaller id, as `sampling::plan_top_k` takes them) and read back only those: 8 KB at
+    /// most instead of the 517 KB of logits, which stay on the device until `logits` asks
+    /// for them. None when the set is not available (k not below the vocabulary or over
+    /// NEAR_MAX_CAP, or a non-finite logit): the caller reads all logits.
+    pub fn eval_top_k(&mut self, tok: u32, k: usize) -> Result<Option<NearMax>> {
+        self.eval(tok)?;
+        self.top_k(k)
+    }
+
+    /// eval_top_k's set for the current logits.
+    pub fn top_k(&mut self, k: usize) -> Result<Option<NearMax>> {
+        self.m.gpu.bind()?;
+        if !self.has_logits {
+            return Err(CudaError::Other("no logits yet".into()));
+        }
+        let vocab = self.m.dims.vocab;
+        if k == 0 || k >= vocab || k > NEAR_MAX_CAP {
+            return Ok(None);
+        }
+        self.launch_argmax(None, None)?;
+        self.gpu().memset0(self.sc.near.ptr, 4 * NEAR_HDR)?;
+        // near_max at an infinite floor keeps nothing: its header's count of non-finite
+        // logits (topk_logits needs them finite), the winner and the largest logit
+        let args = Args::new().a(self.sc.logits.ptr).a(vocab as i32).a(self.sc.amax.ptr).a(1.0f32).a(f32::INFINITY).a(self.sc.near.ptr).a(0i32).a(0u64);
+        let blocks = (vocab.div_ceil(1024) as u32).clamp(1, NEAR_BLOCKS as u32);
+        self.gpu().launch("near_max", (blocks, 1, 1), 256, 0, args)?;
+        let sel = self.sc.near.ptr + (near_max_read() + 8 * NEAR_BLOCKS) as u64;
+        let args = Args::new().a(self.sc.logits.ptr).a(vocab as i32).a(k as i32).a(sel);
+        self.gpu().launch("topk_logits", (TOPK_CL as u32, 1, 1), 1024, 0, args)?;
+        let args = Args::new().a(self.sc.logits.ptr).a(sel).a(k as i32).a(self.sc.near.ptr);
+        self.gpu().launch("topk_pairs", (1, 1, 1), 1024, 0, args)?;
+        self.read_near(false)
+    }
+
+    /// near_max's or top_k's output read back: None when the device saw a non-finite logit
+    /// or more than NEAR_MAX_CAP logits qualified.
+    fn read_near(&mut self, with_sum: bool) -> Result<Option<NearMax>> {
+        let vocab = self.m.dims.vocab;
         self.m.gpu.dtoh_pinned(&mut self.near_host, self.sc.near.ptr, near_max_read())?;
         self.gpu().sync()?;
         let b = self.near_host.as_mut_slice();

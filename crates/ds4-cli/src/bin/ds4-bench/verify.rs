@@ -556,14 +556,32 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             // (as the server does inside DSML) against eval + host sampling: the same tokens,
             // draws and final logits
             {
-                use ds4_engine::sampling::{argmax, near_max_cut, near_max_of, near_max_wants_sum, sample, Rng, SamplerParams, NEAR_MAX_CAP, NEAR_SUM_TOL};
-                let temps = [1.0f32, 0.3, 0.1, 0.03, 0.0, 0.01, 0.5, 0.05];
-                let params = |k: usize| SamplerParams { temperature: temps[k % temps.len()], top_p: if k % 8 >= 6 { 0.9 } else { 1.0 }, ..Default::default() };
+                use ds4_engine::sampling::{argmax, near_max_cut, near_max_of, near_max_wants_sum, sample, top_k_cut, top_k_of, Rng, SamplerParams, NEAR_MAX_CAP, NEAR_SUM_TOL};
+                let temps = [1.0f32, 0.3, 0.1, 0.03, 0.0, 0.01, 0.5, 0.05, 1.0, 0.2, 1.0];
+                // (6, 7: top_p 0.9; 8, 9, 10: top_k 40, 1024 with top_p 0.9, 1)
+                let params = |k: usize| {
+                    let (top_p, top_k) = [(0.9, 0), (0.9, 0), (1.0, 40), (0.9, 1024), (1.0, 1)].get((k % temps.len()).wrapping_sub(6)).copied().unwrap_or((1.0, 0));
+                    SamplerParams { temperature: temps[k % temps.len()], top_p, top_k, ..Default::default() }
+                };
                 let mut g = CudaBackend::with_weights(cpu_model.clone(), cm.clone(), Options { qat: true }, 1024, Precision::Fast).map_err(|e| anyhow!("{e}"))?;
                 let mut tk = argmax(&g.forward(&toks[..prefix], false).map_err(|e| anyhow!("{e}"))?);
                 let (mut ok, mut seen) = (true, Vec::new());
                 for k in 0..temps.len() {
                     let p = params(k);
+                    if let Some(kk) = top_k_cut(&p, vocab) {
+                        // the device's top-k set against the host's of the same logits
+                        let got = g.eval_top_k(tk, kk).ok_or_else(|| anyhow!("the CUDA backend has no eval_top_k"))?.map_err(|e| anyhow!("{e}"))?;
+                        let lg = g.fetch_logits().map_err(|e| anyhow!("{e}"))?;
+                        let want = top_k_of(&lg, kk);
+                        let same = match (&got, &want) {
+                            (Some(a), Some(b)) => a.ids == b.ids && same_bits(&a.logits, &b.logits) && (a.best, a.max.to_bits()) == (b.best, b.max.to_bits()),
+                            _ => false,
+                        };
+                        ok &= same;
+                        seen.push(format!("top_k {kk}: {}", if same { "same set" } else { "DIFFERENT" }));
+                        tk = argmax(&lg);
+                        continue;
+                    }
                     let Some((tt, floor)) = near_max_cut(&p, vocab) else { continue };
                     let with_sum = near_max_wants_sum(&p);
                     let got = g.eval_near_max(tk, tt, floor, with_sum).ok_or_else(|| anyhow!("the CUDA backend has no eval_near_max"))?.map_err(|e| anyhow!("{e}"))?;

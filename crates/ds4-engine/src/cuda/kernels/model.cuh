@@ -1810,6 +1810,7 @@ extern "C" __global__ void __launch_bounds__(256) idx_score(const float* __restr
 // so callers that must not pick NaN skip it).
 __device__ __forceinline__ u32 fkey(float f) {
     u32 u = __float_as_uint(f);
+    u = u == 0x80000000u ? 0u : u;  // -0 ranks as +0: equal values tie by index, as on the host
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 template <int HPW, int KPL>
@@ -2946,6 +2947,29 @@ extern "C" __global__ void __launch_bounds__(256) near_max(const float* __restri
             o[5] = (u32)(__double_as_longlong(s) >> 32);
         }
     }
+}
+
+// Sampling with top_k where the logits are (Backend::eval_top_k): the k < n largest logits,
+// ties to the smaller id (sampling::plan_top_k's rule), by the indexer's radix select on one
+// cluster (topk_rows), into sel in ascending id order. The caller has checked that every logit
+// is finite (near_max's count: fkey orders NaN above +inf).
+extern "C" __global__ void __cluster_dims__(TOPK_CL, 1, 1) __launch_bounds__(1024)
+    topk_logits(const float* __restrict__ x, int n, int k, int* sel) {
+    PDL_ENTRY;
+    __shared__ TopkSmem s;
+    if (n <= k) return;  // (the whole cluster: no barrier is left waiting)
+    if (n <= 16 * (int)blockDim.x * TOPK_CL) topk_rows<16, TOPK_CL>(s, nullptr, x, n, 0, nullptr, k, sel, 0, nullptr);
+    else topk_rows<-1, TOPK_CL>(s, nullptr, x, n, 0, nullptr, k, sel, 0, nullptr);
+}
+// topk_logits' ids with their logits' bits as near_max's pairs, o[0] = k.
+extern "C" __global__ void __launch_bounds__(1024) topk_pairs(const float* __restrict__ x, const int* __restrict__ sel, int k, u32* o) {
+    PDL_ENTRY;
+    for (int i = threadIdx.x; i < k; i += blockDim.x) {
+        const int id = sel[i];
+        o[NEAR_HDR + 2 * i] = (u32)id;
+        o[NEAR_HDR + 1 + 2 * i] = __float_as_uint(x[id]);
+    }
+    if (threadIdx.x == 0) o[0] = (u32)k;
 }
 
 // Read probe for the decode matvec benches: the least time a kernel needs to read n float4
