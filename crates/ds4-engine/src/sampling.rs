@@ -372,8 +372,8 @@ pub fn near_max_wants_sum(p: &SamplerParams) -> bool {
 /// (and [`near_max_wants_sum`]) from `n_vocab` logits: the same token and the same random
 /// draw as `sample` over the whole vocabulary. None (no random number drawn) when top_p < 1
 /// and the set cannot decide: no sum, or a min_p or top_p test so close to its threshold that
-/// `sample`'s own sequential f32 sum could tip it (see [`nucleus_certain`]); then the caller
-/// samples over every logit.
+/// the difference between the backend's sum and `sample`'s could tip it (see
+/// [`nucleus_certain`]); then the caller samples over every logit.
 pub fn sample_near_max(near: &NearMax, p: &SamplerParams, n_vocab: usize, rng: &mut Rng) -> Option<u32> {
     let (temperature, _, top_p, min_p) = p.normalized(n_vocab);
     let skip_below = min_p_floor(min_p);
