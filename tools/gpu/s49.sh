@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 call_start s49
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
-fixtures_in X=1
+fixtures_in DS4_DEVICE_TOP=1
 grep -E "sampled run" "$OUT/verify.txt" | cut -c1-600
 synth_wait
 # (most telling first: a call cut short by its time limit keeps what it printed)
