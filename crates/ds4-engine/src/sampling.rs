@@ -691,6 +691,21 @@ mod tests {
         Some(c)
     }
 
+    /// `n` random logits: peaked as a trained model's (a cubed uniform spread over 25, every
+    /// 97th raised by 3) or flat (uniform over `flat`).
+    fn test_logits(g: &mut Rng, n: usize, peaked: bool, flat: f32) -> Vec<f32> {
+        (0..n)
+            .map(|i| {
+                let u = g.next_f32();
+                if peaked {
+                    (u * u * u) * 25.0 + if i % 97 == 0 { 3.0 } else { 0.0 }
+                } else {
+                    u * flat
+                }
+            })
+            .collect()
+    }
+
     /// near_max_of's set checked member by member against the contract (the best is the first
     /// index of the largest logit; ids ascending; a logit is in exactly when its scaled
     /// distance reaches the floor); refused past the cap and for a non-finite logit.
@@ -728,16 +743,7 @@ mod tests {
         let mut g = Rng::new(3);
         for case in 0..40 {
             let peaked = case % 2 == 0;
-            let logits: Vec<f32> = (0..3000)
-                .map(|i| {
-                    let u = g.next_f32();
-                    if peaked {
-                        (u * u * u) * 25.0 + if i % 97 == 0 { 3.0 } else { 0.0 }
-                    } else {
-                        u * 2.0
-                    }
-                })
-                .collect();
+            let logits = test_logits(&mut g, 3000, peaked, 2.0);
             for (t, m) in [(1.0f32, 0.05f32), (0.7, 0.05), (0.3, 0.2), (1.5, 1.0), (1.0, 0.001)] {
                 let p = params(t, 0, 1.0, m);
                 let (tt, floor) = near_max_cut(&p, logits.len()).expect("min_p sampling has a cut");
@@ -771,16 +777,7 @@ mod tests {
         for case in 0..60 {
             let n = if case % 10 == 0 { 129_280 } else { 3000 + (g.next_u64() % 5000) as usize };
             let peaked = case % 3 != 0;
-            let mut logits: Vec<f32> = (0..n)
-                .map(|i| {
-                    let u = g.next_f32();
-                    if peaked {
-                        (u * u * u) * 25.0 + if i % 97 == 0 { 3.0 } else { 0.0 }
-                    } else {
-                        u * 3.0
-                    }
-                })
-                .collect();
+            let mut logits = test_logits(&mut g, n, peaked, 3.0);
             let (t, top_p, m) = ([1.0f32, 0.7, 0.3, 1.5][case % 4], [0.9f32, 0.95, 0.5, 0.99, 0.2][case % 5], [0.05f32, 0.01, 0.2][case % 3]);
             // (a weight on min_p's cut in every fourth case: those steps decline when they reach it)
             if case % 4 == 0 {
