@@ -280,8 +280,8 @@ pub struct NearMax {
     pub sum: Option<f64>,
 }
 
-/// Relative error a backend's [`NearMax::sum`] may have (the GPU's: CUDA's expf, within 2 ulp,
-/// of the host's scaled distance, summed in f64).
+/// Relative error a backend's [`NearMax::sum`] may have (the GPU's: CUDA's expf, within 2 ulp
+/// (2.4e-7), of the host's scaled distance, summed in f64).
 pub const NEAR_SUM_TOL: f64 = 1e-6;
 
 /// Most logits a backend returns in one [`NearMax`] set (8 KB from the GPU): a trained model's

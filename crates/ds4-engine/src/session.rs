@@ -281,8 +281,8 @@ impl Session {
     /// evaluate it if `d` admits it. Same tokens, logits and random draws as `eval` plus
     /// `sampling::sample` over `logits()` per step, but on a backend that chooses where the
     /// logits are (CUDA: [`Backend::eval_argmax`] at temperature 0, [`Backend::eval_near_max`]
-    /// for min_p sampling, top_p too, [`Backend::eval_top_k`] with a top_k) they come to the host once, at the end of the run, instead of after
-    /// every token. On an error the session holds the tokens evaluated before it.
+    /// for min_p sampling, top_p too, [`Backend::eval_top_k`] with a top_k) they come to the
+    /// host once, at the end of the run, instead of after every token. On an error the session holds the tokens evaluated before it.
     pub fn decode_run(&mut self, first: u32, rng: &mut Rng, d: &mut dyn Decoder) -> Result<Run, EngineError> {
         let mut run = Run { tokens: Vec::new(), declined: None };
         let mut tok = first;

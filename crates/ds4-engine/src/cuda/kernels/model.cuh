@@ -2888,9 +2888,9 @@ extern "C" __global__ void __launch_bounds__(256) argmax_excl(const float* __res
 // is given (top_p < 1), o[6] the blocks' ticket for it. Words 0, 1 and 6 must be zero at
 // launch. The pairs' order is the atomics' (the host sorts them by id): one atomic per warp
 // that finds any (a flat distribution's 129K appends would queue on one address). The sum:
-// each thread's logits in f32 (a few: the grid covers the vocabulary in a few strides), the
-// block's in f64 in a fixed tree, part[block], then the last block (ticket) adds the blocks'
-// partials in order: the same bits every run (sampling::NEAR_SUM_TOL bounds its error).
+// each thread's logits in f64 (expf's values, within 2 ulp), the block's in a fixed tree,
+// part[block], then the last block (ticket) adds the blocks' partials in order: the same bits
+// every run (sampling::NEAR_SUM_TOL bounds its error).
 #define NEAR_HDR 8
 extern "C" __global__ void __launch_bounds__(256) near_max(const float* __restrict__ x, int n, const u32* __restrict__ amax, float t,
                                                            float floor, u32* o, int cap, double* part) {
@@ -2907,14 +2907,14 @@ extern "C" __global__ void __launch_bounds__(256) near_max(const float* __restri
         o[3] = __float_as_uint(m);
     }
     const int lane = threadIdx.x & 31;
-    float ws = 0.f;
+    double ws = 0.0;
     // (whole warps step together: the ballots need every lane)
     for (int base = blockIdx.x * blockDim.x + (threadIdx.x & ~31); base < n; base += gridDim.x * blockDim.x) {
         const int i = base + lane;
         const float v = i < n ? x[i] : 0.f;
         const bool fin = isfinite(v);
         const float xs = (v - m) / t;
-        if (part && i < n && fin) ws += expf(xs);
+        if (part && i < n && fin) ws += (double)expf(xs);
         const bool keep = i < n && fin && xs >= floor;
         const unsigned bad = __ballot_sync(0xffffffffu, i < n && !fin);
         const unsigned kb = __ballot_sync(0xffffffffu, keep);
@@ -2931,7 +2931,7 @@ extern "C" __global__ void __launch_bounds__(256) near_max(const float* __restri
         }
     }
     if (!part) return;
-    double d = warp_sum_d((double)ws);
+    double d = warp_sum_d(ws);
     if (lane == 0) wsum_s[threadIdx.x >> 5] = d;
     __syncthreads();
     if (threadIdx.x == 0) {
