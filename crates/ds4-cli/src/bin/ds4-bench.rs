@@ -215,8 +215,9 @@ fn print_tokens() -> bool {
 /// `DS4_BENCH_SAMPLE=T` (CUDA): sampled decoding at temperature T (min_p 0.05, as the
 /// engine Session's runs do it: the min_p set gathered on the device and sampled on the host,
 /// `CudaSession::near_max`; `DS4_BENCH_TOP_P=P`: top_p P too, the set with the vocabulary's
-/// sum; `DS4_BENCH_TOP_K=K`: top_k K, the device's top-k set, `CudaSession::top_k`); with `DS4_BENCH_SAMPLE_HOST=1` the logits read back and sampled on
-/// the host every token (the path before). Returns the params and whether to read back.
+/// sum; `DS4_BENCH_TOP_K=K`: top_k K, the device's top-k set, `CudaSession::top_k`); with
+/// `DS4_BENCH_SAMPLE_HOST=1` the logits read back and sampled on the host every token (the
+/// path before). Returns the params and whether to read back.
 fn bench_sampling() -> Option<(ds4_engine::sampling::SamplerParams, bool)> {
     // (read once: the decode steps ask every token)
     static SET: std::sync::OnceLock<Option<(ds4_engine::sampling::SamplerParams, bool)>> = std::sync::OnceLock::new();
@@ -459,7 +460,7 @@ fn bench(a: &Args) -> Result<()> {
                     p.temperature,
                     p.top_p,
                     p.top_k,
-                    if host { "host reads all logits" } else { "device min_p sets" },
+                    if host { "host reads all logits" } else { "device sets" },
                     a.gen_tokens,
                     sum as f64 / n.max(1) as f64
                 );

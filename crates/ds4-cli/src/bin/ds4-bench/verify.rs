@@ -570,7 +570,13 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                     let p = params(k);
                     if let Some(kk) = top_k_cut(&p, vocab) {
                         // the device's top-k set against the host's of the same logits
-                        let got = g.eval_top_k(tk, kk).ok_or_else(|| anyhow!("the CUDA backend has no eval_top_k"))?.map_err(|e| anyhow!("{e}"))?;
+                        let Some(got) = g.eval_top_k(tk, kk) else {
+                            // (off: DS4_DEVICE_TOP unset; the step runs as a plain one)
+                            seen.push(format!("top_k {kk}: off"));
+                            tk = argmax(&g.forward(&[tk], false).map_err(|e| anyhow!("{e}"))?);
+                            continue;
+                        };
+                        let got = got.map_err(|e| anyhow!("{e}"))?;
                         let lg = g.fetch_logits().map_err(|e| anyhow!("{e}"))?;
                         let want = top_k_of(&lg, kk);
                         let same = match (&got, &want) {
@@ -584,7 +590,16 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                     }
                     let Some((tt, floor)) = near_max_cut(&p, vocab) else { continue };
                     let with_sum = near_max_wants_sum(&p);
-                    let got = g.eval_near_max(tk, tt, floor, with_sum).ok_or_else(|| anyhow!("the CUDA backend has no eval_near_max"))?.map_err(|e| anyhow!("{e}"))?;
+                    let got = match g.eval_near_max(tk, tt, floor, with_sum) {
+                        Some(r) => r.map_err(|e| anyhow!("{e}"))?,
+                        None if with_sum => {
+                            // (off: DS4_DEVICE_TOP unset; the step runs as a plain one)
+                            seen.push(format!("T {tt} top_p {}: off", p.top_p));
+                            tk = argmax(&g.forward(&[tk], false).map_err(|e| anyhow!("{e}"))?);
+                            continue;
+                        }
+                        None => return Err(anyhow!("the CUDA backend has no eval_near_max")),
+                    };
                     let lg = g.fetch_logits().map_err(|e| anyhow!("{e}"))?;
                     // (the host's set of the same logits, uncapped: None only for a non-finite logit)
                     let want = near_max_of(&lg, tt, floor, usize::MAX, with_sum);
