@@ -202,27 +202,29 @@ fn plan_full_vocab(logits: &[f32], temperature: f32, top_p: f32, min_p: f32) -> 
         return draw_min_p(finite, max_logit, best, temperature, skip_below, min_p);
     }
 
-    let mut cand: Vec<(u32, f32, f32)> = Vec::new();
-    let mut sum = 0.0f64;
-    for (i, &v) in logits.iter().enumerate() {
-        if !v.is_finite() {
-            continue;
-        }
-        let x = (v - max_logit) / temperature;
-        let w = x.exp();
-        if x >= skip_below {
-            // (the others come after every kept token in the sorted order, past min_p's cut)
-            cand.push((i as u32, v, w));
-        }
-        sum += w as f64;
-    }
-    let sum = sum as f32;
+    let finite = || logits.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(i, &v)| (i as u32, v));
+    let sum = finite().map(|(_, v)| ((v - max_logit) / temperature).exp() as f64).sum::<f64>() as f32;
     if !(sum > 0.0) || !sum.is_finite() {
         return Plan::Fixed(best);
     }
+    let cand = nucleus_candidates(finite(), max_logit, temperature, skip_below);
+    filter_sorted(cand.into_iter(), sum, top_p, min_p, best)
+}
+
+/// top_p < 1's candidates among the finite logits `(id, v)` in ascending id order: those whose
+/// scaled distance reaches `skip_below` (the others come after every kept token in the sorted
+/// order, past min_p's cut), as `(id, weight)` by descending logit, equal logits by ascending id.
+fn nucleus_candidates(finite: impl Iterator<Item = (u32, f32)>, max_logit: f32, temperature: f32, skip_below: f32) -> Vec<(u32, f32)> {
+    let mut cand: Vec<(u32, f32, f32)> = Vec::new();
+    for (i, v) in finite {
+        let x = (v - max_logit) / temperature;
+        if x >= skip_below {
+            cand.push((i, v, x.exp()));
+        }
+    }
     // Stable: equal logits keep ascending ids.
     cand.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
-    filter_sorted(cand.iter().map(|c| (c.0, c.2)), sum, top_p, min_p, best)
+    cand.into_iter().map(|c| (c.0, c.2)).collect()
 }
 
 /// ln(min_p) less a margin: a logit whose scaled distance below the best is under it cannot pass
@@ -383,18 +385,11 @@ pub fn sample_near_max(near: &NearMax, p: &SamplerParams, n_vocab: usize, rng: &
     }
     let sum = near.sum?;
     // plan_full_vocab's candidates, their weights and their order, from the set
-    let mut cand: Vec<(u32, f32, f32)> = Vec::new();
-    for (&i, &v) in near.ids.iter().zip(&near.logits) {
-        let x = (v - near.max) / temperature;
-        if x >= skip_below {
-            cand.push((i, v, x.exp()));
-        }
-    }
-    cand.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
-    if !nucleus_certain(cand.iter().map(|c| c.2), sum, n_vocab, top_p, min_p) {
+    let cand = nucleus_candidates(near.ids.iter().copied().zip(near.logits.iter().copied()), near.max, temperature, skip_below);
+    if !nucleus_certain(cand.iter().map(|c| c.1), sum, n_vocab, top_p, min_p) {
         return None;
     }
-    Some(draw(filter_sorted(cand.iter().map(|c| (c.0, c.2)), sum as f32, top_p, min_p, near.best), rng))
+    Some(draw(filter_sorted(cand.into_iter(), sum as f32, top_p, min_p, near.best), rng))
 }
 
 /// Whether filter_sorted over the sorted candidate weights `ws` takes the same steps for every

@@ -4144,6 +4144,13 @@ impl CudaSession {
     /// eval_near_max's set for the current logits (with the vocabulary's softmax sum when
     /// `with_sum`: top_p < 1).
     pub fn near_max(&mut self, t: f32, floor: f32, with_sum: bool) -> Result<Option<NearMax>> {
+        self.launch_near_max(t, floor, NEAR_MAX_CAP, with_sum)?;
+        self.read_near(with_sum)
+    }
+
+    /// argmax_excl, then near_max into a zeroed header (`cap` pairs at most; with the sum's
+    /// partials when `with_sum`), for the current logits.
+    fn launch_near_max(&mut self, t: f32, floor: f32, cap: usize, with_sum: bool) -> Result<()> {
         self.m.gpu.bind()?;
         if !self.has_logits {
             return Err(CudaError::Other("no logits yet".into()));
@@ -4152,10 +4159,9 @@ impl CudaSession {
         self.gpu().memset0(self.sc.near.ptr, 4 * NEAR_HDR)?;
         let vocab = self.m.dims.vocab;
         let part = if with_sum { self.sc.near.ptr + near_max_read() as u64 } else { 0 };
-        let args = Args::new().a(self.sc.logits.ptr).a(vocab as i32).a(self.sc.amax.ptr).a(t).a(floor).a(self.sc.near.ptr).a(NEAR_MAX_CAP as i32).a(part);
+        let args = Args::new().a(self.sc.logits.ptr).a(vocab as i32).a(self.sc.amax.ptr).a(t).a(floor).a(self.sc.near.ptr).a(cap as i32).a(part);
         let blocks = (vocab.div_ceil(1024) as u32).clamp(1, NEAR_BLOCKS as u32);
-        self.gpu().launch("near_max", (blocks, 1, 1), 256, 0, args)?;
-        self.read_near(with_sum)
+        self.gpu().launch("near_max", (blocks, 1, 1), 256, 0, args)
     }
 
     /// Sampling with top_k driven by the host (the engine Session's sampled runs with a
@@ -4171,21 +4177,13 @@ impl CudaSession {
 
     /// eval_top_k's set for the current logits.
     pub fn top_k(&mut self, k: usize) -> Result<Option<NearMax>> {
-        self.m.gpu.bind()?;
-        if !self.has_logits {
-            return Err(CudaError::Other("no logits yet".into()));
-        }
         let vocab = self.m.dims.vocab;
         if k == 0 || k >= vocab || k > NEAR_MAX_CAP {
             return Ok(None);
         }
-        self.launch_argmax(None, None)?;
-        self.gpu().memset0(self.sc.near.ptr, 4 * NEAR_HDR)?;
         // near_max at an infinite floor keeps nothing: its header's count of non-finite
         // logits (topk_logits needs them finite), the winner and the largest logit
-        let args = Args::new().a(self.sc.logits.ptr).a(vocab as i32).a(self.sc.amax.ptr).a(1.0f32).a(f32::INFINITY).a(self.sc.near.ptr).a(0i32).a(0u64);
-        let blocks = (vocab.div_ceil(1024) as u32).clamp(1, NEAR_BLOCKS as u32);
-        self.gpu().launch("near_max", (blocks, 1, 1), 256, 0, args)?;
+        self.launch_near_max(1.0, f32::INFINITY, 0, false)?;
         let sel = self.sc.near.ptr + (near_max_read() + 8 * NEAR_BLOCKS) as u64;
         let args = Args::new().a(self.sc.logits.ptr).a(vocab as i32).a(k as i32).a(sel);
         self.gpu().launch("topk_logits", (TOPK_CL as u32, 1, 1), 1024, 0, args)?;

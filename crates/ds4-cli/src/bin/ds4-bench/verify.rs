@@ -566,6 +566,10 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                 let mut g = CudaBackend::with_weights(cpu_model.clone(), cm.clone(), Options { qat: true }, 1024, Precision::Fast).map_err(|e| anyhow!("{e}"))?;
                 let mut tk = argmax(&g.forward(&toks[..prefix], false).map_err(|e| anyhow!("{e}"))?);
                 let (mut ok, mut seen) = (true, Vec::new());
+                // (a set's ids, logits' bits and best / max; the sum is compared apart)
+                let same_set = |a: &ds4_engine::sampling::NearMax, b: &ds4_engine::sampling::NearMax| {
+                    a.ids == b.ids && same_bits(&a.logits, &b.logits) && (a.best, a.max.to_bits()) == (b.best, b.max.to_bits())
+                };
                 for k in 0..temps.len() {
                     let p = params(k);
                     if let Some(kk) = top_k_cut(&p, vocab) {
@@ -580,7 +584,7 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                         let lg = g.fetch_logits().map_err(|e| anyhow!("{e}"))?;
                         let want = top_k_of(&lg, kk);
                         let same = match (&got, &want) {
-                            (Some(a), Some(b)) => a.ids == b.ids && same_bits(&a.logits, &b.logits) && (a.best, a.max.to_bits()) == (b.best, b.max.to_bits()),
+                            (Some(a), Some(b)) => same_set(a, b),
                             _ => false,
                         };
                         ok &= same;
@@ -612,7 +616,7 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                             (Some(a), Some(b)) if with_sum => {
                                 let (sa, sb) = (a.sum.unwrap_or(f64::NAN), b.sum.unwrap_or(f64::NAN));
                                 err = (sa - sb).abs() / sb;
-                                err <= NEAR_SUM_TOL && a.ids == b.ids && same_bits(&a.logits, &b.logits) && (a.best, a.max.to_bits()) == (b.best, b.max.to_bits())
+                                err <= NEAR_SUM_TOL && same_set(a, b)
                             }
                             _ => got == want,
                         }
