@@ -215,7 +215,7 @@ impl Device {
         };
         // Prefill batch size: see `default_max_chunk` (the session never batches more than
         // the context; `Session` chunks longer inputs itself).
-        let so = SessionOptions { ctx, qat: cfg.qat, precision: cfg.precision, max_chunk: crate::cuda::session::default_max_chunk(ctx), graphs: cfg.graphs, near_ties: false };
+        let so = SessionOptions { ctx, qat: cfg.qat, precision: cfg.precision, max_chunk: crate::cuda::session::default_max_chunk(ctx), graphs: cfg.graphs, near_ties: false, step_max: crate::cuda::session::default_step_max() };
         let mut cs = CudaSession::open(w.clone(), so).map_err(|e| EngineError::Backend(format!("CUDA session: {e}")))?;
         if cfg.warm_up {
             cs.warm_up().map_err(|e| EngineError::Backend(format!("CUDA warm-up: {e}")))?;

@@ -270,6 +270,19 @@ fn frontiers(a: &Args) -> Result<Vec<usize>> {
     }
     let mut v = vec![a.ctx_start];
     let mut cur = a.ctx_start;
+    // (diagnostic: `DS4_BENCH_INCR=2,8,64`: frontiers --ctx-start + 2, + 8 more, + 64 more, i.e.
+    // prefill batches of exactly those sizes, up to --ctx-max)
+    if let Ok(list) = std::env::var("DS4_BENCH_INCR") {
+        for x in list.split(',') {
+            let d: usize = x.trim().parse().ok().filter(|&d| d > 0).ok_or_else(|| anyhow!("DS4_BENCH_INCR: {x:?} is not a positive count"))?;
+            if cur + d > a.ctx_max {
+                break;
+            }
+            cur += d;
+            v.push(cur);
+        }
+        return Ok(v);
+    }
     while cur < a.ctx_max {
         let next = if a.step_mul == 1.0 { cur + a.step_incr } else { ((cur as f64 * a.step_mul).ceil() as usize).max(cur + 1) };
         cur = next.min(a.ctx_max);

@@ -33,7 +33,7 @@ impl CudaBackend {
 
     /// A session over weights already on the GPU (several sessions can share them).
     pub fn with_weights(model: Arc<Model>, weights: Arc<CudaModel>, opts: Options, ctx: usize, precision: Precision) -> Result<CudaBackend, EngineError> {
-        let so = SessionOptions { ctx, qat: opts.qat, precision, max_chunk: crate::cuda::session::default_max_chunk(ctx), graphs: true, near_ties: false };
+        let so = SessionOptions { ctx, qat: opts.qat, precision, max_chunk: crate::cuda::session::default_max_chunk(ctx), graphs: true, near_ties: false, step_max: crate::cuda::session::default_step_max() };
         Ok(Self::from_session(model, CudaSession::open(weights, so).map_err(be)?))
     }
 
@@ -64,14 +64,6 @@ impl CudaBackend {
     }
 }
 
-/// top_p < 1 and top_k sampled from sets gathered on the device (session 49's near_max sum and
-/// topk_logits; CudaSession::near_max / top_k): built and checked on the CPU, but no device
-/// has run them yet, so the engine samples those settings over every logit read back unless
-/// `DS4_DEVICE_TOP=1` (ds4-bench's DS4_BENCH_TOP_P / TOP_K rows call the session directly).
-fn device_top() -> bool {
-    env_is!("DS4_DEVICE_TOP", "1")
-}
-
 impl Backend for CudaBackend {
     fn name(&self) -> &str {
         "cuda"
@@ -98,15 +90,9 @@ impl Backend for CudaBackend {
         Some(self.check(&[token]).and_then(|()| self.sess.eval_argmax(token).map_err(be)))
     }
     fn eval_near_max(&mut self, token: u32, temperature: f32, floor: f32, with_sum: bool) -> Option<Result<Option<NearMax>, EngineError>> {
-        if with_sum && !device_top() {
-            return None;
-        }
         Some(self.check(&[token]).and_then(|()| self.sess.eval_near_max(token, temperature, floor, with_sum).map_err(be)))
     }
     fn eval_top_k(&mut self, token: u32, k: usize) -> Option<Result<Option<NearMax>, EngineError>> {
-        if !device_top() {
-            return None;
-        }
         Some(self.check(&[token]).and_then(|()| self.sess.eval_top_k(token, k).map_err(be)))
     }
     fn fetch_logits(&mut self) -> Result<Vec<f32>, EngineError> {

@@ -30,7 +30,22 @@ pub struct SessionOptions {
     pub graphs: bool,
     /// Record near-tie decisions ([`CudaSession::near_ties`]); off: no buffer, no margins.
     pub near_ties: bool,
+    /// Prefill batches of at most this many tokens run as decode steps (0: never); see
+    /// [`default_step_max`].
+    pub step_max: usize,
 }
+
+/// Prefill batches up to this many tokens run as decode steps (`DS4_STEP_BATCH` overrides; 0:
+/// never). Why: the prefill GEMMs' tiles are sized for many tokens, and at a few tokens they
+/// leave most of the GPU idle (gemm_q64 ~100 us per matrix whatever the batch: 61 of the 63 ms
+/// of a 1-token prefill batch on an H100, 28 layers, against 4.4 ms for a decode step), while
+/// the decode kernels stream each matrix at the memory bandwidth. Chat turns and tool results
+/// often end in such a batch (the tail of a prompt past its last 2048-token chunk, a short user
+/// reply), and a speculative verifier's batches are that small.
+pub fn default_step_max() -> usize {
+    std::env::var("DS4_STEP_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_STEP_MAX)
+}
+const DEFAULT_STEP_MAX: usize = 12;
 
 /// Prefill batch size of CUDA sessions with context `ctx`: `DS4_CHUNK`, else 16384 tokens (the
 /// grouped expert GEMMs need many tokens per expert: full-size prefill at 8K measured 2374,
@@ -56,7 +71,7 @@ const BIG_CHUNK_SPARE: usize = 4 << 30;
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        SessionOptions { ctx: 4096, qat: true, precision: Precision::Fast, max_chunk: 2048, graphs: true, near_ties: false }
+        SessionOptions { ctx: 4096, qat: true, precision: Precision::Fast, max_chunk: 2048, graphs: true, near_ties: false, step_max: default_step_max() }
     }
 }
 
@@ -3933,6 +3948,19 @@ impl CudaSession {
         self.m.gpu.bind()?;
         self.check_tokens(toks)?;
         for chunk in toks.chunks(self.opts.max_chunk) {
+            if chunk.len() <= self.opts.step_max {
+                for &tok in chunk {
+                    self.eval(tok)?;
+                    if let Some(out) = all.as_deref_mut() {
+                        let n0 = out.len();
+                        out.resize(n0 + self.m.dims.vocab, 0.0);
+                        self.gpu().dtoh(&mut out[n0..], self.sc.logits.ptr)?;
+                    }
+                }
+                // (synchronized, as after a prefill batch)
+                self.gpu().sync()?;
+                continue;
+            }
             let p0 = self.tokens.len();
             // The f16 hc state's guard: the frontiers as they were before the batch, so that a
             // batch whose state saturated runs again in f32 from the same state. The rest of

@@ -262,9 +262,16 @@ impl Tally {
     }
 }
 
+/// A session whose prefill batches all run on the prefill kernels (none as decode steps: the
+/// checks below are of those kernels, down to one token).
 fn sess(m: &Arc<CudaModel>, qat: bool, prec: Precision, chunk: usize) -> Result<CudaSession> {
+    sess_steps(m, qat, prec, chunk, 0)
+}
+
+/// A session whose prefill batches of at most `steps` tokens run as decode steps.
+fn sess_steps(m: &Arc<CudaModel>, qat: bool, prec: Precision, chunk: usize, steps: usize) -> Result<CudaSession> {
     // QAT sessions record near ties for the official-numerics rule.
-    let so = SessionOptions { ctx: 1024, qat, precision: prec, max_chunk: chunk, graphs: true, near_ties: qat };
+    let so = SessionOptions { ctx: 1024, qat, precision: prec, max_chunk: chunk, graphs: true, near_ties: qat, step_max: steps };
     CudaSession::new(m.clone(), so).map_err(|e| anyhow!("{e}"))
 }
 
@@ -367,6 +374,8 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
         q8_copy_check(&mut t, name, &cm, &cpu_model)?;
         let mut ref_ex = sess(&cm, false, Precision::Reference, 2048)?;
         let mut ref_chunk = sess(&cm, false, Precision::Reference, 37)?;
+        // batches of 37 tokens, and a last one of up to 12 as decode steps (the default's rule)
+        let mut ref_steps = sess_steps(&cm, false, Precision::Reference, 37, 12)?;
         let mut fast_ex = sess(&cm, false, Precision::Fast, 2048)?;
         // Fast precision with every prefill batch on the cuBLAS paths (dense projections and
         // routed experts): the defaults keep batches this short on the built-in kernels.
@@ -459,6 +468,11 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             ref_chunk.reset().map_err(|e| anyhow!("{e}"))?;
             let gc = ref_chunk.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
             t.check(&tag("gpu-vs-cpu chunked(37)"), &cmp(&gc, &c_all, vocab, n), 2e-3, 1e-4, true);
+            ref_steps.reset().map_err(|e| anyhow!("{e}"))?;
+            let gs = ref_steps.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
+            let tail = if n % 37 == 0 { 37 } else { n % 37 };
+            let what = if tail <= 12 { format!("the last {tail} as decode steps") } else { "no decode steps".into() };
+            t.check(&tag(&format!("gpu-vs-cpu chunked(37), {what}")), &cmp(&gs, &c_all, vocab, n), 2e-3, 1e-4, true);
             let cd = cpu_decode(&mut cpu, &toks, prefix)?;
             t.check(&tag("gpu-vs-cpu decode"), &cmp(&gd, &cd, vocab, nd), 2e-3, 1e-4, true);
             // payload round trip on the GPU: save after the prefix, reload, continue decoding
@@ -574,13 +588,7 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                     let p = params(k);
                     if let Some(kk) = top_k_cut(&p, vocab) {
                         // the device's top-k set against the host's of the same logits
-                        let Some(got) = g.eval_top_k(tk, kk) else {
-                            // (off: DS4_DEVICE_TOP unset; the step runs as a plain one)
-                            seen.push(format!("top_k {kk}: off"));
-                            tk = argmax(&g.forward(&[tk], false).map_err(|e| anyhow!("{e}"))?);
-                            continue;
-                        };
-                        let got = got.map_err(|e| anyhow!("{e}"))?;
+                        let got = g.eval_top_k(tk, kk).ok_or_else(|| anyhow!("the CUDA backend has no eval_top_k"))?.map_err(|e| anyhow!("{e}"))?;
                         let lg = g.fetch_logits().map_err(|e| anyhow!("{e}"))?;
                         let want = top_k_of(&lg, kk);
                         let same = match (&got, &want) {
@@ -594,16 +602,7 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                     }
                     let Some((tt, floor)) = near_max_cut(&p, vocab) else { continue };
                     let with_sum = near_max_wants_sum(&p);
-                    let got = match g.eval_near_max(tk, tt, floor, with_sum) {
-                        Some(r) => r.map_err(|e| anyhow!("{e}"))?,
-                        None if with_sum => {
-                            // (off: DS4_DEVICE_TOP unset; the step runs as a plain one)
-                            seen.push(format!("T {tt} top_p {}: off", p.top_p));
-                            tk = argmax(&g.forward(&[tk], false).map_err(|e| anyhow!("{e}"))?);
-                            continue;
-                        }
-                        None => return Err(anyhow!("the CUDA backend has no eval_near_max")),
-                    };
+                    let got = g.eval_near_max(tk, tt, floor, with_sum).ok_or_else(|| anyhow!("the CUDA backend has no eval_near_max"))?.map_err(|e| anyhow!("{e}"))?;
                     let lg = g.fetch_logits().map_err(|e| anyhow!("{e}"))?;
                     // (the host's set of the same logits, uncapped: None only for a non-finite logit)
                     let want = near_max_of(&lg, tt, floor, usize::MAX, with_sum);

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Session 50's second call, `bash tools/gpu/s50b.sh`: the fixtures under the defaults (device
+# top_p / top_k sets on; prefill batches of up to 12 tokens as decode steps, with the new
+# "the last K as decode steps" rows), then what prefill batches of 1 .. 512 tokens cost at 2K
+# (ds4-bench DS4_BENCH_INCR: one frontier per batch size) with none run as decode steps
+# (DS4_STEP_BATCH=0), the default (12) and all up to 32.
+# Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz}. $OUT: log.txt.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+call_start s50b
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+fixtures
+grep -E "decode steps" "$OUT/verify.txt" | cut -c1-200
+synth_wait
+for v in DS4_STEP_BATCH=0 X=1 DS4_STEP_BATCH=32; do
+  echo "== small batches, $v"
+  env $v DS4_BENCH_INCR=1,1,2,2,4,8,12,16,24,32,48,64,128,256,512 timeout 150 "$BIN" --cuda -m "$M" --random-prompt 3300 \
+    --ctx-start 2048 --ctx-max 4096 --gen-tokens 4 --csv "$OUT/small.csv" 2>&1 | tr '\r' '\n' | grep -E "rror|panic" | head -3
+  cut -d, -f1-3,5 "$OUT/small.csv" | tr '\n' ' '; echo
+done
