@@ -3,7 +3,9 @@
 # top_p / top_k sets on; prefill batches of up to 12 tokens as decode steps, with the new
 # "the last K as decode steps" rows), then what prefill batches of 1 .. 512 tokens cost at 2K
 # (ds4-bench DS4_BENCH_INCR: one frontier per batch size) with none run as decode steps
-# (DS4_STEP_BATCH=0), the default (12) and all up to 32.
+# (DS4_STEP_BATCH=0), the default (12) and all up to 32; then none as steps with the dense
+# projections on cuBLAS from 1 token (DS4_GEMM_DENSE_MIN_T=1; default 128), and the routed
+# experts too (DS4_GEMM_EXP=cublas, from 1 token).
 # Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz}. $OUT: log.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,7 +15,8 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fixtures
 grep -E "decode steps" "$OUT/verify.txt" | cut -c1-200
 synth_wait
-for v in DS4_STEP_BATCH=0 X=1 DS4_STEP_BATCH=32; do
+for v in DS4_STEP_BATCH=0 X=1 DS4_STEP_BATCH=32 "DS4_STEP_BATCH=0 DS4_GEMM_DENSE_MIN_T=1" \
+  "DS4_STEP_BATCH=0 DS4_GEMM_DENSE_MIN_T=1 DS4_GEMM_EXP=cublas DS4_GEMM_EXP_MIN_T=1"; do
   echo "== small batches, $v"
   env $v DS4_BENCH_INCR=1,1,2,2,4,8,12,16,24,32,48,64,128,256,512 timeout 150 "$BIN" --cuda -m "$M" --random-prompt 3300 \
     --ctx-start 2048 --ctx-max 4096 --gen-tokens 4 --csv "$OUT/small.csv" 2>&1 | tr '\r' '\n' | grep -E "rror|panic" | head -3
