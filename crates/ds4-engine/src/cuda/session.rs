@@ -1858,6 +1858,8 @@ struct Scratch {
     /// launch leaves them zero, so graph replays need no reset).
     dec_part: DevBuf,
     dec_cnt: DevBuf,
+    /// gemm_q's split-K partial sums (gemm_ks; KS_PART_BYTES)
+    ks_part: DevBuf,
 }
 
 /// A vector of n values quantized as quant_q8 writes it: int8 values and per 32 values
@@ -2249,6 +2251,35 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
     }
 }
 
+/// gemm_q's split over K (`GQ_KS_SHIFT` in matmul.cuh: asserted equal by the kernel source).
+pub(crate) const GQ_KS_SHIFT: i32 = 8;
+/// Bytes of the split-K partial sums (Scratch::ks_part): parts x tokens x rows f32.
+const KS_PART_BYTES: usize = 16 << 20;
+
+/// K parts for a plain gemm_q64 / gemm_q128 launch of `t` tokens over a rows x cols matrix
+/// (1: none). Why: at a few tokens a matrix has few 128-row tiles (q_a 8, kv 4, out_b 32),
+/// each a serial walk over all of K (~100 us at K 4096 on an H100), so a small batch's
+/// projections leave most SMs idle; split, every SM gets a part. About two blocks per SM in
+/// all, at least 4 K steps of 32 per part, at most 32 parts, within KS_PART_BYTES.
+/// `DS4_GQ_KS=1` turns it on (not yet measured on a device).
+pub(crate) fn gq_ks(sm: usize, rows: usize, cols: usize, t: usize, bn: usize) -> usize {
+    if !env_is!("DS4_GQ_KS", "1") {
+        return 1;
+    }
+    gq_ks_plan(sm, rows, cols, t, bn)
+}
+
+pub(crate) fn gq_ks_plan(sm: usize, rows: usize, cols: usize, t: usize, bn: usize) -> usize {
+    let tiles = rows.div_ceil(128) * t.div_ceil(bn);
+    if tiles == 0 || tiles >= sm {
+        return 1;
+    }
+    let by_sm = 2 * sm / tiles;
+    let by_k = cols / 32 / 4;
+    let by_mem = KS_PART_BYTES / (t * rows * 4).max(1);
+    by_sm.min(by_k).min(by_mem).min(32).max(1)
+}
+
 /// Launch gemm_q64/gemm_q128 (`bn` 64 or 128) on `a`; `ngroups` = groups in grp_off (ignored
 /// when a.grp_off == 0). Persistent grid: two blocks per SM (what the shared memory allows),
 /// fewer when there are fewer tiles.
@@ -2466,7 +2497,9 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };
     let smem = smem + if mb > 0 { gq_grid_bytes(a.w.ty) } else { 0 };
-    let upper = (a.w.rows as usize).div_ceil(bm) * (a.t as usize).div_ceil(bn) * ng;
+    // (gemm_q64 / gemm_q128 split over K: each tile in ks parts)
+    let ks = if kind == GqKernel::Mma { ((a.flags >> GQ_KS_SHIFT) & 31) as usize + 1 } else { 1 };
+    let upper = (a.w.rows as usize).div_ceil(bm) * (a.t as usize).div_ceil(bn) * ng * ks;
     let per_sm = if mb > 0 { 1 } else { 2 };
     let grid = upper.min(per_sm * gpu.sm_count.max(1) as usize).max(1);
     // f16 outputs (GQ_FLAG_Y16): gemm_qr / gemm_qs's `_y16` entry points (matmul.cuh
@@ -2735,6 +2768,7 @@ impl CudaSession {
             hc_sat: gpu.alloc_zeroed(4)?,
             dec_part: f4(attn_dec_bufs(d.h, d.dh).0)?,
             dec_cnt: gpu.alloc_zeroed(attn_dec_bufs(d.h, d.dh).1 * 4)?,
+            ks_part: gpu.alloc(KS_PART_BYTES)?,
         };
         let ties = if opts.near_ties {
             let b = gpu.alloc_zeroed((4 + 4 * NEAR_TIE_CAP) * 4)?;
@@ -3192,6 +3226,13 @@ impl CudaSession {
         }
         let (off, gather, nz) = grp.unwrap_or((0, 0, 1));
         let a = GemmArgs { w, x, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags: gemm_q_flags() };
+        if grp.is_none() && self.opts.precision == Precision::Fast && !gemm_old() {
+            let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, None);
+            let ks = gq_ks(self.gpu().sm_count.max(1) as usize, w.rows as usize, w.cols as usize, t, bn);
+            if ks > 1 {
+                return self.gemm_ks(a, bn, ks);
+            }
+        }
         let (name, bm) = match self.opts.precision {
             Precision::Reference => ("gemm_f32", 64),
             Precision::Fast if gemm_old() || (grp.is_some() && gemm_exp_h()) => ("gemm_h", 128),
@@ -3204,6 +3245,17 @@ impl CudaSession {
         };
         let grid = (((w.rows as usize + bm - 1) / bm) as u32, ((t + 63) / 64) as u32, nz as u32);
         self.gpu().launch(name, grid, 256, 0, Args::new().a(a))
+    }
+
+    /// A plain gemm_q64 / gemm_q128 launch split over K in `ks` parts (gq_ks): each part's
+    /// partial sums into ks_part, then gq_ks_sum adds them in order into y.
+    fn gemm_ks(&self, a: GemmArgs, bn: usize, ks: usize) -> Result<()> {
+        let (t, rows) = (a.t as usize, a.w.rows as usize);
+        let part = GemmArgs { y: self.sc.ks_part.ptr, ldy: rows as i32, flags: a.flags | ((ks as i32 - 1) << GQ_KS_SHIFT), ..a };
+        launch_gemm_q(self.gpu(), part, 1, bn)?;
+        let n = t * rows;
+        let args = Args::new().a(self.sc.ks_part.ptr).a(ks as i32).a(t as i32).a(rows as i32).a(a.y).a(a.ldy);
+        self.gpu().launch("gq_ks_sum", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)
     }
 
     /// The hyper-connection state and partial-sum buffers of this session.
@@ -4835,6 +4887,36 @@ mod tests {
             assert_eq!(grp as usize % j.rows_per_block(), 0, "{ty} {rows}x{cols}: block straddles input groups");
             assert!(j.blocks() * j.rows_per_block() >= (rows * slots) as usize, "rows not covered");
         }
+    }
+
+    /// gemm_q's split over K (gq_ks_plan): only where a launch's tiles leave SMs idle, every
+    /// part with K steps, within the partial sums' scratch and the flags' bits.
+    #[test]
+    fn split_k_plans_fill_the_gpu_within_the_scratch() {
+        for sm in [78usize, 114, 132] {
+            for (rows, cols) in [(1024usize, 4096usize), (512, 4096), (256, 4096), (4096, 8192), (2048, 4096), (32768, 1024), (4096, 2048)] {
+                for t in [1usize, 2, 7, 12, 33, 64, 100, 128, 300, 2048] {
+                    for bn in [64usize, 128] {
+                        let ks = gq_ks_plan(sm, rows, cols, t, bn);
+                        let tiles = rows.div_ceil(128) * t.div_ceil(bn);
+                        assert!((1..=32).contains(&ks), "{ks}");
+                        if tiles >= sm {
+                            assert_eq!(ks, 1, "a launch of {tiles} tiles already fills {sm} SMs");
+                        }
+                        if ks > 1 {
+                            // each part has K steps, the parts fit the scratch and the flags' 5 bits
+                            assert!(cols / 32 / ks >= 4, "{rows}x{cols} t {t}: {ks} parts");
+                            assert!(ks * t * rows * 4 <= KS_PART_BYTES);
+                            assert!(tiles * ks <= 2 * sm);
+                            assert!(((ks as i32 - 1) << GQ_KS_SHIFT) & !(31 << GQ_KS_SHIFT) == 0);
+                        }
+                    }
+                }
+            }
+        }
+        // a one-token batch's small projections are split (H100: 132 SMs)
+        assert!(gq_ks_plan(132, 1024, 4096, 1, 64) >= 16);
+        assert!(gq_ks_plan(132, 512, 4096, 1, 64) >= 32);
     }
 
     /// 8 rows per warp exist only in mvq_b2 for unpaired Q8_0 jobs (q8.cuh mvq_rows): the

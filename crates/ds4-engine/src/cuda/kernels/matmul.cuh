@@ -1059,6 +1059,11 @@ __device__ __forceinline__ u32 iq2_sub_scale(u32 n) {
 // y holds f16 rows (ldy in halfs), each output rounded once from its f32 sum (f2h_sat): the
 // routed experts' gate / up / down outputs in prefill (session.rs `DS4_EXP_Y16`)
 #define GQ_FLAG_Y16 64
+// gemm_q64 / gemm_q128 split over K (a plain launch with few tiles: a few-token batch): flags
+// bits 8..12 hold ks - 1; tile kc of ks covers K steps [kc nk / ks, (kc + 1) nk / ks) and
+// stores its partial sums at y + kc T ldy, which gq_ks_sum adds in kc order (session.rs
+// gemm_ks).
+#define GQ_KS_SHIFT 8
 #define GQ_SPLIT_NX 256
 // One output of gemm_qr / gemm_qs: f32, or f16 (H: GQ_FLAG_Y16, their `_y16` entry points;
 // gemm_q64 / gemm_q128 write f32 only).
@@ -1304,8 +1309,13 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
     const int rows = a.w.rows, cols = a.w.cols;
     const int rtiles = (rows + BM - 1) / BM;
     const int ntiles = rtiles * tst[ng];
-    const int nk = cols / GQ_BK;
-    for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+    const int nk_all = cols / GQ_BK;
+    const int ks = ((a.flags >> GQ_KS_SHIFT) & 31) + 1;
+    for (int tile_k = blockIdx.x; tile_k < ntiles * ks; tile_k += gridDim.x) {
+        // (ks 1: kc 0, the whole K range, y itself)
+        const int kc = tile_k / ntiles, tile = tile_k - kc * ntiles;
+        const int k0 = kc * nk_all / ks, nk = (kc + 1) * nk_all / ks - k0;
+        float* yk = a.y + (i64)kc * a.T * a.ldy;
         int tb, j1, rb;
         const u8 *hdr, *prow, *hrow;
         bool wok;
@@ -1333,12 +1343,12 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
         // prologue: stages 0 .. ST-2 in flight, step 0 dequantized
 #pragma unroll
         for (int s = 0; s < GQ_ST - 1; s++) {
-            if (s < nk) gq_load<TY, BN, XH>(ws_u + s * BM * RB, xs_u + s * XS, prow, hrow, wok, s * GQ_BK, xoff, xsrc, xn);
+            if (s < nk) gq_load<TY, BN, XH>(ws_u + s * BM * RB, xs_u + s * XS, prow, hrow, wok, (k0 + s) * GQ_BK, xoff, xsrc, xn);
             cp_commit();
         }
         cp_wait<GQ_ST - 2>();
         __syncthreads();
-        gq_deq_stage<TY, HD>(wst, wh, hrow, 0, gsm, g16);
+        gq_deq_stage<TY, HD>(wst, wh, hrow, k0 * GQ_BK, gsm, g16);
         // ring positions, advanced per step (no divisions): stage and f16 tile read by step
         // kt's products, raw stage dequantized for step kt+1, stages loaded for step kt+2
         int xc = 0, wc = 0, rn = 1 % GQ_ST, rl = 2 % GQ_ST;
@@ -1348,10 +1358,10 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
             cp_wait<GQ_ST - 3>();
             __syncthreads();
             int kn = kt + GQ_ST - 1;
-            if (kn < nk) gq_load<TY, BN, XH>(ws_u + rl * BM * RB, xs_u + rl * XS, prow, hrow, wok, kn * GQ_BK, xoff, xsrc, xn);
+            if (kn < nk) gq_load<TY, BN, XH>(ws_u + rl * BM * RB, xs_u + rl * XS, prow, hrow, wok, (k0 + kn) * GQ_BK, xoff, xsrc, xn);
             cp_commit();
             int wn1 = wc ^ 1;
-            if (kt + 1 < nk) gq_deq_stage<TY, HD>(wst + rn * BM * RB, wh + wn1 * WHS, hrow, (kt + 1) * GQ_BK, gsm, g16);
+            if (kt + 1 < nk) gq_deq_stage<TY, HD>(wst + rn * BM * RB, wh + wn1 * WHS, hrow, (k0 + kt + 1) * GQ_BK, gsm, g16);
             gq_mma<BN, XH>(wh + wc * WHS, xst + xc * XS, wm, wn, lane, acc);
             xc = xc + 1 == GQ_ST ? 0 : xc + 1;
             wc = wn1;
@@ -1366,10 +1376,23 @@ __device__ void gemm_q_body(const GemmArgs& a, int ngroups, u8* smem, const u64*
                 for (int q = 0; q < 4; q++) {
                     int r = rb + wm * 64 + i * 16 + (lane >> 2) + ((q >> 1) << 3);
                     int tk = tb + wn * (BN / 4) + n * 8 + 2 * (lane & 3) + (q & 1);
-                    if (r < rows && tk < j1) a.y[(i64)tk * a.ldy + r] = acc[i][n][q];
+                    if (r < rows && tk < j1) yk[(i64)tk * a.ldy + r] = acc[i][n][q];
                 }
         __syncthreads();  // the next tile's prologue overwrites the stages and f16 tile
     }
+}
+
+// gemm_q's split-K partials summed in kc order: y[t ldy + r] = sum_kc part[(kc T + t) rows + r].
+extern "C" __global__ void __launch_bounds__(256) gq_ks_sum(const float* __restrict__ part, int ks, int T, int rows, float* __restrict__ y,
+                                                            int ldy) {
+    PDL_ENTRY;
+    const i64 n = (i64)T * rows;
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float s = part[i];
+    for (int kc = 1; kc < ks; kc++) s += part[(i64)kc * n + i];
+    const int t = (int)(i / rows), r = (int)(i - (i64)t * rows);
+    y[(i64)t * ldy + r] = s;
 }
 
 template <int BN>
