@@ -1450,6 +1450,10 @@ pub(crate) struct MvJobQ {
     /// next int8 matvec's input without a quant_q8 launch (32 rows per block, see `plan`)
     pub yq: u64,
     pub yd: u64,
+    /// > 1: slot s reads input s / x_div (a small prefill batch's routed experts: slot
+    /// t * K + j reads token t's activations); else input s
+    pub x_div: i32,
+    pub pad: i32,
 }
 
 /// Weight types `mvq` handles: Q8_0, Q2_K, Q4_K, IQ2_XXS.
@@ -1863,6 +1867,11 @@ struct Scratch {
     dec_cnt: DevBuf,
     /// gemm_q's split-K partial sums (gemm_ks; KS_PART_BYTES)
     ks_part: DevBuf,
+    /// small prefill batches' routed experts on the int8 matvec (moe_small): xn and the mids
+    /// quantized, and pair_of as the identity (their rows in token-major slot order)
+    qx_small: Q8Buf,
+    qmid_small: Q8Buf,
+    pair_id: DevBuf,
 }
 
 /// A vector of n values quantized as quant_q8 writes it: int8 values and per 32 values
@@ -2252,6 +2261,20 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
             }
         }
     }
+}
+
+/// Largest prefill batch whose routed experts run on the int8 matvec (`moe_small`).
+const MOE_SMALL_MAX: usize = 64;
+
+/// Whether a prefill batch of `t` tokens runs its routed experts on the decode kernels' int8
+/// matvec (`mvq`, one slot per token and expert, token-major; `DS4_MOE_SMALL=N`: up to N tokens,
+/// at most MOE_SMALL_MAX; 0: never). Why: at a few tokens per expert the grouped GEMM's tiles
+/// each walk all of K for 1-3 tokens (gemm_q64 ~100 us a tile), while the matvec streams each
+/// slot's expert rows at the memory bandwidth; a slot re-reads its expert where two tokens
+/// share one (L2 may keep it). Not yet measured on a device: off by default.
+fn moe_small_max() -> usize {
+    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_MOE_SMALL").ok().and_then(|v| v.parse().ok()).unwrap_or(0).min(MOE_SMALL_MAX))
 }
 
 /// gemm_q's split over K (`GQ_KS_SHIFT` in matmul.cuh: asserted equal by the kernel source).
@@ -2774,6 +2797,13 @@ impl CudaSession {
             dec_part: f4(attn_dec_bufs(d.h, d.dh).0)?,
             dec_cnt: gpu.alloc_zeroed(attn_dec_bufs(d.h, d.dh).1 * 4)?,
             ks_part: gpu.alloc(KS_PART_BYTES)?,
+            qx_small: Q8Buf::new(&gpu, MOE_SMALL_MAX * d.d)?,
+            qmid_small: Q8Buf::new(&gpu, MOE_SMALL_MAX * d.k * d.f)?,
+            pair_id: {
+                let b = gpu.alloc(MOE_SMALL_MAX * d.k * 4)?;
+                gpu.htod(b.ptr, &(0..(MOE_SMALL_MAX * d.k) as i32).collect::<Vec<i32>>())?;
+                b
+            },
         };
         let ties = if opts.near_ties {
             let b = gpu.alloc_zeroed((4 + 4 * NEAR_TIE_CAP) * 4)?;
@@ -3261,6 +3291,22 @@ impl CudaSession {
         let n = t * rows;
         let args = Args::new().a(self.sc.ks_part.ptr).a(ks as i32).a(t as i32).a(rows as i32).a(a.y).a(a.ldy);
         self.gpu().launch("gq_ks_sum", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)
+    }
+
+    /// A small prefill batch's routed experts on the int8 matvec (see moe_small_max): xn
+    /// quantized, gate / up paired per (token, expert) slot with its routing weight -> mid,
+    /// the mids quantized, down per slot -> ypair (token-major rows: pair_id maps them).
+    fn moe_small(&self, l: usize, t: usize, clamp: f32) -> Result<()> {
+        let (d, sc, ly, gpu) = (&self.m.dims, &self.sc, &self.m.layers[l], self.gpu());
+        let n = t * d.k;
+        let qx = sc.qx_small.at(0);
+        launch_quant_q8(gpu, sc.xn.ptr, t * d.d, 0, 0, qx.0, qx.1)?;
+        let gu = MvJobQ { nslots: n as i32, sel: sc.esel.ptr, wts: sc.ewts.ptr, x_slot: d.d as i64, x_div: d.k as i32, ..MvJobQ::paired(ly.gate_exps.wmat(), ly.up_exps.wmat(), qx, sc.mid.ptr, clamp) };
+        JobTableQ::new(&mut [gu])?.run(gpu, 1)?;
+        let qm = sc.qmid_small.at(0);
+        launch_quant_q8(gpu, sc.mid.ptr, n * d.f, 0, 0, qm.0, qm.1)?;
+        let dn = MvJobQ { nslots: n as i32, sel: sc.esel.ptr, x_slot: d.f as i64, ..MvJobQ::plain(ly.down_exps.wmat(), qm, sc.ypair.ptr) };
+        JobTableQ::new(&mut [dn])?.run(gpu, 1)
     }
 
     /// The hyper-connection state and partial-sum buffers of this session.
@@ -3766,7 +3812,9 @@ impl CudaSession {
             // (qr: xn in its K order) or gemm_q; the finish writes that f16 xn itself (into
             // ypair, free until the down projection writes it; DS4_HC_F16=0: x_to_f16 below)
             let exp_w = [ly.gate_exps.wmat(), ly.up_exps.wmat(), ly.down_exps.wmat()];
-            let exp_xh = !decode && self.opts.precision == Precision::Fast && !self.exp_blas_on(t) && exp_w.iter().all(gq_xh_ok);
+            // a small batch's routed experts on the int8 matvec instead (moe_small_max)
+            let moe_small = !decode && !self.jobsq.is_empty() && t <= moe_small_max();
+            let exp_xh = !moe_small && !decode && self.opts.precision == Precision::Fast && !self.exp_blas_on(t) && exp_w.iter().all(gq_xh_ok);
             let qr = if exp_xh { gemm_qr(gpu, (t * d.k) as f64 / d.e as f64) } else { None };
             let xn16_exp = exp_xh && hc_f16_enabled() && !self.hc_fused(t) && d.d % 32 == 0;
             // the router and the shared expert's gate/up read xn on cuBLAS, from the f16 copy
@@ -3834,6 +3882,9 @@ impl CudaSession {
             // last layer's takes the head's N mixes)
             let post_m = if l + 1 < d.n_layer { mhc } else { nhc };
             let moe_y16 = fuse_moe && exp_xh && qr.is_some() && exp_y16().1 && hc_mma8_takes(&self.hc_bufs_prefill(t), post_m);
+            // where each (token, expert) slot's down row is: moe_group's pair order, or the
+            // token-major slots of moe_small
+            let pair_of = if moe_small { sc.pair_id.ptr } else { sc.pair_of.ptr };
             if decode && self.q8 {
                 // (the shared expert in a parallel branch beside the router and the routed
                 // experts lost: router_dec 9.6 -> 17.5 us per call beside its DRAM stream, 8K
@@ -3858,7 +3909,10 @@ impl CudaSession {
                     .a(clamp);
                 let grid = ((d.d + MV_ROWS_PER_BLOCK - 1) / MV_ROWS_PER_BLOCK) as u32;
                 gpu.launch("moe_down_fused", (grid, t as u32, 1), 256, ((d.k + 1) * d.f * 4) as u32, args)?;
-            } else {
+            } else if moe_small {
+                self.moe_small(l, t, clamp)?;
+            }
+            if !decode && !moe_small {
                 let tk = t * d.k;
                 let args = Args::new()
                     .a(sc.esel.ptr)
@@ -3910,6 +3964,8 @@ impl CudaSession {
                     launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, sc.mid.ptr, 0, false)?;
                     self.exp_gemm(&eb, dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, false)?;
                 }
+            }
+            if !decode {
                 // the shared expert's down projection: on cuBLAS, its f16 input written by
                 // moe_mid straight into the scratch (DS4_MID_F16; the f32 mids are then never
                 // written), else the f32 mids
@@ -3927,7 +3983,7 @@ impl CudaSession {
                 }
                 // (with fuse_moe the next hc_post_mix sums the slot rows itself)
                 if !fuse_moe {
-                    let args = Args::new().a(sc.ypair.ptr).a(sc.pair_of.ptr).a(sc.shared.ptr).a(d.k as i32).a(d.d as i32).a(sc.ffn_out.ptr);
+                    let args = Args::new().a(sc.ypair.ptr).a(pair_of).a(sc.shared.ptr).a(d.k as i32).a(d.d as i32).a(sc.ffn_out.ptr);
                     gpu.launch("moe_combine", (((d.d + 255) / 256) as u32, t as u32, 1), 256, 0, args)?;
                 }
             }
@@ -3941,7 +3997,7 @@ impl CudaSession {
             sk = if decode && self.q8 {
                 self.hc_step(t, sc.ypair.ptr, d.k + 1, next_fn, next_m, fin, decode)?
             } else if fuse_moe {
-                self.hc_step_y(t, HcY::Moe(sc.ypair.ptr, sc.pair_of.ptr, sc.shared.ptr, d.k, moe_y16), next_fn, next_m, fin, decode)?
+                self.hc_step_y(t, HcY::Moe(sc.ypair.ptr, pair_of, sc.shared.ptr, d.k, moe_y16), next_fn, next_m, fin, decode)?
             } else {
                 self.hc_step(t, sc.ffn_out.ptr, 1, next_fn, next_m, fin, decode)?
             };

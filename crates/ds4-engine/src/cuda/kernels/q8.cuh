@@ -65,6 +65,9 @@ struct MvJobQ {
     float clamp;             // paired: SwiGLU clamp
     signed char* yq;         // y also quantized (q8 layout) when set: 32 rows per block
     float2* yd;
+    int x_div;               // > 1: slot s reads input s / x_div (a small prefill batch's experts:
+                             // slot t * K + j reads token t's x); else input s
+    int pad;
 };
 
 // IQ2_XXS to signed int8 words by byte permutes. Each group of 8 weights is a grid entry of 8
@@ -308,8 +311,9 @@ __device__ __forceinline__ void mvq_block(const MvJobQ* __restrict__ jobs, const
         gsel[threadIdx.x & 255] = iq2_sel(gr);
         __syncthreads();
     }
-    const signed char* xq = j.xq + (i64)slot * j.x_slot;
-    const float2* xd = j.xd + (i64)slot * (j.x_slot >> 5);
+    const i64 xin = j.x_div > 1 ? slot / j.x_div : slot;
+    const signed char* xq = j.xq + xin * j.x_slot;
+    const float2* xd = j.xd + xin * (j.x_slot >> 5);
 #define MVQ_R(TY)                                                                     \
     if (pay2) mvq_rows<TY, true, R8>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel); \
     else mvq_rows<TY, false, R8>(j, rowA, xq, xd, pay, hdr, pay2, hdr2, ks, red, gsel);
