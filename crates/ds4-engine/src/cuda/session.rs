@@ -42,13 +42,13 @@ pub struct SessionOptions {
 /// the decode kernels stream each matrix at the memory bandwidth. Chat turns and tool results
 /// often end in such a batch (the tail of a prompt past its last 2048-token chunk, a short user
 /// reply), and a speculative verifier's batches are that small. H100, 28 layers, t/s of a batch
-/// of 1 / 4 / 8 / 12 / 16 tokens at 2K: decode steps 227 / 222 / 222 / 222 / 223; prefill with
-/// its projections split over K (gq_ks) 43 / 136 / 225 / 305 / 371 (without: 16 / 57 / 105 /
-/// 148 / 187). Session 50, bench/s50.
+/// of 1 / 2 / 4 / 8 tokens at 2K: decode steps 231 / 225 / 221 / 221; prefill with its
+/// projections split over K (gq_ks) and its routed experts on the int8 matvec (moe_small) 73 /
+/// 121 / 228 / 408 (with neither: 16 / 30 / 57 / 105). Session 50, bench/s50.
 pub fn default_step_max() -> usize {
     std::env::var("DS4_STEP_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_STEP_MAX)
 }
-const DEFAULT_STEP_MAX: usize = 8;
+const DEFAULT_STEP_MAX: usize = 3;
 
 /// Prefill batch size of CUDA sessions with context `ctx`: `DS4_CHUNK`, else 16384 tokens (the
 /// grouped expert GEMMs need many tokens per expert: full-size prefill at 8K measured 2374,
@@ -2266,15 +2266,18 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
 /// Largest prefill batch whose routed experts run on the int8 matvec (`moe_small`).
 const MOE_SMALL_MAX: usize = 64;
 
-/// Whether a prefill batch of `t` tokens runs its routed experts on the decode kernels' int8
-/// matvec (`mvq`, one slot per token and expert, token-major; `DS4_MOE_SMALL=N`: up to N tokens,
-/// at most MOE_SMALL_MAX; 0: never). Why: at a few tokens per expert the grouped GEMM's tiles
-/// each walk all of K for 1-3 tokens (gemm_q64 ~100 us a tile), while the matvec streams each
-/// slot's expert rows at the memory bandwidth; a slot re-reads its expert where two tokens
-/// share one (L2 may keep it). Not yet measured on a device: off by default.
+/// The largest prefill batch whose routed experts run on the decode kernels' int8 matvec
+/// (`mvq`, one slot per token and expert, token-major; `DS4_MOE_SMALL=N`: up to N tokens, at
+/// most MOE_SMALL_MAX; 0: never). Why: at a few tokens per expert the grouped GEMM's tiles each
+/// walk all of K for 1-3 tokens (gemm_q64 ~100 us a tile), while the matvec streams each slot's
+/// expert rows at the memory bandwidth (a slot re-reads its expert where two tokens share one).
+/// H100, 28 layers, one batch at 2K, t/s with and without: 12 tokens 548 / 306, 16 669 / 374,
+/// 32 992 / 591, 64 1289 / 936. Its activations are int8 as in decode (ds4's CPU path quantizes
+/// the experts' inputs too): the fixtures' fast-vs-reference KL of an 8-token prefill went from
+/// ~1e-5 to ~7e-4, the decode rows' level (9e-4). Session 50, bench/s50.
 fn moe_small_max() -> usize {
     static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_MOE_SMALL").ok().and_then(|v| v.parse().ok()).unwrap_or(0).min(MOE_SMALL_MAX))
+    *V.get_or_init(|| std::env::var("DS4_MOE_SMALL").ok().and_then(|v| v.parse().ok()).unwrap_or(MOE_SMALL_MAX).min(MOE_SMALL_MAX))
 }
 
 /// gemm_q's split over K (`GQ_KS_SHIFT` in matmul.cuh: asserted equal by the kernel source).
@@ -3812,8 +3815,9 @@ impl CudaSession {
             // (qr: xn in its K order) or gemm_q; the finish writes that f16 xn itself (into
             // ypair, free until the down projection writes it; DS4_HC_F16=0: x_to_f16 below)
             let exp_w = [ly.gate_exps.wmat(), ly.up_exps.wmat(), ly.down_exps.wmat()];
-            // a small batch's routed experts on the int8 matvec instead (moe_small_max)
-            let moe_small = !decode && !self.jobsq.is_empty() && t <= moe_small_max();
+            // a small batch's routed experts on the int8 matvec instead (moe_small_max; the
+            // opt-in cuBLAS expert path keeps its batches)
+            let moe_small = !decode && !self.jobsq.is_empty() && t <= moe_small_max() && !self.exp_blas_on(t);
             let exp_xh = !moe_small && !decode && self.opts.precision == Precision::Fast && !self.exp_blas_on(t) && exp_w.iter().all(gq_xh_ok);
             let qr = if exp_xh { gemm_qr(gpu, (t * d.k) as f64 / d.e as f64) } else { None };
             let xn16_exp = exp_xh && hc_f16_enabled() && !self.hc_fused(t) && d.d % 32 == 0;

@@ -375,7 +375,8 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
         let mut ref_ex = sess(&cm, false, Precision::Reference, 2048)?;
         let mut ref_chunk = sess(&cm, false, Precision::Reference, 37)?;
         // batches of 37 tokens, and a last one of up to 12 as decode steps (the default's rule,
-        // at a larger bound: the sequences' last batches are 8, 4 and 34 tokens)
+        // SessionOptions::step_max, at a larger bound: the sequences' last batches are 8, 4 and
+        // 34 tokens)
         let mut ref_steps = sess_steps(&cm, false, Precision::Reference, 37, 12)?;
         let mut fast_ex = sess(&cm, false, Precision::Fast, 2048)?;
         // Fast precision with every prefill batch on the cuBLAS paths (dense projections and
