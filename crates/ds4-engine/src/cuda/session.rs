@@ -3296,6 +3296,13 @@ impl CudaSession {
         self.gpu().launch("gq_ks_sum", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)
     }
 
+    /// Whether a prefill batch of `t` tokens runs its routed experts on the int8 matvec
+    /// (moe_small_max; Fast precision with the int8 decode FFN; the opt-in cuBLAS expert path
+    /// keeps its batches).
+    pub fn moe_small_batch(&self, t: usize) -> bool {
+        !self.jobsq.is_empty() && t <= moe_small_max() && !self.exp_blas_on(t)
+    }
+
     /// A small prefill batch's routed experts on the int8 matvec (see moe_small_max): xn
     /// quantized, gate / up paired per (token, expert) slot with its routing weight -> mid,
     /// the mids quantized, down per slot -> ypair (token-major rows: pair_id maps them).
@@ -3817,7 +3824,7 @@ impl CudaSession {
             let exp_w = [ly.gate_exps.wmat(), ly.up_exps.wmat(), ly.down_exps.wmat()];
             // a small batch's routed experts on the int8 matvec instead (moe_small_max; the
             // opt-in cuBLAS expert path keeps its batches)
-            let moe_small = !decode && !self.jobsq.is_empty() && t <= moe_small_max() && !self.exp_blas_on(t);
+            let moe_small = !decode && self.moe_small_batch(t);
             let exp_xh = !moe_small && !decode && self.opts.precision == Precision::Fast && !self.exp_blas_on(t) && exp_w.iter().all(gq_xh_ok);
             let qr = if exp_xh { gemm_qr(gpu, (t * d.k) as f64 / d.e as f64) } else { None };
             let xn16_exp = exp_xh && hc_f16_enabled() && !self.hc_fused(t) && d.d % 32 == 0;

@@ -682,6 +682,7 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             let gf = fast_ex.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
             let (mx, kl, top1) = kl_top1(&g1, &gf, vocab);
             println!("INFO {} fast-vs-reference prefill: max_abs_dlogit={mx:.3e} mean_kl={kl:.3e} top1_agree={top1:.4}", tag(""));
+            let (kl_pf, top1_pf) = (kl, top1);
             // the default configuration against the official (QAT) reference precision
             fast_off.reset().map_err(|e| anyhow!("{e}"))?;
             let fo1 = fast_off.prefill_all_logits(&toks).map_err(|e| anyhow!("{e}"))?;
@@ -723,6 +724,16 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
             let (mx, kl, top1) = kl_top1(&gd, &gfd, vocab);
             let q8 = if fast_ex.decode_q8() { "on" } else { "off" };
             println!("INFO {} fast-vs-reference decode: rows={nd} max_abs_dlogit={mx:.3e} mean_kl={kl:.3e} top1_agree={top1:.4} q8={q8}", tag(""));
+            // a prefill of this whole sequence in one batch small enough for its routed experts
+            // to run on the int8 matvec (moe_small): as close to the reference as decode, which
+            // runs them the same way (session 50)
+            if fast_ex.moe_small_batch(n) {
+                t.flag(
+                    &tag("fast small-batch experts deviation"),
+                    kl_pf <= 2.0 * kl + 1e-4 && top1_pf >= 0.75,
+                    &format!("prefill of {n} tokens: mean KL to the reference {kl_pf:.3e} within 2x decode's {kl:.3e} (+1e-4), top-1 agreement {top1_pf:.4}"),
+                );
+            }
             // the f16 hc state's saturation guard: a prefix prefill made to count as saturated
             // (inject_hc_sat) runs again in f32 from the frontiers saved before it, so it and the
             // decode after it equal, bit for bit, a session that kept the state in f32 from the
