@@ -1454,6 +1454,9 @@ pub(crate) struct MvJobQ {
     /// t * K + j reads token t's activations); else input s
     pub x_div: i32,
     pub pad: i32,
+    /// nonzero: slot s reads input xmap[s] (i32; the routed experts' pairs grouped by expert:
+    /// each pair's token), before x_div
+    pub xmap: u64,
 }
 
 /// Weight types `mvq` handles: Q8_0, Q2_K, Q4_K, IQ2_XXS.
@@ -1872,6 +1875,8 @@ struct Scratch {
     qx_small: Q8Buf,
     qmid_small: Q8Buf,
     pair_id: DevBuf,
+    /// the expert of each grouped pair (moe_small with DS4_MOE_SMALL_GRP; pair_experts)
+    pair_e: DevBuf,
 }
 
 /// A vector of n values quantized as quant_q8 writes it: int8 values and per 32 values
@@ -2263,8 +2268,19 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
     }
 }
 
-/// Largest prefill batch whose routed experts run on the int8 matvec (`moe_small`).
-const MOE_SMALL_MAX: usize = 64;
+/// Largest prefill batch whose routed experts may run on the int8 matvec (`moe_small`), and
+/// the default bound.
+const MOE_SMALL_MAX: usize = 256;
+const MOE_SMALL_DEFAULT: usize = 64;
+
+/// `DS4_MOE_SMALL_GRP=1`: moe_small's slots in moe_group's pair order (grouped by expert, each
+/// slot reading its pair's token through MvJobQ::xmap) instead of token-major, so that the
+/// slots of one expert run side by side and its rows come from L2 after the first; the
+/// route to a bound past 64 tokens (`DS4_MOE_SMALL=N` up to 256). Built and checked here,
+/// not yet run on a device: off.
+fn moe_small_grouped() -> bool {
+    env_is!("DS4_MOE_SMALL_GRP", "1")
+}
 
 /// The largest prefill batch whose routed experts run on the decode kernels' int8 matvec
 /// (`mvq`, one slot per token and expert, token-major; `DS4_MOE_SMALL=N`: up to N tokens, at
@@ -2277,7 +2293,7 @@ const MOE_SMALL_MAX: usize = 64;
 /// ~1e-5 to ~7e-4, the decode rows' level (9e-4). Session 50, bench/s50.
 fn moe_small_max() -> usize {
     static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_MOE_SMALL").ok().and_then(|v| v.parse().ok()).unwrap_or(MOE_SMALL_MAX).min(MOE_SMALL_MAX))
+    *V.get_or_init(|| std::env::var("DS4_MOE_SMALL").ok().and_then(|v| v.parse().ok()).unwrap_or(MOE_SMALL_DEFAULT).min(MOE_SMALL_MAX))
 }
 
 /// gemm_q's split over K (`GQ_KS_SHIFT` in matmul.cuh: asserted equal by the kernel source).
@@ -2807,6 +2823,7 @@ impl CudaSession {
                 gpu.htod(b.ptr, &(0..(MOE_SMALL_MAX * d.k) as i32).collect::<Vec<i32>>())?;
                 b
             },
+            pair_e: gpu.alloc(MOE_SMALL_MAX * d.k * 4)?,
         };
         let ties = if opts.near_ties {
             let b = gpu.alloc_zeroed((4 + 4 * NEAR_TIE_CAP) * 4)?;
@@ -3306,17 +3323,51 @@ impl CudaSession {
     /// A small prefill batch's routed experts on the int8 matvec (see moe_small_max): xn
     /// quantized, gate / up paired per (token, expert) slot with its routing weight -> mid,
     /// the mids quantized, down per slot -> ypair (token-major rows: pair_id maps them).
+    /// With DS4_MOE_SMALL_GRP the slots follow moe_group's pair order instead (each pair's
+    /// expert from pair_experts, its token through xmap, its weight pair_w; pair_of maps the
+    /// rows back).
     fn moe_small(&self, l: usize, t: usize, clamp: f32) -> Result<()> {
         let (d, sc, ly, gpu) = (&self.m.dims, &self.sc, &self.m.layers[l], self.gpu());
         let n = t * d.k;
         let qx = sc.qx_small.at(0);
         launch_quant_q8(gpu, sc.xn.ptr, t * d.d, 0, 0, qx.0, qx.1)?;
-        let gu = MvJobQ { nslots: n as i32, sel: sc.esel.ptr, wts: sc.ewts.ptr, x_slot: d.d as i64, x_div: d.k as i32, ..MvJobQ::paired(ly.gate_exps.wmat(), ly.up_exps.wmat(), qx, sc.mid.ptr, clamp) };
+        let (sel, wts, xmap, x_div) = if moe_small_grouped() {
+            self.moe_group_pairs(t)?;
+            let args = Args::new().a(sc.esel.ptr).a(sc.pair_of.ptr).a(n as i32).a(sc.pair_e.ptr);
+            gpu.launch("pair_experts", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)?;
+            (sc.pair_e.ptr, sc.pair_w.ptr, sc.pair_tok.ptr, 0)
+        } else {
+            (sc.esel.ptr, sc.ewts.ptr, 0, d.k as i32)
+        };
+        let gu = MvJobQ { nslots: n as i32, sel, wts, x_slot: d.d as i64, x_div, xmap, ..MvJobQ::paired(ly.gate_exps.wmat(), ly.up_exps.wmat(), qx, sc.mid.ptr, clamp) };
         JobTableQ::new(&mut [gu])?.run(gpu, 1)?;
         let qm = sc.qmid_small.at(0);
         launch_quant_q8(gpu, sc.mid.ptr, n * d.f, 0, 0, qm.0, qm.1)?;
-        let dn = MvJobQ { nslots: n as i32, sel: sc.esel.ptr, x_slot: d.f as i64, ..MvJobQ::plain(ly.down_exps.wmat(), qm, sc.ypair.ptr) };
+        let dn = MvJobQ { nslots: n as i32, sel, x_slot: d.f as i64, ..MvJobQ::plain(ly.down_exps.wmat(), qm, sc.ypair.ptr) };
         JobTableQ::new(&mut [dn])?.run(gpu, 1)
+    }
+
+    /// moe_group's (token, expert) pairs of a prefill batch of `t` tokens, grouped by expert:
+    /// off (per-expert offsets), pair_tok, pair_of, pair_w.
+    fn moe_group_pairs(&self, t: usize) -> Result<()> {
+        let (d, sc, gpu) = (&self.m.dims, &self.sc, self.gpu());
+        let args = Args::new()
+            .a(sc.esel.ptr)
+            .a(sc.ewts.ptr)
+            .a(t as i32)
+            .a(d.k as i32)
+            .a(d.e as i32)
+            .a(sc.off.ptr)
+            .a(sc.pair_tok.ptr)
+            .a(sc.pair_of.ptr)
+            .a(sc.pair_w.ptr);
+        if moe_group2_ok(d.e) && moe_grp_split() {
+            launch_moe_grp(gpu, sc.esel.ptr, sc.ewts.ptr, t, d.k, d.e, sc.off.ptr, sc.grp_cb.ptr, sc.pair_tok.ptr, sc.pair_of.ptr, sc.pair_w.ptr)
+        } else if moe_group2_ok(d.e) {
+            gpu.launch("moe_group2", (1, 1, 1), 1024, moe_group2_smem(d.e) as u32, args)
+        } else {
+            gpu.launch("moe_group", (1, 1, 1), (((d.e + 31) / 32 * 32).min(1024)) as u32, (d.e * 4) as u32, args)
+        }
     }
 
     /// The hyper-connection state and partial-sum buffers of this session.
@@ -3895,7 +3946,7 @@ impl CudaSession {
             let moe_y16 = fuse_moe && exp_xh && qr.is_some() && exp_y16().1 && hc_mma8_takes(&self.hc_bufs_prefill(t), post_m);
             // where each (token, expert) slot's down row is: moe_group's pair order, or the
             // token-major slots of moe_small
-            let pair_of = if moe_small { sc.pair_id.ptr } else { sc.pair_of.ptr };
+            let pair_of = if moe_small && !moe_small_grouped() { sc.pair_id.ptr } else { sc.pair_of.ptr };
             if decode && self.q8 {
                 // (the shared expert in a parallel branch beside the router and the routed
                 // experts lost: router_dec 9.6 -> 17.5 us per call beside its DRAM stream, 8K
@@ -3925,23 +3976,7 @@ impl CudaSession {
             }
             if !decode && !moe_small {
                 let tk = t * d.k;
-                let args = Args::new()
-                    .a(sc.esel.ptr)
-                    .a(sc.ewts.ptr)
-                    .a(t as i32)
-                    .a(d.k as i32)
-                    .a(d.e as i32)
-                    .a(sc.off.ptr)
-                    .a(sc.pair_tok.ptr)
-                    .a(sc.pair_of.ptr)
-                    .a(sc.pair_w.ptr);
-                if moe_group2_ok(d.e) && moe_grp_split() {
-                    launch_moe_grp(gpu, sc.esel.ptr, sc.ewts.ptr, t, d.k, d.e, sc.off.ptr, sc.grp_cb.ptr, sc.pair_tok.ptr, sc.pair_of.ptr, sc.pair_w.ptr)?;
-                } else if moe_group2_ok(d.e) {
-                    gpu.launch("moe_group2", (1, 1, 1), 1024, moe_group2_smem(d.e) as u32, args)?;
-                } else {
-                    gpu.launch("moe_group", (1, 1, 1), (((d.e + 31) / 32 * 32).min(1024)) as u32, (d.e * 4) as u32, args)?;
-                }
+                self.moe_group_pairs(t)?;
                 if moe_stats_on() {
                     self.print_moe_stats(l, t)?;
                 }

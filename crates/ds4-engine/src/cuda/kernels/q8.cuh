@@ -68,6 +68,8 @@ struct MvJobQ {
     int x_div;               // > 1: slot s reads input s / x_div (a small prefill batch's experts:
                              // slot t * K + j reads token t's x); else input s
     int pad;
+    const int* xmap;         // set: slot s reads input xmap[s] (the experts' pairs grouped by
+                             // expert: a pair's token), before x_div
 };
 
 // IQ2_XXS to signed int8 words by byte permutes. Each group of 8 weights is a grid entry of 8
@@ -311,7 +313,7 @@ __device__ __forceinline__ void mvq_block(const MvJobQ* __restrict__ jobs, const
         gsel[threadIdx.x & 255] = iq2_sel(gr);
         __syncthreads();
     }
-    const i64 xin = j.x_div > 1 ? slot / j.x_div : slot;
+    const i64 xin = j.xmap ? (i64)j.xmap[slot] : j.x_div > 1 ? slot / j.x_div : slot;
     const signed char* xq = j.xq + xin * j.x_slot;
     const float2* xd = j.xd + xin * (j.x_slot >> 5);
 #define MVQ_R(TY)                                                                     \
