@@ -225,3 +225,13 @@ cupti_decode() {
   echo "cupti rc=$rc records=$(wc -l < /tmp/cupti_kern.csv 2>/dev/null)"
   gzip -c /tmp/cupti_kern.csv > "$OUT/cupti_kern.csv.gz" 2>/dev/null || true
 }
+# small_rows "VAR=value ..." INCR [PROMPT MAX]: prefill batches of exactly the sizes in INCR (a
+# comma list; ds4-bench DS4_BENCH_INCR) after a 2K context under that environment, 4 decode
+# tokens after each: one line of ctx,batch,prefill t/s,decode t/s rows (session 50)
+small_rows() {
+  echo "== small batches, $1"
+  env $1 DS4_BENCH_INCR=$2 timeout 100 "$BIN" --cuda -m "$M" --random-prompt "${3:-4200}" \
+    --ctx-start 2048 --ctx-max "${4:-4096}" --gen-tokens 4 --csv "$OUT/small.csv" > /tmp/b.log 2>&1
+  grep -E "rror|panic" /tmp/b.log | head -3
+  cut -d, -f1-3,5 "$OUT/small.csv" | tr '\n' ' '; echo
+}

@@ -19,8 +19,5 @@ grep -E "decode steps" "$(verify_file X=1)" | cut -c1-200
 synth_wait
 for v in DS4_STEP_BATCH=0 "DS4_STEP_BATCH=0 DS4_GQ_KS=1" "DS4_STEP_BATCH=0 DS4_GEMM_DENSE_MIN_T=1" X=1 DS4_STEP_BATCH=32 \
   "DS4_STEP_BATCH=0 DS4_GEMM_DENSE_MIN_T=1 DS4_GEMM_EXP=cublas DS4_GEMM_EXP_MIN_T=1"; do
-  echo "== small batches, $v"
-  env $v DS4_BENCH_INCR=1,1,2,2,4,8,12,16,24,32,48,64,128,256,512 timeout 150 "$BIN" --cuda -m "$M" --random-prompt 4200 \
-    --ctx-start 2048 --ctx-max 4096 --gen-tokens 4 --csv "$OUT/small.csv" 2>&1 | tr '\r' '\n' | grep -E "rror|panic" | head -3
-  cut -d, -f1-3,5 "$OUT/small.csv" | tr '\n' ' '; echo
+  small_rows "$v" 1,1,2,2,4,8,12,16,24,32,48,64,128,256,512 4200 4096
 done

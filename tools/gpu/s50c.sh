@@ -15,9 +15,5 @@ fixtures_in DS4_MOE_SMALL=64
 grep -E "short fast-vs-reference|short fast-official-vs" "$OUT/verify.txt" | cut -c1-160
 synth_wait
 for v in X=1 DS4_MOE_SMALL=64 "DS4_MOE_SMALL=64 DS4_STEP_BATCH=0"; do
-  echo "== small batches, $v"
-  env $v DS4_BENCH_INCR=1,1,2,2,4,8,12,16,24,32,48,64,128,256,512 timeout 100 "$BIN" --cuda -m "$M" --random-prompt 4200 \
-    --ctx-start 2048 --ctx-max 4096 --gen-tokens 4 --csv "$OUT/small.csv" > /tmp/b.log 2>&1
-  grep -E "rror|panic" /tmp/b.log | head -3
-  cut -d, -f1-3,5 "$OUT/small.csv" | tr '\n' ' '; echo
+  small_rows "$v" 1,1,2,2,4,8,12,16,24,32,48,64,128,256,512 4200 4096
 done

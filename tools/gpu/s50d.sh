@@ -15,9 +15,5 @@ fixtures_in X=1 DS4_MOE_SMALL_GRP=1
 grep -hE "small-batch experts" "$OUT"/verify_*.txt | cut -c1-200
 synth_wait
 for v in X=1 DS4_MOE_SMALL_GRP=1 "DS4_MOE_SMALL_GRP=1 DS4_MOE_SMALL=256" DS4_MOE_SMALL=256; do
-  echo "== small batches, $v"
-  env $v DS4_BENCH_INCR=1,2,4,8,16,32,64,128,256,512 timeout 100 "$BIN" --cuda -m "$M" --random-prompt 3300 \
-    --ctx-start 2048 --ctx-max 3200 --gen-tokens 4 --csv "$OUT/small.csv" > /tmp/b.log 2>&1
-  grep -E "rror|panic" /tmp/b.log | head -3
-  cut -d, -f1-3,5 "$OUT/small.csv" | tr '\n' ' '; echo
+  small_rows "$v" 1,2,4,8,16,32,64,128,256,512 3300 3200
 done

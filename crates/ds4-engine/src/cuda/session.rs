@@ -3281,13 +3281,6 @@ impl CudaSession {
         }
         let (off, gather, nz) = grp.unwrap_or((0, 0, 1));
         let a = GemmArgs { w, x, y, grp_off: off, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags: gemm_q_flags() };
-        if grp.is_none() && self.opts.precision == Precision::Fast && !gemm_old() {
-            let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, None);
-            let ks = gq_ks(self.gpu().sm_count.max(1) as usize, w.rows as usize, w.cols as usize, t, bn);
-            if ks > 1 {
-                return self.gemm_ks(a, bn, ks);
-            }
-        }
         let (name, bm) = match self.opts.precision {
             Precision::Reference => ("gemm_f32", 64),
             Precision::Fast if gemm_old() || (grp.is_some() && gemm_exp_h()) => ("gemm_h", 128),
@@ -3295,7 +3288,9 @@ impl CudaSession {
                 // grouped calls: every token picks k of the nz experts
                 let avg = grp.map(|_| (t * self.m.dims.k) as f64 / nz as f64);
                 let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, avg);
-                return launch_gemm_q(self.gpu(), a, nz, bn);
+                // a plain launch with few tiles: split over K
+                let ks = if grp.is_none() { gq_ks(self.gpu().sm_count.max(1) as usize, w.rows as usize, w.cols as usize, t, bn) } else { 1 };
+                return if ks > 1 { self.gemm_ks(a, bn, ks) } else { launch_gemm_q(self.gpu(), a, nz, bn) };
             }
         };
         let grid = (((w.rows as usize + bm - 1) / bm) as u32, ((t + 63) / 64) as u32, nz as u32);
@@ -4111,9 +4106,7 @@ impl CudaSession {
                 for &tok in chunk {
                     self.eval(tok)?;
                     if let Some(out) = all.as_deref_mut() {
-                        let n0 = out.len();
-                        out.resize(n0 + self.m.dims.vocab, 0.0);
-                        self.gpu().dtoh(&mut out[n0..], self.sc.logits.ptr)?;
+                        self.append_logits(out)?;
                     }
                 }
                 // (synchronized, as after a prefill batch)
@@ -4165,14 +4158,19 @@ impl CudaSession {
         if let Some(out) = all {
             for ti in 0..t {
                 self.head_last(ti, t)?;
-                let mut row = vec![0f32; self.m.dims.vocab];
-                self.gpu().dtoh(&mut row, self.sc.logits.ptr)?;
-                out.extend_from_slice(&row);
+                self.append_logits(out)?;
             }
         } else {
             self.head_last(t - 1, t)?;
         }
         self.gpu().sync()
+    }
+
+    /// The logits on the device (sc.logits) appended to `out` (synchronizing).
+    fn append_logits(&self, out: &mut Vec<f32>) -> Result<()> {
+        let n0 = out.len();
+        out.resize(n0 + self.m.dims.vocab, 0.0);
+        self.gpu().dtoh(&mut out[n0..], self.sc.logits.ptr)
     }
 
     fn save_fronts(&mut self) -> Result<()> {
