@@ -1453,7 +1453,8 @@ pub(crate) struct MvJobQ {
     /// > 1: slot s reads input s / x_div (a small prefill batch's routed experts: slot
     /// t * K + j reads token t's activations); else input s
     pub x_div: i32,
-    pub pad: i32,
+    /// > 0 (MVQN_NT): a `mvqn` job over chunks of pairs (see MvJobQ::chunked)
+    pub nt: i32,
     /// nonzero: slot s reads input xmap[s] (i32; the routed experts' pairs grouped by expert:
     /// each pair's token), before x_div
     pub xmap: u64,
@@ -1480,6 +1481,13 @@ impl MvJobQ {
     /// Gate and up of a SwiGLU FFN: y = silu(min(g, c)) * clamp(u, -c, c) (* wts[slot]).
     pub(crate) fn paired(gate: WMat, up: WMat, q: (u64, u64), y: u64, clamp: f32) -> MvJobQ {
         MvJobQ { w2: up, clamp, ..MvJobQ::plain(gate, q, y) }
+    }
+    /// `mvqn`'s job over moe_group's pairs in chunks of up to MVQN_NT of one expert (q8.cuh):
+    /// `chunks` (pair_chunks' table of `bound` entries), per-pair routing weights `wts`
+    /// (paired jobs), each pair's input row `xmap` (0: the pair's own row), y rows by pair.
+    pub(crate) fn chunked(self, chunks: u64, bound: usize, wts: u64, xmap: u64, x_slot: usize) -> MvJobQ {
+        let (wk, rpw) = mvqn_split();
+        MvJobQ { sel: chunks, nslots: bound as i32, wts, xmap, x_slot: x_slot as i64, x_div: 0, nt: MVQN_NT as i32, wk, rpw, ..self }
     }
     pub(crate) fn rows_per_block(&self) -> usize {
         self.rpw as usize * (8 / self.wk as usize)
@@ -1562,6 +1570,22 @@ fn mvq_wide2() -> bool {
 
 /// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
 pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
+/// The chunked int8 matvec (q8.cuh `mvqn`) and its pairs per chunk (MVQN_NT there).
+pub(crate) const MVQN_KERNEL: &str = "mvqn";
+pub(crate) const MVQN_NT: usize = 8;
+
+/// mvqn's (column split, rows per warp): `DS4_MVQN_SPLIT=wk,rpw` (rpw 1, 2 or 4), default 1,2:
+/// 16 rows per block, each warp's inputs serving two rows.
+fn mvqn_split() -> (i32, i32) {
+    static V: std::sync::OnceLock<(i32, i32)> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        let v: Vec<i32> = std::env::var("DS4_MVQN_SPLIT").map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect()).unwrap_or_default();
+        match v[..] {
+            [wk, rpw] if [1, 2, 4, 8].contains(&wk) && [1, 2, 4].contains(&rpw) => (wk, rpw),
+            _ => (1, 2),
+        }
+    })
+}
 
 impl GridJob for MvJobQ {
     fn blocks(&self) -> usize {
@@ -1577,6 +1601,14 @@ impl GridJob for MvJobQ {
         }
         if self.yq != 0 && (self.rows_per_block() != 32 || self.w.rows % 32 != 0) {
             return Err(CudaError::Other(format!("mvq: a quantized output needs 32 rows per block ({} rows)", self.w.rows)));
+        }
+        // mvqn: one combine thread per (row, pair) of a block, rpw up to 4, no quantized
+        // output, a chunk table
+        let chunked = self.nt > 0 || kern == MVQN_KERNEL;
+        if chunked
+            && (kern != MVQN_KERNEL || self.nt != MVQN_NT as i32 || self.rpw > 4 || self.rows_per_block() * MVQN_NT > 256 || self.yq != 0 || self.sel == 0)
+        {
+            return Err(CudaError::Other(format!("mvqn: unsupported job (rows per warp {}, column split {}, {kern})", self.rpw, self.wk)));
         }
         Ok(())
     }
@@ -1600,6 +1632,10 @@ impl JobTableQ {
             }
         }
         Jobs::with_kernel(jobs, MVQ_KERNELS[if q8_only { 0 } else { 1 }])
+    }
+    /// mvqn jobs (MvJobQ::chunked, their split already set).
+    pub(crate) fn chunked(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
+        Jobs::with_kernel(jobs, MVQN_KERNEL)
     }
 }
 
@@ -1877,6 +1913,8 @@ struct Scratch {
     pair_id: DevBuf,
     /// the expert of each grouped pair (moe_small with DS4_MOE_SMALL_GRP; pair_experts)
     pair_e: DevBuf,
+    /// mvqn's chunk table (pair_chunks: int4 {expert, first pair, pairs, 0})
+    chunks: DevBuf,
 }
 
 /// A vector of n values quantized as quant_q8 writes it: int8 values and per 32 values
@@ -2268,9 +2306,9 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
     }
 }
 
-/// Largest prefill batch whose routed experts may run on the int8 matvec (`moe_small`), and
-/// the default bound.
-const MOE_SMALL_MAX: usize = 256;
+/// Largest prefill batch whose routed experts may run on the int8 matvec (`moe_small`; its
+/// scratch is sized for it), and the default bound.
+const MOE_SMALL_MAX: usize = 1024;
 const MOE_SMALL_DEFAULT: usize = 64;
 
 /// `DS4_MOE_SMALL_GRP=1`: moe_small's slots in moe_group's pair order (grouped by expert, each
@@ -2278,8 +2316,31 @@ const MOE_SMALL_DEFAULT: usize = 64;
 /// slots of one expert run side by side and its rows come from L2 after the first; the
 /// route to a bound past 64 tokens (`DS4_MOE_SMALL=N` up to 256). Built and checked here,
 /// not yet run on a device: off.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum MoeSmall {
+    /// one slot per (token, expert), token-major (the default)
+    TokenMajor,
+    /// one slot per pair in moe_group's order (DS4_MOE_SMALL_GRP=1)
+    Grouped,
+    /// chunks of up to MVQN_NT pairs of one expert per slot (`mvqn`; DS4_MOE_SMALL_GRP=n)
+    Chunked,
+}
+fn moe_small_mode() -> MoeSmall {
+    static V: std::sync::OnceLock<MoeSmall> = std::sync::OnceLock::new();
+    *V.get_or_init(|| match std::env::var("DS4_MOE_SMALL_GRP").as_deref() {
+        Ok("1") => MoeSmall::Grouped,
+        Ok("n") => MoeSmall::Chunked,
+        _ => MoeSmall::TokenMajor,
+    })
+}
+/// Whether moe_small's rows come in moe_group's pair order (pair_of maps them back).
 fn moe_small_grouped() -> bool {
-    env_is!("DS4_MOE_SMALL_GRP", "1")
+    moe_small_mode() != MoeSmall::TokenMajor
+}
+/// Entries of pair_chunks' table for `pairs` pairs over `e` experts: each expert with pairs
+/// adds at most one partial chunk to pairs / MVQN_NT full ones.
+pub(crate) fn mvqn_chunk_bound(e: usize, pairs: usize) -> usize {
+    e.min(pairs) + pairs / MVQN_NT
 }
 
 /// The largest prefill batch whose routed experts run on the decode kernels' int8 matvec
@@ -2824,6 +2885,7 @@ impl CudaSession {
                 b
             },
             pair_e: gpu.alloc(MOE_SMALL_MAX * d.k * 4)?,
+            chunks: gpu.alloc(mvqn_chunk_bound(d.e, MOE_SMALL_MAX * d.k) * 16)?,
         };
         let ties = if opts.near_ties {
             let b = gpu.alloc_zeroed((4 + 4 * NEAR_TIE_CAP) * 4)?;
@@ -3325,8 +3387,35 @@ impl CudaSession {
         let (d, sc, ly, gpu) = (&self.m.dims, &self.sc, &self.m.layers[l], self.gpu());
         let n = t * d.k;
         let qx = sc.qx_small.at(0);
+        if moe_small_mode() == MoeSmall::Chunked {
+            // the pairs grouped by expert, in chunks of MVQN_NT: each expert's weights
+            // decoded once per chunk (q8.cuh mvqn)
+            self.moe_group_pairs(t)?;
+            let bound = mvqn_chunk_bound(d.e, n);
+            let args = Args::new().a(sc.off.ptr).a(d.e as i32).a(MVQN_NT as i32).a(bound as i32).a(sc.chunks.ptr);
+            gpu.launch("pair_chunks", (1, 1, 1), 256, 0, args)?;
+            let (gw, uw) = (ly.gate_exps.wmat(), ly.up_exps.wmat());
+            if gw.ty == 16 {
+                let grid = (t * d.d / 32).div_ceil(8).max(1) as u32;
+                gpu.launch("quant_q8p", (grid, 1, 1), 256, 0, Args::new().a(sc.xn.ptr).a((t * d.d) as i32).a(qx.0).a(qx.1))?;
+            } else {
+                launch_quant_q8(gpu, sc.xn.ptr, t * d.d, 0, 0, qx.0, qx.1)?;
+            }
+            let gu = MvJobQ::paired(gw, uw, qx, sc.mid.ptr, clamp).chunked(sc.chunks.ptr, bound, sc.pair_w.ptr, sc.pair_tok.ptr, d.d);
+            JobTableQ::chunked(&mut [gu])?.run(gpu, 1)?;
+            let qm = sc.qmid_small.at(0);
+            let dw = ly.down_exps.wmat();
+            if dw.ty == 16 {
+                let grid = (n * d.f / 32).div_ceil(8).max(1) as u32;
+                gpu.launch("quant_q8p", (grid, 1, 1), 256, 0, Args::new().a(sc.mid.ptr).a((n * d.f) as i32).a(qm.0).a(qm.1))?;
+            } else {
+                launch_quant_q8(gpu, sc.mid.ptr, n * d.f, 0, 0, qm.0, qm.1)?;
+            }
+            let dn = MvJobQ::plain(dw, qm, sc.ypair.ptr).chunked(sc.chunks.ptr, bound, 0, 0, d.f);
+            return JobTableQ::chunked(&mut [dn])?.run(gpu, 1);
+        }
         launch_quant_q8(gpu, sc.xn.ptr, t * d.d, 0, 0, qx.0, qx.1)?;
-        let (sel, wts, xmap, x_div) = if moe_small_grouped() {
+        let (sel, wts, xmap, x_div) = if moe_small_mode() == MoeSmall::Grouped {
             self.moe_group_pairs(t)?;
             let args = Args::new().a(sc.esel.ptr).a(sc.pair_of.ptr).a(n as i32).a(sc.pair_e.ptr);
             gpu.launch("pair_experts", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)?;

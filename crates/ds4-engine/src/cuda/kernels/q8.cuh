@@ -352,3 +352,183 @@ extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const __grid_constan
     PDL_ENTRY;
     mvq_main<false>(js, njobs);
 }
+
+// ---- mvqn: the int8 matvec over chunks of up to MVQN_NT (token, expert) pairs of one expert --
+// A prefill batch of ~64-512 tokens puts a few tokens on each routed expert: the grouped GEMM
+// dequantizes an expert's whole 128-row slice per tile however few tokens it holds, and
+// moe_small's matvec (one slot per pair) decodes the expert's weights once per pair. Here a
+// slot is a chunk of one expert's pairs (moe_group's order, pair_chunks' table): each lane
+// decodes a weight group once and dots it with every pair's input, so the expert's weights are
+// read and decoded once per MVQN_NT pairs.
+// Job fields (session.rs MvJobQ::chunked): nt = MVQN_NT; sel = the chunk table (int4 {expert,
+// first pair, pairs, 0}; pairs 0: an unused chunk, its blocks return); wts = per-pair routing
+// weights (paired jobs); xmap = each pair's input row (null: the pair's own row); y = rows by
+// pair. IQ2_XXS jobs read inputs quantized by quant_q8p (each group's bytes already in
+// iq2_xperm's order). Deterministic: each (row, pair) sums its groups in mvq's per-lane order.
+#define MVQN_NT 8
+struct MvqnChunk { int e, p0, n, pad; };
+
+// The chunk table of moe_group's pairs (off[E + 1]: per-expert offsets): expert e's pairs in
+// runs of nt, chunks in expert order, entries past the last up to `bound` with n = 0. One
+// block; each thread walks a contiguous range of experts.
+extern "C" __global__ void __launch_bounds__(256) pair_chunks(const int* __restrict__ off, int E, int nt, int bound, int4* __restrict__ ch) {
+    PDL_ENTRY;
+    __shared__ int part[256];
+    const int per = (E + blockDim.x - 1) / blockDim.x;
+    const int e0 = min(E, (int)threadIdx.x * per), e1 = min(E, e0 + per);
+    int c = 0;
+    for (int e = e0; e < e1; e++) c += (off[e + 1] - off[e] + nt - 1) / nt;
+    part[threadIdx.x] = c;
+    __syncthreads();
+    // inclusive scan of the per-thread counts (Hillis-Steele; blockDim.x <= 256)
+    for (int o = 1; o < (int)blockDim.x; o <<= 1) {
+        int v = threadIdx.x >= (unsigned)o ? part[threadIdx.x - o] : 0;
+        __syncthreads();
+        part[threadIdx.x] += v;
+        __syncthreads();
+    }
+    int base = part[threadIdx.x] - c;
+    const int total = part[blockDim.x - 1];
+    for (int e = e0; e < e1; e++) {
+        const int a = off[e], n = off[e + 1] - a;
+        for (int q = 0; q < n; q += nt) ch[base++] = make_int4(e, a + q, min(nt, n - q), 0);
+    }
+    for (int i = total + threadIdx.x; i < bound; i += blockDim.x) ch[i] = make_int4(0, 0, 0, 0);
+}
+
+// quant_q8 with each 8-value chunk's bytes in iq2_xperm's order {x0, x4, x1, x5, x2, x6, x3,
+// x7} (the IQ2_XXS jobs of mvqn take their inputs so, instead of permuting per pair and group).
+extern "C" __global__ void __launch_bounds__(256) quant_q8p(const float* __restrict__ x, int n, signed char* __restrict__ qs,
+                                                            float2* __restrict__ xd) {
+    PDL_ENTRY;
+    int lane = threadIdx.x & 31;
+    int nblk = n >> 5;
+    // value j of a chunk goes to byte 2j (j < 4) or 2(j - 4) + 1
+    const int j = lane & 7, pos = (lane & ~7) + (j < 4 ? 2 * j : 2 * (j - 4) + 1);
+    for (int b = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; b < nblk; b += (gridDim.x * blockDim.x) >> 5) {
+        float v = x[b * 32 + lane];
+        float amax = warp_max(fabsf(v));
+        int q = q8_code(v, amax);
+        int s = q;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        q8_store(q, s, amax, pos, b, qs, xd);
+    }
+}
+
+// One warp's R rows over its column slice for the chunk's MVQN_NT pairs (pairs past the
+// chunk's n repeat its last input: computed, never stored). xo: each pair's input offset in
+// values (shared memory). red[warp][(r * MVQN_NT + t) * 2 + {0, 1}]: the warp's sums.
+template <int TY, int R, bool P>
+__device__ __forceinline__ void mvqn_body(const MvJobQ& j, int rowA, const i64* xo, const u8* pay, const u8* hdr, const u8* pay2,
+                                          const u8* hdr2, int ks, float (*red)[4 * MVQN_NT * 2], const u32* gsel) {
+    constexpr int NT = MVQN_NT;
+    const int cols = j.w.cols, rows = j.w.rows;
+    const int ng = cols >> 5;
+    const int lwk = __ffs(j.wk) - 1;
+    const int g0 = (ng * ks) >> lwk, g1 = (ng * (ks + 1)) >> lwk;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int rr[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) rr[r] = min(rowA + r, rows - 1);
+    float acc[R][NT], acc2[R][P ? NT : 1];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int t = 0; t < NT; t++) { acc[r][t] = 0.f; if constexpr (P) acc2[r][t] = 0.f; }
+    for (int g = g0 + lane; g < g1; g += 32) {
+        MvqRaw<TY> wa[R], wb[P ? R : 1];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            wa[r] = mvq_ld<TY>(pay, hdr, cols, rr[r], g);
+            if constexpr (P) wb[r] = mvq_ld<TY>(pay2, hdr2, cols, rr[r], g);
+        }
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            const uint4* xp = (const uint4*)(j.xq + xo[t] + (i64)g * 32);
+            const uint4 v0 = __ldg(xp), v1 = __ldg(xp + 1);
+            const float2 ds = __ldg(j.xd + ((xo[t] >> 5) + g));
+            const int xv[8] = {(int)v0.x, (int)v0.y, (int)v0.z, (int)v0.w, (int)v1.x, (int)v1.y, (int)v1.z, (int)v1.w};
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                acc[r][t] += mvq_dot<TY>(wa[r], g, xv, ds.x, ds.y, gsel);
+                if constexpr (P) acc2[r][t] += mvq_dot<TY>(wb[r], g, xv, ds.x, ds.y, gsel);
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            float a = warp_sum(acc[r][t]);
+            float b = P ? warp_sum(acc2[r][t]) : 0.f;
+            if (lane == 0) { red[warp][(r * NT + t) * 2] = a; red[warp][(r * NT + t) * 2 + 1] = b; }
+        }
+}
+
+template <int TY, bool P>
+__device__ __forceinline__ void mvqn_rows(const MvJobQ& j, int rowA, const i64* xo, const u8* pay, const u8* hdr, const u8* pay2,
+                                          const u8* hdr2, int ks, float (*red)[4 * MVQN_NT * 2], const u32* gsel) {
+    if (j.rpw == 4) mvqn_body<TY, 4, P>(j, rowA, xo, pay, hdr, pay2, hdr2, ks, red, gsel);
+    else if (j.rpw == 2) mvqn_body<TY, 2, P>(j, rowA, xo, pay, hdr, pay2, hdr2, ks, red, gsel);
+    else mvqn_body<TY, 1, P>(j, rowA, xo, pay, hdr, pay2, hdr2, ks, red, gsel);
+}
+
+// One block: rpb rows of one chunk (the host keeps rpb * MVQN_NT <= 256: one combine thread
+// per (row, pair)).
+extern "C" __global__ void __launch_bounds__(256, 2) mvqn(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
+    PDL_ENTRY;
+    __shared__ u32 gsel[256];
+    __shared__ float red[8][4 * MVQN_NT * 2];
+    __shared__ i64 xo[MVQN_NT];
+    const int b = blockIdx.x;
+    const int ji = job_of_block(js.b0, njobs, b);
+    const MvJobQ& j = js.j[ji];
+    const int lb = b - js.b0[ji];
+    const int lwk = __ffs(j.wk) - 1;
+    const int rpb = (j.rpw * 8) >> lwk, lrpb = __ffs(rpb) - 1;
+    const int bps = (j.w.rows + rpb - 1) >> lrpb;
+    const int slot = div_small(lb, bps);
+    const int row0 = (lb - slot * bps) << lrpb;
+    const int warp = threadIdx.x >> 5, ks = warp & (j.wk - 1), rowA = row0 + (warp >> lwk) * j.rpw;
+    const bool iq2 = j.w.type == T_IQ2_XXS;
+    u64 gr = iq2 ? ld_early(IQ2XXS_GRID + (threadIdx.x & 255)) : 0;
+    const int4 c = ((const int4*)j.sel)[slot];
+    if (c.z == 0) return;  // an unused chunk (block-uniform)
+    if (threadIdx.x < MVQN_NT) {
+        const int p = c.y + min((int)threadIdx.x, c.z - 1);
+        xo[threadIdx.x] = (i64)(j.xmap ? j.xmap[p] : p) * j.x_slot;
+    }
+    if (iq2) gsel[threadIdx.x & 255] = iq2_sel(gr);
+    __syncthreads();
+    const i64 e = c.x;
+    const u8 *pay = j.w.pay + e * j.w.e_pay, *hdr = j.w.hdr + e * j.w.e_hdr;
+    const u8 *pay2 = j.w2.pay ? j.w2.pay + e * j.w2.e_pay : nullptr, *hdr2 = j.w2.pay ? j.w2.hdr + e * j.w2.e_hdr : nullptr;
+#define MVQN_R(TY)                                                                \
+    if (pay2) mvqn_rows<TY, true>(j, rowA, xo, pay, hdr, pay2, hdr2, ks, red, gsel); \
+    else mvqn_rows<TY, false>(j, rowA, xo, pay, hdr, pay2, hdr2, ks, red, gsel);
+    switch (j.w.type) {
+        case T_Q8_0: MVQN_R(T_Q8_0) break;
+        case T_IQ2_XXS: MVQN_R(T_IQ2_XXS) break;
+        case T_Q2_K: MVQN_R(T_Q2_K) break;
+        default: MVQN_R(T_Q4_K) break;
+    }
+#undef MVQN_R
+    __syncthreads();
+    // thread (pair t, row r of the block): the wk column slices in order, as mv_split_combine
+    const int t = threadIdx.x >> lrpb, rb = threadIdx.x & (rpb - 1);
+    if (t >= c.z || row0 + rb >= j.w.rows) return;
+    const int gq = rb >> (__ffs(j.rpw) - 1), r = rb & (j.rpw - 1);
+    float a = 0.f, u = 0.f;
+    for (int k = 0; k < j.wk; k++) {
+        a += red[gq * j.wk + k][(r * MVQN_NT + t) * 2];
+        u += red[gq * j.wk + k][(r * MVQN_NT + t) * 2 + 1];
+    }
+    const int p = c.y + t;
+    float v = a;
+    if (pay2) {
+        const float gg = fminf(a, j.clamp), uu = fminf(fmaxf(u, -j.clamp), j.clamp);
+        v = siluf_(gg) * uu * (j.wts ? j.wts[p] : 1.f);
+    }
+    j.y[(i64)p * j.w.rows + row0 + rb] = v;
+}
