@@ -4975,6 +4975,29 @@ pub(crate) fn kernel_arg_layouts() -> Vec<(&'static str, usize, usize)> {
 mod tests {
     use super::*;
 
+    /// pair_chunks' table fits mvqn_chunk_bound for any routing: the chunks of random and
+    /// extreme (all pairs on one expert, one pair per expert) per-expert counts, counted here.
+    #[test]
+    fn chunk_bound_covers_every_routing() {
+        let chunks = |c: &[usize]| c.iter().map(|&n| n.div_ceil(MVQN_NT)).sum::<usize>();
+        let mut seed = 12345u64;
+        for pairs in [1usize, 7, 8, 9, 64, 255, 256, 257, 1536, 6144] {
+            for e in [1usize, 16, 256] {
+                let mut c = vec![0usize; e];
+                for _ in 0..pairs {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    c[(seed >> 33) as usize % e] += 1;
+                }
+                assert!(chunks(&c) <= mvqn_chunk_bound(e, pairs), "random, {pairs} pairs, {e} experts");
+                let mut one = vec![0usize; e];
+                one[0] = pairs;
+                assert!(chunks(&one) <= mvqn_chunk_bound(e, pairs));
+                let spread: Vec<usize> = (0..e).map(|i| pairs / e + usize::from(i < pairs % e)).collect();
+                assert!(chunks(&spread) <= mvqn_chunk_bound(e, pairs), "spread, {pairs} pairs, {e} experts");
+            }
+        }
+    }
+
     /// The tile line's counts and padding on slot counts worked out by hand, and the padding's
     /// order across widths (a finer width never pads more).
     #[test]
