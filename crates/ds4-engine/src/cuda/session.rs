@@ -2308,7 +2308,7 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
 
 /// Largest prefill batch whose routed experts may run on the int8 matvec (`moe_small`; its
 /// scratch is sized for it), and the default bound.
-const MOE_SMALL_MAX: usize = 1024;
+const MOE_SMALL_MAX: usize = 4096;
 const MOE_SMALL_DEFAULT: usize = 64;
 
 /// `DS4_MOE_SMALL_GRP=1`: moe_small's slots in moe_group's pair order (grouped by expert, each
@@ -2787,6 +2787,8 @@ impl CudaSession {
             st.push(LayerState { raw, comp, skv: span(c), ssc: span(cs), icomp, iskv: span(i), issc: span(is) });
         }
         let t = tmax;
+        // moe_small's batches: at most MOE_SMALL_MAX tokens and the session's batch
+        let ts = t.min(MOE_SMALL_MAX);
         let n = d.n_hc;
         let nsmax = 16usize;
         let sc = Scratch {
@@ -2877,15 +2879,15 @@ impl CudaSession {
             dec_part: f4(attn_dec_bufs(d.h, d.dh).0)?,
             dec_cnt: gpu.alloc_zeroed(attn_dec_bufs(d.h, d.dh).1 * 4)?,
             ks_part: gpu.alloc(KS_PART_BYTES)?,
-            qx_small: Q8Buf::new(&gpu, MOE_SMALL_MAX * d.d)?,
-            qmid_small: Q8Buf::new(&gpu, MOE_SMALL_MAX * d.k * d.f)?,
+            qx_small: Q8Buf::new(&gpu, ts * d.d)?,
+            qmid_small: Q8Buf::new(&gpu, ts * d.k * d.f)?,
             pair_id: {
-                let b = gpu.alloc(MOE_SMALL_MAX * d.k * 4)?;
-                gpu.htod(b.ptr, &(0..(MOE_SMALL_MAX * d.k) as i32).collect::<Vec<i32>>())?;
+                let b = gpu.alloc(ts * d.k * 4)?;
+                gpu.htod(b.ptr, &(0..(ts * d.k) as i32).collect::<Vec<i32>>())?;
                 b
             },
-            pair_e: gpu.alloc(MOE_SMALL_MAX * d.k * 4)?,
-            chunks: gpu.alloc(mvqn_chunk_bound(d.e, MOE_SMALL_MAX * d.k) * 16)?,
+            pair_e: gpu.alloc(ts * d.k * 4)?,
+            chunks: gpu.alloc(mvqn_chunk_bound(d.e, ts * d.k) * 16)?,
         };
         let ties = if opts.near_ties {
             let b = gpu.alloc_zeroed((4 + 4 * NEAR_TIE_CAP) * 4)?;
