@@ -1487,6 +1487,7 @@ impl MvJobQ {
     /// (paired jobs), each pair's input row `xmap` (0: the pair's own row), y rows by pair.
     pub(crate) fn chunked(self, chunks: u64, bound: usize, wts: u64, xmap: u64, x_slot: usize) -> MvJobQ {
         let (wk, rpw) = mvqn_split();
+        let rpw = if mvqn_rpw2_ok(self.w.ty, self.w2.pay != 0) { rpw } else { 1 };
         MvJobQ { sel: chunks, nslots: bound as i32, wts, xmap, x_slot: x_slot as i64, x_div: 0, nt: MVQN_NT as i32, wk, rpw, ..self }
     }
     pub(crate) fn rows_per_block(&self) -> usize {
@@ -1574,14 +1575,20 @@ pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
 pub(crate) const MVQN_KERNEL: &str = "mvqn";
 pub(crate) const MVQN_NT: usize = 8;
 
-/// mvqn's (column split, rows per warp): `DS4_MVQN_SPLIT=wk,rpw` (rpw 1, 2 or 4), default 1,2:
-/// 16 rows per block, each warp's inputs serving two rows.
+/// Whether mvqn runs 2 rows per warp for this weight type (paired: gate / up), as q8.cuh
+/// mvqn_rows instantiates it (elsewhere 128 registers spilled).
+pub(crate) fn mvqn_rpw2_ok(ty: i32, paired: bool) -> bool {
+    ty == 16 || ty == 8 || (ty == 12 && !paired)
+}
+
+/// mvqn's (column split, rows per warp): `DS4_MVQN_SPLIT=wk,rpw` (rpw 1 or 2), default 1,2:
+/// 16 rows per block, each warp's inputs serving two rows (1 where mvqn_rpw2_ok says no).
 fn mvqn_split() -> (i32, i32) {
     static V: std::sync::OnceLock<(i32, i32)> = std::sync::OnceLock::new();
     *V.get_or_init(|| {
         let v: Vec<i32> = std::env::var("DS4_MVQN_SPLIT").map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect()).unwrap_or_default();
         match v[..] {
-            [wk, rpw] if [1, 2, 4, 8].contains(&wk) && [1, 2, 4].contains(&rpw) => (wk, rpw),
+            [wk, rpw] if [1, 2, 4, 8].contains(&wk) && [1, 2].contains(&rpw) => (wk, rpw),
             _ => (1, 2),
         }
     })
@@ -1606,7 +1613,13 @@ impl GridJob for MvJobQ {
         // output, a chunk table
         let chunked = self.nt > 0 || kern == MVQN_KERNEL;
         if chunked
-            && (kern != MVQN_KERNEL || self.nt != MVQN_NT as i32 || self.rpw > 4 || self.rows_per_block() * MVQN_NT > 256 || self.yq != 0 || self.sel == 0)
+            && (kern != MVQN_KERNEL
+                || self.nt != MVQN_NT as i32
+                || self.rpw > 2
+                || (self.rpw == 2 && !mvqn_rpw2_ok(self.w.ty, self.w2.pay != 0))
+                || self.rows_per_block() * MVQN_NT > 256
+                || self.yq != 0
+                || self.sel == 0)
         {
             return Err(CudaError::Other(format!("mvqn: unsupported job (rows per warp {}, column split {}, {kern})", self.rpw, self.wk)));
         }

@@ -416,12 +416,80 @@ extern "C" __global__ void __launch_bounds__(256) quant_q8p(const float* __restr
     }
 }
 
+// A loaded group decoded once for all the chunk's pairs (mvqn): signed (IQ2_XXS, Q8_0) or
+// unsigned (Q2_K, Q4_K) int8 weight words and the group's f32 factors; mvqn_dot then costs a
+// pair 8 (Q2_K: 8 + its x sums) __dp4a and a few FMAs. The arithmetic is mvq_dot's.
+struct MvqnW { int w[8]; float a, b; int s0, s1; };
+template <int TY>
+__device__ __forceinline__ MvqnW mvqn_dec(const MvqRaw<TY>& w, int g, const u32* gsel) {
+    MvqnW o;
+    if constexpr (TY == T_Q8_0) {
+        const int q[8] = {(int)w.q0.x, (int)w.q0.y, (int)w.q0.z, (int)w.q0.w, (int)w.q1.x, (int)w.q1.y, (int)w.q1.z, (int)w.q1.w};
+#pragma unroll
+        for (int k = 0; k < 8; k++) o.w[k] = q[k];
+        o.a = h2f((u16)w.d);
+    } else if constexpr (TY == T_IQ2_XXS) {
+        const u32 A = w.q.x, B = w.q.y;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const u32 s7 = (B >> (7 * k)) & 127u;
+            const u32 sel = ((s7 * 0x00810204u + ((u32)__popc(s7) << 30)) & 0x44444444u) | gsel[(A >> (8 * k)) & 255];
+            o.w[2 * k] = iq2_prmt(sel);
+            o.w[2 * k + 1] = iq2_prmt(sel >> 16);
+        }
+        o.a = h2f((u16)w.d) * (0.5f + (float)(B >> 28)) * 0.25f;
+    } else if constexpr (TY == T_Q2_K) {
+        const int sft = 2 * (g & 3);
+        const u32 q[8] = {w.q0.x, w.q0.y, w.q0.z, w.q0.w, w.q1.x, w.q1.y, w.q1.z, w.q1.w};
+#pragma unroll
+        for (int k = 0; k < 8; k++) o.w[k] = (int)((q[k] >> sft) & 0x03030303u);
+        const int sc0 = w.scp & 0xff, sc1 = w.scp >> 8;
+        o.a = h2f((u16)(w.dd & 0xffff));
+        o.b = h2f((u16)(w.dd >> 16));
+        o.s0 = sc0;
+        o.s1 = sc1;
+    } else {  // Q4_K
+        const int j = g & 7, sft = (j & 1) * 4;
+        int sc, m;
+        q4k_scale_min_w(j, w.hh.y, w.hh.z, w.hh.w, sc, m);
+        const u32 q[8] = {w.q0.x, w.q0.y, w.q0.z, w.q0.w, w.q1.x, w.q1.y, w.q1.z, w.q1.w};
+#pragma unroll
+        for (int k = 0; k < 8; k++) o.w[k] = (int)((q[k] >> sft) & 0x0F0F0F0Fu);
+        o.a = h2f((u16)(w.hh.x & 0xffff));
+        o.b = h2f((u16)(w.hh.x >> 16));
+        o.s0 = sc;
+        o.s1 = m;
+    }
+    return o;
+}
+// The pair's dot with a decoded group (xq: its 8 words; Q2_K: xs0 / xs1, the exact sums of
+// its two 16-value halves).
+template <int TY>
+__device__ __forceinline__ float mvqn_dot(const MvqnW& w, const int* xq, float dx, float sx, int xs0, int xs1) {
+    if constexpr (TY == T_Q8_0 || TY == T_IQ2_XXS) {
+        int s = 0;
+#pragma unroll
+        for (int k = 0; k < 8; k++) s = __dp4a(w.w[k], xq[k], s);
+        return w.a * dx * (float)s;
+    } else if constexpr (TY == T_Q2_K) {
+        int a0 = 0, a1 = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) { a0 = __dp4a(w.w[k], xq[k], a0); a1 = __dp4a(w.w[k + 4], xq[k + 4], a1); }
+        return dx * (w.a * (float)((w.s0 & 15) * a0 + (w.s1 & 15) * a1) - w.b * (float)((w.s0 >> 4) * xs0 + (w.s1 >> 4) * xs1));
+    } else {  // Q4_K
+        int a = 0;
+#pragma unroll
+        for (int k = 0; k < 8; k++) a = __dp4a(w.w[k], xq[k], a);
+        return w.a * (float)w.s0 * dx * (float)a - w.b * (float)w.s1 * sx;
+    }
+}
+
 // One warp's R rows over its column slice for the chunk's MVQN_NT pairs (pairs past the
 // chunk's n repeat its last input: computed, never stored). xo: each pair's input offset in
 // values (shared memory). red[warp][(r * MVQN_NT + t) * 2 + {0, 1}]: the warp's sums.
 template <int TY, int R, bool P>
 __device__ __forceinline__ void mvqn_body(const MvJobQ& j, int rowA, const i64* xo, const u8* pay, const u8* hdr, const u8* pay2,
-                                          const u8* hdr2, int ks, float (*red)[4 * MVQN_NT * 2], const u32* gsel) {
+                                          const u8* hdr2, int ks, float (*red)[2 * MVQN_NT * 2], const u32* gsel) {
     constexpr int NT = MVQN_NT;
     const int cols = j.w.cols, rows = j.w.rows;
     const int ng = cols >> 5;
@@ -437,11 +505,19 @@ __device__ __forceinline__ void mvqn_body(const MvJobQ& j, int rowA, const i64* 
 #pragma unroll
         for (int t = 0; t < NT; t++) { acc[r][t] = 0.f; if constexpr (P) acc2[r][t] = 0.f; }
     for (int g = g0 + lane; g < g1; g += 32) {
-        MvqRaw<TY> wa[R], wb[P ? R : 1];
+        MvqnW wa[R], wb[P ? R : 1];
+        {
+            MvqRaw<TY> ra[R], rb[P ? R : 1];
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            wa[r] = mvq_ld<TY>(pay, hdr, cols, rr[r], g);
-            if constexpr (P) wb[r] = mvq_ld<TY>(pay2, hdr2, cols, rr[r], g);
+            for (int r = 0; r < R; r++) {
+                ra[r] = mvq_ld<TY>(pay, hdr, cols, rr[r], g);
+                if constexpr (P) rb[r] = mvq_ld<TY>(pay2, hdr2, cols, rr[r], g);
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                wa[r] = mvqn_dec<TY>(ra[r], g, gsel);
+                if constexpr (P) wb[r] = mvqn_dec<TY>(rb[r], g, gsel);
+            }
         }
 #pragma unroll
         for (int t = 0; t < NT; t++) {
@@ -449,10 +525,15 @@ __device__ __forceinline__ void mvqn_body(const MvJobQ& j, int rowA, const i64* 
             const uint4 v0 = __ldg(xp), v1 = __ldg(xp + 1);
             const float2 ds = __ldg(j.xd + ((xo[t] >> 5) + g));
             const int xv[8] = {(int)v0.x, (int)v0.y, (int)v0.z, (int)v0.w, (int)v1.x, (int)v1.y, (int)v1.z, (int)v1.w};
+            int xs0 = 0, xs1 = 0;
+            if constexpr (TY == T_Q2_K) {
+#pragma unroll
+                for (int k = 0; k < 4; k++) { xs0 = __dp4a(0x01010101, xv[k], xs0); xs1 = __dp4a(0x01010101, xv[k + 4], xs1); }
+            }
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                acc[r][t] += mvq_dot<TY>(wa[r], g, xv, ds.x, ds.y, gsel);
-                if constexpr (P) acc2[r][t] += mvq_dot<TY>(wb[r], g, xv, ds.x, ds.y, gsel);
+                acc[r][t] += mvqn_dot<TY>(wa[r], xv, ds.x, ds.y, xs0, xs1);
+                if constexpr (P) acc2[r][t] += mvqn_dot<TY>(wb[r], xv, ds.x, ds.y, xs0, xs1);
             }
         }
     }
@@ -466,20 +547,21 @@ __device__ __forceinline__ void mvqn_body(const MvJobQ& j, int rowA, const i64* 
         }
 }
 
+// Rows per warp 1 or 2; 2 only where 128 registers hold them (ptxas spilled for Q2_K and for
+// paired Q4_K): IQ2_XXS, Q8_0 and unpaired Q4_K (session.rs mvqn_rpw2_ok keeps to this).
 template <int TY, bool P>
 __device__ __forceinline__ void mvqn_rows(const MvJobQ& j, int rowA, const i64* xo, const u8* pay, const u8* hdr, const u8* pay2,
-                                          const u8* hdr2, int ks, float (*red)[4 * MVQN_NT * 2], const u32* gsel) {
-    if (j.rpw == 4) mvqn_body<TY, 4, P>(j, rowA, xo, pay, hdr, pay2, hdr2, ks, red, gsel);
-    else if (j.rpw == 2) mvqn_body<TY, 2, P>(j, rowA, xo, pay, hdr, pay2, hdr2, ks, red, gsel);
+                                          const u8* hdr2, int ks, float (*red)[2 * MVQN_NT * 2], const u32* gsel) {
+    constexpr bool two = TY == T_IQ2_XXS || TY == T_Q8_0 || (TY == T_Q4_K && !P);
+    if (two && j.rpw == 2) mvqn_body<TY, two ? 2 : 1, P>(j, rowA, xo, pay, hdr, pay2, hdr2, ks, red, gsel);
     else mvqn_body<TY, 1, P>(j, rowA, xo, pay, hdr, pay2, hdr2, ks, red, gsel);
 }
 
-// One block: rpb rows of one chunk (the host keeps rpb * MVQN_NT <= 256: one combine thread
-// per (row, pair)).
+// One block: rpb rows of one chunk (rpb * MVQN_NT <= 256: one combine thread per (row, pair)).
 extern "C" __global__ void __launch_bounds__(256, 2) mvqn(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
     __shared__ u32 gsel[256];
-    __shared__ float red[8][4 * MVQN_NT * 2];
+    __shared__ float red[8][2 * MVQN_NT * 2];
     __shared__ i64 xo[MVQN_NT];
     const int b = blockIdx.x;
     const int ji = job_of_block(js.b0, njobs, b);
