@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Session 51's lean call (s51.sh trimmed to the device time left), `bash tools/gpu/s51b.sh`:
+# the fixtures with moe_small's slots chunked (DS4_MOE_SMALL_GRP=n: mvqn, up to 8 pairs of one
+# expert per slot) up to 2048 tokens (every fixture prefill of up to 2048 tokens runs them,
+# and the "fast small-batch experts deviation" row), then single batches of 8-2048 tokens at 2K
+# under the defaults and chunked, then the per-kernel profile (DS4_PROFILE=1) of a 256-token
+# batch chunked. Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz}. $OUT: log.txt.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+call_start s51b
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+N="DS4_MOE_SMALL_GRP=n DS4_MOE_SMALL=2048"
+fixtures_in "$N"
+grep -hE "small-batch experts" "$OUT"/verify_*.txt | cut -c1-200
+synth_wait
+for v in X=1 "$N"; do
+  small_rows "$v" 8,32,64,128,256,512,1024,2048 6300 6200
+done
+echo "== profile 256, $N"
+env $N DS4_PROFILE=1 DS4_BENCH_INCR=256 timeout 100 "$BIN" --cuda -m "$M" --random-prompt 2400 \
+  --ctx-start 2048 --ctx-max 2304 --gen-tokens 2 > /tmp/p.log 2>&1
+grep -E "rror|panic" /tmp/p.log | head -3
+grep -E "profile prefill ctx 2304:" /tmp/p.log | head -14
