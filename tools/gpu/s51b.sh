@@ -3,7 +3,7 @@
 # the fixtures with moe_small's slots chunked (DS4_MOE_SMALL_GRP=n: mvqn, up to 8 pairs of one
 # expert per slot) up to 2048 tokens (every fixture prefill of up to 2048 tokens runs them,
 # and the "fast small-batch experts deviation" row), then single batches of 8-2048 tokens at 2K
-# under the defaults and chunked, then the per-kernel profile (DS4_PROFILE=1) of a 256-token
+# chunked and under the defaults (session 50's default rows on an H100 stand if time runs out), then the per-kernel profile (DS4_PROFILE=1) of a 256-token
 # batch chunked. Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz}. $OUT: log.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,7 +14,7 @@ N="DS4_MOE_SMALL_GRP=n DS4_MOE_SMALL=2048"
 fixtures_in "$N"
 grep -hE "small-batch experts" "$OUT"/verify_*.txt | cut -c1-200
 synth_wait
-for v in X=1 "$N"; do
+for v in "$N" X=1; do
   small_rows "$v" 8,32,64,128,256,512,1024,2048 6300 6200
 done
 echo "== profile 256, $N"
