@@ -1609,8 +1609,8 @@ impl GridJob for MvJobQ {
         if self.yq != 0 && (self.rows_per_block() != 32 || self.w.rows % 32 != 0) {
             return Err(CudaError::Other(format!("mvq: a quantized output needs 32 rows per block ({} rows)", self.w.rows)));
         }
-        // mvqn: one combine thread per (row, pair) of a block, rpw up to 4, no quantized
-        // output, a chunk table
+        // mvqn: one combine thread per (row, pair) of a block, 1 or 2 rows per warp, no
+        // quantized output, a chunk table, blocks within div_small's range
         let chunked = self.nt > 0 || kern == MVQN_KERNEL;
         if chunked
             && (kern != MVQN_KERNEL
@@ -1619,7 +1619,8 @@ impl GridJob for MvJobQ {
                 || (self.rpw == 2 && !mvqn_rpw2_ok(self.w.ty, self.w2.pay != 0))
                 || self.rows_per_block() * MVQN_NT > 256
                 || self.yq != 0
-                || self.sel == 0)
+                || self.sel == 0
+                || self.blocks() >= 1 << 21)
         {
             return Err(CudaError::Other(format!("mvqn: unsupported job (rows per warp {}, column split {}, {kern})", self.rpw, self.wk)));
         }
