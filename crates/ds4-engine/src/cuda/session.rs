@@ -1661,6 +1661,16 @@ pub(crate) fn launch_quant_q8(gpu: &Gpu, x0: u64, n0: usize, x1: u64, n1: usize,
     gpu.launch("quant_q8", (grid, 1, 1), 256, 0, Args::new().a(x0).a(n0 as i32).a(x1).a(n1 as i32).a(qs).a(xd))
 }
 
+/// Quantize `n` values at `x` as the input of mvqn jobs of weight type `ty`: IQ2_XXS jobs take
+/// each 8-value chunk's bytes in iq2_xperm's order (q8.cuh `quant_q8p`), the others quant_q8's.
+pub(crate) fn launch_quant_mvqn(gpu: &Gpu, ty: i32, x: u64, n: usize, q: (u64, u64)) -> Result<()> {
+    if ty != 16 {
+        return launch_quant_q8(gpu, x, n, 0, 0, q.0, q.1);
+    }
+    let grid = (n / 32).div_ceil(8).max(1) as u32;
+    gpu.launch("quant_q8p", (grid, 1, 1), 256, 0, Args::new().a(x).a(n as i32).a(q.0).a(q.1))
+}
+
 /// Decode FFN launches of one layer with int8 activations (see `build_jobsq`).
 struct LayerJobsQ {
     /// routed experts gate/up (paired, per-slot routing weight -> mid) + shared gate/up (-> mids)
@@ -2325,18 +2335,24 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
 const MOE_SMALL_MAX: usize = 4096;
 const MOE_SMALL_DEFAULT: usize = 64;
 
-/// `DS4_MOE_SMALL_GRP=1`: moe_small's slots in moe_group's pair order (grouped by expert, each
-/// slot reading its pair's token through MvJobQ::xmap) instead of token-major, so that the
-/// slots of one expert run side by side and its rows come from L2 after the first; the
-/// route to a bound past 64 tokens (`DS4_MOE_SMALL=N` up to 256). Built and checked here,
-/// not yet run on a device: off.
+/// How moe_small lays out its slots (`DS4_MOE_SMALL_GRP`). Grouped and Chunked are built and
+/// compile-checked here but have not run on a device yet (sessions 50-51 got no device time
+/// for them): off until the fixtures pass with them and the small-batch rows say where they
+/// win (tools/gpu/s51b.sh measures both).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum MoeSmall {
     /// one slot per (token, expert), token-major (the default)
     TokenMajor,
-    /// one slot per pair in moe_group's order (DS4_MOE_SMALL_GRP=1)
+    /// `=1`: one slot per pair in moe_group's order (grouped by expert, each slot reading its
+    /// pair's token through MvJobQ::xmap), so that the slots of one expert run side by side
+    /// and its rows come from L2 after the first
     Grouped,
-    /// chunks of up to MVQN_NT pairs of one expert per slot (`mvqn`; DS4_MOE_SMALL_GRP=n)
+    /// `=n`: one slot per chunk of up to MVQN_NT pairs of one expert (`mvqn`): each weight
+    /// group is read and decoded once per chunk, not once per pair. At 256 tokens a batch
+    /// puts ~6 pairs on each of the 256 experts, so every expert's weights are read, and the
+    /// grouped GEMM's 128-row tiles dequantize each for a few tokens (2.4K t/s at 256 tokens
+    /// against 7.8K at 512, session 50); the bound past 64 tokens (`DS4_MOE_SMALL=N`, up to
+    /// MOE_SMALL_MAX)
     Chunked,
 }
 fn moe_small_mode() -> MoeSmall {
@@ -3411,22 +3427,12 @@ impl CudaSession {
             let args = Args::new().a(sc.off.ptr).a(d.e as i32).a(MVQN_NT as i32).a(bound as i32).a(sc.chunks.ptr);
             gpu.launch("pair_chunks", (1, 1, 1), 256, 0, args)?;
             let (gw, uw) = (ly.gate_exps.wmat(), ly.up_exps.wmat());
-            if gw.ty == 16 {
-                let grid = (t * d.d / 32).div_ceil(8).max(1) as u32;
-                gpu.launch("quant_q8p", (grid, 1, 1), 256, 0, Args::new().a(sc.xn.ptr).a((t * d.d) as i32).a(qx.0).a(qx.1))?;
-            } else {
-                launch_quant_q8(gpu, sc.xn.ptr, t * d.d, 0, 0, qx.0, qx.1)?;
-            }
+            launch_quant_mvqn(gpu, gw.ty, sc.xn.ptr, t * d.d, qx)?;
             let gu = MvJobQ::paired(gw, uw, qx, sc.mid.ptr, clamp).chunked(sc.chunks.ptr, bound, sc.pair_w.ptr, sc.pair_tok.ptr, d.d);
             JobTableQ::chunked(&mut [gu])?.run(gpu, 1)?;
             let qm = sc.qmid_small.at(0);
             let dw = ly.down_exps.wmat();
-            if dw.ty == 16 {
-                let grid = (n * d.f / 32).div_ceil(8).max(1) as u32;
-                gpu.launch("quant_q8p", (grid, 1, 1), 256, 0, Args::new().a(sc.mid.ptr).a((n * d.f) as i32).a(qm.0).a(qm.1))?;
-            } else {
-                launch_quant_q8(gpu, sc.mid.ptr, n * d.f, 0, 0, qm.0, qm.1)?;
-            }
+            launch_quant_mvqn(gpu, dw.ty, sc.mid.ptr, n * d.f, qm)?;
             let dn = MvJobQ::plain(dw, qm, sc.ypair.ptr).chunked(sc.chunks.ptr, bound, 0, 0, d.f);
             return JobTableQ::chunked(&mut [dn])?.run(gpu, 1);
         }

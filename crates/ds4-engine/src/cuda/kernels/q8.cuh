@@ -366,7 +366,6 @@ extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const __grid_constan
 // pair. IQ2_XXS jobs read inputs quantized by quant_q8p (each group's bytes already in
 // iq2_xperm's order). Deterministic: each (row, pair) sums its groups in mvq's per-lane order.
 #define MVQN_NT 8
-struct MvqnChunk { int e, p0, n, pad; };
 
 // The chunk table of moe_group's pairs (off[E + 1]: per-expert offsets): expert e's pairs in
 // runs of nt, chunks in expert order, entries past the last up to `bound` with n = 0. One
