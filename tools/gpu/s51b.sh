@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 51's lean call (s51.sh trimmed to the device time left), `bash tools/gpu/s51b.sh`:
-# the fixtures with moe_small's slots chunked (DS4_MOE_SMALL_GRP=n: mvqn, up to 8 pairs of one
+# the routed-expert kernel bench's mvq_pairs / mvqn rows at 64, 256 and 1024 tokens, then the fixtures with moe_small's slots chunked (DS4_MOE_SMALL_GRP=n: mvqn, up to 8 pairs of one
 # expert per slot) up to 2048 tokens (every fixture prefill of up to 2048 tokens runs them,
 # and the "fast small-batch experts deviation" row), then single batches of 8-2048 tokens at 2K
 # chunked and under the defaults (session 50's default rows on an H100 stand if time runs out), then the per-kernel profile (DS4_PROFILE=1) of a 256-token
@@ -11,6 +11,9 @@ cd "$(dirname "$0")/../.."
 call_start s51b
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 N="DS4_MOE_SMALL_GRP=n DS4_MOE_SMALL=2048"
+# the kernel-level check first (seconds): mvqn against mvq_pairs and gemm_f32 at the real shapes
+kx "$BIN" 64,256,1024 X=1 mvqn > /dev/null
+grep -E "^exp_|grouped |mvq|FAIL|rror|panic" "$OUT/kbench_exp_mvqn.txt"; keep kbench_exp_mvqn.txt
 fixtures_in "$N"
 grep -hE "small-batch experts" "$OUT"/verify_*.txt | cut -c1-200
 synth_wait

@@ -11,7 +11,7 @@ use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_want
 use super::driver::{Args, CudaError, DevBuf, Gpu, Result};
 use super::session::{
     gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_moe_grp, launch_moe_mid_form, launch_moe_mid_pairs_as, moe_grp_scratch_bytes, launch_quant_q8, moe_group2_smem, GemmArgs, MidForm, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
-    MvJobQ, MV2_KERNELS, MVQ_KERNELS,
+    MvJobQ, MV2_KERNELS, MVQ_KERNELS, launch_quant_mvqn, mvq_type_ok, mvqn_chunk_bound, MVQN_NT,
 };
 use super::weights::{q8_copy, upload_raw_mat, GMat, WMat};
 use ds4_gguf::GgmlType;
@@ -1248,7 +1248,9 @@ fn bench_ts(default: &[usize]) -> Vec<usize> {
 /// `cublas_gemm` = the cuBLAS calls alone). Per line: ms per call, TFLOP/s (2 * rows * cols *
 /// pairs), error against gemm_f32 (||d||/||ref||), ||cublas - grouped|| / ||grouped|| and
 /// max |cublas - grouped| relative to max |grouped|, unwritten outputs (`bad`, NaN-poisoned
-/// first), and whether a repeated run gives the same bits.
+/// first), and whether a repeated run gives the same bits. Also moe_small's int8 matvecs on
+/// the same pairs: `mvq_pairs` (one slot per pair) and `mvqn` (chunks of pairs of one expert;
+/// its vs columns against mvq_pairs, FAIL past 1e-5).
 fn exp_bench(gpu: &Gpu) -> Result<()> {
     let ts = bench_ts(&[2048, 4096, 8192]);
     let tmax = ts.iter().copied().max().unwrap_or(1);
@@ -1337,6 +1339,43 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                 "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9} {:>9} {:>5} repeat={} (gemm_q bn={bn})",
                 "", "", "grouped", ms_g, gflop / ms_g, rel, "", "", bad, if same_g { "same" } else { "DIFFERENT" }
             );
+            // The int8 matvecs of moe_small on the same pairs and int8 inputs: one slot per pair
+            // (mvq, grouped order: DS4_MOE_SMALL_GRP=1) and chunks of up to MVQN_NT pairs of one
+            // expert (mvqn: =n), both against gemm_f32 (int8 inputs: ~4e-3 expected) and mvqn
+            // against mvq (the same integer dots and factors: ~1e-7 expected)
+            if mvq_type_ok(m.wmat().ty) {
+                let w = m.wmat();
+                let nq = xrows * cols;
+                let (qs, qd, qs2, qd2) = (gpu.alloc(nq)?, gpu.alloc(nq / 32 * 8)?, gpu.alloc(nq)?, gpu.alloc(nq / 32 * 8)?);
+                let qt = time(reps, &|| launch_quant_q8(gpu, xb.ptr, nq, 0, 0, qs.ptr, qd.ptr))?;
+                launch_quant_mvqn(gpu, w.ty, xb.ptr, nq, (qs2.ptr, qd2.ptr))?;
+                // each pair's expert, from the group offsets
+                let pe: Vec<i32> = (0..GEMM_E).flat_map(|e| std::iter::repeat_n(e as i32, (off[e + 1] - off[e]) as usize)).collect();
+                let peb = gpu.alloc(pairs * 4)?;
+                gpu.htod(peb.ptr, &pe)?;
+                let tq = JobTableQ::new(&mut [MvJobQ { sel: peb.ptr, nslots: pairs as i32, xmap: gath, x_slot: cols as i64, ..MvJobQ::plain(w, (qs.ptr, qd.ptr), ygrp.ptr) }])?;
+                let (hq, ms_q, same_q) = measure(&ygrp, &|| tq.run(gpu, 1))?;
+                let (rel_q, _, bad_q) = gemm_err(&hq, &href, pairs, rows, rows);
+                println!(
+                    "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9} {:>9} {:>5} repeat={} quant={qt:.3}ms speedup={:.2}x over grouped",
+                    "", "", "mvq_pairs", ms_q, gflop / ms_q, rel_q, "", "", bad_q, if same_q { "same" } else { "DIFFERENT" }, ms_g / ms_q
+                );
+                let bound = mvqn_chunk_bound(GEMM_E, pairs);
+                let chb = gpu.alloc(bound * 16)?;
+                let chunks = || gpu.launch("pair_chunks", (1, 1, 1), 256, 0, Args::new().a(ob.ptr).a(GEMM_E as i32).a(MVQN_NT as i32).a(bound as i32).a(chb.ptr));
+                chunks()?;
+                let ms_ch = time(reps, &chunks)?;
+                let tn = JobTableQ::chunked(&mut [MvJobQ::plain(w, (qs2.ptr, qd2.ptr), yblas.ptr).chunked(chb.ptr, bound, 0, gath, cols)])?;
+                let (hn, ms_n, same_n) = measure(&yblas, &|| tn.run(gpu, 1))?;
+                let (rel_n, _, bad_n) = gemm_err(&hn, &href, pairs, rows, rows);
+                let (vs, mx, _) = gemm_err(&hn, &hq, pairs, rows, rows);
+                let mq = hq.iter().fold(0f64, |a, &v| a.max((v as f64).abs()));
+                println!(
+                    "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} chunks={ms_ch:.3}ms speedup={:.2}x over grouped, {:.2}x over mvq_pairs (vs columns: mvq_pairs){}",
+                    "", "", "mvqn", ms_n, gflop / ms_n, rel_n, vs, mx / mq.max(1e-30), bad_n, if same_n { "same" } else { "DIFFERENT" }, ms_g / ms_n, ms_q / ms_n,
+                    if vs < 1e-5 && bad_n == 0 && same_n { "" } else { "  FAIL" }
+                );
+            }
             // f16 activations (GQ_FLAG_XH): the rows converted once (timed apart), same results
             if gq_xh_ok(&m.wmat()) {
                 let x16 = gpu.alloc(xrows * cols * 2)?;
