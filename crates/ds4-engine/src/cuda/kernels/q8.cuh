@@ -404,15 +404,9 @@ extern "C" __global__ void __launch_bounds__(256) quant_q8p(const float* __restr
     int nblk = n >> 5;
     // value j of a chunk goes to byte 2j (j < 4) or 2(j - 4) + 1
     const int j = lane & 7, pos = (lane & ~7) + (j < 4 ? 2 * j : 2 * (j - 4) + 1);
-    for (int b = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; b < nblk; b += (gridDim.x * blockDim.x) >> 5) {
-        float v = x[b * 32 + lane];
-        float amax = warp_max(fabsf(v));
-        int q = q8_code(v, amax);
-        int s = q;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        q8_store(q, s, amax, pos, b, qs, xd);
-    }
+    // (q8_block's lane argument is only the byte it stores: pos here)
+    for (int b = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; b < nblk; b += (gridDim.x * blockDim.x) >> 5)
+        q8_block(x[b * 32 + lane], pos, b, qs, xd);
 }
 
 // A loaded group decoded once for all the chunk's pairs (mvqn): signed (IQ2_XXS, Q8_0) or
