@@ -479,7 +479,8 @@ __device__ __forceinline__ float mvqn_dot(const MvqnW& w, const int* xq, float d
 
 // One warp's R rows over its column slice for the chunk's MVQN_NT pairs (pairs past the
 // chunk's n repeat its last input: computed, never stored). xo: each pair's input offset in
-// values (shared memory). red[warp][(r * MVQN_NT + t) * 2 + {0, 1}]: the warp's sums.
+// values (shared memory). red[warp][(t * R + r) * 2 + {0, 1}]: the warp's sums (pair t's
+// slots are mv_split_combine's layout from column 2 t R on).
 template <int TY, int R, bool P>
 __device__ __forceinline__ void mvqn_body(const MvJobQ& j, int rowA, const i64* xo, const u8* pay, const u8* hdr, const u8* pay2,
                                           const u8* hdr2, int ks, float (*red)[2 * MVQN_NT * 2], const u32* gsel) {
@@ -536,7 +537,7 @@ __device__ __forceinline__ void mvqn_body(const MvJobQ& j, int rowA, const i64* 
         for (int t = 0; t < NT; t++) {
             float a = warp_sum(acc[r][t]);
             float b = P ? warp_sum(acc2[r][t]) : 0.f;
-            if (lane == 0) { red[warp][(r * NT + t) * 2] = a; red[warp][(r * NT + t) * 2 + 1] = b; }
+            if (lane == 0) { red[warp][(t * R + r) * 2] = a; red[warp][(t * R + r) * 2 + 1] = b; }
         }
 }
 
@@ -590,20 +591,12 @@ extern "C" __global__ void __launch_bounds__(256, 2) mvqn(const __grid_constant_
     }
 #undef MVQN_R
     __syncthreads();
-    // thread (pair t, row r of the block): the wk column slices in order, as mv_split_combine
+    // thread (pair t, row rb of the block): mv_split_combine on pair t's slots of red, the
+    // pair's routing weight, its y row
     const int t = threadIdx.x >> lrpb, rb = threadIdx.x & (rpb - 1);
-    if (t >= c.z || row0 + rb >= j.w.rows) return;
-    const int gq = rb >> (__ffs(j.rpw) - 1), r = rb & (j.rpw - 1);
-    float a = 0.f, u = 0.f;
-    for (int k = 0; k < j.wk; k++) {
-        a += red[gq * j.wk + k][(r * MVQN_NT + t) * 2];
-        u += red[gq * j.wk + k][(r * MVQN_NT + t) * 2 + 1];
-    }
+    if (t >= c.z) return;
     const int p = c.y + t;
-    float v = a;
-    if (pay2) {
-        const float gg = fminf(a, j.clamp), uu = fminf(fmaxf(u, -j.clamp), j.clamp);
-        v = siluf_(gg) * uu * (j.wts ? j.wts[p] : 1.f);
-    }
-    j.y[(i64)p * j.w.rows + row0 + rb] = v;
+    const float wsl = pay2 && j.wts ? j.wts[p] : 1.f;
+    mv_split_combine_at(rb, (const float (*)[2 * MVQN_NT * 2])(&red[0][2 * t * j.rpw]), row0, rpb, j.rpw, j.wk, j.w.rows,
+                        pay2 != nullptr, j.clamp, wsl, p, j.y, nullptr, nullptr);
 }
