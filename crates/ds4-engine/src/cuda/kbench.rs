@@ -11,7 +11,7 @@ use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_want
 use super::driver::{Args, CudaError, DevBuf, Gpu, Result};
 use super::session::{
     gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_moe_grp, launch_moe_mid_form, launch_moe_mid_pairs_as, moe_grp_scratch_bytes, launch_quant_q8, moe_group2_smem, GemmArgs, MidForm, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
-    MvJobQ, MV2_KERNELS, MVQ_KERNELS, launch_quant_mvqn, mvq_type_ok, mvqn_chunk_bound, MVQN_NT,
+    MvJobQ, MV2_KERNELS, MVQ_KERNELS, launch_quant_mvqn, mvq_type_ok, mvqn_chunk_bound, MVQM_NT, MVQN_NT,
 };
 use super::weights::{q8_copy, upload_raw_mat, GMat, WMat};
 use ds4_gguf::GgmlType;
@@ -1360,7 +1360,7 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9} {:>9} {:>5} repeat={} quant={qt:.3}ms speedup={:.2}x over grouped",
                     "", "", "mvq_pairs", ms_q, gflop / ms_q, rel_q, "", "", bad_q, if same_q { "same" } else { "DIFFERENT" }, ms_g / ms_q
                 );
-                let bound = mvqn_chunk_bound(GEMM_E, pairs);
+                let bound = mvqn_chunk_bound(GEMM_E, pairs, MVQN_NT);
                 let chb = gpu.alloc(bound * 16)?;
                 let chunks = || gpu.launch("pair_chunks", (1, 1, 1), 256, 0, Args::new().a(ob.ptr).a(GEMM_E as i32).a(MVQN_NT as i32).a(bound as i32).a(chb.ptr));
                 chunks()?;
@@ -1374,6 +1374,25 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} chunks={ms_ch:.3}ms speedup={:.2}x over grouped, {:.2}x over mvq_pairs (vs columns: mvq_pairs){}",
                     "", "", "mvqn", ms_n, gflop / ms_n, rel_n, vs, mx / mq.max(1e-30), bad_n, if same_n { "same" } else { "DIFFERENT" }, ms_g / ms_n, ms_q / ms_n,
                     if vs < 1e-5 && bad_n == 0 && same_n { "" } else { "  FAIL" }
+                );
+                // the same chunks of up to MVQM_NT pairs on the int8 tensor cores (mvqm: the
+                // same integer dots and factors as mvq, summed in another order: ~1e-7 expected)
+                let bm = mvqn_chunk_bound(GEMM_E, pairs, MVQM_NT);
+                let cm = || gpu.launch("pair_chunks", (1, 1, 1), 256, 0, Args::new().a(ob.ptr).a(GEMM_E as i32).a(MVQM_NT as i32).a(bm as i32).a(chb.ptr));
+                cm()?;
+                let tm = JobTableQ::chunked_mma(&mut [MvJobQ::plain(w, (qs2.ptr, qd2.ptr), yblas.ptr).chunked_mma(chb.ptr, bm, 0, gath, cols)])?;
+                let (hm, ms_m, same_m) = measure(&yblas, &|| tm.run(gpu, 1))?;
+                let (rel_m, _, bad_m) = gemm_err(&hm, &href, pairs, rows, rows);
+                let (vs, mx, _) = gemm_err(&hm, &hq, pairs, rows, rows);
+                // the weight bytes the chunks read once each (the floor the kernel aims at)
+                let wbytes = m.wmat().e_pay as f64 + m.wmat().e_hdr as f64;
+                let touched = (0..GEMM_E).filter(|&e| off[e + 1] > off[e]).count() as f64;
+                let nch: usize = (0..GEMM_E).map(|e| ((off[e + 1] - off[e]) as usize).div_ceil(MVQM_NT)).sum();
+                println!(
+                    "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} speedup={:.2}x over grouped, {:.2}x over mvqn; weights {:.0} MB read once per chunk ({nch} chunks, {:.0} experts): {:.2} TB/s (vs columns: mvq_pairs){}",
+                    "", "", "mvqm", ms_m, gflop / ms_m, rel_m, vs, mx / mq.max(1e-30), bad_m, if same_m { "same" } else { "DIFFERENT" }, ms_g / ms_m, ms_n / ms_m,
+                    wbytes * touched / 1e6, touched, wbytes * nch as f64 / ms_m / 1e9,
+                    if vs < 1e-5 && bad_m == 0 && same_m { "" } else { "  FAIL" }
                 );
             }
             // f16 activations (GQ_FLAG_XH): the rows converted once (timed apart), same results

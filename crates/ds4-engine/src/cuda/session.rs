@@ -1490,6 +1490,11 @@ impl MvJobQ {
         let rpw = if mvqn_rpw2_ok(self.w.ty, self.w2.pay != 0) { rpw } else { 1 };
         MvJobQ { sel: chunks, nslots: bound as i32, wts, xmap, x_slot: x_slot as i64, x_div: 0, nt: MVQN_NT as i32, wk, rpw, ..self }
     }
+    /// `mvqm`'s job over the same kind of chunk table, chunks of up to MVQM_NT pairs (q8.cuh):
+    /// one 16-row tile per warp, all of K.
+    pub(crate) fn chunked_mma(self, chunks: u64, bound: usize, wts: u64, xmap: u64, x_slot: usize) -> MvJobQ {
+        MvJobQ { sel: chunks, nslots: bound as i32, wts, xmap, x_slot: x_slot as i64, x_div: 0, nt: MVQM_NT as i32, wk: 1, rpw: MVQM_RPW, ..self }
+    }
     pub(crate) fn rows_per_block(&self) -> usize {
         self.rpw as usize * (8 / self.wk as usize)
     }
@@ -1574,6 +1579,11 @@ pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
 /// The chunked int8 matvec (q8.cuh `mvqn`) and its pairs per chunk (MVQN_NT there).
 pub(crate) const MVQN_KERNEL: &str = "mvqn";
 pub(crate) const MVQN_NT: usize = 8;
+/// The chunked int8 matvec on the tensor cores (q8.cuh `mvqm`), its pairs per chunk (MVQM_NT
+/// there) and rows per warp (one m16 tile; 128 rows per block).
+pub(crate) const MVQM_KERNEL: &str = "mvqm";
+pub(crate) const MVQM_NT: usize = 16;
+const MVQM_RPW: i32 = 16;
 
 /// Whether mvqn runs 2 rows per warp for this weight type (paired: gate / up), as q8.cuh
 /// mvqn_rows instantiates it (elsewhere 128 registers spilled).
@@ -1599,6 +1609,25 @@ impl GridJob for MvJobQ {
         MvJobQ::blocks(self)
     }
     fn check(&self, kern: &str) -> Result<()> {
+        if kern == MVQM_KERNEL || self.nt == MVQM_NT as i32 {
+            // mvqm: one 16-row tile per warp over all of K, x offsets in 32 bits (q8.cuh mvqm_body)
+            let x_span = self.nslots as i64 * MVQM_NT as i64 * self.x_slot;
+            if kern != MVQM_KERNEL
+                || self.nt != MVQM_NT as i32
+                || self.rpw != MVQM_RPW
+                || self.wk != 1
+                || !mvq_type_ok(self.w.ty)
+                || self.w.cols % 256 != 0
+                || self.x_slot % 32 != 0
+                || self.yq != 0
+                || self.sel == 0
+                || x_span >= 1 << 31
+                || self.blocks() >= 1 << 21
+            {
+                return Err(CudaError::Other(format!("mvqm: unsupported job (type {}, cols {}, {kern})", self.w.ty, self.w.cols)));
+            }
+            return Ok(());
+        }
         if !mvq_type_ok(self.w.ty) || self.w.cols % 256 != 0 || self.x_slot % 32 != 0 || ![1, 2, 4, 8].contains(&self.rpw) || ![1, 2, 4, 8].contains(&self.wk) {
             return Err(CudaError::Other(format!("mvq: unsupported job (type {}, cols {})", self.w.ty, self.w.cols)));
         }
@@ -1650,6 +1679,10 @@ impl JobTableQ {
     /// mvqn jobs (MvJobQ::chunked, their split already set).
     pub(crate) fn chunked(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
         Jobs::with_kernel(jobs, MVQN_KERNEL)
+    }
+    /// mvqm jobs (MvJobQ::chunked_mma).
+    pub(crate) fn chunked_mma(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
+        Jobs::with_kernel(jobs, MVQM_KERNEL)
     }
 }
 
@@ -2354,12 +2387,17 @@ enum MoeSmall {
     /// against 7.8K at 512, session 50); the bound past 64 tokens (`DS4_MOE_SMALL=N`, up to
     /// MOE_SMALL_MAX)
     Chunked,
+    /// `=m`: the chunks (of up to MVQM_NT pairs) on the int8 tensor cores (`mvqm`): mvqn
+    /// measured latency-bound (its IQ2_XXS gate at 1024 tokens 5.3 ms against a ~0.6 ms weight
+    /// read, H100, session 52), each lane loading every pair's inputs for its own rows
+    ChunkedMma,
 }
 fn moe_small_mode() -> MoeSmall {
     static V: std::sync::OnceLock<MoeSmall> = std::sync::OnceLock::new();
     *V.get_or_init(|| match std::env::var("DS4_MOE_SMALL_GRP").as_deref() {
         Ok("1") => MoeSmall::Grouped,
         Ok("n") => MoeSmall::Chunked,
+        Ok("m") => MoeSmall::ChunkedMma,
         _ => MoeSmall::TokenMajor,
     })
 }
@@ -2367,10 +2405,10 @@ fn moe_small_mode() -> MoeSmall {
 fn moe_small_grouped() -> bool {
     moe_small_mode() != MoeSmall::TokenMajor
 }
-/// Entries of pair_chunks' table for `pairs` pairs over `e` experts: each expert with pairs
-/// adds at most one partial chunk to pairs / MVQN_NT full ones.
-pub(crate) fn mvqn_chunk_bound(e: usize, pairs: usize) -> usize {
-    e.min(pairs) + pairs / MVQN_NT
+/// Entries of pair_chunks' table for `pairs` pairs over `e` experts in chunks of up to `nt`:
+/// each expert with pairs adds at most one partial chunk to pairs / nt full ones.
+pub(crate) fn mvqn_chunk_bound(e: usize, pairs: usize, nt: usize) -> usize {
+    e.min(pairs) + pairs / nt
 }
 
 /// The largest prefill batch whose routed experts run on the decode kernels' int8 matvec
@@ -2917,7 +2955,8 @@ impl CudaSession {
                 b
             },
             pair_e: gpu.alloc(ts * d.k * 4)?,
-            chunks: gpu.alloc(mvqn_chunk_bound(d.e, ts * d.k) * 16)?,
+            // (the larger table: MVQN_NT <= MVQM_NT)
+            chunks: gpu.alloc(mvqn_chunk_bound(d.e, ts * d.k, MVQN_NT) * 16)?,
         };
         let ties = if opts.near_ties {
             let b = gpu.alloc_zeroed((4 + 4 * NEAR_TIE_CAP) * 4)?;
@@ -3419,22 +3458,30 @@ impl CudaSession {
         let (d, sc, ly, gpu) = (&self.m.dims, &self.sc, &self.m.layers[l], self.gpu());
         let n = t * d.k;
         let qx = sc.qx_small.at(0);
-        if moe_small_mode() == MoeSmall::Chunked {
-            // the pairs grouped by expert, in chunks of MVQN_NT: each expert's weights
-            // decoded once per chunk (q8.cuh mvqn)
+        let mode = moe_small_mode();
+        if mode == MoeSmall::Chunked || mode == MoeSmall::ChunkedMma {
+            // the pairs grouped by expert, in chunks of nt: each expert's weights decoded once
+            // per chunk (q8.cuh mvqn / mvqm)
+            let mma = mode == MoeSmall::ChunkedMma;
+            let nt = if mma { MVQM_NT } else { MVQN_NT };
             self.moe_group_pairs(t)?;
-            let bound = mvqn_chunk_bound(d.e, n);
-            let args = Args::new().a(sc.off.ptr).a(d.e as i32).a(MVQN_NT as i32).a(bound as i32).a(sc.chunks.ptr);
+            let bound = mvqn_chunk_bound(d.e, n, nt);
+            let args = Args::new().a(sc.off.ptr).a(d.e as i32).a(nt as i32).a(bound as i32).a(sc.chunks.ptr);
             gpu.launch("pair_chunks", (1, 1, 1), 256, 0, args)?;
+            let table = |j: MvJobQ, wts: u64, xmap: u64, x_slot: usize| -> Result<JobTableQ> {
+                if mma {
+                    JobTableQ::chunked_mma(&mut [j.chunked_mma(sc.chunks.ptr, bound, wts, xmap, x_slot)])
+                } else {
+                    JobTableQ::chunked(&mut [j.chunked(sc.chunks.ptr, bound, wts, xmap, x_slot)])
+                }
+            };
             let (gw, uw) = (ly.gate_exps.wmat(), ly.up_exps.wmat());
             launch_quant_mvqn(gpu, gw.ty, sc.xn.ptr, t * d.d, qx)?;
-            let gu = MvJobQ::paired(gw, uw, qx, sc.mid.ptr, clamp).chunked(sc.chunks.ptr, bound, sc.pair_w.ptr, sc.pair_tok.ptr, d.d);
-            JobTableQ::chunked(&mut [gu])?.run(gpu, 1)?;
+            table(MvJobQ::paired(gw, uw, qx, sc.mid.ptr, clamp), sc.pair_w.ptr, sc.pair_tok.ptr, d.d)?.run(gpu, 1)?;
             let qm = sc.qmid_small.at(0);
             let dw = ly.down_exps.wmat();
             launch_quant_mvqn(gpu, dw.ty, sc.mid.ptr, n * d.f, qm)?;
-            let dn = MvJobQ::plain(dw, qm, sc.ypair.ptr).chunked(sc.chunks.ptr, bound, 0, 0, d.f);
-            return JobTableQ::chunked(&mut [dn])?.run(gpu, 1);
+            return table(MvJobQ::plain(dw, qm, sc.ypair.ptr), 0, 0, d.f)?.run(gpu, 1);
         }
         launch_quant_q8(gpu, sc.xn.ptr, t * d.d, 0, 0, qx.0, qx.1)?;
         let (sel, wts, xmap, x_div) = if moe_small_mode() == MoeSmall::Grouped {
@@ -5001,22 +5048,26 @@ mod tests {
     /// extreme (all pairs on one expert, one pair per expert) per-expert counts, counted here.
     #[test]
     fn chunk_bound_covers_every_routing() {
-        let chunks = |c: &[usize]| c.iter().map(|&n| n.div_ceil(MVQN_NT)).sum::<usize>();
         let mut seed = 12345u64;
-        for pairs in [1usize, 7, 8, 9, 64, 255, 256, 257, 1536, 6144] {
-            for e in [1usize, 16, 256] {
-                let mut c = vec![0usize; e];
-                for _ in 0..pairs {
-                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                    c[(seed >> 33) as usize % e] += 1;
+        for nt in [MVQN_NT, MVQM_NT] {
+            let chunks = |c: &[usize]| c.iter().map(|&n| n.div_ceil(nt)).sum::<usize>();
+            for pairs in [1usize, 7, 8, 9, 15, 16, 17, 64, 255, 256, 257, 1536, 6144] {
+                for e in [1usize, 16, 256] {
+                    let mut c = vec![0usize; e];
+                    for _ in 0..pairs {
+                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        c[(seed >> 33) as usize % e] += 1;
+                    }
+                    assert!(chunks(&c) <= mvqn_chunk_bound(e, pairs, nt), "random, {pairs} pairs, {e} experts, nt {nt}");
+                    let mut one = vec![0usize; e];
+                    one[0] = pairs;
+                    assert!(chunks(&one) <= mvqn_chunk_bound(e, pairs, nt));
+                    let spread: Vec<usize> = (0..e).map(|i| pairs / e + usize::from(i < pairs % e)).collect();
+                    assert!(chunks(&spread) <= mvqn_chunk_bound(e, pairs, nt), "spread, {pairs} pairs, {e} experts, nt {nt}");
                 }
-                assert!(chunks(&c) <= mvqn_chunk_bound(e, pairs), "random, {pairs} pairs, {e} experts");
-                let mut one = vec![0usize; e];
-                one[0] = pairs;
-                assert!(chunks(&one) <= mvqn_chunk_bound(e, pairs));
-                let spread: Vec<usize> = (0..e).map(|i| pairs / e + usize::from(i < pairs % e)).collect();
-                assert!(chunks(&spread) <= mvqn_chunk_bound(e, pairs), "spread, {pairs} pairs, {e} experts");
             }
+            // the scratch table (sized for MVQN_NT) holds any nt's
+            assert!(mvqn_chunk_bound(256, 6144, nt) <= mvqn_chunk_bound(256, 6144, MVQN_NT));
         }
     }
 

@@ -199,6 +199,15 @@ __device__ __forceinline__ void mv_place(const J& j, int lb, int& slot, int& row
     }
 }
 
+// A matvec output: the row's sum a, or for paired jobs the clamped SwiGLU of (gate a, up c)
+// times the slot's routing weight.
+__device__ __forceinline__ float mv_out(float a, float c, bool paired, float clamp, float wsl) {
+    if (!paired) return a;
+    const float gg = fminf(a, clamp);
+    const float uu = fminf(fmaxf(c, -clamp), clamp);
+    return siluf_(gg) * uu * wsl;
+}
+
 // The split-K combine of mv2 / mvq after the block barrier: thread (row group g, row r) sums
 // the wk column slices of its row in order (red[unit][2r]: w, [2r + 1]: the paired w2) and
 // writes y, through the clamped SwiGLU (times the slot's routing weight wsl, loaded by the
@@ -219,12 +228,7 @@ __device__ __forceinline__ void mv_split_combine_at(int t, const float (*red)[RS
         a += red[g * wk + k][2 * r];
         c += red[g * wk + k][2 * r + 1];
     }
-    float v = a;
-    if (paired) {
-        float gg = fminf(a, clamp);
-        float uu = fminf(fmaxf(c, -clamp), clamp);
-        v = siluf_(gg) * uu * wsl;
-    }
+    const float v = mv_out(a, c, paired, clamp, wsl);
     y[(i64)slot * rows + row0 + t] = v;
     if (yq) q8_block(v, t, (slot * rows + row0) >> 5, yq, yd);
 }

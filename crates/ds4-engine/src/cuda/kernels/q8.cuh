@@ -477,12 +477,12 @@ __device__ __forceinline__ float mvqn_dot(const MvqnW& w, const int* xq, float d
     }
 }
 
-// One warp's R rows over its column slice for the chunk's MVQN_NT pairs (pairs past the
-// chunk's n repeat its last input: computed, never stored). xo: each pair's input offset in
+// One warp's R rows over its column slice for the chunk's np (<= MVQN_NT) pairs: a chunk of a
+// few pairs (small batches: most experts get one or two) costs only their dots. xo: each pair's input offset in
 // values (shared memory). red[warp][(t * R + r) * 2 + {0, 1}]: the warp's sums (pair t's
 // slots are mv_split_combine's layout from column 2 t R on).
 template <int TY, int R, bool P>
-__device__ __forceinline__ void mvqn_body(const MvJobQ& j, int rowA, const i64* xo, const u8* pay, const u8* hdr, const u8* pay2,
+__device__ __forceinline__ void mvqn_body(const MvJobQ& j, int rowA, const i64* xo, int np, const u8* pay, const u8* hdr, const u8* pay2,
                                           const u8* hdr2, int ks, float (*red)[2 * MVQN_NT * 2], const u32* gsel) {
     constexpr int NT = MVQN_NT;
     const int cols = j.w.cols, rows = j.w.rows;
@@ -515,6 +515,7 @@ __device__ __forceinline__ void mvqn_body(const MvJobQ& j, int rowA, const i64* 
         }
 #pragma unroll
         for (int t = 0; t < NT; t++) {
+            if (t >= np) break;  // the chunk's pairs only (np is block-uniform)
             const uint4* xp = (const uint4*)(j.xq + xo[t] + (i64)g * 32);
             const uint4 v0 = __ldg(xp), v1 = __ldg(xp + 1);
             const float2 ds = __ldg(j.xd + ((xo[t] >> 5) + g));
@@ -535,6 +536,7 @@ __device__ __forceinline__ void mvqn_body(const MvJobQ& j, int rowA, const i64* 
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int t = 0; t < NT; t++) {
+            if (t >= np) break;
             float a = warp_sum(acc[r][t]);
             float b = P ? warp_sum(acc2[r][t]) : 0.f;
             if (lane == 0) { red[warp][(t * R + r) * 2] = a; red[warp][(t * R + r) * 2 + 1] = b; }
@@ -544,11 +546,11 @@ __device__ __forceinline__ void mvqn_body(const MvJobQ& j, int rowA, const i64* 
 // Rows per warp 1 or 2; 2 only where 128 registers hold them (ptxas spilled for Q2_K and for
 // paired Q4_K): IQ2_XXS, Q8_0 and unpaired Q4_K (session.rs mvqn_rpw2_ok keeps to this).
 template <int TY, bool P>
-__device__ __forceinline__ void mvqn_rows(const MvJobQ& j, int rowA, const i64* xo, const u8* pay, const u8* hdr, const u8* pay2,
+__device__ __forceinline__ void mvqn_rows(const MvJobQ& j, int rowA, const i64* xo, int np, const u8* pay, const u8* hdr, const u8* pay2,
                                           const u8* hdr2, int ks, float (*red)[2 * MVQN_NT * 2], const u32* gsel) {
     constexpr bool two = TY == T_IQ2_XXS || TY == T_Q8_0 || (TY == T_Q4_K && !P);
-    if (two && j.rpw == 2) mvqn_body<TY, two ? 2 : 1, P>(j, rowA, xo, pay, hdr, pay2, hdr2, ks, red, gsel);
-    else mvqn_body<TY, 1, P>(j, rowA, xo, pay, hdr, pay2, hdr2, ks, red, gsel);
+    if (two && j.rpw == 2) mvqn_body<TY, two ? 2 : 1, P>(j, rowA, xo, np, pay, hdr, pay2, hdr2, ks, red, gsel);
+    else mvqn_body<TY, 1, P>(j, rowA, xo, np, pay, hdr, pay2, hdr2, ks, red, gsel);
 }
 
 // One block: rpb rows of one chunk (rpb * MVQN_NT <= 256: one combine thread per (row, pair)).
@@ -581,8 +583,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) mvqn(const __grid_constant_
     const u8 *pay = j.w.pay + e * j.w.e_pay, *hdr = j.w.hdr + e * j.w.e_hdr;
     const u8 *pay2 = j.w2.pay ? j.w2.pay + e * j.w2.e_pay : nullptr, *hdr2 = j.w2.pay ? j.w2.hdr + e * j.w2.e_hdr : nullptr;
 #define MVQN_R(TY)                                                                \
-    if (pay2) mvqn_rows<TY, true>(j, rowA, xo, pay, hdr, pay2, hdr2, ks, red, gsel); \
-    else mvqn_rows<TY, false>(j, rowA, xo, pay, hdr, pay2, hdr2, ks, red, gsel);
+    if (pay2) mvqn_rows<TY, true>(j, rowA, xo, c.z, pay, hdr, pay2, hdr2, ks, red, gsel); \
+    else mvqn_rows<TY, false>(j, rowA, xo, c.z, pay, hdr, pay2, hdr2, ks, red, gsel);
     switch (j.w.type) {
         case T_Q8_0: MVQN_R(T_Q8_0) break;
         case T_IQ2_XXS: MVQN_R(T_IQ2_XXS) break;
@@ -599,4 +601,257 @@ extern "C" __global__ void __launch_bounds__(256, 2) mvqn(const __grid_constant_
     const float wsl = pay2 && j.wts ? j.wts[p] : 1.f;
     mv_split_combine_at(rb, (const float (*)[2 * MVQN_NT * 2])(&red[0][2 * t * j.rpw]), row0, rpb, j.rpw, j.wk, j.w.rows,
                         pay2 != nullptr, j.clamp, wsl, p, j.y, nullptr, nullptr);
+}
+
+// ---- mvqm: mvqn's chunks of one expert's pairs on the int8 tensor cores -----------------------
+// mvqn (lanes over column groups, __dp4a per pair) measured latency-bound: at 1024 tokens its
+// IQ2_XXS gate ran 5.3 ms against a ~0.6 ms weight read (H100, kernel bench, session 52): each
+// lane's x words were loaded per pair and per row. Here a warp owns 16 rows (and the paired
+// matrix's same 16) and walks all of K: per 32-value group one mma.sync m16n8k32 per 8 pairs
+// multiplies the 16 rows' int8 weights with the 8 pairs' int8 inputs, the B fragment loaded
+// once per warp. Thread (gid = lane / 4, tq = lane % 4) holds rows gid and gid + 8 and words
+// 2 tq, 2 tq + 1 of each group (A k slots 4 tq.. and 16 + 4 tq..; B the same words of pair gid:
+// quant_q8p's order for IQ2_XXS, whose grid entry tq is those two words, natural order else).
+// Each group's int32 sums are scaled in f32 (the weight group's and the pair's factors, mvq_dot's
+// arithmetic) and summed per (row, pair) in group order: deterministic. Q2_K folds its 4-bit
+// scales into the 2-bit weights (at most 45 per byte) and its mins into a second mma against the
+// same x, so both 16-value halves of a group share one k32 product.
+// Job fields as mvqn's (MvJobQ::chunked_mma): nt = MVQM_NT, rpw = 16 (rows per warp), wk = 1.
+#define MVQM_NT 16
+// Groups per loop trip (aligned): 4 (Q2_K: one 128-value quarter's shared bit planes), Q4_K 2
+// (one 32-byte nibble pair; 4 spilled at 128 registers)
+template <int TY>
+__device__ constexpr int mvqm_u() { return TY == T_Q4_K ? 2 : 4; }
+
+template <bool UA>
+__device__ __forceinline__ void mma_i8(int (&c)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+    if constexpr (UA)
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
+                     : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+    else
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
+                     : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+}
+
+// One row's loads for a trip of mvqm_u groups from g0 (a multiple of it): the thread's two
+// words of each group and the factors they need.
+template <int TY> struct MvqmRow;
+template <> struct MvqmRow<T_Q8_0> { uint2 q[4]; u32 d[4]; };
+template <> struct MvqmRow<T_IQ2_XXS> { uint2 q[4]; u32 d; };
+template <> struct MvqmRow<T_Q2_K> { uint2 q; uint2 sc; u32 dd; };
+template <> struct MvqmRow<T_Q4_K> { uint2 q; uint4 hh; };
+
+template <int TY>
+__device__ __forceinline__ MvqmRow<TY> mvqm_ld(const u8* __restrict__ pay, const u8* __restrict__ hdr, int cols, int row, int g0, int tq) {
+    MvqmRow<TY> w;
+    if constexpr (TY == T_Q8_0) {
+        const i64 blk = (i64)row * (cols >> 5) + g0;
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            w.q[u] = __ldg((const uint2*)(pay + (blk + u) * 32 + 8 * tq));
+            w.d[u] = __ldg((const u16*)(hdr + (blk + u) * 2));
+        }
+    } else if constexpr (TY == T_IQ2_XXS) {  // the group's 8 bytes (grid indices, signs + scale)
+        const i64 blk = (i64)row * (cols >> 8) + (g0 >> 3);
+#pragma unroll
+        for (int u = 0; u < 4; u++) w.q[u] = __ldg((const uint2*)(pay + blk * 64 + ((g0 + u) & 7) * 8));
+        w.d = __ldg((const u16*)(hdr + blk * 2));
+    } else if constexpr (TY == T_Q2_K) {  // the trip's 4 groups share 32 bytes (2-bit planes)
+        const i64 blk = (i64)row * (cols >> 8) + (g0 >> 3);
+        const int h = (g0 & 7) >> 2;
+        const u8* P = pay + blk * 80;
+        w.q = __ldg((const uint2*)(P + 16 + 32 * h + 8 * tq));
+        w.sc = __ldg((const uint2*)(P + 8 * h));  // the 4 groups' two scale bytes each
+        w.dd = __ldg((const u32*)(hdr + blk * 4));
+    } else {  // Q4_K: groups g0, g0 + 1 share 32 bytes (nibbles)
+        const i64 blk = (i64)row * (cols >> 8) + (g0 >> 3);
+        w.q = __ldg((const uint2*)(pay + blk * 128 + 32 * ((g0 & 7) >> 1) + 8 * tq));
+        w.hh = __ldg((const uint4*)(hdr + blk * 16));
+    }
+    return w;
+}
+
+// Group u of a loaded trip as A words (lo: k slots 4 tq.., hi: 16 + 4 tq..) and f32 factors:
+// the int32 product C becomes fa * dx * C (IQ2_XXS, Q8_0), fa * dx * C - fb * sx (Q4_K), or
+// dx * (fa * C - fb * Cmin) with the min words (Q2_K).
+struct MvqmA { u32 lo, hi, mlo; float fa, fb; };
+template <int TY>
+__device__ __forceinline__ MvqmA mvqm_a(const MvqmRow<TY>& w, int g0, int u, int tq, const u32* gsel) {
+    MvqmA a;
+    if constexpr (TY == T_Q8_0) {
+        a.lo = w.q[u].x;
+        a.hi = w.q[u].y;
+        a.fa = h2f((u16)w.d[u]);
+    } else if constexpr (TY == T_IQ2_XXS) {
+        const u32 A = w.q[u].x, B = w.q[u].y;
+        const u32 s7 = (B >> (7 * tq)) & 127u;
+        const u32 sel = ((s7 * 0x00810204u + ((u32)__popc(s7) << 30)) & 0x44444444u) | gsel[(A >> (8 * tq)) & 255];
+        a.lo = (u32)iq2_prmt(sel);
+        a.hi = (u32)iq2_prmt(sel >> 16);
+        a.fa = h2f((u16)w.d) * (0.5f + (float)(B >> 28)) * 0.25f;
+    } else if constexpr (TY == T_Q2_K) {
+        // group g0 + u: bit plane u; words 2 tq, 2 tq + 1 lie in half tq / 2 (16 values each)
+        const int sft = 2 * u;
+        const u32 scb = (u < 2 ? w.sc.x : w.sc.y) >> (16 * (u & 1) + 8 * (tq >> 1));
+        const u32 sc = scb & 15u, m = (scb >> 4) & 15u;
+        a.lo = ((w.q.x >> sft) & 0x03030303u) * sc;
+        a.hi = ((w.q.y >> sft) & 0x03030303u) * sc;
+        a.mlo = m * 0x01010101u;
+        a.fa = h2f((u16)(w.dd & 0xffff));
+        a.fb = h2f((u16)(w.dd >> 16));
+    } else {  // Q4_K
+        const int j = (g0 + u) & 7, sft = (j & 1) * 4;
+        int sc, m;
+        q4k_scale_min_w(j, w.hh.y, w.hh.z, w.hh.w, sc, m);
+        a.lo = (w.q.x >> sft) & 0x0F0F0F0Fu;
+        a.hi = (w.q.y >> sft) & 0x0F0F0F0Fu;
+        a.fa = h2f((u16)(w.hh.x & 0xffff)) * (float)sc;
+        a.fb = h2f((u16)(w.hh.x >> 16)) * (float)m;
+    }
+    return a;
+}
+
+// One warp: rows r0 = rowW + gid and r1 = r0 + 8 of the job's matrix (and of w2 for paired
+// jobs) for chunk c's pairs (nb = ceil(pairs / 8) n tiles), all of K, and their outputs.
+// acc[m][n][e]: matrix m (0 w, 1 w2), n tile n, C element e (rows r0, r0, r1, r1; pairs 2 tq,
+// 2 tq + 1, 2 tq, 2 tq + 1).
+template <int TY, bool P>
+__device__ __forceinline__ void mvqm_body(const MvJobQ& j, int4 c, int rowW, const i64* xo, const u8* pay, const u8* hdr,
+                                          const u8* pay2, const u8* hdr2, const u32* gsel) {
+    constexpr int NB = MVQM_NT / 8, M = P ? 2 : 1, U = mvqm_u<TY>();
+    const int nb = (c.z + 7) >> 3;
+    float acc[M][NB][4] = {};
+    constexpr bool UA = TY == T_Q2_K || TY == T_Q4_K;
+    const int cols = j.w.cols, rows = j.w.rows;
+    const int lane = threadIdx.x & 31, gid = lane >> 2, tq = lane & 3;
+    const int r0 = min(rowW + gid, rows - 1), r1 = min(rowW + gid + 8, rows - 1);
+    // this thread's B rows: pair gid of each n tile (x values); its C pairs 2 tq, 2 tq + 1 (factors)
+    // (offsets below 2^31: at most MOE_SMALL_MAX x K pairs of x_slot values, checked by the host)
+    int xb[NB], xf[NB][2];
+#pragma unroll
+    for (int n = 0; n < NB; n++) {
+        xb[n] = (int)xo[n * 8 + gid];
+        xf[n][0] = (int)(xo[n * 8 + 2 * tq] >> 5);
+        xf[n][1] = (int)(xo[n * 8 + 2 * tq + 1] >> 5);
+    }
+    const int ng = cols >> 5;
+    for (int g0 = 0; g0 < ng; g0 += U) {
+        MvqmRow<TY> wr[M][2];
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+            wr[m][0] = mvqm_ld<TY>(m ? pay2 : pay, m ? hdr2 : hdr, cols, r0, g0, tq);
+            wr[m][1] = mvqm_ld<TY>(m ? pay2 : pay, m ? hdr2 : hdr, cols, r1, g0, tq);
+        }
+        uint2 xw[NB][U];
+        // pairs 2 tq, 2 tq + 1: dx of each group (Q4_K: {dx, sx})
+        float2 xd[NB][2][U];
+#pragma unroll
+        for (int n = 0; n < NB; n++) {
+            if (n >= nb) break;
+#pragma unroll
+            for (int u = 0; u < U; u++) xw[n][u] = __ldg((const uint2*)(j.xq + xb[n] + (g0 + u) * 32 + 8 * tq));
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    if constexpr (TY == T_Q4_K) xd[n][h][u] = __ldg(j.xd + xf[n][h] + g0 + u);
+                    else xd[n][h][u].x = __ldg((const float*)(j.xd + xf[n][h] + g0 + u));
+                }
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            MvqmA a[M][2];
+#pragma unroll
+            for (int m = 0; m < M; m++) {
+                a[m][0] = mvqm_a<TY>(wr[m][0], g0, u, tq, gsel);
+                a[m][1] = mvqm_a<TY>(wr[m][1], g0, u, tq, gsel);
+            }
+#pragma unroll
+            for (int n = 0; n < NB; n++) {
+                if (n >= nb) break;
+                const u32 b0 = xw[n][u].x, b1 = xw[n][u].y;
+                float dx[2], sx[2];
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    dx[h] = xd[n][h][u].x;
+                    sx[h] = TY == T_Q4_K ? xd[n][h][u].y : 0.f;
+                }
+#pragma unroll
+                for (int m = 0; m < M; m++) {
+                    int cc[4];
+                    mma_i8<UA>(cc, a[m][0].lo, a[m][1].lo, a[m][0].hi, a[m][1].hi, b0, b1);
+                    if constexpr (TY == T_Q2_K) {
+                        int cm[4];
+                        mma_i8<true>(cm, a[m][0].mlo, a[m][1].mlo, a[m][0].mlo, a[m][1].mlo, b0, b1);
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const MvqmA& ar = a[m][e >> 1];
+                            acc[m][n][e] += dx[e & 1] * (ar.fa * (float)cc[e] - ar.fb * (float)cm[e]);
+                        }
+                    } else if constexpr (TY == T_Q4_K) {
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const MvqmA& ar = a[m][e >> 1];
+                            acc[m][n][e] += ar.fa * dx[e & 1] * (float)cc[e] - ar.fb * sx[e & 1];
+                        }
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < 4; e++) acc[m][n][e] += a[m][e >> 1].fa * dx[e & 1] * (float)cc[e];
+                    }
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int n = 0; n < NB; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int t = n * 8 + 2 * tq + (e & 1), row = rowW + gid + 8 * (e >> 1);
+            if (t >= c.z || row >= rows) continue;
+            const int p = c.y + t;
+            const float wsl = P && j.wts ? j.wts[p] : 1.f;
+            j.y[(i64)p * rows + row] = mv_out(acc[0][n][e], P ? acc[M - 1][n][e] : 0.f, P, j.clamp, wsl);
+        }
+}
+
+// One block: 8 warps of 16 rows (128 rows) of one chunk; the outputs straight from the
+// accumulators (no split over K, no shared-memory combine).
+extern "C" __global__ void __launch_bounds__(256, 2) mvqm(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
+    PDL_ENTRY;
+    __shared__ u32 gsel[256];
+    __shared__ i64 xo[MVQM_NT];
+    const int b = blockIdx.x;
+    const int ji = job_of_block(js.b0, njobs, b);
+    const MvJobQ& j = js.j[ji];
+    const int lb = b - js.b0[ji];
+    const int bps = (j.w.rows + 127) >> 7;
+    const int slot = div_small(lb, bps);
+    const int rowW = ((lb - slot * bps) << 7) + (threadIdx.x >> 5) * 16;
+    const bool iq2 = j.w.type == T_IQ2_XXS;
+    u64 gr = iq2 ? ld_early(IQ2XXS_GRID + (threadIdx.x & 255)) : 0;
+    const int4 c = ((const int4*)j.sel)[slot];
+    if (c.z == 0) return;  // an unused chunk (block-uniform)
+    if (threadIdx.x < MVQM_NT) {
+        const int p = c.y + min((int)threadIdx.x, c.z - 1);  // past the chunk: its last pair (not stored)
+        xo[threadIdx.x] = (i64)(j.xmap ? j.xmap[p] : p) * j.x_slot;
+    }
+    if (iq2) gsel[threadIdx.x & 255] = iq2_sel(gr);
+    __syncthreads();
+    if (rowW >= j.w.rows) return;  // (after the barrier: a warp past the last row)
+    const i64 e = c.x;
+    const u8 *pay = j.w.pay + e * j.w.e_pay, *hdr = j.w.hdr + e * j.w.e_hdr;
+    const bool paired = j.w2.pay != nullptr;
+    const u8 *pay2 = paired ? j.w2.pay + e * j.w2.e_pay : nullptr, *hdr2 = paired ? j.w2.hdr + e * j.w2.e_hdr : nullptr;
+#define MVQM_R(TY)                                                            \
+    if (paired) mvqm_body<TY, true>(j, c, rowW, xo, pay, hdr, pay2, hdr2, gsel); \
+    else mvqm_body<TY, false>(j, c, rowW, xo, pay, hdr, pay2, hdr2, gsel);
+    switch (j.w.type) {
+        case T_Q8_0: MVQM_R(T_Q8_0) break;
+        case T_IQ2_XXS: MVQM_R(T_IQ2_XXS) break;
+        case T_Q2_K: MVQM_R(T_Q2_K) break;
+        default: MVQM_R(T_Q4_K) break;
+    }
+#undef MVQM_R
 }
