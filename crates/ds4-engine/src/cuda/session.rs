@@ -2366,44 +2366,57 @@ pub(crate) fn gemm_q_bn(gpu: &Gpu, rows: usize, t: usize, avg: Option<f64>) -> u
 /// Largest prefill batch whose routed experts may run on the int8 matvec (`moe_small`; its
 /// scratch is sized for it), and the default bound.
 const MOE_SMALL_MAX: usize = 4096;
-const MOE_SMALL_DEFAULT: usize = 64;
+const MOE_SMALL_DEFAULT: usize = 256;
+/// The smallest batch whose moe_small runs `mvqm` by default (below it: token-major mvq).
+const MOE_MMA_MIN: usize = 16;
 
-/// How moe_small lays out its slots (`DS4_MOE_SMALL_GRP`). Grouped and Chunked are built and
-/// compile-checked here but have not run on a device yet (sessions 50-51 got no device time
-/// for them): off until the fixtures pass with them and the small-batch rows say where they
-/// win (tools/gpu/s51b.sh measures both).
+/// How moe_small lays out its slots: `DS4_MOE_SMALL_GRP` forces one layout for every batch;
+/// unset, batches from MOE_MMA_MIN tokens (`DS4_MOE_MMA_MIN=N`) take ChunkedMma and smaller
+/// ones TokenMajor. H100, 28 layers, t/s of one batch at 2K context, mvqm against session 50's
+/// defaults (token-major to 64 tokens, the grouped GEMM beyond): 8 tokens 379 / 407, 32 1140 /
+/// 989, 64 1822 / 1283, 128 2534 / 1431, 256 4235 / 2497, 512 6104 / 7869 (hence
+/// MOE_SMALL_DEFAULT 256); the fixtures 249/249 with mvqm up to 2048 tokens (session 52).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum MoeSmall {
-    /// one slot per (token, expert), token-major (the default)
+    /// one slot per (token, expert), token-major
     TokenMajor,
     /// `=1`: one slot per pair in moe_group's order (grouped by expert, each slot reading its
     /// pair's token through MvJobQ::xmap), so that the slots of one expert run side by side
     /// and its rows come from L2 after the first
     Grouped,
     /// `=n`: one slot per chunk of up to MVQN_NT pairs of one expert (`mvqn`): each weight
-    /// group is read and decoded once per chunk, not once per pair. At 256 tokens a batch
-    /// puts ~6 pairs on each of the 256 experts, so every expert's weights are read, and the
-    /// grouped GEMM's 128-row tiles dequantize each for a few tokens (2.4K t/s at 256 tokens
-    /// against 7.8K at 512, session 50); the bound past 64 tokens (`DS4_MOE_SMALL=N`, up to
-    /// MOE_SMALL_MAX)
+    /// group is read and decoded once per chunk, not once per pair. Measured latency-bound
+    /// (session 52: at 256 tokens 1.8K t/s against token-major's 2.5K)
     Chunked,
-    /// `=m`: the chunks (of up to MVQM_NT pairs) on the int8 tensor cores (`mvqm`): mvqn
-    /// measured latency-bound (its IQ2_XXS gate at 1024 tokens 5.3 ms against a ~0.6 ms weight
-    /// read, H100, session 52), each lane loading every pair's inputs for its own rows
+    /// `=m`: chunks of up to MVQM_NT pairs on the int8 tensor cores (`mvqm`). At 256 tokens a
+    /// batch puts ~6 pairs on each of the 256 experts, so every expert's weights are read,
+    /// and the grouped GEMM's 128-row tiles dequantize each for a few tokens (2.5K t/s at 256
+    /// tokens against 7.9K at 512); here each expert's weights are read and decoded once per
+    /// 16 pairs, and one mma multiplies 16 rows by 8 pairs
     ChunkedMma,
 }
-fn moe_small_mode() -> MoeSmall {
-    static V: std::sync::OnceLock<MoeSmall> = std::sync::OnceLock::new();
+fn moe_small_forced() -> Option<MoeSmall> {
+    static V: std::sync::OnceLock<Option<MoeSmall>> = std::sync::OnceLock::new();
     *V.get_or_init(|| match std::env::var("DS4_MOE_SMALL_GRP").as_deref() {
-        Ok("1") => MoeSmall::Grouped,
-        Ok("n") => MoeSmall::Chunked,
-        Ok("m") => MoeSmall::ChunkedMma,
-        _ => MoeSmall::TokenMajor,
+        Ok("0") => Some(MoeSmall::TokenMajor),
+        Ok("1") => Some(MoeSmall::Grouped),
+        Ok("n") => Some(MoeSmall::Chunked),
+        Ok("m") => Some(MoeSmall::ChunkedMma),
+        _ => None,
     })
 }
-/// Whether moe_small's rows come in moe_group's pair order (pair_of maps them back).
-fn moe_small_grouped() -> bool {
-    moe_small_mode() != MoeSmall::TokenMajor
+fn moe_mma_min() -> usize {
+    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_MOE_MMA_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(MOE_MMA_MIN))
+}
+/// moe_small's layout for a batch of `t` tokens.
+fn moe_small_mode(t: usize) -> MoeSmall {
+    moe_small_forced().unwrap_or(if t >= moe_mma_min() { MoeSmall::ChunkedMma } else { MoeSmall::TokenMajor })
+}
+/// Whether moe_small's rows of a `t`-token batch come in moe_group's pair order (pair_of maps
+/// them back).
+fn moe_small_grouped(t: usize) -> bool {
+    moe_small_mode(t) != MoeSmall::TokenMajor
 }
 /// Entries of pair_chunks' table for `pairs` pairs over `e` experts in chunks of up to `nt`:
 /// each expert with pairs adds at most one partial chunk to pairs / nt full ones.
@@ -2411,8 +2424,9 @@ pub(crate) fn mvqn_chunk_bound(e: usize, pairs: usize, nt: usize) -> usize {
     e.min(pairs) + pairs / nt
 }
 
-/// The largest prefill batch whose routed experts run on the decode kernels' int8 matvec
-/// (`mvq`, one slot per token and expert, token-major; `DS4_MOE_SMALL=N`: up to N tokens, at
+/// The largest prefill batch whose routed experts run on int8 activations (`moe_small`: the
+/// decode kernels' `mvq`, one slot per token and expert, below MOE_MMA_MIN tokens; `mvqm` on
+/// chunks of one expert's pairs from there, see MoeSmall; `DS4_MOE_SMALL=N`: up to N tokens, at
 /// most MOE_SMALL_MAX; 0: never). Why: at a few tokens per expert the grouped GEMM's tiles each
 /// walk all of K for 1-3 tokens (gemm_q64 ~100 us a tile), while the matvec streams each slot's
 /// expert rows at the memory bandwidth (a slot re-reads its expert where two tokens share one).
@@ -3458,7 +3472,7 @@ impl CudaSession {
         let (d, sc, ly, gpu) = (&self.m.dims, &self.sc, &self.m.layers[l], self.gpu());
         let n = t * d.k;
         let qx = sc.qx_small.at(0);
-        let mode = moe_small_mode();
+        let mode = moe_small_mode(t);
         if mode == MoeSmall::Chunked || mode == MoeSmall::ChunkedMma {
             // the pairs grouped by expert, in chunks of nt: each expert's weights decoded once
             // per chunk (q8.cuh mvqn / mvqm)
@@ -3484,7 +3498,7 @@ impl CudaSession {
             return table(MvJobQ::plain(dw, qm, sc.ypair.ptr), 0, 0, d.f)?.run(gpu, 1);
         }
         launch_quant_q8(gpu, sc.xn.ptr, t * d.d, 0, 0, qx.0, qx.1)?;
-        let (sel, wts, xmap, x_div) = if moe_small_mode() == MoeSmall::Grouped {
+        let (sel, wts, xmap, x_div) = if mode == MoeSmall::Grouped {
             self.moe_group_pairs(t)?;
             let args = Args::new().a(sc.esel.ptr).a(sc.pair_of.ptr).a(n as i32).a(sc.pair_e.ptr);
             gpu.launch("pair_experts", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)?;
@@ -4099,7 +4113,7 @@ impl CudaSession {
             let moe_y16 = fuse_moe && exp_xh && qr.is_some() && exp_y16().1 && hc_mma8_takes(&self.hc_bufs_prefill(t), post_m);
             // where each (token, expert) slot's down row is: moe_group's pair order, or the
             // token-major slots of moe_small
-            let pair_of = if moe_small && !moe_small_grouped() { sc.pair_id.ptr } else { sc.pair_of.ptr };
+            let pair_of = if moe_small && !moe_small_grouped(t) { sc.pair_id.ptr } else { sc.pair_of.ptr };
             if decode && self.q8 {
                 // (the shared expert in a parallel branch beside the router and the routed
                 // experts lost: router_dec 9.6 -> 17.5 us per call beside its DRAM stream, 8K

@@ -734,6 +734,21 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                     &format!("prefill of {n} tokens: mean KL to the reference {kl_pf:.3e} within 2x decode's {kl:.3e} (+1e-4), top-1 agreement {top1_pf:.4}"),
                 );
             }
+            // a longer sequence's first SMALL_PREFIX tokens in one batch (moe_small's mvqm
+            // range by default, session 52): their rows against the reference prefill's same
+            // rows (causal: a prefix's rows do not depend on the tokens after it)
+            const SMALL_PREFIX: usize = 256;
+            if n > SMALL_PREFIX && fast_ex.moe_small_batch(SMALL_PREFIX) {
+                let m = SMALL_PREFIX;
+                fast_ex.reset().map_err(|e| anyhow!("{e}"))?;
+                let gm = fast_ex.prefill_all_logits(&toks[..m]).map_err(|e| anyhow!("{e}"))?;
+                let (_, klm, top1m) = kl_top1(&g1[..m * vocab], &gm, vocab);
+                t.flag(
+                    &tag("fast small-batch experts deviation (prefix)"),
+                    klm <= 2.0 * kl + 1e-4 && top1m >= 0.75,
+                    &format!("prefill of the first {m} tokens: mean KL to the reference {klm:.3e} within 2x decode's {kl:.3e} (+1e-4), top-1 agreement {top1m:.4}"),
+                );
+            }
             // the f16 hc state's saturation guard: a prefix prefill made to count as saturated
             // (inject_hc_sat) runs again in f32 from the frontiers saved before it, so it and the
             // decode after it equal, bit for bit, a session that kept the state in f32 from the
