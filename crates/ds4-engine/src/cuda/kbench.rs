@@ -11,7 +11,7 @@ use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_want
 use super::driver::{Args, CudaError, DevBuf, Gpu, Result};
 use super::session::{
     gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_moe_grp, launch_moe_mid_form, launch_moe_mid_pairs_as, moe_grp_scratch_bytes, launch_quant_q8, moe_group2_smem, GemmArgs, MidForm, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
-    MvJobQ, MV2_KERNELS, MVQ_KERNELS, launch_quant_mvqn, mvq_type_ok, mvqn_chunk_bound, MVQM_NT, MVQN_NT,
+    MvJobQ, MV2_KERNELS, MVQ_KERNELS, launch_quant_mvqn, mvq_type_ok, mvqn_chunk_bound, mvqs_type_ok, MVQM_NT, MVQN_NT,
 };
 use super::weights::{q8_copy, upload_raw_mat, GMat, WMat};
 use ds4_gguf::GgmlType;
@@ -1394,6 +1394,20 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     wbytes * touched / 1e6, touched, wbytes * nch as f64 / ms_m / 1e9,
                     if vs < 1e-5 && bad_m == 0 && same_m { "" } else { "  FAIL" }
                 );
+                // mvqm through cp.async stages (mvqs): the same arithmetic in the same order,
+                // so the same bits as mvqm
+                if mvqs_type_ok(w.ty) {
+                    let ts = JobTableQ::chunked_staged(&mut [MvJobQ::plain(w, (qs2.ptr, qd2.ptr), ygrp.ptr).chunked_staged(chb.ptr, bm, 0, gath, cols)])?;
+                    let (hs, ms_s, same_s) = measure(&ygrp, &|| ts.run(gpu, 1))?;
+                    let (_, _, bad_s) = gemm_err(&hs, &href, pairs, rows, rows);
+                    let bits = hs.iter().zip(&hm).all(|(p, q)| p.to_bits() == q.to_bits());
+                    println!(
+                        "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9} {:>9} {:>9} {:>5} repeat={} bits {} mvqm, speedup={:.2}x over grouped, {:.2}x over mvqm: {:.2} TB/s{}",
+                        "", "", "mvqs", ms_s, gflop / ms_s, "", "", "", bad_s, if same_s { "same" } else { "DIFFERENT" }, if bits { "==" } else { "!=" },
+                        ms_g / ms_s, ms_m / ms_s, wbytes * nch as f64 / ms_s / 1e9,
+                        if bits && bad_s == 0 && same_s { "" } else { "  FAIL" }
+                    );
+                }
             }
             // f16 activations (GQ_FLAG_XH): the rows converted once (timed apart), same results
             if gq_xh_ok(&m.wmat()) {

@@ -1495,6 +1495,12 @@ impl MvJobQ {
     pub(crate) fn chunked_mma(self, chunks: u64, bound: usize, wts: u64, xmap: u64, x_slot: usize) -> MvJobQ {
         MvJobQ { sel: chunks, nslots: bound as i32, wts, xmap, x_slot: x_slot as i64, x_div: 0, nt: MVQM_NT as i32, wk: 1, rpw: MVQM_RPW, ..self }
     }
+    /// `mvqs`'s job (q8.cuh): chunked_mma's, paired jobs with two warps per 16 rows (gate and
+    /// up: 64 rows per block).
+    pub(crate) fn chunked_staged(self, chunks: u64, bound: usize, wts: u64, xmap: u64, x_slot: usize) -> MvJobQ {
+        let wk = if self.w2.pay != 0 { 2 } else { 1 };
+        MvJobQ { wk, ..self.chunked_mma(chunks, bound, wts, xmap, x_slot) }
+    }
     pub(crate) fn rows_per_block(&self) -> usize {
         self.rpw as usize * (8 / self.wk as usize)
     }
@@ -1584,6 +1590,26 @@ pub(crate) const MVQN_NT: usize = 8;
 pub(crate) const MVQM_KERNEL: &str = "mvqm";
 pub(crate) const MVQM_NT: usize = 16;
 const MVQM_RPW: i32 = 16;
+/// mvqm with its operands staged in shared memory by cp.async (q8.cuh `mvqs`): stages in its
+/// ring, and the bytes of one stage (128 weight rows of 256 values with their headers, the
+/// chunk's MVQM_NT pairs' int8 inputs and factors; q8.cuh mvqs_stage_bytes, asserted equal).
+pub(crate) const MVQS_KERNEL: &str = "mvqs";
+pub(crate) const MVQS_ST: usize = 3;
+pub(crate) const fn mvqs_stage_bytes(ty: i32) -> usize {
+    let (stride, hdr) = match ty {
+        16 => (80, 4),  // IQ2_XXS: 64 payload bytes, the header's 4-byte word
+        10 => (80, 4),  // Q2_K
+        _ => (144, 16), // Q4_K: 128 payload bytes
+    };
+    128 * (stride + hdr) + MVQM_NT * 288 + MVQM_NT * 64
+}
+/// Whether mvqs handles routed experts of this weight type (IQ2_XXS, Q2_K, Q4_K).
+pub(crate) fn mvqs_type_ok(ty: i32) -> bool {
+    matches!(ty, 10 | 12 | 16)
+}
+pub(crate) fn mvqs_smem_max() -> usize {
+    [10, 12, 16].iter().map(|&t| MVQS_ST * mvqs_stage_bytes(t)).max().unwrap_or(0)
+}
 
 /// Whether mvqn runs 2 rows per warp for this weight type (paired: gate / up), as q8.cuh
 /// mvqn_rows instantiates it (elsewhere 128 registers spilled).
@@ -1609,13 +1635,17 @@ impl GridJob for MvJobQ {
         MvJobQ::blocks(self)
     }
     fn check(&self, kern: &str) -> Result<()> {
-        if kern == MVQM_KERNEL || self.nt == MVQM_NT as i32 {
-            // mvqm: one 16-row tile per warp over all of K, x offsets in 32 bits (q8.cuh mvqm_body)
+        if kern == MVQM_KERNEL || kern == MVQS_KERNEL || self.nt == MVQM_NT as i32 {
+            // mvqm / mvqs: one 16-row tile per warp over all of K, x offsets in 32 bits (q8.cuh
+            // mvqm_body); mvqs: paired jobs two warps per tile, the routed experts' types
             let x_span = self.nslots as i64 * MVQM_NT as i64 * self.x_slot;
-            if kern != MVQM_KERNEL
+            let staged = kern == MVQS_KERNEL;
+            let wk = if staged && self.w2.pay != 0 { 2 } else { 1 };
+            if !(kern == MVQM_KERNEL || staged)
+                || (staged && !mvqs_type_ok(self.w.ty))
                 || self.nt != MVQM_NT as i32
                 || self.rpw != MVQM_RPW
-                || self.wk != 1
+                || self.wk != wk
                 || !mvq_type_ok(self.w.ty)
                 || self.w.cols % 256 != 0
                 || self.x_slot % 32 != 0
@@ -1683,6 +1713,16 @@ impl JobTableQ {
     /// mvqm jobs (MvJobQ::chunked_mma).
     pub(crate) fn chunked_mma(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
         Jobs::with_kernel(jobs, MVQM_KERNEL)
+    }
+    /// mvqs jobs (MvJobQ::chunked_staged), with their stages' shared memory.
+    pub(crate) fn chunked_staged(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
+        let mut t = Jobs::with_kernel(jobs, MVQS_KERNEL)?;
+        let mut s = 0;
+        for (k, j) in jobs.iter().enumerate() {
+            s = s.max((MVQS_ST * mvqs_stage_bytes(j.w.ty)) as u32);
+            t.smem[k] = s;
+        }
+        Ok(t)
     }
 }
 
@@ -2394,6 +2434,9 @@ enum MoeSmall {
     /// tokens against 7.9K at 512); here each expert's weights are read and decoded once per
     /// 16 pairs, and one mma multiplies 16 rows by 8 pairs
     ChunkedMma,
+    /// `=s`: mvqm's chunks through shared-memory stages filled by cp.async (`mvqs`; IQ2_XXS,
+    /// Q2_K, Q4_K; other types take mvqm)
+    ChunkedStaged,
 }
 fn moe_small_forced() -> Option<MoeSmall> {
     static V: std::sync::OnceLock<Option<MoeSmall>> = std::sync::OnceLock::new();
@@ -2402,6 +2445,7 @@ fn moe_small_forced() -> Option<MoeSmall> {
         Ok("1") => Some(MoeSmall::Grouped),
         Ok("n") => Some(MoeSmall::Chunked),
         Ok("m") => Some(MoeSmall::ChunkedMma),
+        Ok("s") => Some(MoeSmall::ChunkedStaged),
         _ => None,
     })
 }
@@ -3473,17 +3517,20 @@ impl CudaSession {
         let n = t * d.k;
         let qx = sc.qx_small.at(0);
         let mode = moe_small_mode(t);
-        if mode == MoeSmall::Chunked || mode == MoeSmall::ChunkedMma {
+        if matches!(mode, MoeSmall::Chunked | MoeSmall::ChunkedMma | MoeSmall::ChunkedStaged) {
             // the pairs grouped by expert, in chunks of nt: each expert's weights decoded once
-            // per chunk (q8.cuh mvqn / mvqm)
-            let mma = mode == MoeSmall::ChunkedMma;
+            // per chunk (q8.cuh mvqn / mvqm / mvqs)
+            let mma = mode != MoeSmall::Chunked;
+            let staged = |ty: i32| mode == MoeSmall::ChunkedStaged && mvqs_type_ok(ty);
             let nt = if mma { MVQM_NT } else { MVQN_NT };
             self.moe_group_pairs(t)?;
             let bound = mvqn_chunk_bound(d.e, n, nt);
             let args = Args::new().a(sc.off.ptr).a(d.e as i32).a(nt as i32).a(bound as i32).a(sc.chunks.ptr);
             gpu.launch("pair_chunks", (1, 1, 1), 256, 0, args)?;
             let table = |j: MvJobQ, wts: u64, xmap: u64, x_slot: usize| -> Result<JobTableQ> {
-                if mma {
+                if staged(j.w.ty) {
+                    JobTableQ::chunked_staged(&mut [j.chunked_staged(sc.chunks.ptr, bound, wts, xmap, x_slot)])
+                } else if mma {
                     JobTableQ::chunked_mma(&mut [j.chunked_mma(sc.chunks.ptr, bound, wts, xmap, x_slot)])
                 } else {
                     JobTableQ::chunked(&mut [j.chunked(sc.chunks.ptr, bound, wts, xmap, x_slot)])

@@ -855,3 +855,244 @@ extern "C" __global__ void __launch_bounds__(256, 2) mvqm(const __grid_constant_
     }
 #undef MVQM_R
 }
+
+// ---- mvqs: mvqm with its operands staged in shared memory by cp.async -------------------------
+// mvqm's weight loads sit in registers until used: 16 warps per SM with one trip each in flight
+// kept ~8 KB per SM in flight, ~0.75 TB/s (kernel bench, H100, session 52). Here the block walks K
+// in stages of 256 values (one quant block per row) through a ring of MVQS_ST shared-memory
+// stages filled by cp.async: the stage's weight rows (128 rows: paired jobs 64 of gate and the
+// same 64 of up), their headers, and the chunk's 16 pairs' int8 inputs and factors, copied once
+// per block for all its warps. Warps then decode from shared memory as mvqm does from registers
+// (same words, same factors, same order: the same bits as mvqm). IQ2_XXS, Q2_K, Q4_K (the
+// routed experts' types). Paired jobs: warp 2i gate, 2i + 1 up of the same 16 rows.
+#define MVQS_ST 3
+// bytes per row and stage: payload, its stride in shared memory, and header (a 4-byte word for
+// IQ2_XXS's 2-byte scale)
+__host__ __device__ constexpr int mvqs_pb(int ty) { return ty == T_IQ2_XXS ? 64 : ty == T_Q2_K ? 80 : 128; }
+// (row strides multiples of 16 for cp.async; 80 bytes = 20 banks apart: rows gid 0-7 of a
+// fragment load hit distinct bank pairs)
+__host__ __device__ constexpr int mvqs_pbs(int ty) { return ty == T_Q4_K ? 144 : 80; }
+__host__ __device__ constexpr int mvqs_hb(int ty) { return ty == T_IQ2_XXS ? 4 : ty == T_Q2_K ? 4 : 16; }
+#define MVQS_XS 288  // bytes per pair and stage of x (256 + pad: four pairs' words hit distinct banks)
+__host__ __device__ constexpr int mvqs_stage_bytes(int ty) { return 128 * (mvqs_pbs(ty) + mvqs_hb(ty)) + MVQM_NT * MVQS_XS + MVQM_NT * 64; }
+
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((u32)__cvta_generic_to_shared(dst)), "l"(src));
+}
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((u32)__cvta_generic_to_shared(dst)), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
+
+// Stage st of the block's operands: weight rows (row i of the block: matrix i / 64 of a paired
+// job, else the single matrix; rows past the matrix repeat its last), headers, x and factors.
+template <int TY>
+__device__ __forceinline__ void mvqs_issue(u8* sm, int st, const MvJobQ& j, const u8* const* pay, const u8* const* hdr, int row0,
+                                           bool paired, const i64* xo) {
+    constexpr int PB = mvqs_pb(TY), PBS = mvqs_pbs(TY), HB = mvqs_hb(TY);
+    const int nblk = j.w.cols >> 8, rows = j.w.rows;
+    u8* W = sm;
+    u8* H = sm + 128 * PBS;
+    u8* X = H + 128 * HB;
+    u8* XD = X + MVQM_NT * MVQS_XS;
+    // payload: 128 rows x PB bytes in 16-byte pieces
+    constexpr int PPR = PB / 16;
+    for (int i = threadIdx.x; i < 128 * PPR; i += blockDim.x) {
+        const int r = i / PPR, k = i - r * PPR;
+        const int m = paired ? r >> 6 : 0, rr = min(row0 + (paired ? r & 63 : r), rows - 1);
+        cp_async16(W + r * PBS + 16 * k, (m ? pay[1] : pay[0]) + ((i64)rr * nblk + st) * PB + 16 * k);
+    }
+    // headers
+    if (threadIdx.x < 128) {
+        const int r = threadIdx.x;
+        const int m = paired ? r >> 6 : 0, rr = min(row0 + (paired ? r & 63 : r), rows - 1);
+        const i64 bi = (i64)rr * nblk + st;
+        const u8* h = m ? hdr[1] : hdr[0];
+        if constexpr (TY == T_IQ2_XXS) cp_async4(H + r * HB, h + ((bi * 2) & ~(i64)3));
+        else if constexpr (TY == T_Q2_K) cp_async4(H + r * HB, h + bi * 4);
+        else cp_async16(H + r * HB, h + bi * 16);
+    } else {
+        // x: MVQM_NT pairs x 256 bytes (16 pieces each), factors: MVQM_NT x 8 float2 (4 pieces)
+        for (int i = threadIdx.x - 128; i < MVQM_NT * 20; i += blockDim.x - 128) {
+            if (i < MVQM_NT * 16) {
+                const int p = i >> 4, k = i & 15;
+                cp_async16(X + p * MVQS_XS + 16 * k, j.xq + xo[p] + st * 256 + 16 * k);
+            } else {
+                const int q = i - MVQM_NT * 16, p = q >> 2, k = q & 3;
+                cp_async16(XD + p * 64 + 16 * k, (const u8*)(j.xd + (xo[p] >> 5) + st * 8) + 16 * k);
+            }
+        }
+    }
+}
+
+// A words and factors of group u (0-7) of a staged row (mvqm_a's arithmetic on shared memory).
+template <int TY>
+__device__ __forceinline__ MvqmA mvqs_a(const u8* W, const u8* H, int row, int u, int tq, int hsel, const u32* gsel) {
+    constexpr int PBS = mvqs_pbs(TY), HB = mvqs_hb(TY);
+    const u8* P = W + row * PBS;
+    MvqmA a;
+    if constexpr (TY == T_IQ2_XXS) {
+        const uint2 q = *(const uint2*)(P + 8 * u);
+        const u32 hw = *(const u32*)(H + row * HB);
+        const u32 s7 = (q.y >> (7 * tq)) & 127u;
+        const u32 sel = ((s7 * 0x00810204u + ((u32)__popc(s7) << 30)) & 0x44444444u) | gsel[(q.x >> (8 * tq)) & 255];
+        a.lo = (u32)iq2_prmt(sel);
+        a.hi = (u32)iq2_prmt(sel >> 16);
+        a.fa = h2f((u16)(hw >> (16 * hsel))) * (0.5f + (float)(q.y >> 28)) * 0.25f;
+    } else if constexpr (TY == T_Q2_K) {
+        const int h = u >> 2, sft = 2 * (u & 3);
+        const uint2 q = *(const uint2*)(P + 16 + 32 * h + 8 * tq);
+        const u32 scb = (u32)P[8 * h + 2 * (u & 3) + (tq >> 1)];
+        const u32 sc = scb & 15u, m = (scb >> 4) & 15u;
+        const u32 dd = *(const u32*)(H + row * HB);
+        a.lo = ((q.x >> sft) & 0x03030303u) * sc;
+        a.hi = ((q.y >> sft) & 0x03030303u) * sc;
+        a.mlo = m * 0x01010101u;
+        a.fa = h2f((u16)(dd & 0xffff));
+        a.fb = h2f((u16)(dd >> 16));
+    } else {  // Q4_K
+        const int sft = (u & 1) * 4;
+        const uint2 q = *(const uint2*)(P + 32 * (u >> 1) + 8 * tq);
+        const uint4 hh = *(const uint4*)(H + row * HB);
+        int sc, m;
+        q4k_scale_min_w(u, hh.y, hh.z, hh.w, sc, m);
+        a.lo = (q.x >> sft) & 0x0F0F0F0Fu;
+        a.hi = (q.y >> sft) & 0x0F0F0F0Fu;
+        a.fa = h2f((u16)(hh.x & 0xffff)) * (float)sc;
+        a.fb = h2f((u16)(hh.x >> 16)) * (float)m;
+    }
+    return a;
+}
+
+template <int TY>
+__device__ __forceinline__ void mvqs_run(const MvJobQ& j, int4 c, int row0, bool paired, const i64* xo, const u8* const* pay,
+                                         const u8* const* hdr, const u32* gsel, u8* smem, float (&acc)[MVQM_NT / 8][4]) {
+    constexpr int NB = MVQM_NT / 8, SB = mvqs_stage_bytes(TY), PBS = mvqs_pbs(TY), HB = mvqs_hb(TY);
+    constexpr bool UA = TY != T_IQ2_XXS;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tq = lane & 3;
+    const int nst = j.w.cols >> 8;
+    const int nb = (c.z + 7) >> 3;
+    // this warp's rows in the stage: tile rows (paired: warp 2i / 2i + 1 -> gate / up rows 16 i..)
+    const int rb = paired ? (warp & 1) * 64 + (warp >> 1) * 16 : warp * 16;
+    // IQ2_XXS: which half of the staged header word holds the row's scale (fixed per row: the
+    // block index advances by one per stage, the row's parity by nblk)
+    const int nblk = j.w.cols >> 8;
+    int hs[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int r = rb + gid + 8 * i;
+        const int rr = min(row0 + (paired ? r & 63 : r), j.w.rows - 1);
+        hs[i] = (int)(((i64)rr * nblk) & 1);
+    }
+#pragma unroll
+    for (int s = 0; s < MVQS_ST - 1; s++) {
+        if (s < nst) mvqs_issue<TY>(smem + s * SB, s, j, pay, hdr, row0, paired, xo);
+        cp_async_commit();
+    }
+    for (int s = 0; s < nst; s++) {
+        const int sn = s + MVQS_ST - 1;
+        if (sn < nst) mvqs_issue<TY>(smem + (sn % MVQS_ST) * SB, sn, j, pay, hdr, row0, paired, xo);
+        cp_async_commit();
+        cp_async_wait<MVQS_ST - 1>();
+        __syncthreads();
+        const u8* S = smem + (s % MVQS_ST) * SB;
+        const u8 *W = S, *H = S + 128 * PBS, *X = H + 128 * HB, *XD = X + MVQM_NT * MVQS_XS;
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            // the block index's parity advances each stage: IQ2_XXS's header half
+            const MvqmA a0 = mvqs_a<TY>(W, H, rb + gid, u, tq, hs[0] ^ (s & 1), gsel);
+            const MvqmA a1 = mvqs_a<TY>(W, H, rb + gid + 8, u, tq, hs[1] ^ (s & 1), gsel);
+#pragma unroll
+            for (int n = 0; n < NB; n++) {
+                if (n >= nb) break;
+                const uint2 xw = *(const uint2*)(X + (n * 8 + gid) * MVQS_XS + 32 * u + 8 * tq);
+                float2 xd[2];
+#pragma unroll
+                for (int h = 0; h < 2; h++) xd[h] = *(const float2*)(XD + (n * 8 + 2 * tq + h) * 64 + 8 * u);
+                int cc[4];
+                mma_i8<UA>(cc, a0.lo, a1.lo, a0.hi, a1.hi, xw.x, xw.y);
+                if constexpr (TY == T_Q2_K) {
+                    int cm[4];
+                    mma_i8<true>(cm, a0.mlo, a1.mlo, a0.mlo, a1.mlo, xw.x, xw.y);
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const MvqmA& ar = (e >> 1) ? a1 : a0;
+                        acc[n][e] += xd[e & 1].x * (ar.fa * (float)cc[e] - ar.fb * (float)cm[e]);
+                    }
+                } else if constexpr (TY == T_Q4_K) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const MvqmA& ar = (e >> 1) ? a1 : a0;
+                        acc[n][e] += ar.fa * xd[e & 1].x * (float)cc[e] - ar.fb * xd[e & 1].y;
+                    }
+                } else {
+#pragma unroll
+                    for (int e = 0; e < 4; e++) acc[n][e] += ((e >> 1) ? a1 : a0).fa * xd[e & 1].x * (float)cc[e];
+                }
+            }
+        }
+        __syncthreads();  // the stage is refilled next
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) mvqs(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
+    PDL_ENTRY;
+    extern __shared__ __align__(16) u8 mvqs_sm[];
+    __shared__ u32 gsel[256];
+    __shared__ i64 xo[MVQM_NT];
+    __shared__ float upx[4][MVQM_NT / 8][4][32];  // the up warps' sums, read by the gate warps
+    const int b = blockIdx.x;
+    const int ji = job_of_block(js.b0, njobs, b);
+    const MvJobQ& j = js.j[ji];
+    const int lb = b - js.b0[ji];
+    const bool paired = j.w2.pay != nullptr;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int lrpb = paired ? 6 : 7;  // rows per block 64 / 128
+    const int bps = (j.w.rows + (1 << lrpb) - 1) >> lrpb;
+    const int slot = div_small(lb, bps);
+    const int row0 = (lb - slot * bps) << lrpb;
+    const int rowW = row0 + (paired ? warp >> 1 : warp) * 16;
+    const bool up = paired && (warp & 1);
+    const bool iq2 = j.w.type == T_IQ2_XXS;
+    u64 gr = iq2 ? ld_early(IQ2XXS_GRID + (threadIdx.x & 255)) : 0;
+    const int4 c = ((const int4*)j.sel)[slot];
+    if (c.z == 0) return;  // an unused chunk (block-uniform)
+    if (threadIdx.x < MVQM_NT) {
+        const int p = c.y + min((int)threadIdx.x, c.z - 1);  // past the chunk: its last pair (not stored)
+        xo[threadIdx.x] = (i64)(j.xmap ? j.xmap[p] : p) * j.x_slot;
+    }
+    if (iq2) gsel[threadIdx.x & 255] = iq2_sel(gr);
+    __syncthreads();
+    const i64 e = c.x;
+    const u8* pay[2] = {j.w.pay + e * j.w.e_pay, paired ? j.w2.pay + e * j.w2.e_pay : nullptr};
+    const u8* hdr[2] = {j.w.hdr + e * j.w.e_hdr, paired ? j.w2.hdr + e * j.w2.e_hdr : nullptr};
+    float acc[MVQM_NT / 8][4] = {};
+    switch (j.w.type) {  // (every warp runs the stages: they share the copies and barriers)
+        case T_IQ2_XXS: mvqs_run<T_IQ2_XXS>(j, c, row0, paired, xo, pay, hdr, gsel, mvqs_sm, acc); break;
+        case T_Q2_K: mvqs_run<T_Q2_K>(j, c, row0, paired, xo, pay, hdr, gsel, mvqs_sm, acc); break;
+        default: mvqs_run<T_Q4_K>(j, c, row0, paired, xo, pay, hdr, gsel, mvqs_sm, acc); break;
+    }
+    if (paired) {
+        if (up) {
+#pragma unroll
+            for (int n = 0; n < MVQM_NT / 8; n++)
+#pragma unroll
+                for (int q = 0; q < 4; q++) upx[warp >> 1][n][q][lane] = acc[n][q];
+        }
+        __syncthreads();
+        if (up) return;
+    }
+    const int gid = lane >> 2, tq = lane & 3;
+#pragma unroll
+    for (int n = 0; n < MVQM_NT / 8; n++)
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int t = n * 8 + 2 * tq + (q & 1), row = rowW + gid + 8 * (q >> 1);
+            if (t >= c.z || row >= j.w.rows) continue;
+            const int p = c.y + t;
+            const float wsl = paired && j.wts ? j.wts[p] : 1.f;
+            j.y[(i64)p * j.w.rows + row] = mv_out(acc[n][q], paired ? upx[warp >> 1][n][q][lane] : 0.f, paired, j.clamp, wsl);
+        }
+}
