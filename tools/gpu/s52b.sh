@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 52's second call, `bash tools/gpu/s52b.sh` (~3 min on an H100): mvqs (mvqm through
+# Session 52's prepared call, not run (the session's device time ran out in refused starts),
+# `bash tools/gpu/s52b.sh` (~3 min on an H100): mvqs (mvqm through
 # cp.async shared-memory stages) in the routed-expert kernel bench at 64, 256 and 1024 tokens
 # (bits against mvqm); the new defaults (moe_small up to 256 tokens, mvqm from 16) through
 # every fixture (with the new "(prefix)" rows: a longer sequence's first 256 tokens in one

@@ -553,6 +553,20 @@ __device__ __forceinline__ void mvqn_rows(const MvJobQ& j, int rowA, const i64* 
     else mvqn_body<TY, 1, P>(j, rowA, xo, np, pay, hdr, pay2, hdr2, ks, red, gsel);
 }
 
+// The chunked kernels' block prologue (mvqn / mvqm / mvqs): chunk `slot`'s table entry {expert,
+// first pair, pairs, 0} and, unless it is unused (pairs 0: the caller returns, block-uniform,
+// before its barrier), its NT pair slots' input offsets xo (slots past the chunk repeat its
+// last pair: computed, never stored).
+template <int NT>
+__device__ __forceinline__ int4 mvq_chunk_begin(const MvJobQ& j, int slot, i64* xo) {
+    const int4 c = ((const int4*)j.sel)[slot];
+    if (c.z != 0 && threadIdx.x < NT) {
+        const int p = c.y + min((int)threadIdx.x, c.z - 1);
+        xo[threadIdx.x] = (i64)(j.xmap ? j.xmap[p] : p) * j.x_slot;
+    }
+    return c;
+}
+
 // One block: rpb rows of one chunk (rpb * MVQN_NT <= 256: one combine thread per (row, pair)).
 extern "C" __global__ void __launch_bounds__(256, 2) mvqn(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
     PDL_ENTRY;
@@ -571,12 +585,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) mvqn(const __grid_constant_
     const int warp = threadIdx.x >> 5, ks = warp & (j.wk - 1), rowA = row0 + (warp >> lwk) * j.rpw;
     const bool iq2 = j.w.type == T_IQ2_XXS;
     u64 gr = iq2 ? ld_early(IQ2XXS_GRID + (threadIdx.x & 255)) : 0;
-    const int4 c = ((const int4*)j.sel)[slot];
+    const int4 c = mvq_chunk_begin<MVQN_NT>(j, slot, xo);
     if (c.z == 0) return;  // an unused chunk (block-uniform)
-    if (threadIdx.x < MVQN_NT) {
-        const int p = c.y + min((int)threadIdx.x, c.z - 1);
-        xo[threadIdx.x] = (i64)(j.xmap ? j.xmap[p] : p) * j.x_slot;
-    }
     if (iq2) gsel[threadIdx.x & 255] = iq2_sel(gr);
     __syncthreads();
     const i64 e = c.x;
@@ -831,12 +841,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) mvqm(const __grid_constant_
     const int rowW = ((lb - slot * bps) << 7) + (threadIdx.x >> 5) * 16;
     const bool iq2 = j.w.type == T_IQ2_XXS;
     u64 gr = iq2 ? ld_early(IQ2XXS_GRID + (threadIdx.x & 255)) : 0;
-    const int4 c = ((const int4*)j.sel)[slot];
+    const int4 c = mvq_chunk_begin<MVQM_NT>(j, slot, xo);
     if (c.z == 0) return;  // an unused chunk (block-uniform)
-    if (threadIdx.x < MVQM_NT) {
-        const int p = c.y + min((int)threadIdx.x, c.z - 1);  // past the chunk: its last pair (not stored)
-        xo[threadIdx.x] = (i64)(j.xmap ? j.xmap[p] : p) * j.x_slot;
-    }
     if (iq2) gsel[threadIdx.x & 255] = iq2_sel(gr);
     __syncthreads();
     if (rowW >= j.w.rows) return;  // (after the barrier: a warp past the last row)
@@ -1057,12 +1063,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) mvqs(const __grid_constant_
     const bool up = paired && (warp & 1);
     const bool iq2 = j.w.type == T_IQ2_XXS;
     u64 gr = iq2 ? ld_early(IQ2XXS_GRID + (threadIdx.x & 255)) : 0;
-    const int4 c = ((const int4*)j.sel)[slot];
+    const int4 c = mvq_chunk_begin<MVQM_NT>(j, slot, xo);
     if (c.z == 0) return;  // an unused chunk (block-uniform)
-    if (threadIdx.x < MVQM_NT) {
-        const int p = c.y + min((int)threadIdx.x, c.z - 1);  // past the chunk: its last pair (not stored)
-        xo[threadIdx.x] = (i64)(j.xmap ? j.xmap[p] : p) * j.x_slot;
-    }
     if (iq2) gsel[threadIdx.x & 255] = iq2_sel(gr);
     __syncthreads();
     const i64 e = c.x;
