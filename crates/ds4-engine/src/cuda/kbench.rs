@@ -11,7 +11,7 @@ use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_want
 use super::driver::{Args, CudaError, DevBuf, Gpu, Result};
 use super::session::{
     gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_moe_grp, launch_moe_mid_form, launch_moe_mid_pairs_as, moe_grp_scratch_bytes, launch_quant_q8, moe_group2_smem, GemmArgs, MidForm, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
-    MvJobQ, MV2_KERNELS, MVQ_KERNELS, launch_quant_mvqn, mvq_type_ok, mvqn_chunk_bound, mvqs_type_ok, MVQM_NT, MVQN_NT,
+    MvJobQ, MV2_KERNELS, MVQ_KERNELS, launch_pair_chunks, launch_quant_mvqn, mvq_type_ok, mvqn_chunk_bound, mvqs_type_ok, MVQM_NT, MVQN_NT,
 };
 use super::weights::{q8_copy, upload_raw_mat, GMat, WMat};
 use ds4_gguf::GgmlType;
@@ -1249,8 +1249,9 @@ fn bench_ts(default: &[usize]) -> Vec<usize> {
 /// pairs), error against gemm_f32 (||d||/||ref||), ||cublas - grouped|| / ||grouped|| and
 /// max |cublas - grouped| relative to max |grouped|, unwritten outputs (`bad`, NaN-poisoned
 /// first), and whether a repeated run gives the same bits. Also moe_small's int8 matvecs on
-/// the same pairs: `mvq_pairs` (one slot per pair) and `mvqn` (chunks of pairs of one expert;
-/// its vs columns against mvq_pairs, FAIL past 1e-5).
+/// the same pairs: `mvq_pairs` (one slot per pair), `mvqn` (chunks of pairs of one expert) and
+/// `mvqm` (its chunks on the int8 tensor cores; their vs columns against mvq_pairs, FAIL past
+/// 1e-5), and `mvqs` (mvqm through shared-memory stages; FAIL unless mvqm's bits).
 fn exp_bench(gpu: &Gpu) -> Result<()> {
     let ts = bench_ts(&[2048, 4096, 8192]);
     let tmax = ts.iter().copied().max().unwrap_or(1);
@@ -1362,7 +1363,7 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                 );
                 let bound = mvqn_chunk_bound(GEMM_E, pairs, MVQN_NT);
                 let chb = gpu.alloc(bound * 16)?;
-                let chunks = || gpu.launch("pair_chunks", (1, 1, 1), 256, 0, Args::new().a(ob.ptr).a(GEMM_E as i32).a(MVQN_NT as i32).a(bound as i32).a(chb.ptr));
+                let chunks = || launch_pair_chunks(gpu, ob.ptr, GEMM_E, MVQN_NT, bound, chb.ptr);
                 chunks()?;
                 let ms_ch = time(reps, &chunks)?;
                 let tn = JobTableQ::chunked(&mut [MvJobQ::plain(w, (qs2.ptr, qd2.ptr), yblas.ptr).chunked(chb.ptr, bound, 0, gath, cols)])?;
@@ -1378,14 +1379,13 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                 // the same chunks of up to MVQM_NT pairs on the int8 tensor cores (mvqm: the
                 // same integer dots and factors as mvq, summed in another order: ~1e-7 expected)
                 let bm = mvqn_chunk_bound(GEMM_E, pairs, MVQM_NT);
-                let cm = || gpu.launch("pair_chunks", (1, 1, 1), 256, 0, Args::new().a(ob.ptr).a(GEMM_E as i32).a(MVQM_NT as i32).a(bm as i32).a(chb.ptr));
-                cm()?;
+                launch_pair_chunks(gpu, ob.ptr, GEMM_E, MVQM_NT, bm, chb.ptr)?;
                 let tm = JobTableQ::chunked_mma(&mut [MvJobQ::plain(w, (qs2.ptr, qd2.ptr), yblas.ptr).chunked_mma(chb.ptr, bm, 0, gath, cols)])?;
                 let (hm, ms_m, same_m) = measure(&yblas, &|| tm.run(gpu, 1))?;
                 let (rel_m, _, bad_m) = gemm_err(&hm, &href, pairs, rows, rows);
                 let (vs, mx, _) = gemm_err(&hm, &hq, pairs, rows, rows);
                 // the weight bytes the chunks read once each (the floor the kernel aims at)
-                let wbytes = m.wmat().e_pay as f64 + m.wmat().e_hdr as f64;
+                let wbytes = (w.e_pay + w.e_hdr) as f64;
                 let touched = (0..GEMM_E).filter(|&e| off[e + 1] > off[e]).count() as f64;
                 let nch: usize = (0..GEMM_E).map(|e| ((off[e + 1] - off[e]) as usize).div_ceil(MVQM_NT)).sum();
                 println!(

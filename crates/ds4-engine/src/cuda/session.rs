@@ -1734,6 +1734,12 @@ pub(crate) fn launch_quant_q8(gpu: &Gpu, x0: u64, n0: usize, x1: u64, n1: usize,
     gpu.launch("quant_q8", (grid, 1, 1), 256, 0, Args::new().a(x0).a(n0 as i32).a(x1).a(n1 as i32).a(qs).a(xd))
 }
 
+/// pair_chunks (q8.cuh): the chunk table of moe_group's pairs (per-expert offsets `off` over
+/// `e` experts) in chunks of up to `nt` pairs, `bound` entries (mvqn_chunk_bound) at `out`.
+pub(crate) fn launch_pair_chunks(gpu: &Gpu, off: u64, e: usize, nt: usize, bound: usize, out: u64) -> Result<()> {
+    gpu.launch("pair_chunks", (1, 1, 1), 256, 0, Args::new().a(off).a(e as i32).a(nt as i32).a(bound as i32).a(out))
+}
+
 /// Quantize `n` values at `x` as the input of mvqn jobs of weight type `ty`: IQ2_XXS jobs take
 /// each 8-value chunk's bytes in iq2_xperm's order (q8.cuh `quant_q8p`), the others quant_q8's.
 pub(crate) fn launch_quant_mvqn(gpu: &Gpu, ty: i32, x: u64, n: usize, q: (u64, u64)) -> Result<()> {
@@ -3525,8 +3531,7 @@ impl CudaSession {
             let nt = if mma { MVQM_NT } else { MVQN_NT };
             self.moe_group_pairs(t)?;
             let bound = mvqn_chunk_bound(d.e, n, nt);
-            let args = Args::new().a(sc.off.ptr).a(d.e as i32).a(nt as i32).a(bound as i32).a(sc.chunks.ptr);
-            gpu.launch("pair_chunks", (1, 1, 1), 256, 0, args)?;
+            launch_pair_chunks(gpu, sc.off.ptr, d.e, nt, bound, sc.chunks.ptr)?;
             let table = |j: MvJobQ, wts: u64, xmap: u64, x_slot: usize| -> Result<JobTableQ> {
                 if staged(j.w.ty) {
                     JobTableQ::chunked_staged(&mut [j.chunked_staged(sc.chunks.ptr, bound, wts, xmap, x_slot)])
@@ -5127,8 +5132,12 @@ mod tests {
                     assert!(chunks(&spread) <= mvqn_chunk_bound(e, pairs, nt), "spread, {pairs} pairs, {e} experts, nt {nt}");
                 }
             }
-            // the scratch table (sized for MVQN_NT) holds any nt's
-            assert!(mvqn_chunk_bound(256, 6144, nt) <= mvqn_chunk_bound(256, 6144, MVQN_NT));
+        }
+        // the scratch table (sized for MVQN_NT's bound) holds mvqm's chunks at every size
+        for pairs in [1usize, 15, 16, 17, 255, 1536, 6144, 24576] {
+            for e in [1usize, 16, 256] {
+                assert!(mvqn_chunk_bound(e, pairs, MVQM_NT) <= mvqn_chunk_bound(e, pairs, MVQN_NT), "{pairs} pairs, {e} experts");
+            }
         }
     }
 

@@ -67,7 +67,7 @@ struct MvJobQ {
     float2* yd;
     int x_div;               // > 1: slot s reads input s / x_div (a small prefill batch's experts:
                              // slot t * K + j reads token t's x); else input s
-    int pad;
+    int nt;                  // chunked jobs (mvqn / mvqm / mvqs): pairs per chunk (session.rs MvJobQ::nt)
     const int* xmap;         // set: slot s reads input xmap[s] (the experts' pairs grouped by
                              // expert: a pair's token), before x_div
 };
