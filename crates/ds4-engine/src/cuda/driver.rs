@@ -67,7 +67,6 @@ fn shared_constants() -> Vec<(&'static str, &'static str, i64)> {
         ("HC_S_F32", "HC_S_F32", s::HC_S_F32 as i64),
         ("HC_S_F16", "HC_S_F16", s::HC_S_F16 as i64),
         ("HCF_S_F16", "HCF_S_F16", s::HCF_S_F16 as i64),
-        ("MVQN_NT", "MVQN_NT", s::MVQN_NT as i64),
         ("MVQM_NT", "MVQM_NT", s::MVQM_NT as i64),
         ("MVQS_ST", "MVQS_ST", s::MVQS_ST as i64),
         ("mvqs_stage_bytes(T_IQ2_XXS)", "mvqs_stage_bytes", s::mvqs_stage_bytes(Iq2Xxs.id() as i32) as i64),
@@ -106,8 +105,8 @@ pub const KERNELS: &[&str] = &[
     "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gq_ks_sum", "gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2", "gemm_qs4", "gemm_qr_y16", "gemm_qr2_y16", "gemm_qs_y16", "gemm_qs2_y16", "gemm_qs4_y16",
     "repack_blocks", "dequant_rows", "embed_rows", "embed_rows_h",
     "hc_post_mix", "hc_post_mix4", "hc_post_mma", "hc_post_mma8", "hc_post_mma8_y", "hc_post_mma8_h", "hc_post_mma8_hy", "hc_finish", "hc_finish_h", "hc_sk_rows", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "e2m1_check", "idx_score", "idx_score_w", "topk_select", "topk_cluster",
-    "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_grp_count", "moe_grp_place", "moe_mid", "moe_mid_h", "moe_combine", "pair_experts", "argmax_excl", "near_max", "topk_logits", "topk_pairs", "copy_f4", "read_f4",
-    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "attn_tw_512", "attn_tw_128", "attn_tx_512", "attn_tx_128", "idx_to_f16", "idx_score_tc", "idx_score_tc2", "idx_score_wg", "idx_score_dtc", "quant_q8", "q8_from_f16", "mvq_b2", "mvq_b3", "mvqn", "mvqm", "mvqs", "pair_chunks", "quant_q8p",
+    "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_grp_count", "moe_grp_place", "moe_mid", "moe_mid_h", "moe_combine", "argmax_excl", "near_max", "topk_logits", "topk_pairs", "copy_f4", "read_f4",
+    "attn_kv_f16", "attn_tc_512", "attn_tc_128", "attn_tw_512", "attn_tw_128", "attn_tx_512", "attn_tx_128", "idx_to_f16", "idx_score_tc", "idx_score_tc2", "idx_score_wg", "idx_score_dtc", "quant_q8", "q8_from_f16", "mvq_b2", "mvq_b3", "mvqm", "mvqs", "pair_chunks", "quant_q8p",
     "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "router_dec",
 ];
 

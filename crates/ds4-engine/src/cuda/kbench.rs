@@ -11,7 +11,7 @@ use super::blas::{launch_x_to_f16, dense_blas_wanted, dense_min_t, exp_blas_want
 use super::driver::{Args, CudaError, DevBuf, Gpu, Result};
 use super::session::{
     gemm_q_bn, gemm_q_flags, gq_xh_ok, GqKernel, GQ_FLAG_XH, launch_gemm_q, launch_gemm_q_kernel, launch_moe_grp, launch_moe_mid_form, launch_moe_mid_pairs_as, moe_grp_scratch_bytes, launch_quant_q8, moe_group2_smem, GemmArgs, MidForm, GridJob, JobTable, JobTable2, JobTableQ, Jobs, MvJob, MvJob2,
-    MvJobQ, MV2_KERNELS, MVQ_KERNELS, launch_pair_chunks, launch_quant_mvqn, mvq_type_ok, mvqn_chunk_bound, mvqs_type_ok, MVQM_NT, MVQN_NT,
+    MvJobQ, MV2_KERNELS, MVQ_KERNELS, launch_pair_chunks, launch_quant_chunked, mvq_type_ok, chunk_bound, mvqs_type_ok, MVQM_NT,
 };
 use super::weights::{q8_copy, upload_raw_mat, GMat, WMat};
 use ds4_gguf::GgmlType;
@@ -1249,9 +1249,9 @@ fn bench_ts(default: &[usize]) -> Vec<usize> {
 /// pairs), error against gemm_f32 (||d||/||ref||), ||cublas - grouped|| / ||grouped|| and
 /// max |cublas - grouped| relative to max |grouped|, unwritten outputs (`bad`, NaN-poisoned
 /// first), and whether a repeated run gives the same bits. Also moe_small's int8 matvecs on
-/// the same pairs: `mvq_pairs` (one slot per pair), `mvqn` (chunks of pairs of one expert) and
-/// `mvqm` (its chunks on the int8 tensor cores; their vs columns against mvq_pairs, FAIL past
-/// 1e-5), and `mvqs` (mvqm through shared-memory stages; FAIL unless mvqm's bits).
+/// the same pairs: `mvq_pairs` (one slot per pair in moe_group's order), `mvqm` (chunks of up to
+/// MVQM_NT pairs of one expert on the int8 tensor cores; its vs columns against mvq_pairs, FAIL
+/// past 1e-5), and `mvqs` (mvqm through shared-memory stages; FAIL unless mvqm's bits).
 fn exp_bench(gpu: &Gpu) -> Result<()> {
     let ts = bench_ts(&[2048, 4096, 8192]);
     let tmax = ts.iter().copied().max().unwrap_or(1);
@@ -1341,15 +1341,15 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                 "", "", "grouped", ms_g, gflop / ms_g, rel, "", "", bad, if same_g { "same" } else { "DIFFERENT" }
             );
             // The int8 matvecs of moe_small on the same pairs and int8 inputs: one slot per pair
-            // (mvq, grouped order: DS4_MOE_SMALL_GRP=1) and chunks of up to MVQN_NT pairs of one
-            // expert (mvqn: =n), both against gemm_f32 (int8 inputs: ~4e-3 expected) and mvqn
-            // against mvq (the same integer dots and factors: ~1e-7 expected)
+            // (mvq in moe_group's order) and chunks of one expert's pairs (mvqm, mvqs), against
+            // gemm_f32 (int8 inputs: ~4e-3 expected) and mvqm against mvq (the same integer
+            // dots and factors, summed in another order: ~1e-7 expected)
             if mvq_type_ok(m.wmat().ty) {
                 let w = m.wmat();
                 let nq = xrows * cols;
                 let (qs, qd, qs2, qd2) = (gpu.alloc(nq)?, gpu.alloc(nq / 32 * 8)?, gpu.alloc(nq)?, gpu.alloc(nq / 32 * 8)?);
                 let qt = time(reps, &|| launch_quant_q8(gpu, xb.ptr, nq, 0, 0, qs.ptr, qd.ptr))?;
-                launch_quant_mvqn(gpu, w.ty, xb.ptr, nq, (qs2.ptr, qd2.ptr))?;
+                launch_quant_chunked(gpu, w.ty, xb.ptr, nq, (qs2.ptr, qd2.ptr))?;
                 // each pair's expert, from the group offsets
                 let pe: Vec<i32> = (0..GEMM_E).flat_map(|e| std::iter::repeat_n(e as i32, (off[e + 1] - off[e]) as usize)).collect();
                 let peb = gpu.alloc(pairs * 4)?;
@@ -1361,25 +1361,12 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                     "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9} {:>9} {:>5} repeat={} quant={qt:.3}ms speedup={:.2}x over grouped",
                     "", "", "mvq_pairs", ms_q, gflop / ms_q, rel_q, "", "", bad_q, if same_q { "same" } else { "DIFFERENT" }, ms_g / ms_q
                 );
-                let bound = mvqn_chunk_bound(GEMM_E, pairs, MVQN_NT);
-                let chb = gpu.alloc(bound * 16)?;
-                let chunks = || launch_pair_chunks(gpu, ob.ptr, GEMM_E, MVQN_NT, bound, chb.ptr);
+                let mq = hq.iter().fold(0f64, |a, &v| a.max((v as f64).abs()));
+                let bm = chunk_bound(GEMM_E, pairs, MVQM_NT);
+                let chb = gpu.alloc(bm * 16)?;
+                let chunks = || launch_pair_chunks(gpu, ob.ptr, GEMM_E, MVQM_NT, bm, chb.ptr);
                 chunks()?;
                 let ms_ch = time(reps, &chunks)?;
-                let tn = JobTableQ::chunked(&mut [MvJobQ::plain(w, (qs2.ptr, qd2.ptr), yblas.ptr).chunked(chb.ptr, bound, 0, gath, cols)])?;
-                let (hn, ms_n, same_n) = measure(&yblas, &|| tn.run(gpu, 1))?;
-                let (rel_n, _, bad_n) = gemm_err(&hn, &href, pairs, rows, rows);
-                let (vs, mx, _) = gemm_err(&hn, &hq, pairs, rows, rows);
-                let mq = hq.iter().fold(0f64, |a, &v| a.max((v as f64).abs()));
-                println!(
-                    "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} chunks={ms_ch:.3}ms speedup={:.2}x over grouped, {:.2}x over mvq_pairs (vs columns: mvq_pairs){}",
-                    "", "", "mvqn", ms_n, gflop / ms_n, rel_n, vs, mx / mq.max(1e-30), bad_n, if same_n { "same" } else { "DIFFERENT" }, ms_g / ms_n, ms_q / ms_n,
-                    if vs < 1e-5 && bad_n == 0 && same_n { "" } else { "  FAIL" }
-                );
-                // the same chunks of up to MVQM_NT pairs on the int8 tensor cores (mvqm: the
-                // same integer dots and factors as mvq, summed in another order: ~1e-7 expected)
-                let bm = mvqn_chunk_bound(GEMM_E, pairs, MVQM_NT);
-                launch_pair_chunks(gpu, ob.ptr, GEMM_E, MVQM_NT, bm, chb.ptr)?;
                 let tm = JobTableQ::chunked_mma(&mut [MvJobQ::plain(w, (qs2.ptr, qd2.ptr), yblas.ptr).chunked_mma(chb.ptr, bm, 0, gath, cols)])?;
                 let (hm, ms_m, same_m) = measure(&yblas, &|| tm.run(gpu, 1))?;
                 let (rel_m, _, bad_m) = gemm_err(&hm, &href, pairs, rows, rows);
@@ -1389,8 +1376,8 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                 let touched = (0..GEMM_E).filter(|&e| off[e + 1] > off[e]).count() as f64;
                 let nch: usize = (0..GEMM_E).map(|e| ((off[e + 1] - off[e]) as usize).div_ceil(MVQM_NT)).sum();
                 println!(
-                    "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} speedup={:.2}x over grouped, {:.2}x over mvqn; weights {:.0} MB read once per chunk ({nch} chunks, {:.0} experts): {:.2} TB/s (vs columns: mvq_pairs){}",
-                    "", "", "mvqm", ms_m, gflop / ms_m, rel_m, vs, mx / mq.max(1e-30), bad_m, if same_m { "same" } else { "DIFFERENT" }, ms_g / ms_m, ms_n / ms_m,
+                    "{:<30} {:>5} {:<12} {:>9.3} {:>8.1} {:>9.2e} {:>9.2e} {:>9.2e} {:>5} repeat={} chunks={ms_ch:.3}ms speedup={:.2}x over grouped, {:.2}x over mvq_pairs; weights {:.0} MB read once per chunk ({nch} chunks, {:.0} experts): {:.2} TB/s (vs columns: mvq_pairs){}",
+                    "", "", "mvqm", ms_m, gflop / ms_m, rel_m, vs, mx / mq.max(1e-30), bad_m, if same_m { "same" } else { "DIFFERENT" }, ms_g / ms_m, ms_q / ms_m,
                     wbytes * touched / 1e6, touched, wbytes * nch as f64 / ms_m / 1e9,
                     if vs < 1e-5 && bad_m == 0 && same_m { "" } else { "  FAIL" }
                 );

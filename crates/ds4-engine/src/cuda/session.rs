@@ -1453,7 +1453,7 @@ pub(crate) struct MvJobQ {
     /// > 1: slot s reads input s / x_div (a small prefill batch's routed experts: slot
     /// t * K + j reads token t's activations); else input s
     pub x_div: i32,
-    /// > 0 (MVQN_NT): a `mvqn` job over chunks of pairs (see MvJobQ::chunked)
+    /// > 0 (MVQM_NT): a `mvqm` / `mvqs` job over chunks of pairs (see MvJobQ::chunked_mma)
     pub nt: i32,
     /// nonzero: slot s reads input xmap[s] (i32; the routed experts' pairs grouped by expert:
     /// each pair's token), before x_div
@@ -1482,16 +1482,10 @@ impl MvJobQ {
     pub(crate) fn paired(gate: WMat, up: WMat, q: (u64, u64), y: u64, clamp: f32) -> MvJobQ {
         MvJobQ { w2: up, clamp, ..MvJobQ::plain(gate, q, y) }
     }
-    /// `mvqn`'s job over moe_group's pairs in chunks of up to MVQN_NT of one expert (q8.cuh):
+    /// `mvqm`'s job over moe_group's pairs in chunks of up to MVQM_NT of one expert (q8.cuh):
     /// `chunks` (pair_chunks' table of `bound` entries), per-pair routing weights `wts`
-    /// (paired jobs), each pair's input row `xmap` (0: the pair's own row), y rows by pair.
-    pub(crate) fn chunked(self, chunks: u64, bound: usize, wts: u64, xmap: u64, x_slot: usize) -> MvJobQ {
-        let (wk, rpw) = mvqn_split();
-        let rpw = if mvqn_rpw2_ok(self.w.ty, self.w2.pay != 0) { rpw } else { 1 };
-        MvJobQ { sel: chunks, nslots: bound as i32, wts, xmap, x_slot: x_slot as i64, x_div: 0, nt: MVQN_NT as i32, wk, rpw, ..self }
-    }
-    /// `mvqm`'s job over the same kind of chunk table, chunks of up to MVQM_NT pairs (q8.cuh):
-    /// one 16-row tile per warp, all of K.
+    /// (paired jobs), each pair's input row `xmap` (0: the pair's own row), y rows by pair; one
+    /// 16-row tile per warp, all of K.
     pub(crate) fn chunked_mma(self, chunks: u64, bound: usize, wts: u64, xmap: u64, x_slot: usize) -> MvJobQ {
         MvJobQ { sel: chunks, nslots: bound as i32, wts, xmap, x_slot: x_slot as i64, x_div: 0, nt: MVQM_NT as i32, wk: 1, rpw: MVQM_RPW, ..self }
     }
@@ -1582,9 +1576,6 @@ fn mvq_wide2() -> bool {
 
 /// mvq entry points by register cap (minimum resident blocks per SM): 2, 3.
 pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
-/// The chunked int8 matvec (q8.cuh `mvqn`) and its pairs per chunk (MVQN_NT there).
-pub(crate) const MVQN_KERNEL: &str = "mvqn";
-pub(crate) const MVQN_NT: usize = 8;
 /// The chunked int8 matvec on the tensor cores (q8.cuh `mvqm`), its pairs per chunk (MVQM_NT
 /// there) and rows per warp (one m16 tile; 128 rows per block).
 pub(crate) const MVQM_KERNEL: &str = "mvqm";
@@ -1609,25 +1600,6 @@ pub(crate) fn mvqs_type_ok(ty: i32) -> bool {
 }
 pub(crate) fn mvqs_smem_max() -> usize {
     [10, 12, 16].iter().map(|&t| MVQS_ST * mvqs_stage_bytes(t)).max().unwrap_or(0)
-}
-
-/// Whether mvqn runs 2 rows per warp for this weight type (paired: gate / up), as q8.cuh
-/// mvqn_rows instantiates it (elsewhere 128 registers spilled).
-pub(crate) fn mvqn_rpw2_ok(ty: i32, paired: bool) -> bool {
-    ty == 16 || ty == 8 || (ty == 12 && !paired)
-}
-
-/// mvqn's (column split, rows per warp): `DS4_MVQN_SPLIT=wk,rpw` (rpw 1 or 2), default 1,2:
-/// 16 rows per block, each warp's inputs serving two rows (1 where mvqn_rpw2_ok says no).
-fn mvqn_split() -> (i32, i32) {
-    static V: std::sync::OnceLock<(i32, i32)> = std::sync::OnceLock::new();
-    *V.get_or_init(|| {
-        let v: Vec<i32> = std::env::var("DS4_MVQN_SPLIT").map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect()).unwrap_or_default();
-        match v[..] {
-            [wk, rpw] if [1, 2, 4, 8].contains(&wk) && [1, 2].contains(&rpw) => (wk, rpw),
-            _ => (1, 2),
-        }
-    })
 }
 
 impl GridJob for MvJobQ {
@@ -1668,21 +1640,6 @@ impl GridJob for MvJobQ {
         if self.yq != 0 && (self.rows_per_block() != 32 || self.w.rows % 32 != 0) {
             return Err(CudaError::Other(format!("mvq: a quantized output needs 32 rows per block ({} rows)", self.w.rows)));
         }
-        // mvqn: one combine thread per (row, pair) of a block, 1 or 2 rows per warp, no
-        // quantized output, a chunk table, blocks within div_small's range
-        let chunked = self.nt > 0 || kern == MVQN_KERNEL;
-        if chunked
-            && (kern != MVQN_KERNEL
-                || self.nt != MVQN_NT as i32
-                || self.rpw > 2
-                || (self.rpw == 2 && !mvqn_rpw2_ok(self.w.ty, self.w2.pay != 0))
-                || self.rows_per_block() * MVQN_NT > 256
-                || self.yq != 0
-                || self.sel == 0
-                || self.blocks() >= 1 << 21)
-        {
-            return Err(CudaError::Other(format!("mvqn: unsupported job (rows per warp {}, column split {}, {kern})", self.rpw, self.wk)));
-        }
         Ok(())
     }
 }
@@ -1705,10 +1662,6 @@ impl JobTableQ {
             }
         }
         Jobs::with_kernel(jobs, MVQ_KERNELS[if q8_only { 0 } else { 1 }])
-    }
-    /// mvqn jobs (MvJobQ::chunked, their split already set).
-    pub(crate) fn chunked(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
-        Jobs::with_kernel(jobs, MVQN_KERNEL)
     }
     /// mvqm jobs (MvJobQ::chunked_mma).
     pub(crate) fn chunked_mma(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
@@ -1735,14 +1688,15 @@ pub(crate) fn launch_quant_q8(gpu: &Gpu, x0: u64, n0: usize, x1: u64, n1: usize,
 }
 
 /// pair_chunks (q8.cuh): the chunk table of moe_group's pairs (per-expert offsets `off` over
-/// `e` experts) in chunks of up to `nt` pairs, `bound` entries (mvqn_chunk_bound) at `out`.
+/// `e` experts) in chunks of up to `nt` pairs, `bound` entries (chunk_bound) at `out`.
 pub(crate) fn launch_pair_chunks(gpu: &Gpu, off: u64, e: usize, nt: usize, bound: usize, out: u64) -> Result<()> {
     gpu.launch("pair_chunks", (1, 1, 1), 256, 0, Args::new().a(off).a(e as i32).a(nt as i32).a(bound as i32).a(out))
 }
 
-/// Quantize `n` values at `x` as the input of mvqn jobs of weight type `ty`: IQ2_XXS jobs take
-/// each 8-value chunk's bytes in iq2_xperm's order (q8.cuh `quant_q8p`), the others quant_q8's.
-pub(crate) fn launch_quant_mvqn(gpu: &Gpu, ty: i32, x: u64, n: usize, q: (u64, u64)) -> Result<()> {
+/// Quantize `n` values at `x` as the input of mvqm / mvqs jobs of weight type `ty`: IQ2_XXS
+/// jobs take each 8-value chunk's bytes in iq2_xperm's order (q8.cuh `quant_q8p`), the others
+/// quant_q8's.
+pub(crate) fn launch_quant_chunked(gpu: &Gpu, ty: i32, x: u64, n: usize, q: (u64, u64)) -> Result<()> {
     if ty != 16 {
         return launch_quant_q8(gpu, x, n, 0, 0, q.0, q.1);
     }
@@ -2014,9 +1968,7 @@ struct Scratch {
     qx_small: Q8Buf,
     qmid_small: Q8Buf,
     pair_id: DevBuf,
-    /// the expert of each grouped pair (moe_small with DS4_MOE_SMALL_GRP; pair_experts)
-    pair_e: DevBuf,
-    /// mvqn's chunk table (pair_chunks: int4 {expert, first pair, pairs, 0})
+    /// mvqm / mvqs's chunk table (pair_chunks: int4 {expert, first pair, pairs, 0})
     chunks: DevBuf,
 }
 
@@ -2426,14 +2378,6 @@ const MOE_MMA_MIN: usize = 16;
 enum MoeSmall {
     /// one slot per (token, expert), token-major
     TokenMajor,
-    /// `=1`: one slot per pair in moe_group's order (grouped by expert, each slot reading its
-    /// pair's token through MvJobQ::xmap), so that the slots of one expert run side by side
-    /// and its rows come from L2 after the first
-    Grouped,
-    /// `=n`: one slot per chunk of up to MVQN_NT pairs of one expert (`mvqn`): each weight
-    /// group is read and decoded once per chunk, not once per pair. Measured latency-bound
-    /// (session 52: at 256 tokens 1.8K t/s against token-major's 2.5K)
-    Chunked,
     /// `=m`: chunks of up to MVQM_NT pairs on the int8 tensor cores (`mvqm`). At 256 tokens a
     /// batch puts ~6 pairs on each of the 256 experts, so every expert's weights are read,
     /// and the grouped GEMM's 128-row tiles dequantize each for a few tokens (2.5K t/s at 256
@@ -2448,8 +2392,6 @@ fn moe_small_forced() -> Option<MoeSmall> {
     static V: std::sync::OnceLock<Option<MoeSmall>> = std::sync::OnceLock::new();
     *V.get_or_init(|| match std::env::var("DS4_MOE_SMALL_GRP").as_deref() {
         Ok("0") => Some(MoeSmall::TokenMajor),
-        Ok("1") => Some(MoeSmall::Grouped),
-        Ok("n") => Some(MoeSmall::Chunked),
         Ok("m") => Some(MoeSmall::ChunkedMma),
         Ok("s") => Some(MoeSmall::ChunkedStaged),
         _ => None,
@@ -2470,7 +2412,7 @@ fn moe_small_grouped(t: usize) -> bool {
 }
 /// Entries of pair_chunks' table for `pairs` pairs over `e` experts in chunks of up to `nt`:
 /// each expert with pairs adds at most one partial chunk to pairs / nt full ones.
-pub(crate) fn mvqn_chunk_bound(e: usize, pairs: usize, nt: usize) -> usize {
+pub(crate) fn chunk_bound(e: usize, pairs: usize, nt: usize) -> usize {
     e.min(pairs) + pairs / nt
 }
 
@@ -3018,9 +2960,7 @@ impl CudaSession {
                 gpu.htod(b.ptr, &(0..(ts * d.k) as i32).collect::<Vec<i32>>())?;
                 b
             },
-            pair_e: gpu.alloc(ts * d.k * 4)?,
-            // (the larger table: MVQN_NT <= MVQM_NT)
-            chunks: gpu.alloc(mvqn_chunk_bound(d.e, ts * d.k, MVQN_NT) * 16)?,
+            chunks: gpu.alloc(chunk_bound(d.e, ts * d.k, MVQM_NT) * 16)?,
         };
         let ties = if opts.near_ties {
             let b = gpu.alloc_zeroed((4 + 4 * NEAR_TIE_CAP) * 4)?;
@@ -3513,57 +3453,42 @@ impl CudaSession {
     }
 
     /// A small prefill batch's routed experts on the int8 matvec (see moe_small_max): xn
-    /// quantized, gate / up paired per (token, expert) slot with its routing weight -> mid,
-    /// the mids quantized, down per slot -> ypair (token-major rows: pair_id maps them).
-    /// With DS4_MOE_SMALL_GRP the slots follow moe_group's pair order instead (each pair's
-    /// expert from pair_experts, its token through xmap, its weight pair_w; pair_of maps the
-    /// rows back).
+    /// quantized, gate / up paired with each pair's routing weight -> mid, the mids quantized,
+    /// down -> ypair. TokenMajor: one slot per (token, expert) (rows token-major: pair_id maps
+    /// them); the chunked layouts: moe_group's pairs in chunks of one expert (each pair's token
+    /// through xmap, its weight pair_w; pair_of maps the rows back).
     fn moe_small(&self, l: usize, t: usize, clamp: f32) -> Result<()> {
         let (d, sc, ly, gpu) = (&self.m.dims, &self.sc, &self.m.layers[l], self.gpu());
         let n = t * d.k;
         let qx = sc.qx_small.at(0);
-        let mode = moe_small_mode(t);
-        if matches!(mode, MoeSmall::Chunked | MoeSmall::ChunkedMma | MoeSmall::ChunkedStaged) {
-            // the pairs grouped by expert, in chunks of nt: each expert's weights decoded once
-            // per chunk (q8.cuh mvqn / mvqm / mvqs)
-            let mma = mode != MoeSmall::Chunked;
-            let staged = |ty: i32| mode == MoeSmall::ChunkedStaged && mvqs_type_ok(ty);
-            let nt = if mma { MVQM_NT } else { MVQN_NT };
-            self.moe_group_pairs(t)?;
-            let bound = mvqn_chunk_bound(d.e, n, nt);
-            launch_pair_chunks(gpu, sc.off.ptr, d.e, nt, bound, sc.chunks.ptr)?;
-            let table = |j: MvJobQ, wts: u64, xmap: u64, x_slot: usize| -> Result<JobTableQ> {
-                if staged(j.w.ty) {
-                    JobTableQ::chunked_staged(&mut [j.chunked_staged(sc.chunks.ptr, bound, wts, xmap, x_slot)])
-                } else if mma {
-                    JobTableQ::chunked_mma(&mut [j.chunked_mma(sc.chunks.ptr, bound, wts, xmap, x_slot)])
-                } else {
-                    JobTableQ::chunked(&mut [j.chunked(sc.chunks.ptr, bound, wts, xmap, x_slot)])
-                }
-            };
-            let (gw, uw) = (ly.gate_exps.wmat(), ly.up_exps.wmat());
-            launch_quant_mvqn(gpu, gw.ty, sc.xn.ptr, t * d.d, qx)?;
-            table(MvJobQ::paired(gw, uw, qx, sc.mid.ptr, clamp), sc.pair_w.ptr, sc.pair_tok.ptr, d.d)?.run(gpu, 1)?;
-            let qm = sc.qmid_small.at(0);
-            let dw = ly.down_exps.wmat();
-            launch_quant_mvqn(gpu, dw.ty, sc.mid.ptr, n * d.f, qm)?;
-            return table(MvJobQ::plain(dw, qm, sc.ypair.ptr), 0, 0, d.f)?.run(gpu, 1);
-        }
-        launch_quant_q8(gpu, sc.xn.ptr, t * d.d, 0, 0, qx.0, qx.1)?;
-        let (sel, wts, xmap, x_div) = if mode == MoeSmall::Grouped {
-            self.moe_group_pairs(t)?;
-            let args = Args::new().a(sc.esel.ptr).a(sc.pair_of.ptr).a(n as i32).a(sc.pair_e.ptr);
-            gpu.launch("pair_experts", (n.div_ceil(256) as u32, 1, 1), 256, 0, args)?;
-            (sc.pair_e.ptr, sc.pair_w.ptr, sc.pair_tok.ptr, 0)
-        } else {
-            (sc.esel.ptr, sc.ewts.ptr, 0, d.k as i32)
-        };
-        let gu = MvJobQ { nslots: n as i32, sel, wts, x_slot: d.d as i64, x_div, xmap, ..MvJobQ::paired(ly.gate_exps.wmat(), ly.up_exps.wmat(), qx, sc.mid.ptr, clamp) };
-        JobTableQ::new(&mut [gu])?.run(gpu, 1)?;
         let qm = sc.qmid_small.at(0);
-        launch_quant_q8(gpu, sc.mid.ptr, n * d.f, 0, 0, qm.0, qm.1)?;
-        let dn = MvJobQ { nslots: n as i32, sel, x_slot: d.f as i64, ..MvJobQ::plain(ly.down_exps.wmat(), qm, sc.ypair.ptr) };
-        JobTableQ::new(&mut [dn])?.run(gpu, 1)
+        let (gw, uw, dw) = (ly.gate_exps.wmat(), ly.up_exps.wmat(), ly.down_exps.wmat());
+        let mode = moe_small_mode(t);
+        if mode == MoeSmall::TokenMajor {
+            launch_quant_q8(gpu, sc.xn.ptr, t * d.d, 0, 0, qx.0, qx.1)?;
+            let gu = MvJobQ { nslots: n as i32, sel: sc.esel.ptr, wts: sc.ewts.ptr, x_slot: d.d as i64, x_div: d.k as i32, ..MvJobQ::paired(gw, uw, qx, sc.mid.ptr, clamp) };
+            JobTableQ::new(&mut [gu])?.run(gpu, 1)?;
+            launch_quant_q8(gpu, sc.mid.ptr, n * d.f, 0, 0, qm.0, qm.1)?;
+            let dn = MvJobQ { nslots: n as i32, sel: sc.esel.ptr, x_slot: d.f as i64, ..MvJobQ::plain(dw, qm, sc.ypair.ptr) };
+            return JobTableQ::new(&mut [dn])?.run(gpu, 1);
+        }
+        // the pairs grouped by expert, in chunks of MVQM_NT: each expert's weights decoded once
+        // per chunk (q8.cuh mvqm / mvqs)
+        let staged = |ty: i32| mode == MoeSmall::ChunkedStaged && mvqs_type_ok(ty);
+        self.moe_group_pairs(t)?;
+        let bound = chunk_bound(d.e, n, MVQM_NT);
+        launch_pair_chunks(gpu, sc.off.ptr, d.e, MVQM_NT, bound, sc.chunks.ptr)?;
+        let table = |j: MvJobQ, wts: u64, xmap: u64, x_slot: usize| -> Result<JobTableQ> {
+            if staged(j.w.ty) {
+                JobTableQ::chunked_staged(&mut [j.chunked_staged(sc.chunks.ptr, bound, wts, xmap, x_slot)])
+            } else {
+                JobTableQ::chunked_mma(&mut [j.chunked_mma(sc.chunks.ptr, bound, wts, xmap, x_slot)])
+            }
+        };
+        launch_quant_chunked(gpu, gw.ty, sc.xn.ptr, t * d.d, qx)?;
+        table(MvJobQ::paired(gw, uw, qx, sc.mid.ptr, clamp), sc.pair_w.ptr, sc.pair_tok.ptr, d.d)?.run(gpu, 1)?;
+        launch_quant_chunked(gpu, dw.ty, sc.mid.ptr, n * d.f, qm)?;
+        table(MvJobQ::plain(dw, qm, sc.ypair.ptr), 0, 0, d.f)?.run(gpu, 1)
     }
 
     /// moe_group's (token, expert) pairs of a prefill batch of `t` tokens, grouped by expert:
@@ -5110,12 +5035,13 @@ pub(crate) fn kernel_arg_layouts() -> Vec<(&'static str, usize, usize)> {
 mod tests {
     use super::*;
 
-    /// pair_chunks' table fits mvqn_chunk_bound for any routing: the chunks of random and
-    /// extreme (all pairs on one expert, one pair per expert) per-expert counts, counted here.
+    /// pair_chunks' table fits chunk_bound for any routing: the chunks of random and extreme
+    /// (all pairs on one expert, one pair per expert) per-expert counts, counted here, at
+    /// mvqm's chunk size and others.
     #[test]
     fn chunk_bound_covers_every_routing() {
         let mut seed = 12345u64;
-        for nt in [MVQN_NT, MVQM_NT] {
+        for nt in [1, 8, MVQM_NT, 32] {
             let chunks = |c: &[usize]| c.iter().map(|&n| n.div_ceil(nt)).sum::<usize>();
             for pairs in [1usize, 7, 8, 9, 15, 16, 17, 64, 255, 256, 257, 1536, 6144] {
                 for e in [1usize, 16, 256] {
@@ -5124,19 +5050,13 @@ mod tests {
                         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                         c[(seed >> 33) as usize % e] += 1;
                     }
-                    assert!(chunks(&c) <= mvqn_chunk_bound(e, pairs, nt), "random, {pairs} pairs, {e} experts, nt {nt}");
+                    assert!(chunks(&c) <= chunk_bound(e, pairs, nt), "random, {pairs} pairs, {e} experts, nt {nt}");
                     let mut one = vec![0usize; e];
                     one[0] = pairs;
-                    assert!(chunks(&one) <= mvqn_chunk_bound(e, pairs, nt));
+                    assert!(chunks(&one) <= chunk_bound(e, pairs, nt));
                     let spread: Vec<usize> = (0..e).map(|i| pairs / e + usize::from(i < pairs % e)).collect();
-                    assert!(chunks(&spread) <= mvqn_chunk_bound(e, pairs, nt), "spread, {pairs} pairs, {e} experts, nt {nt}");
+                    assert!(chunks(&spread) <= chunk_bound(e, pairs, nt), "spread, {pairs} pairs, {e} experts, nt {nt}");
                 }
-            }
-        }
-        // the scratch table (sized for MVQN_NT's bound) holds mvqm's chunks at every size
-        for pairs in [1usize, 15, 16, 17, 255, 1536, 6144, 24576] {
-            for e in [1usize, 16, 256] {
-                assert!(mvqn_chunk_bound(e, pairs, MVQM_NT) <= mvqn_chunk_bound(e, pairs, MVQN_NT), "{pairs} pairs, {e} experts");
             }
         }
     }

@@ -215,12 +215,11 @@ __device__ __forceinline__ float mv_out(float a, float c, bool paired, float cla
 // yq != 0 (mvq jobs of 32 rows per block, rows a multiple of 32: checked by the host): warp 0
 // holds one whole 32-value block of y and also writes it quantized (q8_block, as quant_q8
 // would: the next int8 matvec reads it without a quantization launch).
-// t: the block's row this thread combines (mv2 / mvq: its thread index; mvqn: its row within
-// the pair it combines).
 template <int RS>
-__device__ __forceinline__ void mv_split_combine_at(int t, const float (*red)[RS], int row0, int rpb, int rpw, int wk, int rows,
-                                                    bool paired, float clamp, float wsl, int slot, float* y, signed char* yq,
-                                                    float2* yd) {
+__device__ __forceinline__ void mv_split_combine(const float (*red)[RS], int row0, int rpb, int rpw, int wk, int rows, bool paired,
+                                                 float clamp, float wsl, int slot, float* y, signed char* yq = nullptr,
+                                                 float2* yd = nullptr) {
+    const int t = threadIdx.x;  // the block's row this thread combines
     if (t >= rpb || row0 + t >= rows) return;
     int g = t >> (__ffs(rpw) - 1), r = t & (rpw - 1);
     float a = 0.f, c = 0.f;
@@ -231,12 +230,6 @@ __device__ __forceinline__ void mv_split_combine_at(int t, const float (*red)[RS
     const float v = mv_out(a, c, paired, clamp, wsl);
     y[(i64)slot * rows + row0 + t] = v;
     if (yq) q8_block(v, t, (slot * rows + row0) >> 5, yq, yd);
-}
-template <int RS>
-__device__ __forceinline__ void mv_split_combine(const float (*red)[RS], int row0, int rpb, int rpw, int wk, int rows, bool paired,
-                                                 float clamp, float wsl, int slot, float* y, signed char* yq = nullptr,
-                                                 float2* yd = nullptr) {
-    mv_split_combine_at(threadIdx.x, red, row0, rpb, rpw, wk, rows, paired, clamp, wsl, slot, y, yq, yd);
 }
 
 // Shared body of the mv2 entry points (which differ only in their register cap).

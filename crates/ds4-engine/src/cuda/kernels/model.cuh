@@ -2823,14 +2823,6 @@ extern "C" __global__ void moe_mid_h(const u16* __restrict__ g, const u16* __res
 
 // out[t] = sum_i ypair[pair_of[t*K+i]] (selection order) + shared[t]. Prefill's hc_post_mix
 // computes the same sum itself (moe_sum_at: keep the two in step) unless DS4_FUSE_COMBINE=0.
-// The expert of every grouped pair: pair_e[pair_of[i]] = sel[i] for the n = T * K (token,
-// expert) entries (moe_group's pair order; session.rs moe_small with DS4_MOE_SMALL_GRP).
-extern "C" __global__ void pair_experts(const int* __restrict__ sel, const int* __restrict__ pair_of, int n, int* __restrict__ pair_e) {
-    PDL_ENTRY;
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) pair_e[pair_of[i]] = sel[i];
-}
-
 extern "C" __global__ void moe_combine(const float* __restrict__ ypair, const int* __restrict__ pair_of,
                                        const float* __restrict__ shared, int K, int D, float* out) {
     PDL_ENTRY;

@@ -67,7 +67,7 @@ struct MvJobQ {
     float2* yd;
     int x_div;               // > 1: slot s reads input s / x_div (a small prefill batch's experts:
                              // slot t * K + j reads token t's x); else input s
-    int nt;                  // chunked jobs (mvqn / mvqm / mvqs): pairs per chunk (session.rs MvJobQ::nt)
+    int nt;                  // chunked jobs (mvqm / mvqs): pairs per chunk (session.rs MvJobQ::nt)
     const int* xmap;         // set: slot s reads input xmap[s] (the experts' pairs grouped by
                              // expert: a pair's token), before x_div
 };
@@ -353,19 +353,20 @@ extern "C" __global__ void __launch_bounds__(256, 3) mvq_b3(const __grid_constan
     mvq_main<false>(js, njobs);
 }
 
-// ---- mvqn: the int8 matvec over chunks of up to MVQN_NT (token, expert) pairs of one expert --
-// A prefill batch of ~64-512 tokens puts a few tokens on each routed expert: the grouped GEMM
+// ---- the chunked int8 matvecs (mvqm, mvqs): chunks of up to MVQM_NT (token, expert) pairs of
+// one expert ------------------------------------------------------------------------------------
+// A prefill batch of ~16-256 tokens puts a few tokens on each routed expert: the grouped GEMM
 // dequantizes an expert's whole 128-row slice per tile however few tokens it holds, and
-// moe_small's matvec (one slot per pair) decodes the expert's weights once per pair. Here a
-// slot is a chunk of one expert's pairs (moe_group's order, pair_chunks' table): each lane
-// decodes a weight group once and dots it with every pair's input, so the expert's weights are
-// read and decoded once per MVQN_NT pairs.
-// Job fields (session.rs MvJobQ::chunked): nt = MVQN_NT; sel = the chunk table (int4 {expert,
-// first pair, pairs, 0}; pairs 0: an unused chunk, its blocks return); wts = per-pair routing
-// weights (paired jobs); xmap = each pair's input row (null: the pair's own row); y = rows by
-// pair. IQ2_XXS jobs read inputs quantized by quant_q8p (each group's bytes already in
-// iq2_xperm's order). Deterministic: each (row, pair) sums its groups in mvq's per-lane order.
-#define MVQN_NT 8
+// moe_small's token-major matvec (one slot per pair) decodes the expert's weights once per
+// pair. Here a slot is a chunk of one expert's pairs (moe_group's order, pair_chunks' table), so
+// the expert's weights are read and decoded once per chunk.
+// Job fields (session.rs MvJobQ::chunked_mma): nt = MVQM_NT; sel = the chunk table (int4
+// {expert, first pair, pairs, 0}; pairs 0: an unused chunk, its blocks return); wts = per-pair
+// routing weights (paired jobs); xmap = each pair's input row (null: the pair's own row); y =
+// rows by pair. IQ2_XXS jobs read inputs quantized by quant_q8p (each group's bytes already in
+// iq2_xperm's order).
+// (Session 51's mvqn, lanes over column groups with __dp4a per pair, measured latency-bound and
+// slower than token-major mvq (session 52) and is gone.)
 
 // The chunk table of moe_group's pairs (off[E + 1]: per-expert offsets): expert e's pairs in
 // runs of nt, chunks in expert order, entries past the last up to `bound` with n = 0. One
@@ -396,7 +397,7 @@ extern "C" __global__ void __launch_bounds__(256) pair_chunks(const int* __restr
 }
 
 // quant_q8 with each 8-value chunk's bytes in iq2_xperm's order {x0, x4, x1, x5, x2, x6, x3,
-// x7} (the IQ2_XXS jobs of mvqn take their inputs so, instead of permuting per pair and group).
+// x7} (the IQ2_XXS jobs of mvqm / mvqs take their inputs so: grid entry tq is words 2 tq, 2 tq + 1).
 extern "C" __global__ void __launch_bounds__(256) quant_q8p(const float* __restrict__ x, int n, signed char* __restrict__ qs,
                                                             float2* __restrict__ xd) {
     PDL_ENTRY;
@@ -409,151 +410,7 @@ extern "C" __global__ void __launch_bounds__(256) quant_q8p(const float* __restr
         q8_block(x[b * 32 + lane], pos, b, qs, xd);
 }
 
-// A loaded group decoded once for all the chunk's pairs (mvqn): signed (IQ2_XXS, Q8_0) or
-// unsigned (Q2_K, Q4_K) int8 weight words and the group's f32 factors; mvqn_dot then costs a
-// pair 8 (Q2_K: 8 + its x sums) __dp4a and a few FMAs. The arithmetic is mvq_dot's.
-struct MvqnW { int w[8]; float a, b; int s0, s1; };
-template <int TY>
-__device__ __forceinline__ MvqnW mvqn_dec(const MvqRaw<TY>& w, int g, const u32* gsel) {
-    MvqnW o;
-    if constexpr (TY == T_Q8_0) {
-        const int q[8] = {(int)w.q0.x, (int)w.q0.y, (int)w.q0.z, (int)w.q0.w, (int)w.q1.x, (int)w.q1.y, (int)w.q1.z, (int)w.q1.w};
-#pragma unroll
-        for (int k = 0; k < 8; k++) o.w[k] = q[k];
-        o.a = h2f((u16)w.d);
-    } else if constexpr (TY == T_IQ2_XXS) {
-        const u32 A = w.q.x, B = w.q.y;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const u32 s7 = (B >> (7 * k)) & 127u;
-            const u32 sel = ((s7 * 0x00810204u + ((u32)__popc(s7) << 30)) & 0x44444444u) | gsel[(A >> (8 * k)) & 255];
-            o.w[2 * k] = iq2_prmt(sel);
-            o.w[2 * k + 1] = iq2_prmt(sel >> 16);
-        }
-        o.a = h2f((u16)w.d) * (0.5f + (float)(B >> 28)) * 0.25f;
-    } else if constexpr (TY == T_Q2_K) {
-        const int sft = 2 * (g & 3);
-        const u32 q[8] = {w.q0.x, w.q0.y, w.q0.z, w.q0.w, w.q1.x, w.q1.y, w.q1.z, w.q1.w};
-#pragma unroll
-        for (int k = 0; k < 8; k++) o.w[k] = (int)((q[k] >> sft) & 0x03030303u);
-        const int sc0 = w.scp & 0xff, sc1 = w.scp >> 8;
-        o.a = h2f((u16)(w.dd & 0xffff));
-        o.b = h2f((u16)(w.dd >> 16));
-        o.s0 = sc0;
-        o.s1 = sc1;
-    } else {  // Q4_K
-        const int j = g & 7, sft = (j & 1) * 4;
-        int sc, m;
-        q4k_scale_min_w(j, w.hh.y, w.hh.z, w.hh.w, sc, m);
-        const u32 q[8] = {w.q0.x, w.q0.y, w.q0.z, w.q0.w, w.q1.x, w.q1.y, w.q1.z, w.q1.w};
-#pragma unroll
-        for (int k = 0; k < 8; k++) o.w[k] = (int)((q[k] >> sft) & 0x0F0F0F0Fu);
-        o.a = h2f((u16)(w.hh.x & 0xffff));
-        o.b = h2f((u16)(w.hh.x >> 16));
-        o.s0 = sc;
-        o.s1 = m;
-    }
-    return o;
-}
-// The pair's dot with a decoded group (xq: its 8 words; Q2_K: xs0 / xs1, the exact sums of
-// its two 16-value halves).
-template <int TY>
-__device__ __forceinline__ float mvqn_dot(const MvqnW& w, const int* xq, float dx, float sx, int xs0, int xs1) {
-    if constexpr (TY == T_Q8_0 || TY == T_IQ2_XXS) {
-        int s = 0;
-#pragma unroll
-        for (int k = 0; k < 8; k++) s = __dp4a(w.w[k], xq[k], s);
-        return w.a * dx * (float)s;
-    } else if constexpr (TY == T_Q2_K) {
-        int a0 = 0, a1 = 0;
-#pragma unroll
-        for (int k = 0; k < 4; k++) { a0 = __dp4a(w.w[k], xq[k], a0); a1 = __dp4a(w.w[k + 4], xq[k + 4], a1); }
-        return dx * (w.a * (float)((w.s0 & 15) * a0 + (w.s1 & 15) * a1) - w.b * (float)((w.s0 >> 4) * xs0 + (w.s1 >> 4) * xs1));
-    } else {  // Q4_K
-        int a = 0;
-#pragma unroll
-        for (int k = 0; k < 8; k++) a = __dp4a(w.w[k], xq[k], a);
-        return w.a * (float)w.s0 * dx * (float)a - w.b * (float)w.s1 * sx;
-    }
-}
-
-// One warp's R rows over its column slice for the chunk's np (<= MVQN_NT) pairs: a chunk of a
-// few pairs (small batches: most experts get one or two) costs only their dots. xo: each pair's input offset in
-// values (shared memory). red[warp][(t * R + r) * 2 + {0, 1}]: the warp's sums (pair t's
-// slots are mv_split_combine's layout from column 2 t R on).
-template <int TY, int R, bool P>
-__device__ __forceinline__ void mvqn_body(const MvJobQ& j, int rowA, const i64* xo, int np, const u8* pay, const u8* hdr, const u8* pay2,
-                                          const u8* hdr2, int ks, float (*red)[2 * MVQN_NT * 2], const u32* gsel) {
-    constexpr int NT = MVQN_NT;
-    const int cols = j.w.cols, rows = j.w.rows;
-    const int ng = cols >> 5;
-    const int lwk = __ffs(j.wk) - 1;
-    const int g0 = (ng * ks) >> lwk, g1 = (ng * (ks + 1)) >> lwk;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int rr[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) rr[r] = min(rowA + r, rows - 1);
-    float acc[R][NT], acc2[R][P ? NT : 1];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < NT; t++) { acc[r][t] = 0.f; if constexpr (P) acc2[r][t] = 0.f; }
-    for (int g = g0 + lane; g < g1; g += 32) {
-        MvqnW wa[R], wb[P ? R : 1];
-        {
-            MvqRaw<TY> ra[R], rb[P ? R : 1];
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                ra[r] = mvq_ld<TY>(pay, hdr, cols, rr[r], g);
-                if constexpr (P) rb[r] = mvq_ld<TY>(pay2, hdr2, cols, rr[r], g);
-            }
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                wa[r] = mvqn_dec<TY>(ra[r], g, gsel);
-                if constexpr (P) wb[r] = mvqn_dec<TY>(rb[r], g, gsel);
-            }
-        }
-#pragma unroll
-        for (int t = 0; t < NT; t++) {
-            if (t >= np) break;  // the chunk's pairs only (np is block-uniform)
-            const uint4* xp = (const uint4*)(j.xq + xo[t] + (i64)g * 32);
-            const uint4 v0 = __ldg(xp), v1 = __ldg(xp + 1);
-            const float2 ds = __ldg(j.xd + ((xo[t] >> 5) + g));
-            const int xv[8] = {(int)v0.x, (int)v0.y, (int)v0.z, (int)v0.w, (int)v1.x, (int)v1.y, (int)v1.z, (int)v1.w};
-            int xs0 = 0, xs1 = 0;
-            if constexpr (TY == T_Q2_K) {
-#pragma unroll
-                for (int k = 0; k < 4; k++) { xs0 = __dp4a(0x01010101, xv[k], xs0); xs1 = __dp4a(0x01010101, xv[k + 4], xs1); }
-            }
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                acc[r][t] += mvqn_dot<TY>(wa[r], xv, ds.x, ds.y, xs0, xs1);
-                if constexpr (P) acc2[r][t] += mvqn_dot<TY>(wb[r], xv, ds.x, ds.y, xs0, xs1);
-            }
-        }
-    }
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < NT; t++) {
-            if (t >= np) break;
-            float a = warp_sum(acc[r][t]);
-            float b = P ? warp_sum(acc2[r][t]) : 0.f;
-            if (lane == 0) { red[warp][(t * R + r) * 2] = a; red[warp][(t * R + r) * 2 + 1] = b; }
-        }
-}
-
-// Rows per warp 1 or 2; 2 only where 128 registers hold them (ptxas spilled for Q2_K and for
-// paired Q4_K): IQ2_XXS, Q8_0 and unpaired Q4_K (session.rs mvqn_rpw2_ok keeps to this).
-template <int TY, bool P>
-__device__ __forceinline__ void mvqn_rows(const MvJobQ& j, int rowA, const i64* xo, int np, const u8* pay, const u8* hdr, const u8* pay2,
-                                          const u8* hdr2, int ks, float (*red)[2 * MVQN_NT * 2], const u32* gsel) {
-    constexpr bool two = TY == T_IQ2_XXS || TY == T_Q8_0 || (TY == T_Q4_K && !P);
-    if (two && j.rpw == 2) mvqn_body<TY, two ? 2 : 1, P>(j, rowA, xo, np, pay, hdr, pay2, hdr2, ks, red, gsel);
-    else mvqn_body<TY, 1, P>(j, rowA, xo, np, pay, hdr, pay2, hdr2, ks, red, gsel);
-}
-
-// The chunked kernels' block prologue (mvqn / mvqm / mvqs): chunk `slot`'s table entry {expert,
+// The chunked kernels' block prologue (mvqm / mvqs): chunk `slot`'s table entry {expert,
 // first pair, pairs, 0} and, unless it is unused (pairs 0: the caller returns, block-uniform,
 // before its barrier), its NT pair slots' input offsets xo (slots past the chunk repeat its
 // last pair: computed, never stored).
@@ -567,56 +424,10 @@ __device__ __forceinline__ int4 mvq_chunk_begin(const MvJobQ& j, int slot, i64* 
     return c;
 }
 
-// One block: rpb rows of one chunk (rpb * MVQN_NT <= 256: one combine thread per (row, pair)).
-extern "C" __global__ void __launch_bounds__(256, 2) mvqn(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
-    PDL_ENTRY;
-    __shared__ u32 gsel[256];
-    __shared__ float red[8][2 * MVQN_NT * 2];
-    __shared__ i64 xo[MVQN_NT];
-    const int b = blockIdx.x;
-    const int ji = job_of_block(js.b0, njobs, b);
-    const MvJobQ& j = js.j[ji];
-    const int lb = b - js.b0[ji];
-    const int lwk = __ffs(j.wk) - 1;
-    const int rpb = (j.rpw * 8) >> lwk, lrpb = __ffs(rpb) - 1;
-    const int bps = (j.w.rows + rpb - 1) >> lrpb;
-    const int slot = div_small(lb, bps);
-    const int row0 = (lb - slot * bps) << lrpb;
-    const int warp = threadIdx.x >> 5, ks = warp & (j.wk - 1), rowA = row0 + (warp >> lwk) * j.rpw;
-    const bool iq2 = j.w.type == T_IQ2_XXS;
-    u64 gr = iq2 ? ld_early(IQ2XXS_GRID + (threadIdx.x & 255)) : 0;
-    const int4 c = mvq_chunk_begin<MVQN_NT>(j, slot, xo);
-    if (c.z == 0) return;  // an unused chunk (block-uniform)
-    if (iq2) gsel[threadIdx.x & 255] = iq2_sel(gr);
-    __syncthreads();
-    const i64 e = c.x;
-    const u8 *pay = j.w.pay + e * j.w.e_pay, *hdr = j.w.hdr + e * j.w.e_hdr;
-    const u8 *pay2 = j.w2.pay ? j.w2.pay + e * j.w2.e_pay : nullptr, *hdr2 = j.w2.pay ? j.w2.hdr + e * j.w2.e_hdr : nullptr;
-#define MVQN_R(TY)                                                                \
-    if (pay2) mvqn_rows<TY, true>(j, rowA, xo, c.z, pay, hdr, pay2, hdr2, ks, red, gsel); \
-    else mvqn_rows<TY, false>(j, rowA, xo, c.z, pay, hdr, pay2, hdr2, ks, red, gsel);
-    switch (j.w.type) {
-        case T_Q8_0: MVQN_R(T_Q8_0) break;
-        case T_IQ2_XXS: MVQN_R(T_IQ2_XXS) break;
-        case T_Q2_K: MVQN_R(T_Q2_K) break;
-        default: MVQN_R(T_Q4_K) break;
-    }
-#undef MVQN_R
-    __syncthreads();
-    // thread (pair t, row rb of the block): mv_split_combine on pair t's slots of red, the
-    // pair's routing weight, its y row
-    const int t = threadIdx.x >> lrpb, rb = threadIdx.x & (rpb - 1);
-    if (t >= c.z) return;
-    const int p = c.y + t;
-    const float wsl = pay2 && j.wts ? j.wts[p] : 1.f;
-    mv_split_combine_at(rb, (const float (*)[2 * MVQN_NT * 2])(&red[0][2 * t * j.rpw]), row0, rpb, j.rpw, j.wk, j.w.rows,
-                        pay2 != nullptr, j.clamp, wsl, p, j.y, nullptr, nullptr);
-}
-
-// ---- mvqm: mvqn's chunks of one expert's pairs on the int8 tensor cores -----------------------
-// mvqn (lanes over column groups, __dp4a per pair) measured latency-bound: at 1024 tokens its
-// IQ2_XXS gate ran 5.3 ms against a ~0.6 ms weight read (H100, kernel bench, session 52): each
-// lane's x words were loaded per pair and per row. Here a warp owns 16 rows (and the paired
+// ---- mvqm: the chunks on the int8 tensor cores --------------------------------------------------
+// Lanes over column groups with __dp4a per pair (session 51's mvqn) measured latency-bound: at
+// 1024 tokens an IQ2_XXS gate ran 5.3 ms against a ~0.6 ms weight read (H100, kernel bench,
+// session 52): each lane's x words were loaded per pair and per row. Here a warp owns 16 rows (and the paired
 // matrix's same 16) and walks all of K: per 32-value group one mma.sync m16n8k32 per 8 pairs
 // multiplies the 16 rows' int8 weights with the 8 pairs' int8 inputs, the B fragment loaded
 // once per warp. Thread (gid = lane / 4, tq = lane % 4) holds rows gid and gid + 8 and words
@@ -626,7 +437,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mvqn(const __grid_constant_
 // arithmetic) and summed per (row, pair) in group order: deterministic. Q2_K folds its 4-bit
 // scales into the 2-bit weights (at most 45 per byte) and its mins into a second mma against the
 // same x, so both 16-value halves of a group share one k32 product.
-// Job fields as mvqn's (MvJobQ::chunked_mma): nt = MVQM_NT, rpw = 16 (rows per warp), wk = 1.
+// Job fields: the section's, with rpw = 16 (rows per warp) and wk = 1.
 #define MVQM_NT 16
 // Groups per loop trip (aligned): 4 (Q2_K: one 128-value quarter's shared bit planes), Q4_K 2
 // (one 32-byte nibble pair; 4 spilled at 128 registers)

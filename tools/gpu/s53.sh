@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Session 53's first call (~4 min on an H100): session 52's prepared s52b.sh (mvqs against mvqm
+# in the kernel bench, the fixtures under the new defaults and under mvqs, single batches of
+# 8-2048 tokens under the defaults / session 50's / mvqs), then a CUPTI trace of an 8K prompt and
+# its decode under the defaults (the last profile of an 8K prefill is session 38's).
+# Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz,cupti}. $OUT: log.txt, the verify report, the
+# kernel bench, cupti_kern.csv.gz (tools/gpu/nsys_gaps.py --longest / --tokens 24).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+call_start s53
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+S="DS4_MOE_SMALL_GRP=s DS4_MOE_SMALL=2048"
+kx "$BIN" 64,256,1024 X=1 mvqs > /dev/null
+grep -E "^exp_|grouped_qsx| mvq[ms] |FAIL|rror|panic" "$OUT/kbench_exp_mvqs.txt" | cut -c1-100,130-260; keep kbench_exp_mvqs.txt
+fixtures_in X=1 "$S"
+grep -hE "small-batch experts" "$OUT"/verify_*.txt | cut -c1-200; keep verify_X-1.txt
+synth_wait
+for v in X=1 "DS4_MOE_SMALL=64 DS4_MOE_MMA_MIN=100000" "$S"; do
+  small_rows "$v" 8,16,32,64,128,256,512,1024,2048 6300 6200
+done
+CUPTI_GEN=24 cupti_decode 8192
+keep cupti_kern.csv.gz
