@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 53's first call (~4 min on an H100): session 52's prepared s52b.sh (mvqs against mvqm
+# Session 53's first call (~4 min on an H100): session 52's prepared s52b.sh, which never ran and is folded in here (mvqs against mvqm
 # in the kernel bench, the fixtures under the new defaults and under mvqs, single batches of
 # 8-2048 tokens under the defaults / session 50's / mvqs), then a CUPTI trace of an 8K prompt and
 # its decode under the defaults (the last profile of an 8K prefill is session 38's).
