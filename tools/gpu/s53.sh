@@ -2,7 +2,8 @@
 # Session 53's first call (~4 min on an H100): session 52's prepared s52b.sh, which never ran and is folded in here (mvqs against mvqm
 # in the kernel bench, the fixtures under the new defaults and under mvqs, single batches of
 # 8-2048 tokens under the defaults / session 50's / mvqs), then a CUPTI trace of an 8K prompt and
-# its decode under the defaults (the last profile of an 8K prefill is session 38's).
+# its decode under the defaults (the last profile of an 8K prefill is session 38's), and the
+# per-kernel times of 4-, 16- and 64-token batches (DS4_PROFILE).
 # Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz,cupti}. $OUT: log.txt, the verify report, the
 # kernel bench, cupti_kern.csv.gz (tools/gpu/nsys_gaps.py --longest / --tokens 24).
 set -uo pipefail
@@ -19,5 +20,10 @@ synth_wait
 for v in X=1 "DS4_MOE_SMALL=64 DS4_MOE_MMA_MIN=100000" "$S"; do
   small_rows "$v" 8,16,32,64,128,256,512,1024,2048 6300 6200
 done
+echo "== small batches' kernels (DS4_PROFILE=1: each launch timed alone), 4 / 16 / 64 tokens at 2K"
+DS4_PROFILE=1 DS4_BENCH_INCR=4,16,64 timeout 100 "$BIN" --cuda -m "$M" --random-prompt 2300 --ctx-start 2048 --ctx-max 2200 \
+  --gen-tokens 2 > /tmp/prof.log 2>&1
+for c in 2052 2068 2132; do grep -E "profile prefill ctx $c:" /tmp/prof.log | head -16; done
+grep -E "rror|panic" /tmp/prof.log | head -3
 CUPTI_GEN=24 cupti_decode 8192
 keep cupti_kern.csv.gz
