@@ -3,7 +3,9 @@
 # in the kernel bench, the fixtures under the new defaults and under mvqs, single batches of
 # 8-2048 tokens under the defaults / session 50's / mvqs), then a CUPTI trace of an 8K prompt and
 # its decode under the defaults (the last profile of an 8K prefill is session 38's), and the
-# per-kernel times of 4-, 16- and 64-token batches (DS4_PROFILE).
+# per-kernel times of 4-, 16- and 64-token batches (DS4_PROFILE); dense_small (DS4_DENSE_SMALL=64,
+# the dense projections of batches up to 64 tokens on mvqm) through the fixtures, in 4-64-token
+# batches and in that profile.
 # Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz,cupti}. $OUT: log.txt, the verify report, the
 # kernel bench, cupti_kern.csv.gz (tools/gpu/nsys_gaps.py --longest / --tokens 24).
 set -uo pipefail
@@ -14,16 +16,21 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 S="DS4_MOE_SMALL_GRP=s DS4_MOE_SMALL=2048"
 kx "$BIN" 64,256,1024 X=1 mvqs > /dev/null
 grep -E "^exp_|grouped_qsx| mvq[ms] |FAIL|rror|panic" "$OUT/kbench_exp_mvqs.txt" | cut -c1-100,130-260; keep kbench_exp_mvqs.txt
-fixtures_in X=1 "$S"
-grep -hE "small-batch experts" "$OUT"/verify_*.txt | cut -c1-200; keep verify_X-1.txt
+fixtures_in X=1 "$S" DS4_DENSE_SMALL=64
+grep -hE "small-batch" "$OUT"/verify_*.txt | cut -c1-200; keep verify_X-1.txt
 synth_wait
 for v in X=1 "DS4_MOE_SMALL=64 DS4_MOE_MMA_MIN=100000" "$S"; do
   small_rows "$v" 8,16,32,64,128,256,512,1024,2048 6300 6200
 done
-echo "== small batches' kernels (DS4_PROFILE=1: each launch timed alone), 4 / 16 / 64 tokens at 2K"
-DS4_PROFILE=1 DS4_BENCH_INCR=4,16,64 timeout 100 "$BIN" --cuda -m "$M" --random-prompt 2300 --ctx-start 2048 --ctx-max 2200 \
-  --gen-tokens 2 > /tmp/prof.log 2>&1
-for c in 2052 2068 2132; do grep -E "profile prefill ctx $c:" /tmp/prof.log | head -16; done
-grep -E "rror|panic" /tmp/prof.log | head -3
+for v in X=1 DS4_DENSE_SMALL=64; do
+  small_rows "$v" 4,8,16,32,48,64 2600 2500
+done
+for v in X=1 DS4_DENSE_SMALL=64; do
+  echo "== small batches' kernels (DS4_PROFILE=1: each launch timed alone), 4 / 16 / 64 tokens at 2K, $v"
+  env $v DS4_PROFILE=1 DS4_BENCH_INCR=4,16,64 timeout 100 "$BIN" --cuda -m "$M" --random-prompt 2300 --ctx-start 2048 \
+    --ctx-max 2200 --gen-tokens 2 > /tmp/prof.log 2>&1
+  for c in 2052 2068 2132; do grep -E "profile prefill ctx $c:" /tmp/prof.log | head -14; done
+  grep -E "rror|panic" /tmp/prof.log | head -3
+done
 CUPTI_GEN=24 cupti_decode 8192
 keep cupti_kern.csv.gz

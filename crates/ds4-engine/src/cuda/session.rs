@@ -1458,6 +1458,9 @@ pub(crate) struct MvJobQ {
     /// nonzero: slot s reads input xmap[s] (i32; the routed experts' pairs grouped by expert:
     /// each pair's token), before x_div
     pub xmap: u64,
+    /// chunked jobs (mvqm / mvqs): values between the y rows of consecutive pairs (0: rows;
+    /// dense_small's outputs into wider rows)
+    pub ldy: i64,
 }
 
 /// Weight types `mvq` handles: Q8_0, Q2_K, Q4_K, IQ2_XXS.
@@ -1623,6 +1626,7 @@ impl GridJob for MvJobQ {
                 || self.x_slot % 32 != 0
                 || self.yq != 0
                 || self.sel == 0
+                || (self.ldy != 0 && self.ldy < self.w.rows as i64)
                 || x_span >= 1 << 31
                 || self.blocks() >= 1 << 21
             {
@@ -1630,7 +1634,7 @@ impl GridJob for MvJobQ {
             }
             return Ok(());
         }
-        if !mvq_type_ok(self.w.ty) || self.w.cols % 256 != 0 || self.x_slot % 32 != 0 || ![1, 2, 4, 8].contains(&self.rpw) || ![1, 2, 4, 8].contains(&self.wk) {
+        if !mvq_type_ok(self.w.ty) || self.w.cols % 256 != 0 || self.x_slot % 32 != 0 || ![1, 2, 4, 8].contains(&self.rpw) || ![1, 2, 4, 8].contains(&self.wk) || self.ldy != 0 {
             return Err(CudaError::Other(format!("mvq: unsupported job (type {}, cols {})", self.w.ty, self.w.cols)));
         }
         // 8 rows per warp: instantiated for unpaired Q8_0 jobs in mvq_b2 only (q8.cuh mvq_main)
@@ -1970,6 +1974,10 @@ struct Scratch {
     pair_id: DevBuf,
     /// mvqm / mvqs's chunk table (pair_chunks: int4 {expert, first pair, pairs, 0})
     chunks: DevBuf,
+    /// dense_small's quantized activations (DENSE_SMALL_MAX rows of the widest input, Fast
+    /// precision only) and its chunk table (dense_chunk_table)
+    qx_dense: Option<(Q8Buf, usize)>,
+    dense_chunks: DevBuf,
 }
 
 /// A vector of n values quantized as quant_q8 writes it: int8 values and per 32 values
@@ -2061,6 +2069,9 @@ pub struct CudaSession {
     /// The activations held in the cuBLAS path's f16 scratch (x, ldx, columns, t) and the
     /// Gpu work counter right after they were used (see gemm_blas).
     x16_key: std::cell::Cell<Option<((DevPtr, usize, usize, usize), u64)>>,
+    /// dense_small's quantized span (x, values, IQ2_XXS order) and the Gpu work counter right
+    /// after it was last read (see dense_small_q)
+    qx_dense_key: std::cell::Cell<Option<((DevPtr, usize, bool), u64)>>,
     /// Smallest batch for the cuBLAS dense / routed-expert paths: DS4_GEMM_DENSE_MIN_T /
     /// DS4_GEMM_EXP_MIN_T unless set by `set_blas_min_t` (the fixture check covers both
     /// paths on its short sequences that way).
@@ -2429,6 +2440,29 @@ pub(crate) fn chunk_bound(e: usize, pairs: usize, nt: usize) -> usize {
 fn moe_small_max() -> usize {
     static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *V.get_or_init(|| std::env::var("DS4_MOE_SMALL").ok().and_then(|v| v.parse().ok()).unwrap_or(MOE_SMALL_DEFAULT).min(MOE_SMALL_MAX))
+}
+
+/// The largest prefill batch whose dense projections may run on `mvqm` (dense_small; its
+/// scratch and chunk table are sized for it), and the default bound (`DS4_DENSE_SMALL=N`: up
+/// to N tokens, at most DENSE_SMALL_MAX; 0: never). Why: below ~64 tokens gemm_q64's tiles
+/// (split over K by gq_ks) dequantize every weight into shared f16 for a 64-token product
+/// whatever the batch holds, while mvqm reads and decodes each weight row once per 16 tokens
+/// on the int8 tensor cores, as the routed experts do from MOE_MMA_MIN tokens. Its activations
+/// are int8, as decode's are for the same matrices. Off until measured on a device.
+const DENSE_SMALL_MAX: usize = 64;
+const DENSE_SMALL_DEFAULT: usize = 0;
+fn dense_small_max() -> usize {
+    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("DS4_DENSE_SMALL").ok().and_then(|v| v.parse().ok()).unwrap_or(DENSE_SMALL_DEFAULT).min(DENSE_SMALL_MAX))
+}
+/// dense_small's chunk table: for each batch size t in 1..=DENSE_SMALL_MAX its ceil(t /
+/// MVQM_NT) chunks of the t tokens as one expert's pairs ({0, first, count, 0}), the sizes in
+/// order; dense_chunk_at(t) is the first entry of t's.
+fn dense_chunk_table() -> Vec<[i32; 4]> {
+    (1..=DENSE_SMALL_MAX).flat_map(|t| (0..t.div_ceil(MVQM_NT)).map(move |c| [0, (c * MVQM_NT) as i32, (t - c * MVQM_NT).min(MVQM_NT) as i32, 0])).collect()
+}
+fn dense_chunk_at(t: usize) -> usize {
+    (1..t).map(|u| u.div_ceil(MVQM_NT)).sum()
 }
 
 /// gemm_q's split over K (`GQ_KS_SHIFT` in matmul.cuh: asserted equal by the kernel source).
@@ -2961,6 +2995,18 @@ impl CudaSession {
                 b
             },
             chunks: gpu.alloc(chunk_bound(d.e, ts * d.k, MVQM_NT) * 16)?,
+            qx_dense: if opts.precision == Precision::Fast {
+                let n = DENSE_SMALL_MAX * [d.d, d.rq, d.h * d.dh, d.g * d.ro, d.f].into_iter().max().unwrap_or(0);
+                Some((Q8Buf::new(&gpu, n)?, n))
+            } else {
+                None
+            },
+            dense_chunks: {
+                let tab = dense_chunk_table();
+                let b = gpu.alloc(tab.len() * 16)?;
+                gpu.htod(b.ptr, &tab.iter().flatten().copied().collect::<Vec<i32>>())?;
+                b
+            },
         };
         let ties = if opts.near_ties {
             let b = gpu.alloc_zeroed((4 + 4 * NEAR_TIE_CAP) * 4)?;
@@ -2996,6 +3042,7 @@ impl CudaSession {
             next_on_device: Default::default(),
             ties,
             x16_key: Default::default(),
+            qx_dense_key: Default::default(),
             dense_min_t: dense_min_t(),
             exp_min_t: exp_min_t(),
             exp_blas_calls: Default::default(),
@@ -3413,6 +3460,11 @@ impl CudaSession {
     }
 
     fn gemm(&self, w: WMat, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize, grp: Option<(DevPtr, DevPtr, usize)>) -> Result<()> {
+        if grp.is_none() && self.dense_small_ok(&w, ldx, ldy, t) {
+            if let Some(q) = self.dense_small_q(x, ldx, w.cols as usize, t, w.ty == 16)? {
+                return self.dense_small_run(&[(w, 0, y, ldy)], q, ldx, t);
+            }
+        }
         if grp.is_none() && self.gemm_blas(w, 1, x, ldx, y, ldy, t)? {
             return Ok(());
         }
@@ -3434,6 +3486,57 @@ impl CudaSession {
         self.gpu().launch(name, grid, 256, 0, Args::new().a(a))
     }
 
+    /// Whether a dense projection of `w` over a `t`-token batch (inputs ldx values apart,
+    /// outputs ldy apart) runs on mvqm (dense_small_max; Fast precision; the weight types mvqm
+    /// takes).
+    fn dense_small_ok(&self, w: &WMat, ldx: usize, ldy: usize, t: usize) -> bool {
+        let cols = w.cols as usize;
+        self.dense_small_batch(t) && mvq_type_ok(w.ty) && cols % 256 == 0 && ldx % 32 == 0 && ldx >= cols && ldy >= w.rows as usize
+    }
+
+    /// dense_small's int8 activations: the `t` rows of `cols` values at `x`, `ldx` apart,
+    /// quantized as one contiguous span ((t - 1) ldx + cols values; IQ2_XXS weights take
+    /// quant_q8p's order). The span quantized last is reused while no other device work was
+    /// queued since it was read (q_a and kv read the same xn); its (values, factors) at x, or
+    /// None when the span does not fit the scratch.
+    fn dense_small_q(&self, x: DevPtr, ldx: usize, cols: usize, t: usize, perm: bool) -> Result<Option<(u64, u64)>> {
+        let Some((qb, cap)) = &self.sc.qx_dense else { return Ok(None) };
+        let span = (t - 1) * ldx + cols;
+        if span > *cap {
+            return Ok(None);
+        }
+        let gpu = self.gpu();
+        let hit = matches!(self.qx_dense_key.get(), Some(((x0, n0, p0), seq)) if seq == gpu.work_seq() && x0 == x && n0 >= span && p0 == perm);
+        if !hit {
+            launch_quant_chunked(gpu, if perm { 16 } else { 8 }, x, span, qb.at(0))?;
+            self.qx_dense_key.set(Some(((x, span, perm), gpu.work_seq())));
+        }
+        Ok(Some(qb.at(0)))
+    }
+
+    /// mvqm over `t` tokens as one expert's pairs (dense_small): per matrix (w, the value
+    /// offset of its input inside each quantized row, y, ldy), the rows of the quantized input
+    /// `q` ldx values apart; one launch. The quantized span stays valid for the next call
+    /// unless an output overwrote the rows it came from.
+    fn dense_small_run(&self, mats: &[(WMat, usize, DevPtr, usize)], q: (u64, u64), ldx: usize, t: usize) -> Result<()> {
+        let gpu = self.gpu();
+        let tab = self.sc.dense_chunks.ptr + (dense_chunk_at(t) * 16) as u64;
+        let mut jobs: Vec<MvJobQ> = mats
+            .iter()
+            .map(|&(w, xo, y, ldy)| {
+                let qo = (q.0 + xo as u64, q.1 + (xo / 32 * 8) as u64);
+                MvJobQ { ldy: ldy as i64, ..MvJobQ::plain(w, qo, y).chunked_mma(tab, t.div_ceil(MVQM_NT), 0, 0, ldx) }
+            })
+            .collect();
+        JobTableQ::chunked_mma(&mut jobs)?.run(gpu, jobs.len())?;
+        if let Some(((x0, n0, p0), _)) = self.qx_dense_key.get() {
+            let xe = x0 + (n0 * 4) as u64;
+            let hit = mats.iter().any(|&(w, _, y, ldy)| y < xe && x0 < y + (((t - 1) * ldy + w.rows as usize) * 4) as u64);
+            self.qx_dense_key.set(if hit { None } else { Some(((x0, n0, p0), gpu.work_seq())) });
+        }
+        Ok(())
+    }
+
     /// A plain gemm_q64 / gemm_q128 launch split over K in `ks` parts (gq_ks): each part's
     /// partial sums into ks_part, then gq_ks_sum adds them in order into y.
     fn gemm_ks(&self, a: GemmArgs, bn: usize, ks: usize) -> Result<()> {
@@ -3450,6 +3553,12 @@ impl CudaSession {
     /// keeps its batches).
     pub fn moe_small_batch(&self, t: usize) -> bool {
         !self.jobsq.is_empty() && t <= moe_small_max() && !self.exp_blas_on(t)
+    }
+
+    /// Whether a prefill batch of `t` tokens may run its dense projections on mvqm
+    /// (dense_small_max; each projection also needs a weight type mvqm takes).
+    pub fn dense_small_batch(&self, t: usize) -> bool {
+        self.sc.qx_dense.is_some() && t >= 1 && t <= dense_small_max()
     }
 
     /// A small prefill batch's routed experts on the int8 matvec (see moe_small_max): xn
@@ -4003,7 +4112,14 @@ impl CudaSession {
             } else if out_a_blas && self.out_low16(l, t)? {
                 // (out_a's f16 output read in place by out_b's product)
             } else {
-                if !(out_a_blas && self.gemm_blas(ly.out_a.wmat(), d.g, sc.heads.ptr, d.h * d.dh, sc.low.ptr, d.g * d.ro, t)?) {
+                // a small batch: the groups as one mvqm launch over heads quantized once
+                let w0 = ly.out_a.wmat_rows(0, d.ro);
+                let small = d.g <= MAX_JOBS && self.dense_small_ok(&w0, d.h * d.dh, d.g * d.ro, t);
+                let q = if small { self.dense_small_q(sc.heads.ptr, d.h * d.dh, d.h * d.dh, t, w0.ty == 16)? } else { None };
+                if let Some(q) = q {
+                    let mats: Vec<_> = (0..d.g).map(|gi| (ly.out_a.wmat_rows(gi * d.ro, d.ro), gi * hg, sc.low.ptr + (gi * d.ro * 4) as u64, d.g * d.ro)).collect();
+                    self.dense_small_run(&mats, q, d.h * d.dh, t)?;
+                } else if !(out_a_blas && self.gemm_blas(ly.out_a.wmat(), d.g, sc.heads.ptr, d.h * d.dh, sc.low.ptr, d.g * d.ro, t)?) {
                     for gi in 0..d.g {
                         let w = ly.out_a.wmat_rows(gi * d.ro, d.ro);
                         self.gemm(w, sc.heads.ptr + (gi * hg * 4) as u64, d.h * d.dh, sc.low.ptr + (gi * d.ro * 4) as u64, d.g * d.ro, t, None)?;
@@ -5059,6 +5175,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// dense_small's chunk table: each batch size's run starts at dense_chunk_at, covers its
+    /// tokens once in order in chunks of at most MVQM_NT, and the runs follow each other.
+    #[test]
+    fn dense_chunk_table_covers_each_batch() {
+        let tab = dense_chunk_table();
+        let mut next = 0;
+        for t in 1..=DENSE_SMALL_MAX {
+            let at = dense_chunk_at(t);
+            assert_eq!(at, next, "t {t}");
+            let mut covered = 0;
+            for c in &tab[at..at + t.div_ceil(MVQM_NT)] {
+                assert_eq!((c[0], c[1]), (0, covered as i32), "t {t}");
+                assert!(c[2] >= 1 && c[2] as usize <= MVQM_NT);
+                covered += c[2] as usize;
+            }
+            assert_eq!(covered, t);
+            next = at + t.div_ceil(MVQM_NT);
+        }
+        assert_eq!(next, tab.len());
     }
 
     /// The tile line's counts and padding on slot counts worked out by hand, and the padding's

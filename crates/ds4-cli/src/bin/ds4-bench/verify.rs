@@ -731,22 +731,28 @@ pub fn run(dir: &Path, _a: &Args) -> Result<()> {
                 t.flag(
                     &tag("fast small-batch experts deviation"),
                     kl_pf <= 2.0 * kl + 1e-4 && top1_pf >= 0.75,
-                    &format!("prefill of {n} tokens: mean KL to the reference {kl_pf:.3e} within 2x decode's {kl:.3e} (+1e-4), top-1 agreement {top1_pf:.4}"),
+                    &format!(
+                        "prefill of {n} tokens: mean KL to the reference {kl_pf:.3e} within 2x decode's {kl:.3e} (+1e-4), top-1 agreement {top1_pf:.4}{}",
+                        if fast_ex.dense_small_batch(n) { "; dense projections on mvqm" } else { "" }
+                    ),
                 );
             }
-            // a longer sequence's first SMALL_PREFIX tokens in one batch (moe_small's mvqm
-            // range by default, session 52): their rows against the reference prefill's same
-            // rows (causal: a prefix's rows do not depend on the tokens after it)
-            const SMALL_PREFIX: usize = 256;
-            if n > SMALL_PREFIX && fast_ex.moe_small_batch(SMALL_PREFIX) {
-                let m = SMALL_PREFIX;
+            // a longer sequence's first m tokens in one batch: their rows against the reference
+            // prefill's same rows (causal: a prefix's rows do not depend on the tokens after it).
+            // 256: moe_small's mvqm range by default (session 52); 48: partial chunks of mvqm,
+            // and the dense projections on mvqm where DS4_DENSE_SMALL reaches it (session 53)
+            for (m, label) in [(48usize, "fast small-batch deviation (prefix 48)"), (256, "fast small-batch experts deviation (prefix)")] {
+                if n <= m || !fast_ex.moe_small_batch(m) {
+                    continue;
+                }
                 fast_ex.reset().map_err(|e| anyhow!("{e}"))?;
                 let gm = fast_ex.prefill_all_logits(&toks[..m]).map_err(|e| anyhow!("{e}"))?;
                 let (_, klm, top1m) = kl_top1(&g1[..m * vocab], &gm, vocab);
+                let dense = if fast_ex.dense_small_batch(m) { "; dense projections on mvqm" } else { "" };
                 t.flag(
-                    &tag("fast small-batch experts deviation (prefix)"),
+                    &tag(label),
                     klm <= 2.0 * kl + 1e-4 && top1m >= 0.75,
-                    &format!("prefill of the first {m} tokens: mean KL to the reference {klm:.3e} within 2x decode's {kl:.3e} (+1e-4), top-1 agreement {top1m:.4}"),
+                    &format!("prefill of the first {m} tokens: mean KL to the reference {klm:.3e} within 2x decode's {kl:.3e} (+1e-4), top-1 agreement {top1m:.4}{dense}"),
                 );
             }
             // the f16 hc state's saturation guard: a prefix prefill made to count as saturated

@@ -70,6 +70,7 @@ struct MvJobQ {
     int nt;                  // chunked jobs (mvqm / mvqs): pairs per chunk (session.rs MvJobQ::nt)
     const int* xmap;         // set: slot s reads input xmap[s] (the experts' pairs grouped by
                              // expert: a pair's token), before x_div
+    i64 ldy;                 // chunked jobs: values between the y rows of consecutive pairs (0: rows)
 };
 
 // IQ2_XXS to signed int8 words by byte permutes. Each group of 8 weights is a grid entry of 8
@@ -633,7 +634,7 @@ __device__ __forceinline__ void mvqm_body(const MvJobQ& j, int4 c, int rowW, con
             if (t >= c.z || row >= rows) continue;
             const int p = c.y + t;
             const float wsl = P && j.wts ? j.wts[p] : 1.f;
-            j.y[(i64)p * rows + row] = mv_out(acc[0][n][e], P ? acc[M - 1][n][e] : 0.f, P, j.clamp, wsl);
+            j.y[(i64)p * (j.ldy ? j.ldy : rows) + row] = mv_out(acc[0][n][e], P ? acc[M - 1][n][e] : 0.f, P, j.clamp, wsl);
         }
 }
 
@@ -906,6 +907,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) mvqs(const __grid_constant_
             if (t >= c.z || row >= j.w.rows) continue;
             const int p = c.y + t;
             const float wsl = paired && j.wts ? j.wts[p] : 1.f;
-            j.y[(i64)p * j.w.rows + row] = mv_out(acc[n][q], paired ? upx[warp >> 1][n][q][lane] : 0.f, paired, j.clamp, wsl);
+            j.y[(i64)p * (j.ldy ? j.ldy : j.w.rows) + row] = mv_out(acc[n][q], paired ? upx[warp >> 1][n][q][lane] : 0.f, paired, j.clamp, wsl);
         }
 }
