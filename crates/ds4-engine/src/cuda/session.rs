@@ -1492,6 +1492,15 @@ impl MvJobQ {
     pub(crate) fn chunked_mma(self, chunks: u64, bound: usize, wts: u64, xmap: u64, x_slot: usize) -> MvJobQ {
         MvJobQ { sel: chunks, nslots: bound as i32, wts, xmap, x_slot: x_slot as i64, x_div: 0, nt: MVQM_NT as i32, wk: 1, rpw: MVQM_RPW, ..self }
     }
+    /// A chunked_mma job with each 16-row tile's K split over the fewest warps (1, 2, 4 or 8)
+    /// that give `min_blocks` blocks (mvqm_k: unpaired jobs only).
+    pub(crate) fn split_k(self, min_blocks: usize) -> MvJobQ {
+        let mut j = self;
+        while j.w2.pay == 0 && j.wk < 8 && j.blocks() < min_blocks {
+            j.wk *= 2;
+        }
+        j
+    }
     /// `mvqs`'s job (q8.cuh): chunked_mma's, paired jobs with two warps per 16 rows (gate and
     /// up: 64 rows per block).
     pub(crate) fn chunked_staged(self, chunks: u64, bound: usize, wts: u64, xmap: u64, x_slot: usize) -> MvJobQ {
@@ -1582,6 +1591,9 @@ pub(crate) const MVQ_KERNELS: [&str; 2] = ["mvq_b2", "mvq_b3"];
 /// The chunked int8 matvec on the tensor cores (q8.cuh `mvqm`), its pairs per chunk (MVQM_NT
 /// there) and rows per warp (one m16 tile; 128 rows per block).
 pub(crate) const MVQM_KERNEL: &str = "mvqm";
+/// mvqm with each 16-row tile's K split over wk warps (2, 4 or 8; unpaired jobs): dense_small's
+/// matrices of few rows or long rows, which mvqm's 128-row blocks leave to a few SMs.
+pub(crate) const MVQM_K_KERNEL: &str = "mvqm_k";
 pub(crate) const MVQM_NT: usize = 16;
 const MVQM_RPW: i32 = 16;
 /// mvqm with its operands staged in shared memory by cp.async (q8.cuh `mvqs`): stages in its
@@ -1610,17 +1622,18 @@ impl GridJob for MvJobQ {
         MvJobQ::blocks(self)
     }
     fn check(&self, kern: &str) -> Result<()> {
-        if kern == MVQM_KERNEL || kern == MVQS_KERNEL || self.nt == MVQM_NT as i32 {
+        if kern == MVQM_KERNEL || kern == MVQM_K_KERNEL || kern == MVQS_KERNEL || self.nt == MVQM_NT as i32 {
             // mvqm / mvqs: one 16-row tile per warp over all of K, x offsets in 32 bits (q8.cuh
             // mvqm_body); mvqs: paired jobs two warps per tile, the routed experts' types
             let x_span = self.nslots as i64 * MVQM_NT as i64 * self.x_slot;
             let staged = kern == MVQS_KERNEL;
-            let wk = if staged && self.w2.pay != 0 { 2 } else { 1 };
-            if !(kern == MVQM_KERNEL || staged)
+            let split = kern == MVQM_K_KERNEL;
+            let wk_ok = if split { [2, 4, 8].contains(&self.wk) && self.w2.pay == 0 } else { self.wk == if staged && self.w2.pay != 0 { 2 } else { 1 } };
+            if !(kern == MVQM_KERNEL || split || staged)
                 || (staged && !mvqs_type_ok(self.w.ty))
                 || self.nt != MVQM_NT as i32
                 || self.rpw != MVQM_RPW
-                || self.wk != wk
+                || !wk_ok
                 || !mvq_type_ok(self.w.ty)
                 || self.w.cols % 256 != 0
                 || self.x_slot % 32 != 0
@@ -1667,9 +1680,9 @@ impl JobTableQ {
         }
         Jobs::with_kernel(jobs, MVQ_KERNELS[if q8_only { 0 } else { 1 }])
     }
-    /// mvqm jobs (MvJobQ::chunked_mma).
+    /// mvqm jobs (MvJobQ::chunked_mma; mvqm_k where their K is split, MvJobQ::split_k).
     pub(crate) fn chunked_mma(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
-        Jobs::with_kernel(jobs, MVQM_KERNEL)
+        Jobs::with_kernel(jobs, if jobs.iter().any(|j| j.wk > 1) { MVQM_K_KERNEL } else { MVQM_KERNEL })
     }
     /// mvqs jobs (MvJobQ::chunked_staged), with their stages' shared memory.
     pub(crate) fn chunked_staged(jobs: &mut [MvJobQ]) -> Result<JobTableQ> {
@@ -3525,7 +3538,7 @@ impl CudaSession {
             .iter()
             .map(|&(w, xo, y, ldy)| {
                 let qo = (q.0 + xo as u64, q.1 + (xo / 32 * 8) as u64);
-                MvJobQ { ldy: ldy as i64, ..MvJobQ::plain(w, qo, y).chunked_mma(tab, t.div_ceil(MVQM_NT), 0, 0, ldx) }
+                MvJobQ { ldy: ldy as i64, ..MvJobQ::plain(w, qo, y).chunked_mma(tab, t.div_ceil(MVQM_NT), 0, 0, ldx) }.split_k(2 * gpu.sm_count.max(1) as usize)
             })
             .collect();
         JobTableQ::chunked_mma(&mut jobs)?.run(gpu, jobs.len())?;

@@ -438,7 +438,10 @@ __device__ __forceinline__ int4 mvq_chunk_begin(const MvJobQ& j, int slot, i64* 
 // arithmetic) and summed per (row, pair) in group order: deterministic. Q2_K folds its 4-bit
 // scales into the 2-bit weights (at most 45 per byte) and its mins into a second mma against the
 // same x, so both 16-value halves of a group share one k32 product.
-// Job fields: the section's, with rpw = 16 (rows per warp) and wk = 1.
+// Job fields: the section's, with rpw = 16 (rows per warp) and wk = 1, or for unpaired jobs wk
+// = 2, 4 or 8 (dense_small's matrices of few rows or long ones: q_a, kv, out_b): the block's
+// 8 warps are 8 / wk row tiles of wk K slices (whole 256-value blocks), each tile's partial
+// sums added in slice order through shared memory (deterministic).
 #define MVQM_NT 16
 // Groups per loop trip (aligned): 4 (Q2_K: one 128-value quarter's shared bit planes), Q4_K 2
 // (one 32-byte nibble pair; 4 spilled at 128 registers)
@@ -535,13 +538,32 @@ __device__ __forceinline__ MvqmA mvqm_a(const MvqmRow<TY>& w, int g0, int u, int
     return a;
 }
 
+// A warp's outputs from its accumulators (acc[m][n][e]: see mvqm_body): y rows by pair
+// (ldy apart), through the clamped SwiGLU and the pair's routing weight for paired jobs.
+template <bool P>
+__device__ __forceinline__ void mvqm_store(const MvJobQ& j, int4 c, int rowW, const float (&acc)[P ? 2 : 1][MVQM_NT / 8][4]) {
+    const int lane = threadIdx.x & 31, gid = lane >> 2, tq = lane & 3, rows = j.w.rows;
+#pragma unroll
+    for (int n = 0; n < MVQM_NT / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int t = n * 8 + 2 * tq + (e & 1), row = rowW + gid + 8 * (e >> 1);
+            if (t >= c.z || row >= rows) continue;
+            const int p = c.y + t;
+            const float wsl = P && j.wts ? j.wts[p] : 1.f;
+            j.y[(i64)p * (j.ldy ? j.ldy : rows) + row] = mv_out(acc[0][n][e], P ? acc[P ? 1 : 0][n][e] : 0.f, P, j.clamp, wsl);
+        }
+}
+
 // One warp: rows r0 = rowW + gid and r1 = r0 + 8 of the job's matrix (and of w2 for paired
 // jobs) for chunk c's pairs (nb = ceil(pairs / 8) n tiles), all of K, and their outputs.
 // acc[m][n][e]: matrix m (0 w, 1 w2), n tile n, C element e (rows r0, r0, r1, r1; pairs 2 tq,
 // 2 tq + 1, 2 tq, 2 tq + 1).
+// K slice [gb, ge) of the groups (all of K unless the job splits it). part (split jobs, P
+// false): this warp's partial sums, [NB * 4][32] floats, for mvqm's combine instead of y.
 template <int TY, bool P>
-__device__ __forceinline__ void mvqm_body(const MvJobQ& j, int4 c, int rowW, const i64* xo, const u8* pay, const u8* hdr,
-                                          const u8* pay2, const u8* hdr2, const u32* gsel) {
+__device__ __forceinline__ void mvqm_body(const MvJobQ& j, int4 c, int rowW, int gb, int ge, const i64* xo, const u8* pay, const u8* hdr,
+                                          const u8* pay2, const u8* hdr2, const u32* gsel, float* part) {
     constexpr int NB = MVQM_NT / 8, M = P ? 2 : 1, U = mvqm_u<TY>();
     const int nb = (c.z + 7) >> 3;
     float acc[M][NB][4] = {};
@@ -558,8 +580,7 @@ __device__ __forceinline__ void mvqm_body(const MvJobQ& j, int4 c, int rowW, con
         xf[n][0] = (int)(xo[n * 8 + 2 * tq] >> 5);
         xf[n][1] = (int)(xo[n * 8 + 2 * tq + 1] >> 5);
     }
-    const int ng = cols >> 5;
-    for (int g0 = 0; g0 < ng; g0 += U) {
+    for (int g0 = gb; g0 < ge; g0 += U) {
         MvqmRow<TY> wr[M][2];
 #pragma unroll
         for (int m = 0; m < M; m++) {
@@ -626,52 +647,94 @@ __device__ __forceinline__ void mvqm_body(const MvJobQ& j, int4 c, int rowW, con
             }
         }
     }
+    if (part) {
 #pragma unroll
-    for (int n = 0; n < NB; n++)
+        for (int n = 0; n < NB; n++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int t = n * 8 + 2 * tq + (e & 1), row = rowW + gid + 8 * (e >> 1);
-            if (t >= c.z || row >= rows) continue;
-            const int p = c.y + t;
-            const float wsl = P && j.wts ? j.wts[p] : 1.f;
-            j.y[(i64)p * (j.ldy ? j.ldy : rows) + row] = mv_out(acc[0][n][e], P ? acc[M - 1][n][e] : 0.f, P, j.clamp, wsl);
-        }
+            for (int e = 0; e < 4; e++) part[(n * 4 + e) * 32 + lane] = acc[0][n][e];
+        return;
+    }
+    mvqm_store<P>(j, c, rowW, acc);
 }
 
-// One block: 8 warps of 16 rows (128 rows) of one chunk; the outputs straight from the
-// accumulators (no split over K, no shared-memory combine).
-extern "C" __global__ void __launch_bounds__(256, 2) mvqm(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
-    PDL_ENTRY;
+// One block: 8 warps of 16 rows (128 rows) of one chunk, the outputs straight from the
+// accumulators (mvqm); or 8 / wk tiles of 16 rows, each over wk K slices combined in shared
+// memory (mvqm_k: unpaired jobs, wk 2, 4 or 8). Two entry points so that mvqm's registers hold
+// no split state (one kernel for both spilled).
+template <bool SPLIT>
+__device__ __forceinline__ void mvqm_main(const JobSet<MvJobQ>& js, int njobs) {
     __shared__ u32 gsel[256];
     __shared__ i64 xo[MVQM_NT];
+    __shared__ float part[SPLIT ? 8 : 1][MVQM_NT / 2][32];  // each warp's partial sums
     const int b = blockIdx.x;
     const int ji = job_of_block(js.b0, njobs, b);
     const MvJobQ& j = js.j[ji];
     const int lb = b - js.b0[ji];
-    const int bps = (j.w.rows + 127) >> 7;
+    const int lwk = SPLIT ? __ffs(j.wk) - 1 : 0, warp = threadIdx.x >> 5;
+    const int lrpb = 7 - lwk;  // log2 of the rows per block
+    const int bps = (j.w.rows + (1 << lrpb) - 1) >> lrpb;
     const int slot = div_small(lb, bps);
-    const int rowW = ((lb - slot * bps) << 7) + (threadIdx.x >> 5) * 16;
+    const int rowW = ((lb - slot * bps) << lrpb) + (warp >> lwk) * 16;
     const bool iq2 = j.w.type == T_IQ2_XXS;
     u64 gr = iq2 ? ld_early(IQ2XXS_GRID + (threadIdx.x & 255)) : 0;
     const int4 c = mvq_chunk_begin<MVQM_NT>(j, slot, xo);
     if (c.z == 0) return;  // an unused chunk (block-uniform)
     if (iq2) gsel[threadIdx.x & 255] = iq2_sel(gr);
     __syncthreads();
-    if (rowW >= j.w.rows) return;  // (after the barrier: a warp past the last row)
+    // (mvqm: a warp past the last row, after the barrier; mvqm_k keeps every warp for its own)
+    if (!SPLIT && rowW >= j.w.rows) return;
     const i64 e = c.x;
     const u8 *pay = j.w.pay + e * j.w.e_pay, *hdr = j.w.hdr + e * j.w.e_hdr;
-    const bool paired = j.w2.pay != nullptr;
-    const u8 *pay2 = paired ? j.w2.pay + e * j.w2.e_pay : nullptr, *hdr2 = paired ? j.w2.hdr + e * j.w2.e_hdr : nullptr;
-#define MVQM_R(TY)                                                            \
-    if (paired) mvqm_body<TY, true>(j, c, rowW, xo, pay, hdr, pay2, hdr2, gsel); \
-    else mvqm_body<TY, false>(j, c, rowW, xo, pay, hdr, pay2, hdr2, gsel);
-    switch (j.w.type) {
-        case T_Q8_0: MVQM_R(T_Q8_0) break;
-        case T_IQ2_XXS: MVQM_R(T_IQ2_XXS) break;
-        case T_Q2_K: MVQM_R(T_Q2_K) break;
-        default: MVQM_R(T_Q4_K) break;
-    }
+    if constexpr (SPLIT) {
+        // this warp's K slice of whole 256-value blocks
+        const int ks = warp & (j.wk - 1), nblk = j.w.cols >> 8;
+        const int gb = ((nblk * ks) >> lwk) * 8, ge = ((nblk * (ks + 1)) >> lwk) * 8;
+        float* const pw = &part[warp][0][0];
+#define MVQM_R(TY) mvqm_body<TY, false>(j, c, rowW, gb, ge, xo, pay, hdr, nullptr, nullptr, gsel, pw);
+        switch (j.w.type) {
+            case T_Q8_0: MVQM_R(T_Q8_0) break;
+            case T_IQ2_XXS: MVQM_R(T_IQ2_XXS) break;
+            case T_Q2_K: MVQM_R(T_Q2_K) break;
+            default: MVQM_R(T_Q4_K) break;
+        }
 #undef MVQM_R
+        __syncthreads();
+        // the tile's first warp adds its slices' partial sums in slice order and stores them
+        if (ks != 0) return;
+        const int lane = threadIdx.x & 31;
+        float acc[1][MVQM_NT / 8][4];
+#pragma unroll
+        for (int n = 0; n < MVQM_NT / 8; n++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                float v = 0.f;
+                for (int k = 0; k < j.wk; k++) v += part[warp + k][n * 4 + q][lane];
+                acc[0][n][q] = v;
+            }
+        mvqm_store<false>(j, c, rowW, acc);
+    } else {
+        const int ng = j.w.cols >> 5;
+        const bool paired = j.w2.pay != nullptr;
+        const u8 *pay2 = paired ? j.w2.pay + e * j.w2.e_pay : nullptr, *hdr2 = paired ? j.w2.hdr + e * j.w2.e_hdr : nullptr;
+#define MVQM_R(TY)                                                                               \
+    if (paired) mvqm_body<TY, true>(j, c, rowW, 0, ng, xo, pay, hdr, pay2, hdr2, gsel, nullptr); \
+    else mvqm_body<TY, false>(j, c, rowW, 0, ng, xo, pay, hdr, pay2, hdr2, gsel, nullptr);
+        switch (j.w.type) {
+            case T_Q8_0: MVQM_R(T_Q8_0) break;
+            case T_IQ2_XXS: MVQM_R(T_IQ2_XXS) break;
+            case T_Q2_K: MVQM_R(T_Q2_K) break;
+            default: MVQM_R(T_Q4_K) break;
+        }
+#undef MVQM_R
+    }
+}
+extern "C" __global__ void __launch_bounds__(256, 2) mvqm(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
+    PDL_ENTRY;
+    mvqm_main<false>(js, njobs);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) mvqm_k(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
+    PDL_ENTRY;
+    mvqm_main<true>(js, njobs);
 }
 
 // ---- mvqs: mvqm with its operands staged in shared memory by cp.async -------------------------
