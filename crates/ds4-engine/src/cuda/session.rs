@@ -3527,6 +3527,28 @@ impl CudaSession {
         Ok(Some(qb.at(0)))
     }
 
+    /// Projections of the same `t` input rows at `x` (ldx apart): per matrix (its GEMM form,
+    /// its mvqm form if any (the matrix itself or its Q8_0 copy), y, ldy). Those whose mvqm form
+    /// dense_small takes run in one launch over x quantized once, the others as GEMMs.
+    fn dense_small_group(&self, mats: &[(&super::weights::GMat, Option<WMat>, DevPtr, usize)], x: DevPtr, ldx: usize, t: usize) -> Result<()> {
+        let take = |&(_, q, _, ldy): &(&super::weights::GMat, Option<WMat>, DevPtr, usize)| q.filter(|w| w.ty == 8 && self.dense_small_ok(w, ldx, ldy, t));
+        let small: Vec<_> = mats.iter().filter_map(|m| take(m).map(|w| (w, 0, m.2, m.3))).collect();
+        let mut ran = false;
+        if !small.is_empty() && small.len() <= MAX_JOBS {
+            let cols = small.iter().map(|m| m.0.cols as usize).max().unwrap_or(0);
+            if let Some(q) = self.dense_small_q(x, ldx, cols, t, false)? {
+                self.dense_small_run(&small, q, ldx, t)?;
+                ran = true;
+            }
+        }
+        for m in mats {
+            if !(ran && take(m).is_some()) {
+                self.gemm(m.0.wmat(), x, ldx, m.2, m.3, t, None)?;
+            }
+        }
+        Ok(())
+    }
+
     /// mvqm over `t` tokens as one expert's pairs (dense_small): per matrix (w, the value
     /// offset of its input inside each quantized row, y, ldy), the rows of the quantized input
     /// `q` ldx values apart; one launch. The quantized span stays valid for the next call
@@ -3541,6 +3563,10 @@ impl CudaSession {
                 MvJobQ { ldy: ldy as i64, ..MvJobQ::plain(w, qo, y).chunked_mma(tab, t.div_ceil(MVQM_NT), 0, 0, ldx) }.split_k(2 * gpu.sm_count.max(1) as usize)
             })
             .collect();
+        // one kernel per launch: where any job splits its K, every job splits it (at least 2)
+        if jobs.iter().any(|j| j.wk > 1) {
+            jobs.iter_mut().for_each(|j| j.wk = j.wk.max(2));
+        }
         JobTableQ::chunked_mma(&mut jobs)?.run(gpu, jobs.len())?;
         if let Some(((x0, n0, p0), _)) = self.qx_dense_key.get() {
             let xe = x0 + (n0 * 4) as u64;
@@ -3856,6 +3882,18 @@ impl CudaSession {
                 (false, true) => j.bi.as_ref().ok_or_else(missing)?.run(gpu, 1)?,
                 _ => {}
             }
+        } else if self.dense_small_batch(t) {
+            // a small batch: q_b and the indexer's q_b (its Q8_0 copy) in one mvqm launch
+            let mut mats = Vec::new();
+            if q {
+                mats.push((&ly.q_b, (ly.q_b.ty == GgmlType::Q8_0).then(|| ly.q_b.wmat()), sc.q.ptr, d.h * d.dh));
+            }
+            if idx {
+                let m = ly.idx_q_b.as_ref().ok_or_else(missing)?;
+                let m8 = ly.idx_q_b8.as_ref().or((m.ty == GgmlType::Q8_0).then_some(m)).map(|q| q.wmat());
+                mats.push((m, m8, sc.iq.ptr, d.hi * d.di));
+            }
+            self.dense_small_group(&mats, sc.qr.ptr, d.rq, t)?;
         } else {
             if q {
                 let hd = d.h * d.dh;
@@ -3977,6 +4015,11 @@ impl CudaSession {
                     Some(aq) => aq.run(gpu, aq.len())?,
                     None => self.jobs[l].a.run(gpu, self.jobs[l].a.len())?,
                 }
+            } else if self.dense_small_batch(t) {
+                // a small batch: every projection of xn on mvqm in one launch (the F16 ones
+                // through their decode Q8_0 copies), the rest as GEMMs
+                let mats: Vec<_> = attn_a_list(ly, sc).into_iter().map(|(m, m8, y)| (m, m8.map(|q| q.wmat()), y, m.rows)).collect();
+                self.dense_small_group(&mats, sc.xn.ptr, d.d, t)?;
             } else {
                 self.gemm(ly.q_a.wmat(), sc.xn.ptr, d.d, sc.qa.ptr, d.rq, t, None)?;
                 self.gemm(ly.kv.wmat(), sc.xn.ptr, d.d, sc.kvp.ptr, d.dh, t, None)?;
