@@ -2427,7 +2427,7 @@ fn moe_mma_min() -> usize {
 }
 /// moe_small's layout for a batch of `t` tokens.
 fn moe_small_mode(t: usize) -> MoeSmall {
-    moe_small_forced().unwrap_or(if t >= moe_mma_min() { MoeSmall::ChunkedMma } else { MoeSmall::TokenMajor })
+    moe_small_forced().unwrap_or(if t >= moe_mma_min() { MoeSmall::ChunkedStaged } else { MoeSmall::TokenMajor })
 }
 /// Whether moe_small's rows of a `t`-token batch come in moe_group's pair order (pair_of maps
 /// them back).
@@ -2463,7 +2463,7 @@ fn moe_small_max() -> usize {
 /// on the int8 tensor cores, as the routed experts do from MOE_MMA_MIN tokens. Its activations
 /// are int8, as decode's are for the same matrices. Off until measured on a device.
 const DENSE_SMALL_MAX: usize = 64;
-const DENSE_SMALL_DEFAULT: usize = 0;
+const DENSE_SMALL_DEFAULT: usize = 32;
 fn dense_small_max() -> usize {
     static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *V.get_or_init(|| std::env::var("DS4_DENSE_SMALL").ok().and_then(|v| v.parse().ok()).unwrap_or(DENSE_SMALL_DEFAULT).min(DENSE_SMALL_MAX))
@@ -3595,9 +3595,11 @@ impl CudaSession {
     }
 
     /// Whether a prefill batch of `t` tokens may run its dense projections on mvqm
-    /// (dense_small_max; each projection also needs a weight type mvqm takes).
+    /// (dense_small_max; each projection also needs a weight type mvqm takes). Not where the
+    /// session's cuBLAS dense path takes the batch (from dense_min_t: 128 by default; the
+    /// fixture check's cuBLAS session sets 1).
     pub fn dense_small_batch(&self, t: usize) -> bool {
-        self.sc.qx_dense.is_some() && t >= 1 && t <= dense_small_max()
+        self.sc.qx_dense.is_some() && t >= 1 && t <= dense_small_max() && !(self.sc.dense16.is_some() && t >= self.dense_min_t)
     }
 
     /// A small prefill batch's routed experts on the int8 matvec (see moe_small_max): xn
