@@ -2393,9 +2393,12 @@ const MOE_SMALL_DEFAULT: usize = 256;
 const MOE_MMA_MIN: usize = 16;
 
 /// How moe_small lays out its slots: `DS4_MOE_SMALL_GRP` forces one layout for every batch;
-/// unset, batches from MOE_MMA_MIN tokens (`DS4_MOE_MMA_MIN=N`) take ChunkedMma and smaller
-/// ones TokenMajor. H100, 28 layers, t/s of one batch at 2K context, mvqm against session 50's
-/// defaults (token-major to 64 tokens, the grouped GEMM beyond): 8 tokens 379 / 407, 32 1140 /
+/// unset, batches from MOE_MMA_MIN tokens (`DS4_MOE_MMA_MIN=N`) take ChunkedStaged and smaller
+/// ones TokenMajor. Session 53 (H100, same call): mvqs 1.22-1.42x faster than mvqm in the
+/// kernel bench (IQ2_XXS, Q2_K, Q4_K at 256 and 1024 tokens, the same bits); one batch at 2K,
+/// t/s mvqs / mvqm: 64 tokens 1865 / 1777, 128 2397 / 2350, 256 4474 / 4047, and 512 6512
+/// against the grouped GEMM's 7840 (MOE_SMALL_DEFAULT stays 256). Session 52: H100, 28
+/// layers, t/s of one batch at 2K context, mvqm against session 50's defaults (token-major to 64 tokens, the grouped GEMM beyond): 8 tokens 379 / 407, 32 1140 /
 /// 989, 64 1822 / 1283, 128 2534 / 1431, 256 4235 / 2497, 512 6104 / 7869 (hence
 /// MOE_SMALL_DEFAULT 256); the fixtures 249/249 with mvqm up to 2048 tokens (session 52).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -2461,7 +2464,10 @@ fn moe_small_max() -> usize {
 /// (split over K by gq_ks) dequantize every weight into shared f16 for a 64-token product
 /// whatever the batch holds, while mvqm reads and decodes each weight row once per 16 tokens
 /// on the int8 tensor cores, as the routed experts do from MOE_MMA_MIN tokens. Its activations
-/// are int8, as decode's are for the same matrices. Off until measured on a device.
+/// are int8, as decode's are for the same matrices. H100, 28 layers, one batch at 2K, t/s with
+/// DS4_DENSE_SMALL=64 and 0: 4 tokens 351 / 228, 8 591 / 408, 16 882 / 673, 32 1285 / 1137,
+/// 64 1792 / 1816 (hence 32); the fixtures' short-prefill KL to the reference rose from ~7e-4
+/// to ~1.5-2.4e-3, the decode rows' level (session 53, bench/s53).
 const DENSE_SMALL_MAX: usize = 64;
 const DENSE_SMALL_DEFAULT: usize = 32;
 fn dense_small_max() -> usize {
