@@ -685,19 +685,29 @@ __device__ __forceinline__ void mvqm_main(const JobSet<MvJobQ>& js, int njobs) {
     if (!SPLIT && rowW >= j.w.rows) return;
     const i64 e = c.x;
     const u8 *pay = j.w.pay + e * j.w.e_pay, *hdr = j.w.hdr + e * j.w.e_hdr;
+    // mvqm_k: this warp's K slice of whole 256-value blocks and its partial sums' place
+    int ks = 0, gb = 0, ge = j.w.cols >> 5;
+    float* pw = nullptr;
     if constexpr (SPLIT) {
-        // this warp's K slice of whole 256-value blocks
-        const int ks = warp & (j.wk - 1), nblk = j.w.cols >> 8;
-        const int gb = ((nblk * ks) >> lwk) * 8, ge = ((nblk * (ks + 1)) >> lwk) * 8;
-        float* const pw = &part[warp][0][0];
-#define MVQM_R(TY) mvqm_body<TY, false>(j, c, rowW, gb, ge, xo, pay, hdr, nullptr, nullptr, gsel, pw);
-        switch (j.w.type) {
-            case T_Q8_0: MVQM_R(T_Q8_0) break;
-            case T_IQ2_XXS: MVQM_R(T_IQ2_XXS) break;
-            case T_Q2_K: MVQM_R(T_Q2_K) break;
-            default: MVQM_R(T_Q4_K) break;
-        }
+        const int nblk = j.w.cols >> 8;
+        ks = warp & (j.wk - 1);
+        gb = ((nblk * ks) >> lwk) * 8;
+        ge = ((nblk * (ks + 1)) >> lwk) * 8;
+        pw = &part[warp][0][0];
+    }
+    const bool paired = !SPLIT && j.w2.pay != nullptr;
+    const u8 *pay2 = paired ? j.w2.pay + e * j.w2.e_pay : nullptr, *hdr2 = paired ? j.w2.hdr + e * j.w2.e_hdr : nullptr;
+#define MVQM_R(TY)                                                                                \
+    if (paired) mvqm_body<TY, true>(j, c, rowW, gb, ge, xo, pay, hdr, pay2, hdr2, gsel, nullptr); \
+    else mvqm_body<TY, false>(j, c, rowW, gb, ge, xo, pay, hdr, pay2, hdr2, gsel, pw);
+    switch (j.w.type) {
+        case T_Q8_0: MVQM_R(T_Q8_0) break;
+        case T_IQ2_XXS: MVQM_R(T_IQ2_XXS) break;
+        case T_Q2_K: MVQM_R(T_Q2_K) break;
+        default: MVQM_R(T_Q4_K) break;
+    }
 #undef MVQM_R
+    if constexpr (SPLIT) {
         __syncthreads();
         // the tile's first warp adds its slices' partial sums in slice order and stores them
         if (ks != 0) return;
@@ -712,20 +722,6 @@ __device__ __forceinline__ void mvqm_main(const JobSet<MvJobQ>& js, int njobs) {
                 acc[0][n][q] = v;
             }
         mvqm_store<false>(j, c, rowW, acc);
-    } else {
-        const int ng = j.w.cols >> 5;
-        const bool paired = j.w2.pay != nullptr;
-        const u8 *pay2 = paired ? j.w2.pay + e * j.w2.e_pay : nullptr, *hdr2 = paired ? j.w2.hdr + e * j.w2.e_hdr : nullptr;
-#define MVQM_R(TY)                                                                               \
-    if (paired) mvqm_body<TY, true>(j, c, rowW, 0, ng, xo, pay, hdr, pay2, hdr2, gsel, nullptr); \
-    else mvqm_body<TY, false>(j, c, rowW, 0, ng, xo, pay, hdr, pay2, hdr2, gsel, nullptr);
-        switch (j.w.type) {
-            case T_Q8_0: MVQM_R(T_Q8_0) break;
-            case T_IQ2_XXS: MVQM_R(T_IQ2_XXS) break;
-            case T_Q2_K: MVQM_R(T_Q2_K) break;
-            default: MVQM_R(T_Q4_K) break;
-        }
-#undef MVQM_R
     }
 }
 extern "C" __global__ void __launch_bounds__(256, 2) mvqm(const __grid_constant__ JobSet<MvJobQ> js, int njobs) {
