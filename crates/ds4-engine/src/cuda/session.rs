@@ -2398,9 +2398,10 @@ const MOE_MMA_MIN: usize = 16;
 /// kernel bench (IQ2_XXS, Q2_K, Q4_K at 256 and 1024 tokens, the same bits); one batch at 2K,
 /// t/s mvqs / mvqm: 64 tokens 1865 / 1777, 128 2397 / 2350, 256 4474 / 4047, and 512 6512
 /// against the grouped GEMM's 7840 (MOE_SMALL_DEFAULT stays 256). Session 52: H100, 28
-/// layers, t/s of one batch at 2K context, mvqm against session 50's defaults (token-major to 64 tokens, the grouped GEMM beyond): 8 tokens 379 / 407, 32 1140 /
-/// 989, 64 1822 / 1283, 128 2534 / 1431, 256 4235 / 2497, 512 6104 / 7869 (hence
-/// MOE_SMALL_DEFAULT 256); the fixtures 249/249 with mvqm up to 2048 tokens (session 52).
+/// layers, t/s of one batch at 2K context, mvqm against session 50's defaults (token-major to
+/// 64 tokens, the grouped GEMM beyond): 8 tokens 379 / 407, 32 1140 / 989, 64 1822 / 1283, 128
+/// 2534 / 1431, 256 4235 / 2497, 512 6104 / 7869 (hence MOE_SMALL_DEFAULT 256); the fixtures
+/// 249/249 with mvqm up to 2048 tokens.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum MoeSmall {
     /// one slot per (token, expert), token-major
