@@ -428,10 +428,10 @@ __device__ __forceinline__ int4 mvq_chunk_begin(const MvJobQ& j, int slot, i64* 
 // ---- mvqm: the chunks on the int8 tensor cores --------------------------------------------------
 // Lanes over column groups with __dp4a per pair (session 51's mvqn) measured latency-bound: at
 // 1024 tokens an IQ2_XXS gate ran 5.3 ms against a ~0.6 ms weight read (H100, kernel bench,
-// session 52): each lane's x words were loaded per pair and per row. Here a warp owns 16 rows (and the paired
-// matrix's same 16) and walks all of K: per 32-value group one mma.sync m16n8k32 per 8 pairs
-// multiplies the 16 rows' int8 weights with the 8 pairs' int8 inputs, the B fragment loaded
-// once per warp. Thread (gid = lane / 4, tq = lane % 4) holds rows gid and gid + 8 and words
+// session 52): each lane's x words were loaded per pair and per row. Here a warp owns 16 rows
+// (and the paired matrix's same 16) and walks all of K: per 32-value group one mma.sync
+// m16n8k32 per 8 pairs multiplies the 16 rows' int8 weights with the 8 pairs' int8 inputs, the
+// B fragment loaded once per warp. Thread (gid = lane / 4, tq = lane % 4) holds rows gid and gid + 8 and words
 // 2 tq, 2 tq + 1 of each group (A k slots 4 tq.. and 16 + 4 tq..; B the same words of pair gid:
 // quant_q8p's order for IQ2_XXS, whose grid entry tq is those two words, natural order else).
 // Each group's int32 sums are scaled in f32 (the weight group's and the pair's factors, mvq_dot's
