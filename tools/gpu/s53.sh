@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Session 53's first call (~4 min on an H100; trimmed after a machine was taken back mid-call): session 52's prepared s52b.sh, which never ran and is folded in here (mvqs against mvqm
-# in the kernel bench, the fixtures under the new defaults and under mvqs, single batches of
-# 8-2048 tokens under the defaults / session 50's / mvqs), then a CUPTI trace of an 8K prompt and
-# its decode under the defaults (the last profile of an 8K prefill is session 38's), and the
-# per-kernel times of 4-, 16- and 64-token batches (DS4_PROFILE); dense_small (DS4_DENSE_SMALL=64,
-# the dense projections of batches up to 64 tokens on mvqm) through the fixtures, in 4-64-token
-# batches and in that profile.
+# Session 53's call (160 s on an H100; bench/s53/call1_s53.txt). Session 52's prepared s52b.sh,
+# which never ran, folded in and trimmed after a machine was taken back mid-call: mvqs against
+# mvqm in the kernel bench at 256 / 1024 tokens; the fixtures under the defaults and with
+# dense_small (DS4_DENSE_SMALL=64); single batches of 64-1024 tokens under the defaults and
+# mvqs up to 2048, of 4-64 tokens with and without dense_small; the per-kernel times of 4-, 16-
+# and 64-token batches (DS4_PROFILE) both ways; a CUPTI trace of an 8K prompt and its decode
+# (the last profile of an 8K prefill was session 38's).
 # Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz,cupti}. $OUT: log.txt, the verify report, the
 # kernel bench, cupti_kern.csv.gz (tools/gpu/nsys_gaps.py --longest / --tokens 24).
 set -uo pipefail
