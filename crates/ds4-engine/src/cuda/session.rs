@@ -3481,7 +3481,7 @@ impl CudaSession {
 
     fn gemm(&self, w: WMat, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize, grp: Option<(DevPtr, DevPtr, usize)>) -> Result<()> {
         if grp.is_none() && self.dense_small_ok(&w, ldx, ldy, t) {
-            if let Some(q) = self.dense_small_q(x, ldx, w.cols as usize, t, w.ty == 16)? {
+            if let Some(q) = self.dense_small_q(x, ldx, w.cols as usize, t, w.ty)? {
                 return self.dense_small_run(&[(w, 0, y, ldy)], q, ldx, t);
             }
         }
@@ -3514,12 +3514,13 @@ impl CudaSession {
         self.dense_small_batch(t) && mvq_type_ok(w.ty) && cols % 256 == 0 && ldx % 32 == 0 && ldx >= cols && ldy >= w.rows as usize
     }
 
-    /// dense_small's int8 activations: the `t` rows of `cols` values at `x`, `ldx` apart,
-    /// quantized as one contiguous span ((t - 1) ldx + cols values; IQ2_XXS weights take
-    /// quant_q8p's order). The span quantized last is reused while no other device work was
+    /// dense_small's int8 activations for weights of type `ty`: the `t` rows of `cols` values
+    /// at `x`, `ldx` apart, quantized as one contiguous span ((t - 1) ldx + cols values;
+    /// IQ2_XXS weights take quant_q8p's order, launch_quant_chunked). The span quantized last is reused while no other device work was
     /// queued since it was read (q_a and kv read the same xn); its (values, factors) at x, or
     /// None when the span does not fit the scratch.
-    fn dense_small_q(&self, x: DevPtr, ldx: usize, cols: usize, t: usize, perm: bool) -> Result<Option<(u64, u64)>> {
+    fn dense_small_q(&self, x: DevPtr, ldx: usize, cols: usize, t: usize, ty: i32) -> Result<Option<(u64, u64)>> {
+        let perm = ty == 16;
         let Some((qb, cap)) = &self.sc.qx_dense else { return Ok(None) };
         let span = (t - 1) * ldx + cols;
         if span > *cap {
@@ -3528,7 +3529,7 @@ impl CudaSession {
         let gpu = self.gpu();
         let hit = matches!(self.qx_dense_key.get(), Some(((x0, n0, p0), seq)) if seq == gpu.work_seq() && x0 == x && n0 >= span && p0 == perm);
         if !hit {
-            launch_quant_chunked(gpu, if perm { 16 } else { 8 }, x, span, qb.at(0))?;
+            launch_quant_chunked(gpu, ty, x, span, qb.at(0))?;
             self.qx_dense_key.set(Some(((x, span, perm), gpu.work_seq())));
         }
         Ok(Some(qb.at(0)))
@@ -3543,7 +3544,7 @@ impl CudaSession {
         let mut ran = false;
         if !small.is_empty() && small.len() <= MAX_JOBS {
             let cols = small.iter().map(|m| m.0.cols as usize).max().unwrap_or(0);
-            if let Some(q) = self.dense_small_q(x, ldx, cols, t, false)? {
+            if let Some(q) = self.dense_small_q(x, ldx, cols, t, 8)? {
                 self.dense_small_run(&small, q, ldx, t)?;
                 ran = true;
             }
@@ -4180,7 +4181,7 @@ impl CudaSession {
                 // a small batch: the groups as one mvqm launch over heads quantized once
                 let w0 = ly.out_a.wmat_rows(0, d.ro);
                 let small = d.g <= MAX_JOBS && self.dense_small_ok(&w0, d.h * d.dh, d.g * d.ro, t);
-                let q = if small { self.dense_small_q(sc.heads.ptr, d.h * d.dh, d.h * d.dh, t, w0.ty == 16)? } else { None };
+                let q = if small { self.dense_small_q(sc.heads.ptr, d.h * d.dh, d.h * d.dh, t, w0.ty)? } else { None };
                 if let Some(q) = q {
                     let mats: Vec<_> = (0..d.g).map(|gi| (ly.out_a.wmat_rows(gi * d.ro, d.ro), gi * hg, sc.low.ptr + (gi * d.ro * 4) as u64, d.g * d.ro)).collect();
                     self.dense_small_run(&mats, q, d.h * d.dh, t)?;
