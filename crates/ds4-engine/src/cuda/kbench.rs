@@ -1452,6 +1452,15 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                             _ => {}
                         }
                     }
+                    // gate + up in one launch (gemm_qs_gu, DS4_GU_FUSE): the f16 mids against the
+                    // two launches and moe_mid they replace (the same f32 g and u, the same
+                    // function: the same bits expected), on an up matrix of its own, random
+                    // routing weights and the clamp at the median |g|
+                    if gather && super::session::gu_type_ok(m.wmat().ty) {
+                        if let Some((_, hg, _)) = f32_runs.iter().find(|r| r.0 == GqKernel::QsSplit) {
+                            gu_rows(gpu, ty, cols, rows, hg, pairs, ci, &|y: u64| GemmArgs { y, ..gh(x16p.ptr) }, reps)?;
+                        }
+                    }
                     // DS4_EXP_Y16 (GQ_FLAG_Y16): gemm_qr's and the split's f16 outputs, each the
                     // same kernel's f32 output rounded once (f16, saturating: the host rounds with
                     // the half crate); the time against the f32 output's
@@ -1554,6 +1563,53 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
             );
             gpu.sync()?;
         }
+    }
+    Ok(())
+}
+
+/// exp_bench's gate + up rows: gemm_qs_gu (and gemm_qs2_gu) against gemm_qs twice + moe_mid
+/// (the split as the session runs it, and gemm_qs2 alone) on the gate of `ga` and a random up matrix of
+/// the same shape; `hg`: the gate's f32 outputs (for the clamp), `ga(y)`: the launch's
+/// GemmArgs writing y. Prints ms, the speedup and how many f16 mids differ (0 expected).
+#[allow(clippy::too_many_arguments)]
+fn gu_rows(gpu: &Gpu, ty: GgmlType, cols: usize, rows: usize, hg: &[f32], pairs: usize, ci: usize, ga: &dyn Fn(u64) -> GemmArgs, reps: usize) -> Result<()> {
+    use super::session::{launch_gemm_gu, GuArgs};
+    let up = upload_raw_mat(gpu, "up", ty, vec![cols as u64, rows as u64, GEMM_E as u64], &random_blocks(ty, cols * rows * GEMM_E, 7771 + ci as u64))?;
+    let mut mags: Vec<f32> = hg.iter().step_by(101).map(|v| v.abs()).collect();
+    mags.sort_by(f32::total_cmp);
+    let clamp = mags[mags.len() / 2];
+    let mut sd = 0x9e37_u64 ^ pairs as u64;
+    let pw: Vec<f32> = (0..pairs).map(|_| (rng(&mut sd) >> 40) as f32 / (1u64 << 24) as f32).collect();
+    let pwb = gpu.alloc(pairs * 4)?;
+    gpu.htod(pwb.ptr, &pw)?;
+    let n = pairs * rows;
+    let (g, u, mref, mgu) = (gpu.alloc(n * 4)?, gpu.alloc(n * 4)?, gpu.alloc(n * 2)?, gpu.alloc(n * 2)?);
+    let get16 = |b: &DevBuf| -> Result<Vec<u16>> {
+        let mut h = vec![0u16; n];
+        gpu.dtoh(&mut h, b.ptr)?;
+        Ok(h)
+    };
+    let gu = GuArgs { w2: up.wmat(), pw: pwb.ptr, clamp, pad: 0 };
+    for kind in [GqKernel::QsSplit, GqKernel::Qs2] {
+        let old = || -> Result<()> {
+            launch_gemm_q_kernel(gpu, ga(g.ptr), GEMM_E, 0, kind)?;
+            launch_gemm_q_kernel(gpu, GemmArgs { w: up.wmat(), ..ga(u.ptr) }, GEMM_E, 0, kind)?;
+            launch_moe_mid_form(gpu, g.ptr, u.ptr, pwb.ptr, pairs, rows, clamp, 0, mref.ptr, true, MidForm::Warp)
+        };
+        let new = || launch_gemm_gu(gpu, GemmArgs { ldy: rows as i32, ..ga(mgu.ptr) }, gu, GEMM_E, kind);
+        gpu.memset0(mref.ptr, n * 2)?;
+        old()?;
+        gpu.htod(mgu.ptr, &vec![0xffffu16; n])?;
+        new()?;
+        let (hr, hn) = (get16(&mref)?, get16(&mgu)?);
+        let diff = hr.iter().zip(&hn).filter(|(a, b)| a != b).count();
+        let (ms_o, ms_n) = (time_ms(gpu, reps, &old)?, time_ms(gpu, reps, &new)?);
+        let same = get16(&mgu)? == hn;
+        println!(
+            "{:<30} {:>5} {:<12} {:>9.3} gate+up+mid {:.3} ms -> {:.2}x; f16 mids differing {diff} of {n} (clamp {clamp:.3}), repeat={}{}",
+            "", "", format!("gu {kind:?}"), ms_n, ms_o, ms_o / ms_n.max(1e-9), if same { "same" } else { "DIFFERENT" },
+            if diff == 0 && same { "" } else { "  FAIL" }
+        );
     }
     Ok(())
 }

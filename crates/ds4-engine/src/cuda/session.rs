@@ -112,6 +112,17 @@ pub(crate) struct GemmArgs {
     pub flags: i32,
 }
 
+/// Mirror of `struct GuArgs` in matmul.cuh: the up matrix, routing weights and clamp of a
+/// gate + up launch (gemm_qs_gu, `launch_gemm_gu`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct GuArgs {
+    pub w2: WMat,
+    pub pw: u64,
+    pub clamp: f32,
+    pub pad: i32,
+}
+
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct CompArgs {
@@ -2347,7 +2358,7 @@ fn mid_f16_enabled() -> bool {
 }
 
 /// Raw weight bytes gemm_q stages per row per K step (`GQR<TY>::RB` in matmul.cuh).
-fn gq_raw_bytes(ty: i32) -> usize {
+pub(crate) fn gq_raw_bytes(ty: i32) -> usize {
     match ty {
         0 => 128, // F32
         1 => 64,  // F16
@@ -2678,13 +2689,52 @@ pub(crate) const GR_ST: usize = 8;
 
 /// launch_gemm_q with the kernel family chosen by the caller (the kernel bench compares them).
 pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: usize, kind: GqKernel) -> Result<()> {
+    launch_gemm_qx(gpu, a, None, ngroups, bn, kind)
+}
+
+/// The routed experts' gate (`a.w`) and up (`gu.w2`) in one grouped launch whose outputs are
+/// the f16 mids in gemm_qr's K order (`a.y`, `a.ldy` = the mid width), as gemm_qs twice and
+/// moe_mid would make them (matmul.cuh gemm_qs_gu_store): `kind` Qs, Qs2 or QsSplit (the
+/// split's launches each paired), weight types gu_type_ok, the two matrices of one shape.
+pub(crate) fn launch_gemm_gu(gpu: &Gpu, a: GemmArgs, gu: GuArgs, ngroups: usize, kind: GqKernel) -> Result<()> {
+    if !gu_pair_ok(&a.w, &gu.w2) || gu.pw == 0 {
+        return Err(CudaError::Other("gemm_qs_gu: gate and up of one shape and type (IQ2_XXS, Q2_K, Q4_K) and routing weights".into()));
+    }
+    if !matches!(kind, GqKernel::Qs | GqKernel::Qs2 | GqKernel::QsSplit) || (kind == GqKernel::QsSplit && qs_split() >= 3) {
+        return Err(CudaError::Other(format!("gemm_qs_gu: gemm_qs / gemm_qs2 tiles only, not {kind:?}")));
+    }
+    launch_gemm_qx(gpu, GemmArgs { flags: a.flags | GQ_FLAG_Y16, ..a }, Some(gu), ngroups, 0, kind)
+}
+
+/// The weight types of gemm_qs_gu (matmul.cuh gemm_qs_gu_entry).
+pub(crate) fn gu_type_ok(ty: i32) -> bool {
+    qs4_type_ok(ty)
+}
+
+/// Whether gate `g` and up `u` can share a gemm_qs_gu launch (launch_gemm_gu's conditions,
+/// short of the kernel kind and the routing weights).
+pub(crate) fn gu_pair_ok(g: &WMat, u: &WMat) -> bool {
+    gu_type_ok(g.ty) && (g.ty, g.rows, g.cols, g.e_pay, g.e_hdr) == (u.ty, u.rows, u.cols, u.e_pay, u.e_hdr)
+}
+
+/// The routed experts' gate and up in one launch writing the mids (gemm_qs_gu: the same bits
+/// as gemm_qs twice and moe_mid) where the batch takes gemm_qs / gemm_qs2 (`DS4_GU_FUSE=1`;
+/// read once; not measured on a device yet).
+pub(crate) fn gu_fuse_on() -> bool {
+    env_is!("DS4_GU_FUSE", "1")
+}
+
+/// Floats of gemm_qs_gu's accumulator exchange (matmul.cuh GU_XCH), after the stages.
+pub(crate) const GU_XCH: usize = 128 * 64;
+
+fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<GuArgs>, ngroups: usize, bn: usize, kind: GqKernel) -> Result<()> {
     if a.t <= 0 {
         return Ok(());
     }
     if kind == GqKernel::QsSplit {
         // needs the dynamic tile order (qr_class_count) and groups; else gemm_qs alone
         if a.grp_off == 0 || !qr_sched_dyn() {
-            return launch_gemm_q_kernel(gpu, a, ngroups, bn, GqKernel::Qs);
+            return launch_gemm_qx(gpu, a, gu, ngroups, bn, GqKernel::Qs);
         }
         let plan = qs_split_plan(a.w.ty, qs_split());
         let (lo_kind, lo_flags) = plan[0];
@@ -2694,13 +2744,13 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         // idle in turn
         let fork = qs_fork_on() && !gpu.is_on_side() && gpu.fork()?;
         if fork {
-            let r = launch_gemm_q_kernel(gpu, lo, ngroups, bn, lo_kind);
+            let r = launch_gemm_qx(gpu, lo, gu, ngroups, bn, lo_kind);
             gpu.to_main();
             r?;
         }
-        let main = plan[1..].iter().try_for_each(|&(kind, f)| launch_gemm_q_kernel(gpu, GemmArgs { flags: a.flags | f, ..a }, ngroups, bn, kind));
+        let main = plan[1..].iter().try_for_each(|&(kind, f)| launch_gemm_qx(gpu, GemmArgs { flags: a.flags | f, ..a }, gu, ngroups, bn, kind));
         // (the branch is joined whatever the main launches returned)
-        return if fork { main.and(gpu.join()) } else { main.and_then(|_| launch_gemm_q_kernel(gpu, lo, ngroups, bn, lo_kind)) };
+        return if fork { main.and(gpu.join()) } else { main.and_then(|_| launch_gemm_qx(gpu, lo, gu, ngroups, bn, lo_kind)) };
     }
     if kind == GqKernel::Qs4 && !qs4_type_ok(a.w.ty) {
         return Err(CudaError::Other("gemm_qs4: IQ2_XXS, Q2_K or Q4_K weights only".into()));
@@ -2732,7 +2782,7 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
         // 3 stages with rows padded to 40 elements, 2 f16 weight tiles of 128 x 80 bytes
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };
-    let smem = smem + if mb > 0 { gq_grid_bytes(a.w.ty) } else { 0 };
+    let smem = smem + if mb > 0 { gq_grid_bytes(a.w.ty) } else { 0 } + if gu.is_some() { GU_XCH * 4 } else { 0 };
     // (gemm_q64 / gemm_q128 split over K: each tile in ks parts)
     let ks = if kind == GqKernel::Mma { ((a.flags >> GQ_KS_SHIFT) & 31) as usize + 1 } else { 1 };
     let upper = (a.w.rows as usize).div_ceil(bm) * (a.t as usize).div_ceil(bn) * ng * ks;
@@ -2742,6 +2792,9 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     // gemm_qr_body's H); gemm_q64 / gemm_q128 choose per output
     let y16 = mb > 0 && a.flags & GQ_FLAG_Y16 != 0;
     let name = match (kind, bn, y16) {
+        _ if gu.is_some() => {
+            if kind == GqKernel::Qs2 { "gemm_qs2_gu" } else { "gemm_qs_gu" }
+        }
         (GqKernel::Qr, _, false) => "gemm_qr",
         (GqKernel::Qr, _, true) => "gemm_qr_y16",
         (GqKernel::Qr2, _, false) => "gemm_qr2",
@@ -2757,6 +2810,7 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
     };
     let args = Args::new().a(a).a(ng as i32);
     let args = if mb > 0 { args.a(if qr_sched_dyn() { gpu.qr_counter()? } else { 0u64 }) } else { args };
+    let args = if let Some(g) = gu { args.a(g) } else { args };
     let threads = if matches!(kind, GqKernel::Qs | GqKernel::Qs2 | GqKernel::Qs4) { QS_THREADS } else { 256 };
     gpu.launch(name, (grid as u32, 1, 1), threads, smem as u32, args)
 }
@@ -4321,12 +4375,21 @@ impl CudaSession {
                     // DS4_EXP_Y16: g and u as f16 (read by moe_mid's warp form, which needs
                     // gemm_qr's K order: qr), the down rows as f16 (read by hc_post_mma8)
                     let gu16 = exp_y16().0 && qr.is_some() && d.f % 32 == 0;
-                    self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr, gu16)?;
-                    self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, qr, gu16)?;
-                    if gu16 {
-                        launch_moe_mid_gu16(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, sc.mid.ptr)?;
+                    // DS4_GU_FUSE: gate and up in one gemm_qs launch writing the mids (the same
+                    // bits as the two launches and moe_mid below)
+                    let fused = !gu16 && gu_fuse_on() && d.f % 32 == 0 && matches!(qr, Some(GqKernel::Qs | GqKernel::Qs2 | GqKernel::QsSplit)) && gu_pair_ok(&gw, &uw);
+                    if fused {
+                        let a = GemmArgs { w: gw, x: sc.ypair.ptr, y: sc.mid.ptr, grp_off: sc.off.ptr, gather: sc.pair_tok.ptr, ldx: d.d as i32, ldy: d.f as i32, t: t as i32, flags: gemm_q_flags() | GQ_FLAG_XH };
+                        let gu = GuArgs { w2: uw, pw: sc.pair_w.ptr, clamp, pad: 0 };
+                        launch_gemm_gu(gpu, a, gu, d.e, qr.unwrap_or(GqKernel::Qs))?;
                     } else {
-                        launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr, qr.is_some())?;
+                        self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr, gu16)?;
+                        self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, qr, gu16)?;
+                        if gu16 {
+                            launch_moe_mid_gu16(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, sc.mid.ptr)?;
+                        } else {
+                            launch_moe_mid(gpu, sc.g.ptr, sc.u.ptr, sc.pair_w.ptr, tk, d.f, clamp, 0, sc.mid.ptr, qr.is_some())?;
+                        }
                     }
                     self.gemm_exp_xh(dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, qr, moe_y16)?;
                 } else {
@@ -5210,7 +5273,7 @@ pub(crate) fn kernel_arg_layouts() -> Vec<(&'static str, usize, usize)> {
             (stringify!($t), size_of::<$t>(), align_of::<$t>())
         };
     }
-    vec![l!(WMat), l!(MvJob), l!(MvJob2), l!(MvJobQ), l!(GemmArgs), l!(CompArgs), l!(HcStepArgs), l!(AttnArgs), l!(AttnTcArgs), l!(AttnDecArgs), l!(IdxTcArgs), l!(RouterDecArgs), l!(HcSk), l!(JobSet<MvJob>), l!(JobSet<MvJob2>), l!(JobSet<MvJobQ>)]
+    vec![l!(WMat), l!(MvJob), l!(MvJob2), l!(MvJobQ), l!(GemmArgs), l!(GuArgs), l!(CompArgs), l!(HcStepArgs), l!(AttnArgs), l!(AttnTcArgs), l!(AttnDecArgs), l!(IdxTcArgs), l!(RouterDecArgs), l!(HcSk), l!(JobSet<MvJob>), l!(JobSet<MvJob2>), l!(JobSet<MvJobQ>)]
 }
 
 #[cfg(test)]

@@ -280,6 +280,13 @@ __device__ __forceinline__ float sigmoidf_(float x) {
     return e / (1.f + e);
 }
 __device__ __forceinline__ float siluf_(float x) { return x * sigmoidf_(x); }
+// The MoE mid of one value before the routing weight: silu(min(g, c)) * clamp(u, -c, c)
+// (model.cuh moe_mid and matmul.cuh gemm_qs_gu's epilogue: the same bits)
+__device__ __forceinline__ float moe_mid_gu(float g, float u, float clamp) {
+    float gg = fminf(g, clamp);
+    float uu = fminf(fmaxf(u, -clamp), clamp);
+    return siluf_(gg) * uu;
+}
 __device__ __forceinline__ float softplusf_(float x) {
     if (x > 20.f) return x;
     if (x < -20.f) return expf(x);

@@ -528,6 +528,16 @@ struct GemmArgs {
     int T;
     int flags;  // gemm_q only: GQ_FLAG_HDEQ = f16x2 dequantization
 };
+// The routed experts' gate and up in one gemm_qs launch (gemm_qs_gu / gemm_qs2_gu; GemmArgs.w
+// is the gate, GemmArgs.y the f16 mids in gemm_qr's K order, ldy = the mid width): the up
+// matrix (the gate's type, shape and expert strides), the pairs' routing weights and the
+// SwiGLU clamp (moe_mid's arguments).
+struct GuArgs {
+    WMat w2;
+    const float* pw;
+    float clamp;
+    int pad;
+};
 
 #define GF_BM 64
 #define GF_BN 64
@@ -1904,11 +1914,68 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 }
 #endif
 
+// gemm_qs_gu's tile outputs: the up warpgroup (warps 4-7) hands its accumulators to the gate
+// warpgroup through `xch` (GU_XCH floats: 64 per thread, two rounds; thread t of one holds the
+// (row, token) outputs of thread t of the other), which stores the mids as moe_mid does them:
+// y[tk ldy + qr_kpos(r)] = f16(moe_mid_gu(g, u, clamp) * pw[tk]), rounded once (the same f32
+// g and u as gemm_qs's outputs: the same bits as gemm_qs + gemm_qs + moe_mid). Named barriers
+// 2 (the round's values are there) and 3 (the gate side has read the previous round: arrived
+// at the start of each round, so the up side of the next tile waits for this tile's reads).
+#define GU_XCH (128 * 64)
+template <int MB>
+__device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs& gu, float (&acc)[MB][256 / MB / 8][4], float* xch, int rb,
+                                                 const int (&r0)[MB], int tb, int j1, int rows) {
+    constexpr int NJ = 256 / MB / 8, NA = MB * NJ * 4;
+    static_assert(NA == 128, "128 accumulators per thread, two rounds of 64");
+    const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
+    const bool up = threadIdx.x >= 128;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        if (up) {
+            asm volatile("bar.sync 3, 256;" ::: "memory");
+#pragma unroll
+            for (int k = 0; k < 64; k++) {
+                const int f = 64 * h + k;
+                xch[k * 128 + t] = acc[f / (NJ * 4)][(f / 4) % NJ][f % 4];
+            }
+            asm volatile("bar.arrive 2, 256;" ::: "memory");
+        } else {
+            asm volatile("bar.arrive 3, 256;" ::: "memory");
+            asm volatile("bar.sync 2, 256;" ::: "memory");
+#pragma unroll
+            for (int k = 0; k < 64; k++) {
+                const int f = 64 * h + k;
+                float& g = acc[f / (NJ * 4)][(f / 4) % NJ][f % 4];
+                g = moe_mid_gu(g, xch[k * 128 + t], gu.clamp);
+            }
+        }
+    }
+    if (up) return;
+    u16* y = (u16*)a.y;
+#pragma unroll
+    for (int b = 0; b < MB; b++)
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int r = rb + r0[b] + ((q >> 1) << 3);
+                const int tk = tb + j * 8 + 2 * (lane & 3) + (q & 1);
+                if (r < rows && tk < j1) y[(i64)tk * a.ldy + qr_kpos(r)] = f2h(acc[b][j][q] * gu.pw[tk]);
+            }
+}
+
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
-template <int TY, int MB, bool H>
-__device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr) {
+// GU (gemm_qs_gu / gemm_qs2_gu): a tile's first warpgroup runs the gate's rows rb .. rb + 64 MB
+// - 1 and the second the up's same rows (the producer stages both: tile row q is row q % (64
+// MB) of matrix q / (64 MB)), so gate and up share each activation stage, and the tile's
+// outputs are the mids (gemm_qs_gu_store) instead of g and u: moe_mid's launch and the f32 g / u
+// round trip go (2 x 4 bytes written and read per value against 2 written).
+template <int TY, int MB, bool H, bool GU = false>
+__device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr, const GuArgs* gu = nullptr) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, QP = QSW<TY>::P, WSQ = BM * QSW<TY>::RB;
+    // rows of one matrix per tile (GU: half the tile's rows from each)
+    constexpr int BT = GU ? BM / 2 : BM;
     // (the weight slots, GR_ST / QP of WSQ bytes, fit in session.rs's GR_ST x BM x GQR::RB)
     static_assert(GR_ST % QP == 0 && GR_ST / QP * QSW<TY>::RB <= GR_ST * GQR<TY>::RB, "gemm_qs weight slots");
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -1933,15 +2000,17 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
     // (the table's barrier also publishes the barriers' initialization)
     const int ntt = qr_tile_table<NX>(a, ng, tst, ctr);
     const int rows = a.w.rows, cols = a.w.cols;
-    const int rtiles = (rows + BM - 1) / BM;
+    const int rtiles = (rows + BT - 1) / BT;
     const int ntiles = rtiles * ntt;
     const int nk = cols / GQ_BK;
     const u32 xs_u = smem_u32(xst), ws_u = smem_u32(wst);
     // a tile's tokens [tb, j1), first row rb and its group's weights
     auto locate = [&](int tile, int& tb, int& j1, int& rb, const u8*& pay, const u8*& hdr) {
-        if (ctr) qr_tile_locate<NX, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
-        else gq_tile_locate<NX, BM>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
+        if (ctr) qr_tile_locate<NX, BT>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
+        else gq_tile_locate<NX, BT>(a, ng, tst, tile, rtiles, tb, j1, rb, pay, hdr);
     };
+    // GU: the up matrix's bytes of the same expert (the same strides as the gate's)
+    auto up_of = [&](const u8* p, const u8* base, const u8* base2) { return base2 + (p - base); };
     if (warp >= 8) {
         // ---- the producer warpgroup: every copy, GR_ST - 1 steps ahead at most ----
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(MB == 1 ? QS_PRODUCER_REGS : MB == 2 ? QS2_PRODUCER_REGS : QS4_PRODUCER_REGS));
@@ -1964,11 +2033,13 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
             bool wok[MB];
 #pragma unroll
             for (int i = 0; i < MB; i++) {
-                int wr = rb + p + 128 * i;
+                const int q = p + 128 * i;
+                const bool m2 = GU && q >= BT;  // GU: the up's rows
+                int wr = rb + (GU ? q % BT : q);
                 wok[i] = wr < rows;
                 if (!wok[i]) wr = 0;  // zero-filled
-                prow[i] = pay + wr * prb;
-                hrow[i] = hdr + wr * hrb;
+                prow[i] = (m2 ? up_of(pay, a.w.pay, gu->w2.pay) : pay) + wr * prb;
+                hrow[i] = (m2 ? up_of(hdr, a.w.hdr, gu->w2.hdr) : hdr) + wr * hrb;
             }
             // the copies cover the products' nc 64-token chunks; rows past the group's end copy
             // its last token again (those outputs are never stored), so every copy of a chunk
@@ -2039,17 +2110,21 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
             int tb, j1, rb;
             const u8 *pay, *hdr;
             locate(tile, tb, j1, rb, pay, hdr);
+            // (GU: the second warpgroup's rows are the up's, from row rb of that matrix)
+            const bool m2 = GU && warp >= 4;
+            const u8* hm = m2 ? up_of(hdr, a.w.hdr, gu->w2.hdr) : hdr;
             u32 hp[MB][2];
 #pragma unroll
             for (int b = 0; b < MB; b++)
 #pragma unroll
-                for (int h = 0; h < 2; h++) hp[b][h] = (u32)(u64)(hdr + (i64)min(rb + r0[b] + 8 * h, rows - 1) * hrs);
+                for (int h = 0; h < 2; h++) hp[b][h] = (u32)(u64)(hm + (i64)min(rb + r0[b] - (m2 ? BT : 0) + 8 * h, rows - 1) * hrs);
             const int nc = min((j1 - tb + 63) >> 6, NX / 64);
             float acc[MB][NX / 8][4] = {};
 #define QS_K(N) qs_kloop<TY, MB, N>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16)
             QX_BY_NC(QS_K)
 #undef QS_K
-            qr_store<MB, H>(a, acc, rb, r0, tb, j1, rows, lane);
+            if constexpr (GU) gemm_qs_gu_store<MB>(a, *gu, acc, (float*)(wst + GR_ST * BM * GQR<TY>::RB), rb, r0, tb, j1, rows);
+            else qr_store<MB, H>(a, acc, rb, r0, tb, j1, rows, lane);
         }
     }
 #endif
@@ -2166,6 +2241,40 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs4_y16(GemmArgs a, in
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
     gemm_qs4_entry<true>(a, ngroups, ctr, gq_smem);
+}
+
+// gemm_qs_gu / gemm_qs2_gu: gate and up of the routed experts in one launch, the mids out
+// (gemm_qs_body's GU; IQ2_XXS, Q2_K, Q4_K). Dynamic shared memory: gemm_qs / gemm_qs2's, then
+// GU_XCH floats for the exchange (session.rs launch_gemm_qx).
+template <int MB>
+__device__ __forceinline__ void gemm_qs_gu_entry(const GemmArgs& a, int ngroups, int* ctr, const GuArgs& gu, u8* gq_smem) {
+#if WG_OK
+    u8* smem = gq_smem;
+    uint4* g16r = (uint4*)smem;
+    if (a.w.type == T_IQ2_XXS) {
+        gq_build_g16<GQ_GREP>(g16r);
+        smem += 256 * GQ_GREP * 16;
+    }
+    const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));
+    switch (a.w.type) {
+        case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS, MB, true, true>(a, ngroups, smem, g16, ctr, &gu); break;
+        case T_Q2_K: gemm_qs_body<T_Q2_K, MB, true, true>(a, ngroups, smem, g16, ctr, &gu); break;
+        case T_Q4_K: gemm_qs_body<T_Q4_K, MB, true, true>(a, ngroups, smem, g16, ctr, &gu); break;
+        default: __trap();
+    }
+#else
+    __trap();
+#endif
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_gu(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qs_gu_entry<1>(a, ngroups, ctr, gu, gq_smem);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_gu(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qs_gu_entry<2>(a, ngroups, ctr, gu, gq_smem);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {

@@ -2698,11 +2698,7 @@ extern "C" __global__ void __launch_bounds__(1024) moe_grp_place(const int* __re
 }
 
 // mid = silu(min(g, c)) * clamp(u, -c, c) * w   (w = 1 when pw == 0), value i of n rows of F
-__device__ __forceinline__ float moe_mid_gu(float g, float u, float clamp) {
-    float gg = fminf(g, clamp);
-    float uu = fminf(fmaxf(u, -clamp), clamp);
-    return siluf_(gg) * uu;
-}
+// (moe_mid_gu: common.cuh, shared with gemm_qs_gu's epilogue)
 __device__ __forceinline__ float moe_mid_at(const float* __restrict__ g, const float* __restrict__ u,
                                             const float* __restrict__ pw, int F, float clamp, i64 i) {
     float m = moe_mid_gu(g[i], u[i], clamp);
