@@ -4,8 +4,9 @@
 # 2K tokens (the gu rows: time and the f16 mids' bits against the unfused path, 0 differing
 # expected); the fixtures under the defaults (session 53's s53b.sh, which never ran), with the
 # grouped GEMMs forced onto every MoE batch, and the same fused; 8K / 2K prompts both ways
-# (the same greedy tokens expected).
-# Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz}. $OUT: log.txt, the kernel bench, the verify reports.
+# (the same greedy tokens expected), then a CUPTI trace of the fused 8K prompt.
+# Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz,cupti}. $OUT: log.txt, the kernel bench, the verify
+# reports, cupti_kern.csv.gz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
@@ -31,3 +32,8 @@ for r in 1 2; do
   for v in X=1 DS4_GU_FUSE=1; do prompt_ab "$v" 8192; done
 done
 for v in X=1 DS4_GU_FUSE=1; do prompt_ab "$v" 2048; done
+# a CUPTI trace of an 8K prompt (and 8 decode steps) with the fused path
+if [ -d .gpu/cupti ]; then
+  DS4_GU_FUSE=1 CUPTI_GEN=8 cupti_decode 8192
+  keep cupti_kern.csv.gz
+fi

@@ -2700,10 +2700,16 @@ pub(crate) fn launch_gemm_gu(gpu: &Gpu, a: GemmArgs, gu: GuArgs, ngroups: usize,
     if !gu_pair_ok(&a.w, &gu.w2) || gu.pw == 0 {
         return Err(CudaError::Other("gemm_qs_gu: gate and up of one shape and type (IQ2_XXS, Q2_K, Q4_K) and routing weights".into()));
     }
-    if !matches!(kind, GqKernel::Qs | GqKernel::Qs2 | GqKernel::QsSplit) || (kind == GqKernel::QsSplit && qs_split() >= 3) {
+    if !gu_kind_ok(kind) {
         return Err(CudaError::Other(format!("gemm_qs_gu: gemm_qs / gemm_qs2 tiles only, not {kind:?}")));
     }
     launch_gemm_qx(gpu, GemmArgs { flags: a.flags | GQ_FLAG_Y16, ..a }, Some(gu), ngroups, 0, kind)
+}
+
+/// The grouped-GEMM kinds gemm_qs_gu pairs: gemm_qs's and gemm_qs2's tiles (the split unless it
+/// takes gemm_qs4, DS4_QS_SPLIT >= 3).
+pub(crate) fn gu_kind_ok(kind: GqKernel) -> bool {
+    matches!(kind, GqKernel::Qs | GqKernel::Qs2) || (kind == GqKernel::QsSplit && qs_split() < 3)
 }
 
 /// The weight types of gemm_qs_gu (matmul.cuh gemm_qs_gu_entry).
@@ -4377,11 +4383,12 @@ impl CudaSession {
                     let gu16 = exp_y16().0 && qr.is_some() && d.f % 32 == 0;
                     // DS4_GU_FUSE: gate and up in one gemm_qs launch writing the mids (the same
                     // bits as the two launches and moe_mid below)
-                    let fused = !gu16 && gu_fuse_on() && d.f % 32 == 0 && matches!(qr, Some(GqKernel::Qs | GqKernel::Qs2 | GqKernel::QsSplit)) && gu_pair_ok(&gw, &uw);
+                    let fused = !gu16 && gu_fuse_on() && d.f % 32 == 0 && qr.is_some_and(gu_kind_ok) && gu_pair_ok(&gw, &uw);
                     if fused {
                         let a = GemmArgs { w: gw, x: sc.ypair.ptr, y: sc.mid.ptr, grp_off: sc.off.ptr, gather: sc.pair_tok.ptr, ldx: d.d as i32, ldy: d.f as i32, t: t as i32, flags: gemm_q_flags() | GQ_FLAG_XH };
                         let gu = GuArgs { w2: uw, pw: sc.pair_w.ptr, clamp, pad: 0 };
                         launch_gemm_gu(gpu, a, gu, d.e, qr.unwrap_or(GqKernel::Qs))?;
+                        // (the f32 g and u are not written: nothing reads them after the mids)
                     } else {
                         self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr, gu16)?;
                         self.gemm_exp_xh(uw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.u.ptr, d.f, t, qr, gu16)?;
