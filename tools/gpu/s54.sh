@@ -4,7 +4,8 @@
 # 2K tokens (the gu rows: time and the f16 mids' bits against the unfused path, 0 differing
 # expected); the fixtures under the defaults (session 53's s53b.sh, which never ran), with the
 # grouped GEMMs forced onto every MoE batch, and the same fused; 8K / 2K prompts both ways
-# (the same greedy tokens expected), then a CUPTI trace of the fused 8K prompt.
+# (the same greedy tokens expected; the 8K one also with DS4_QS_FORK=1, session 39's side-stream
+# form of the split, never measured), then a CUPTI trace of the fused 8K prompt.
 # Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz,cupti}. $OUT: log.txt, the kernel bench, the verify
 # reports, cupti_kern.csv.gz.
 set -uo pipefail
@@ -29,7 +30,7 @@ echo "fused vs unfused fixture lines differing: $(diff <(grep -E "^(PASS|FAIL)" 
 for f in "$OUT"/verify_*.txt; do gzip -c "$f" > "$REAL_OUT/$(basename "$f").gz"; done
 synth_wait
 for r in 1 2; do
-  for v in X=1 DS4_GU_FUSE=1; do prompt_ab "$v" 8192; done
+  for v in X=1 DS4_GU_FUSE=1 "DS4_GU_FUSE=1 DS4_QS_FORK=1"; do prompt_ab "$v" 8192; done
 done
 for v in X=1 DS4_GU_FUSE=1; do prompt_ab "$v" 2048; done
 # a CUPTI trace of an 8K prompt (and 8 decode steps) with the fused path
