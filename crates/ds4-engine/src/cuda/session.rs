@@ -2712,7 +2712,7 @@ pub(crate) fn gu_kind_ok(kind: GqKernel) -> bool {
     matches!(kind, GqKernel::Qs | GqKernel::Qs2) || (kind == GqKernel::QsSplit && qs_split() < 3)
 }
 
-/// The weight types of gemm_qs_gu (matmul.cuh gemm_qs_gu_entry).
+/// The weight types of gemm_qs_gu (matmul.cuh gemm_qs_p2_entry).
 pub(crate) fn gu_type_ok(ty: i32) -> bool {
     qs4_type_ok(ty)
 }

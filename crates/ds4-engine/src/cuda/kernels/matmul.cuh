@@ -2205,76 +2205,58 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_y16(GemmArgs a, in
     gemm_qx_dispatch<2, true, true>(a, ngroups, gq_smem, ctr);
 }
 
+// gemm_qs_body for the three types whose raw weights the producer copies once per pair of K
+// steps (QSW P = 2: IQ2_XXS, Q2_K, Q4_K), after the IQ2_XXS grid's copies: gemm_qs4 and
+// gemm_qs_gu / gemm_qs2_gu.
+// (the dynamic shared memory is declared in the kernels: an extern __shared__ __align__(1024)
+// inside a device function moved every kernel's dynamic shared memory to a 1 KB boundary)
+template <int MB, bool H, bool GU>
+__device__ __forceinline__ void gemm_qs_p2_entry(const GemmArgs& a, int ngroups, int* ctr, const GuArgs* gu, u8* gq_smem) {
+#if WG_OK
+    u8* smem = gq_smem;
+    uint4* g16r = (uint4*)smem;
+    if (a.w.type == T_IQ2_XXS) {
+        gq_build_g16<GQ_GREP>(g16r);
+        smem += 256 * GQ_GREP * 16;
+    }
+    const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));
+    switch (a.w.type) {
+        case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS, MB, H, GU>(a, ngroups, smem, g16, ctr, gu); break;
+        case T_Q2_K: gemm_qs_body<T_Q2_K, MB, H, GU>(a, ngroups, smem, g16, ctr, gu); break;
+        case T_Q4_K: gemm_qs_body<T_Q4_K, MB, H, GU>(a, ngroups, smem, g16, ctr, gu); break;
+        default: __trap();
+    }
+#else
+    __trap();
+#endif
+}
 // gemm_qs4: 512-row tiles of up to 64 tokens (MB 4) for IQ2_XXS, Q2_K and Q4_K (Q8_0's
 // unpaired raw stages, GR_ST x 512 x 48 bytes, do not fit beside the activations). Dynamic
 // shared memory: the grid's copies (IQ2_XXS), qs_table_bytes, then GR_ST activation stages of
 // 64 x 64 bytes and GR_ST / P weight slots of 512 x RB (QSW; session.rs
 // launch_gemm_q_kernel sizes it so, with QS_PAIR and qs_slot_row_bytes).
-// (the dynamic shared memory is declared in the kernels: an extern __shared__ __align__(1024)
-// inside a device function moved every kernel's dynamic shared memory to a 1 KB boundary)
-template <bool H>
-__device__ __forceinline__ void gemm_qs4_entry(const GemmArgs& a, int ngroups, int* ctr, u8* gq_smem) {
-#if WG_OK
-    u8* smem = gq_smem;
-    uint4* g16r = (uint4*)smem;
-    if (a.w.type == T_IQ2_XXS) {
-        gq_build_g16<GQ_GREP>(g16r);
-        smem += 256 * GQ_GREP * 16;
-    }
-    const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));
-    switch (a.w.type) {
-        case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS, 4, H>(a, ngroups, smem, g16, ctr); break;
-        case T_Q2_K: gemm_qs_body<T_Q2_K, 4, H>(a, ngroups, smem, g16, ctr); break;
-        case T_Q4_K: gemm_qs_body<T_Q4_K, 4, H>(a, ngroups, smem, g16, ctr); break;
-        default: __trap();
-    }
-#else
-    __trap();
-#endif
-}
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs4(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs4_entry<false>(a, ngroups, ctr, gq_smem);
+    gemm_qs_p2_entry<4, false, false>(a, ngroups, ctr, nullptr, gq_smem);
 }
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs4_y16(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs4_entry<true>(a, ngroups, ctr, gq_smem);
+    gemm_qs_p2_entry<4, true, false>(a, ngroups, ctr, nullptr, gq_smem);
 }
-
 // gemm_qs_gu / gemm_qs2_gu: gate and up of the routed experts in one launch, the mids out
 // (gemm_qs_body's GU; IQ2_XXS, Q2_K, Q4_K). Dynamic shared memory: gemm_qs / gemm_qs2's, then
 // GU_XCH floats for the exchange (session.rs launch_gemm_qx).
-template <int MB>
-__device__ __forceinline__ void gemm_qs_gu_entry(const GemmArgs& a, int ngroups, int* ctr, const GuArgs& gu, u8* gq_smem) {
-#if WG_OK
-    u8* smem = gq_smem;
-    uint4* g16r = (uint4*)smem;
-    if (a.w.type == T_IQ2_XXS) {
-        gq_build_g16<GQ_GREP>(g16r);
-        smem += 256 * GQ_GREP * 16;
-    }
-    const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));
-    switch (a.w.type) {
-        case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS, MB, true, true>(a, ngroups, smem, g16, ctr, &gu); break;
-        case T_Q2_K: gemm_qs_body<T_Q2_K, MB, true, true>(a, ngroups, smem, g16, ctr, &gu); break;
-        case T_Q4_K: gemm_qs_body<T_Q4_K, MB, true, true>(a, ngroups, smem, g16, ctr, &gu); break;
-        default: __trap();
-    }
-#else
-    __trap();
-#endif
-}
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_gu(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_gu_entry<1>(a, ngroups, ctr, gu, gq_smem);
+    gemm_qs_p2_entry<1, true, true>(a, ngroups, ctr, &gu, gq_smem);
 }
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_gu(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_gu_entry<2>(a, ngroups, ctr, gu, gq_smem);
+    gemm_qs_p2_entry<2, true, true>(a, ngroups, ctr, &gu, gq_smem);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
