@@ -5313,6 +5313,26 @@ mod tests {
         }
     }
 
+    /// gemm_qs_gu reads the up matrix at the gate's expert offsets and row strides: a pair is
+    /// taken only when type, shape and both expert strides agree, and only for the types its
+    /// entry point dispatches (a Q8_0 or F16 pair, or an up of another shape, stays unfused).
+    #[test]
+    fn gu_pairs_only_matrices_of_one_layout() {
+        let iq2 = GgmlType::Iq2Xxs.id() as i32;
+        let g = WMat { pay: 1 << 20, hdr: 1 << 30, e_pay: 2048 * 16 * 64, e_hdr: 2048 * 16 * 2, ty: iq2, rows: 2048, cols: 4096, pad: 0 };
+        let u = WMat { pay: 1 << 24, hdr: 1 << 31, ..g };
+        assert!(gu_pair_ok(&g, &u));
+        for bad in [WMat { rows: 1024, ..u }, WMat { cols: 2048, ..u }, WMat { e_pay: g.e_pay + 64, ..u }, WMat { e_hdr: g.e_hdr + 2, ..u }, WMat { ty: GgmlType::Q2K.id() as i32, ..u }] {
+            assert!(!gu_pair_ok(&g, &bad));
+        }
+        for (ty, ok) in [(GgmlType::Q2K, true), (GgmlType::Q4K, true), (GgmlType::Q8_0, false), (GgmlType::F16, false)] {
+            let t = ty.id() as i32;
+            assert_eq!(gu_pair_ok(&WMat { ty: t, ..g }, &WMat { ty: t, ..u }), ok, "{ty:?}");
+        }
+        assert!(gu_kind_ok(GqKernel::Qs) && gu_kind_ok(GqKernel::Qs2));
+        assert!(!gu_kind_ok(GqKernel::Qr) && !gu_kind_ok(GqKernel::Qr2) && !gu_kind_ok(GqKernel::Qs4) && !gu_kind_ok(GqKernel::Mma));
+    }
+
     /// dense_small's chunk table: each batch size's run starts at dense_chunk_at, covers its
     /// tokens once in order in chunks of at most MVQM_NT, and the runs follow each other.
     #[test]
