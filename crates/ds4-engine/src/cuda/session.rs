@@ -3530,13 +3530,19 @@ impl CudaSession {
     #[allow(clippy::too_many_arguments)]
     fn gemm_exp_xh(&self, w: WMat, x16: DevPtr, ldx: usize, gather: DevPtr, y: DevPtr, ldy: usize, t: usize, qr: Option<GqKernel>, y16: bool) -> Result<()> {
         let d = &self.m.dims;
-        let flags = gemm_q_flags() | GQ_FLAG_XH | if y16 { GQ_FLAG_Y16 } else { 0 };
-        let a = GemmArgs { w, x: x16, y, grp_off: self.sc.off.ptr, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags };
+        let a = GemmArgs { flags: gemm_q_flags() | GQ_FLAG_XH | if y16 { GQ_FLAG_Y16 } else { 0 }, ..self.exp_xh_args(w, x16, ldx, gather, y, ldy, t) };
         if let Some(kind) = qr {
             return launch_gemm_q_kernel(self.gpu(), a, d.e, 0, kind);
         }
         let bn = gemm_q_bn(self.gpu(), w.rows as usize, t, Some((t * d.k) as f64 / d.e as f64));
         launch_gemm_q(self.gpu(), a, d.e, bn)
+    }
+
+    /// The GemmArgs of a routed-expert GEMM on f16 activations (gemm_exp_xh, the fused gate + up):
+    /// the batch's expert groups, f16 rows at x16 (gathered by `gather` when non-zero).
+    #[allow(clippy::too_many_arguments)]
+    fn exp_xh_args(&self, w: WMat, x16: DevPtr, ldx: usize, gather: DevPtr, y: DevPtr, ldy: usize, t: usize) -> GemmArgs {
+        GemmArgs { w, x: x16, y, grp_off: self.sc.off.ptr, gather, ldx: ldx as i32, ldy: ldy as i32, t: t as i32, flags: gemm_q_flags() | GQ_FLAG_XH }
     }
 
     fn gemm(&self, w: WMat, x: DevPtr, ldx: usize, y: DevPtr, ldy: usize, t: usize, grp: Option<(DevPtr, DevPtr, usize)>) -> Result<()> {
@@ -4385,7 +4391,7 @@ impl CudaSession {
                     // bits as the two launches and moe_mid below)
                     let fused = !gu16 && gu_fuse_on() && d.f % 32 == 0 && qr.is_some_and(gu_kind_ok) && gu_pair_ok(&gw, &uw);
                     if fused {
-                        let a = GemmArgs { w: gw, x: sc.ypair.ptr, y: sc.mid.ptr, grp_off: sc.off.ptr, gather: sc.pair_tok.ptr, ldx: d.d as i32, ldy: d.f as i32, t: t as i32, flags: gemm_q_flags() | GQ_FLAG_XH };
+                        let a = self.exp_xh_args(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.mid.ptr, d.f, t);
                         let gu = GuArgs { w2: uw, pw: sc.pair_w.ptr, clamp, pad: 0 };
                         launch_gemm_gu(gpu, a, gu, d.e, qr.unwrap_or(GqKernel::Qs))?;
                         // (the f32 g and u are not written: nothing reads them after the mids)
