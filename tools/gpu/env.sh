@@ -190,7 +190,7 @@ setup_caches() {
   [ -f .gpu/fix.txz ] && [ ! -d .gpu/fix ] && python3 -c "import tarfile; tarfile.open('.gpu/fix.txz').extractall('.gpu')"
   [ -f .gpu/fix.tgz ] && [ ! -d .gpu/fix ] && tar xzf .gpu/fix.tgz -C .gpu
   unpack_kz
-  export DS4_KERNEL_CACHE=$PWD/.gpu/kcache
+  export DS4_KERNEL_CACHE=${KCACHE:-$PWD/.gpu/kcache}
   local k
   for k in .gpu/*/kz; do
     [ -d "$k" ] || continue

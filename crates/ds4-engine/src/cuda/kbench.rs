@@ -2529,7 +2529,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         let fnb = gpu.alloc(fnv.len() * 2)?;
         gpu.htod(fnb.ptr, &fnv)?;
         let (pdot, pss) = (gpu.alloc(t * split * m * 4)?, gpu.alloc(t * split * 8)?);
-        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, gs: 0, z: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32, sat: 0 };
+        let b = HcBufs { s: s0.ptr, post: post.ptr, comb: comb.ptr, pdot: pdot.ptr, pss: pss.ptr, ticket: 0, gs: 0, z: 0, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32, sat: 0, pf: false };
         // y = 0 keeps S unchanged, so every repetition sees the same input
         let run = || launch_hc_post_mix(gpu, &b, t, 0, ny, fnb.ptr, m);
         run()?;
@@ -2830,6 +2830,8 @@ fn hc_s16_rows(
             if sdiff == 0 && rm < 1e-5 && rq < 1e-9 { "" } else { "  FAIL" }
         );
     }
+    // (cases[0]: y rows, ny 1; the MoE sum here has f32 slot rows: no such form)
+    hc_pf_row(gpu, &format!("hc_pf f16 {} T={t}", cases[0].0), &b16, &s16h, &|bb: &HcBufs| (cases[0].1)(bb), (true, 1, false, false), m)?;
     // the saturation flag (CudaSession::hc_sat_check): clear on the [-1, 1] state, set
     // once a new value passes 65504 (a state of 20000 everywhere, post and comb all
     // ones: new values ~80000)
@@ -2892,6 +2894,36 @@ fn hc_s16_rows(
     Ok(())
 }
 
+/// hc_post_mma8's f16-state forms with the loads a group ahead (`DS4_HC_PF`, HcBufs::pf;
+/// rows "hc_pf") against the forms without, the same launch `run` on the f16 state of `b`
+/// (reset from `sh` before each; `shape`: hc_mma8_name's y, ny, moe, y16, for the row's
+/// kernel names): the new state, the partial mixes and the sums of squares the same bits.
+/// Times of each.
+#[allow(clippy::type_complexity)]
+fn hc_pf_row(gpu: &Gpu, what: &str, b: &super::session::HcBufs, sh: &[u16], run: &dyn Fn(&super::session::HcBufs) -> Result<()>, shape: (bool, usize, bool, bool), m: usize) -> Result<()> {
+    use super::session::{hc_mma8_name, HcBufs};
+    let (t, ns) = (sh.len() / (b.n * b.d), b.split);
+    let (bo, bn) = (HcBufs { pf: false, ..*b }, HcBufs { pf: true, ..*b });
+    let outs = |bb: &HcBufs| -> Result<Vec<u64>> {
+        gpu.htod(bb.s, sh)?;
+        gpu.memset0(bb.pdot, t * ns * m * 4)?;
+        gpu.memset0(bb.pss, t * ns * 8)?;
+        run(bb)?;
+        let (mut sv, mut pv, mut qv) = (vec![0u16; sh.len()], vec![0u32; t * ns * m], vec![0u64; t * ns]);
+        gpu.dtoh(&mut sv, bb.s)?;
+        gpu.dtoh(&mut pv, bb.pdot)?;
+        gpu.dtoh(&mut qv, bb.pss)?;
+        Ok(sv.into_iter().map(u64::from).chain(pv.into_iter().map(u64::from)).chain(qv).collect())
+    };
+    let (vo, vn) = (outs(&bo)?, outs(&bn)?);
+    let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
+    let (mso, msn) = (time_ms(gpu, 5, &|| run(&bo))?, time_ms(gpu, 5, &|| run(&bn))?);
+    gpu.htod(b.s, sh)?;
+    let name = |bb: &HcBufs| hc_mma8_name(bb, shape.0, shape.1, shape.2, shape.3);
+    ab_line(&format!("{what}: {} (new {})", name(&bo), name(&bn)), mso, msn, diff, vo.len());
+    Ok(())
+}
+
 /// The routed experts' f16 outputs (`DS4_EXP_Y16`), their two readers (rows "exp_y16"):
 /// hc_post_mma8's MoE sum on f16 slot rows (hc_post_mma8_y, and hc_post_mma8_hy on the f16
 /// state) against hc_post_mma8 (hc_post_mma8_h) on their widened f32 values
@@ -2946,6 +2978,8 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
             );
             ab_line(&format!("exp_y16 hc_post moe sum T={t} k={k} {what}: f32 slot rows"), mso, msn, diff, vo.len());
         }
+        let run = |bb: &HcBufs| launch_hc_post_mix_moe(gpu, bb, t, y16.ptr, pair_of.ptr, shared.ptr, k, fn_ptr, m, true);
+        hc_pf_row(gpu, &format!("hc_pf f16 moe sum, f16 slot rows T={t} k={k}"), &bh, &sh, &run, (true, k, true, true), m)?;
         gpu.htod(s0.ptr, s0h)?;
     } else {
         println!("exp_y16 hc_post: skipped (hc_post_mma8 does not take this shape)");
@@ -3012,7 +3046,7 @@ pub fn hc_bench(gpu: &Gpu) -> Result<()> {
             // (the decode configuration: the Sinkhorn deferred to a later launch)
             let z = bufs[9].ptr;
             let gsp = if gs { bufs[10].ptr } else { 0 };
-            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: gsp, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32, sat: 0 };
+            let b = HcBufs { s: bufs[0].ptr, post: bufs[1].ptr, comb: bufs[2].ptr, pdot: bufs[3].ptr, pss: bufs[4].ptr, ticket: bufs[5].ptr, gs: gsp, z, split, d, n, eps: 1e-6, iters: 20, hc_eps: 1e-6, mma: false, s16: super::session::HC_S_F32, sat: 0, pf: false };
             Ok((b, bufs))
         };
         let (bo, so) = state(false)?;

@@ -261,6 +261,9 @@ pub(crate) struct HcBufs {
     /// one i32 that hc_post_mma8_h sets when its f16 state saturates (0: none; see
     /// CudaSession::hc_sat_check)
     pub sat: DevPtr,
+    /// the f16 state's hc_post_mma8 forms with the loads a group ahead where they apply
+    /// (hc_mma8_name; prefill: `DS4_HC_PF`)
+    pub pf: bool,
 }
 
 /// The hc state's storage (model.cuh HC_S_F32 / HC_S_F16; asserted equal by the kernel
@@ -318,6 +321,26 @@ pub(crate) fn hc_mma_ok(n: usize, m: usize, d: usize, split: usize) -> bool {
 /// Whether `split` slices of D are hc_post_mix4's / hc_post_mma's 128 columns each.
 fn hc_wide_slices(d: usize, split: usize) -> bool {
     d % HC_WIDE == 0 && split == d / HC_WIDE
+}
+
+/// hc_post_mma8's f16-state forms with each warp's next token loads issued before the mma
+/// and reduce phases (model.cuh hc_post_mma8_hp / _hyp: y rows with ny 1 or none, the MoE sum
+/// of f16 slot rows), the same bits as hc_post_mma8_h / _hy; `DS4_HC_PF=1` until a device has
+/// measured them (HcBufs::pf).
+pub(crate) fn hc_pf() -> bool {
+    env_is!("DS4_HC_PF", "1")
+}
+
+/// The hc_post_mma8 form for an f16 state or f16 MoE slot rows (hc_mma8_takes holds): `y`
+/// whether there is a layer output, `ny` its rows (or slots), `moe` whether it is the MoE sum.
+pub(crate) fn hc_mma8_name(b: &HcBufs, y: bool, ny: usize, moe: bool, y16: bool) -> &'static str {
+    match (b.s16 == HC_S_F16, y16) {
+        (false, _) => "hc_post_mma8_y",
+        (true, false) if b.pf && !moe && (!y || ny == 1) => "hc_post_mma8_hp",
+        (true, false) => "hc_post_mma8_h",
+        (true, true) if b.pf && moe => "hc_post_mma8_hyp",
+        (true, true) => "hc_post_mma8_hy",
+    }
 }
 
 /// hc_post_mma on 8-token groups (`hc_post_mma8`, default; `DS4_HC_MMA8=0`: 16-token groups):
@@ -381,12 +404,7 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         if !hc_mma8_takes(b, m) {
             return Err(CudaError::Other(format!("hc_post_mix: an f16 state or f16 MoE rows need hc_post_mma8 (N {}, M {m}, D {})", b.n, b.d)));
         }
-        let name = match (b.s16 == HC_S_F16, y16) {
-            (false, _) => "hc_post_mma8_y",
-            (true, false) => "hc_post_mma8_h",
-            (true, true) => "hc_post_mma8_hy",
-        };
-        return gpu.launch(name, (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, HC_MMA8_SMEM as u32, args);
+        return gpu.launch(hc_mma8_name(b, y != 0, ny, pair_of != 0, y16), (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, HC_MMA8_SMEM as u32, args);
     }
     if b.mma && hc_mma_ok(b.n, m, b.d, b.split) {
         let (name, smem) = if hc_mma8() { ("hc_post_mma8", HC_MMA8_SMEM) } else { ("hc_post_mma", HC_MMA_SMEM) };
@@ -3754,6 +3772,7 @@ impl CudaSession {
             mma: false,
             s16: HC_S_F32,
             sat: sc.hc_sat.ptr,
+            pf: false,
             d: d.d,
             n: d.n_hc,
             eps: d.rms_eps,
@@ -3766,7 +3785,7 @@ impl CudaSession {
     /// for a batch of `t` tokens (its state's storage: hc_s16).
     fn hc_bufs_prefill(&self, t: usize) -> HcBufs {
         let b = self.hc_bufs();
-        HcBufs { split: hc_prefill_split(b.d), mma: self.opts.precision == Precision::Fast, s16: self.hc_s16(t), ..b }
+        HcBufs { split: hc_prefill_split(b.d), mma: self.opts.precision == Precision::Fast, s16: self.hc_s16(t), pf: hc_pf(), ..b }
     }
 
     /// The hc state's storage for a batch of `t` tokens: decode's fused steps keep f32, the
@@ -5337,6 +5356,30 @@ mod tests {
         }
         assert!(gu_kind_ok(GqKernel::Qs) && gu_kind_ok(GqKernel::Qs2));
         assert!(!gu_kind_ok(GqKernel::Qr) && !gu_kind_ok(GqKernel::Qr2) && !gu_kind_ok(GqKernel::Qs4) && !gu_kind_ok(GqKernel::Mma));
+    }
+
+    /// hc_post_mma8's forms: the loads-ahead ones (HcBufs::pf) only on an f16 state, for y
+    /// rows of one row (or none) and for the MoE sum of f16 slot rows; never without pf; every
+    /// name one the module compiles.
+    #[test]
+    fn hc_pf_forms_only_where_they_apply() {
+        let b = HcBufs { s: 0, post: 0, comb: 0, pdot: 0, pss: 0, ticket: 0, gs: 0, z: 0, split: 32, d: 4096, n: 4, eps: 0.0, iters: 20, hc_eps: 0.0, mma: true, s16: HC_S_F16, sat: 0, pf: true };
+        let cases = [
+            ((true, 1, false, false), "hc_post_mma8_hp"),
+            ((false, 1, false, false), "hc_post_mma8_hp"),
+            ((true, 7, false, false), "hc_post_mma8_h"),
+            ((true, 6, true, false), "hc_post_mma8_h"),
+            ((true, 6, true, true), "hc_post_mma8_hyp"),
+        ];
+        for ((y, ny, moe, y16), want) in cases {
+            assert_eq!(hc_mma8_name(&b, y, ny, moe, y16), want, "{y} {ny} {moe} {y16}");
+            let off = hc_mma8_name(&HcBufs { pf: false, ..b }, y, ny, moe, y16);
+            assert_eq!(off, want.trim_end_matches('p'), "{y} {ny} {moe} {y16}");
+            assert_eq!(hc_mma8_name(&HcBufs { s16: HC_S_F32, ..b }, y, ny, moe, true), "hc_post_mma8_y");
+            for k in [want, off] {
+                assert!(super::super::driver::KERNELS.contains(&k), "{k}");
+            }
+        }
     }
 
     /// dense_small's chunk table: each batch size's run starts at dense_chunk_at, covers its

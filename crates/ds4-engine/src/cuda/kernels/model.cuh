@@ -248,9 +248,10 @@ __device__ __forceinline__ float4 sum_strided4(const float* __restrict__ p, i64 
 }
 // YH: the slot rows are f16 (the down GEMM's GQ_FLAG_Y16 output, DS4_EXP_Y16), widened exactly
 // and added as the f32 ones are.
+// (shv: the shared expert's four values, as loaded; moe_sum_at4 below loads them)
 template <bool YH>
-__device__ __forceinline__ float4 moe_sum_at4(const void* __restrict__ ypair, const int* __restrict__ pair_of,
-                                              const float* __restrict__ shared, int K, int D, int t, int d) {
+__device__ __forceinline__ float4 moe_sum_at4v(const void* __restrict__ ypair, const int* __restrict__ pair_of, const float4 shv, int K,
+                                               int D, int t, int d) {
     const int* po = pair_of + t * K;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int i0 = 0; i0 < K; i0 += 8) {
@@ -265,8 +266,13 @@ __device__ __forceinline__ float4 moe_sum_at4(const void* __restrict__ ypair, co
         for (int u = 0; u < 8; u++)
             if (i0 + u < K) add4(acc, r[u]);
     }
-    add4(acc, *(const float4*)(shared + (i64)t * D + d));
+    add4(acc, shv);
     return acc;
+}
+template <bool YH>
+__device__ __forceinline__ float4 moe_sum_at4(const void* __restrict__ ypair, const int* __restrict__ pair_of,
+                                              const float* __restrict__ shared, int K, int D, int t, int d) {
+    return moe_sum_at4v<YH>(ypair, pair_of, *(const float4*)(shared + (i64)t * D + d), K, D, t, d);
 }
 
 // The state update of token t at a lane's 4 columns d0 .. d0 + 3 (hc_post_mix4, hc_post_mma):
@@ -277,6 +283,39 @@ __device__ __forceinline__ float4 moe_sum_at4(const void* __restrict__ ypair, co
 // SK: the state's storage (HC_S_*; St points at token t's state in it): the new values are
 // rounded to it before the sum of squares (and before the caller's partial mixes); `*sat` is
 // set when an f16 state saturated (a new value past 65504; f32: unused). YH: the MoE slot rows are f16.
+// hc_post4_tok's update of the state from its parts: the old state sv [stream], y's four
+// columns yd, post pv [stream] and comb cv [from][to] (shared with hc_post_pf_tok).
+template <bool FULL, int SK>
+__device__ __forceinline__ void hc_post4_upd(float (&nv)[4][4], void* St, const float4 (&sv)[4], const float4 yd, const float (&pv)[4],
+                                             const float (&cv)[4][4], int N, int D, int d0, bool* sat) {
+    const float yv[4] = {yd.x, yd.y, yd.z, yd.w};
+#pragma unroll
+    for (int b = 0; b < 4; b++) {
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            float acc = __fmul_rn(pv[b], yv[c]);
+#pragma unroll
+            for (int a = 0; a < 4; a++) {
+                const float sa = c == 0 ? sv[a].x : c == 1 ? sv[a].y : c == 2 ? sv[a].z : sv[a].w;
+                if (FULL || a < N) acc = hc_term(acc, cv[a][b], sa);
+            }
+            if (SK == HC_S_F16) *sat |= fabsf(acc) > 65504.f;
+            nv[b][c] = (FULL || b < N) ? hcs_round<SK>(acc) : 0.f;
+        }
+    }
+#pragma unroll
+    for (int b = 0; b < 4; b++)
+        if (FULL || b < N) hcs_st4<SK>(St, (i64)b * D + d0, make_float4(nv[b][0], nv[b][1], nv[b][2], nv[b][3]));
+}
+// The sum of squares of a lane's 16 new values (double, column-major order).
+__device__ __forceinline__ double hc_post4_ss(const float (&nv)[4][4]) {
+    double ss = 0.0;
+#pragma unroll
+    for (int c = 0; c < 4; c++)
+#pragma unroll
+        for (int b = 0; b < 4; b++) ss += (double)nv[b][c] * (double)nv[b][c];
+    return ss;
+}
 template <bool FULL, int SK = HC_S_F32, bool YH = false>
 __device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], void* St, const float* __restrict__ y, const float* __restrict__ post,
                                                const float* __restrict__ comb, int N, int D, int ny, int t, int d0,
@@ -286,7 +325,6 @@ __device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], void* St, cons
     for (int a = 0; a < 4; a++) sv[a] = (FULL || a < N) ? hcs_ld4<SK>(St, (i64)a * D + d0) : make_float4(0.f, 0.f, 0.f, 0.f);
     if (y) {
         const float4 yd = pair_of ? moe_sum_at4<YH>(y, pair_of, shared, ny, D, t, d0) : sum_strided4(y + (i64)t * ny * D + d0, D, ny);
-        const float yv[4] = {yd.x, yd.y, yd.z, yd.w};
         float pv[4], cv[4][4];
 #pragma unroll
         for (int b = 0; b < 4; b++) pv[b] = (FULL || b < N) ? post[t * N + b] : 0.f;
@@ -294,23 +332,7 @@ __device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], void* St, cons
         for (int a = 0; a < 4; a++)
 #pragma unroll
             for (int b = 0; b < 4; b++) cv[a][b] = (FULL || (a < N && b < N)) ? comb[t * N * N + a * N + b] : 0.f;
-#pragma unroll
-        for (int b = 0; b < 4; b++) {
-#pragma unroll
-            for (int c = 0; c < 4; c++) {
-                float acc = __fmul_rn(pv[b], yv[c]);
-#pragma unroll
-                for (int a = 0; a < 4; a++) {
-                    const float sa = c == 0 ? sv[a].x : c == 1 ? sv[a].y : c == 2 ? sv[a].z : sv[a].w;
-                    if (FULL || a < N) acc = hc_term(acc, cv[a][b], sa);
-                }
-                if (SK == HC_S_F16) *sat |= fabsf(acc) > 65504.f;
-                nv[b][c] = (FULL || b < N) ? hcs_round<SK>(acc) : 0.f;
-            }
-        }
-#pragma unroll
-        for (int b = 0; b < 4; b++)
-            if (FULL || b < N) hcs_st4<SK>(St, (i64)b * D + d0, make_float4(nv[b][0], nv[b][1], nv[b][2], nv[b][3]));
+        hc_post4_upd<FULL, SK>(nv, St, sv, yd, pv, cv, N, D, d0, sat);
     } else {
 #pragma unroll
         for (int b = 0; b < 4; b++) {
@@ -320,12 +342,7 @@ __device__ __forceinline__ double hc_post4_tok(float (&nv)[4][4], void* St, cons
             nv[b][3] = sv[b].w;
         }
     }
-    double ss = 0.0;
-#pragma unroll
-    for (int c = 0; c < 4; c++)
-#pragma unroll
-        for (int b = 0; b < 4; b++) ss += (double)nv[b][c] * (double)nv[b][c];
-    return ss;
+    return hc_post4_ss(nv);
 }
 
 // hc_post_mix over 128-column slices (prefill, D % 128 == 0; session.rs hc_prefill_split): a
@@ -406,9 +423,79 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const uint4& a, u32 b0, 
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 }
+// ---- hc_post_mma8's loads a group ahead (PF: hc_post_mma8_hp / _hyp, `DS4_HC_PF`) ----
+// Why: hc_post_mma8_h / _hy keep one token's loads in flight per warp during phase 1 and none
+// during the mma and reduce phases (session 53's 8K trace on an H100: 586 / 657 us a launch,
+// 1.1 / 1.6 TB/s). Here each warp issues the next group's loads of its token (state, y row or
+// the shared expert's row, post and comb) right after its phase 1, into registers as loaded
+// (the f16 state kept packed), so they land while phases 2 and 3 run. The MoE slot rows are
+// still loaded in phase 1 (held a group ahead too, 16 more registers, ptxas spills even at 80).
+// The values and their order of addition are hc_post4_tok's: the same bits.
+#define HCPF_ROWS 1  // y: none, or one row per token (ny == 1)
+#define HCPF_MOE 2   // y: the MoE sum
+template <int SK> struct HcRaw { typedef float4 T; };
+template <> struct HcRaw<HC_S_F16> { typedef uint2 T; };
+template <int SK>
+__device__ __forceinline__ typename HcRaw<SK>::T hcs_raw4(const void* S, i64 i) {
+    return *(const typename HcRaw<SK>::T*)((const char*)S + i * (SK == HC_S_F32 ? 4 : 2));
+}
+__device__ __forceinline__ float4 hcs_cvt4(float4 v) { return v; }
+__device__ __forceinline__ float4 hcs_cvt4(uint2 u) {
+    return make_float4(h2f((u16)u.x), h2f((u16)(u.x >> 16)), h2f((u16)u.y), h2f((u16)(u.y >> 16)));
+}
+template <int SK>
+struct HcPf {
+    typename HcRaw<SK>::T s[4];  // the state's 4 streams
+    float4 y;                    // y's row (HCPF_ROWS), the shared expert's row (HCPF_MOE)
+    float pc;                    // lane l: post[l] (l < 4), comb[l - 4] (l < 20)
+};
+// Issue token t's loads.
+template <int SK, int PF>
+__device__ __forceinline__ void hc_pf_load(HcPf<SK>& p, const void* St, const void* __restrict__ y, const float* __restrict__ post,
+                                           const float* __restrict__ comb, const float* __restrict__ shared, int D, int t, int d0,
+                                           int lane) {
+#pragma unroll
+    for (int a = 0; a < 4; a++) p.s[a] = hcs_raw4<SK>(St, (i64)a * D + d0);
+    p.pc = lane < 4 ? post[t * 4 + lane] : lane < 20 ? comb[t * 16 + lane - 4] : 0.f;
+    if (y) p.y = *(const float4*)((PF == HCPF_MOE ? shared : (const float*)y) + (i64)t * D + d0);
+}
+// hc_post4_tok<true, SK, YH> on the loaded values (yp: y, or null).
+template <int SK, bool YH, int PF>
+__device__ __forceinline__ double hc_pf_tok(float (&nv)[4][4], void* St, const HcPf<SK>& p, const void* __restrict__ yp,
+                                            const int* __restrict__ pair_of, int D, int ny, int t, int d0, bool* sat) {
+    float4 sv[4];
+#pragma unroll
+    for (int a = 0; a < 4; a++) sv[a] = hcs_cvt4(p.s[a]);
+    if (yp) {
+        float4 yd = make_float4(0.f, 0.f, 0.f, 0.f);
+        if constexpr (PF == HCPF_MOE) {
+            yd = moe_sum_at4v<YH>(yp, pair_of, p.y, ny, D, t, d0);
+        } else {
+            add4(yd, p.y);
+        }
+        float pv[4], cv[4][4];
+#pragma unroll
+        for (int b = 0; b < 4; b++) pv[b] = __shfl_sync(0xffffffffu, p.pc, b);
+#pragma unroll
+        for (int a = 0; a < 4; a++)
+#pragma unroll
+            for (int b = 0; b < 4; b++) cv[a][b] = __shfl_sync(0xffffffffu, p.pc, 4 + 4 * a + b);
+        hc_post4_upd<true, SK>(nv, St, sv, yd, pv, cv, 4, D, d0, sat);
+    } else {
+#pragma unroll
+        for (int b = 0; b < 4; b++) {
+            nv[b][0] = sv[b].x;
+            nv[b][1] = sv[b].y;
+            nv[b][2] = sv[b].z;
+            nv[b][3] = sv[b].w;
+        }
+    }
+    return hc_post4_ss(nv);
+}
+
 // The body for groups of 8 NT tokens (NT n-tiles; hc_post_mma: 2, hc_post_mma8: 1), the state
-// stored as SK (HC_S_*), f16 MoE slot rows when YH.
-template <int NT, int SK = HC_S_F32, bool YH = false>
+// stored as SK (HC_S_*), f16 MoE slot rows when YH, the loads a group ahead when PF (NT 1).
+template <int NT, int SK = HC_S_F32, bool YH = false, int PF = 0>
 __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                  const float* __restrict__ comb, const u16* __restrict__ fn, int M, int D, int N,
                                                  float* pdot, double* pss, int ny, int T, int tt, const int* __restrict__ pair_of,
@@ -441,6 +528,14 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
     const int d0 = c0 + 4 * lane;
     const int tbeg = blockIdx.y * tt, t1 = min(T, tbeg + tt);
     bool sat = false;
+    static_assert(PF == 0 || NT == 1, "the loads a group ahead: one token per warp");
+    HcPf<SK> pf;
+    const auto pf_next = [&](int tn) {
+        if constexpr (PF != 0) {
+            if (tn < t1) hc_pf_load<SK, PF>(pf, hcs_tok<SK>(S, tn, N, D), y, post, comb, shared, D, tn, d0, lane);
+        }
+    };
+    pf_next(tbeg + w);
     for (int t0 = tbeg; t0 < t1; t0 += TG) {
         // ---- 1. the new state of tokens t0 + NT w + u, u < NT ----
 #pragma unroll
@@ -448,7 +543,9 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
             const int tl = NT * w + u, t = t0 + tl;
             float nv[4][4];  // [stream][column]
             if (t < t1) {
-                double ss = hc_post4_tok<true, SK, YH>(nv, hcs_tok<SK>(S, t, N, D), y, post, comb, N, D, ny, t, d0, pair_of, shared, &sat);
+                double ss;
+                if constexpr (PF != 0) ss = hc_pf_tok<SK, YH, PF>(nv, hcs_tok<SK>(S, t, N, D), pf, y, pair_of, D, ny, t, d0, &sat);
+                else ss = hc_post4_tok<true, SK, YH>(nv, hcs_tok<SK>(S, t, N, D), y, post, comb, N, D, ny, t, d0, pair_of, shared, &sat);
 #pragma unroll
                 for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
                 if (lane == 0) pss[(i64)t * nsplit + sp] = ss;
@@ -461,6 +558,7 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
 #pragma unroll
             for (int c = 0; c < 4; c++) *(float4*)(Bs + tl * HCM_BST + (4 * lane + c) * 4) = make_float4(nv[0][c], nv[1][c], nv[2][c], nv[3][c]);
         }
+        pf_next(t0 + TG + w);  // (in flight through phases 2 and 3)
         __syncthreads();
         // ---- 2. the warp's k-steps for the group's tokens (n-tile nt: tokens 8 nt .. 8 nt + 7) ----
         float acc[2][NT][4] = {};  // [m-tile][n-tile]
@@ -533,6 +631,16 @@ extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_h(HC_POST_PARA
 extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_hy(HC_POST_PARAMS) {
     PDL_ENTRY;
     hc_post_mma_body<1, HC_S_F16, true>(HC_POST_ARGS);
+}
+// hc_post_mma8_h / _hy with the loads a group ahead (PF above; `DS4_HC_PF=1`): _hp for y
+// rows (ny == 1) or none, _hyp for the MoE sum of f16 slot rows.
+extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_hp(HC_POST_PARAMS) {
+    PDL_ENTRY;
+    hc_post_mma_body<1, HC_S_F16, false, HCPF_ROWS>(HC_POST_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_hyp(HC_POST_PARAMS) {
+    PDL_ENTRY;
+    hc_post_mma_body<1, HC_S_F16, true, HCPF_MOE>(HC_POST_ARGS);
 }
 
 // 1/x for the Sinkhorn iterations: the hardware reciprocal plus one Newton step (within an

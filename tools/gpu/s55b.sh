@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Session 55's second call: the fixtures under the defaults, and with the routed experts' gate +
+# up fused (DS4_GU_FUSE=1) and the hc loads a group ahead (DS4_HC_PF=1) on the grouped GEMMs
+# forced onto every MoE batch of the fixture models (DS4_MOE_SMALL=0 DS4_GEMM_QR_MIN=0).
+# Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz}. $OUT: log.txt, the verify reports (gzipped).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+REAL_OUT=$OUT; export OUT=/tmp/s55b-out; mkdir -p $OUT
+exec > >(tee -a "$REAL_OUT/log.txt") 2>&1
+setup_caches
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+fixtures_in X=1 "DS4_GU_FUSE=1 DS4_HC_PF=1 DS4_MOE_SMALL=0 DS4_GEMM_QR_MIN=0"
+for f in "$OUT"/verify_*.txt; do
+  echo "== $(basename "$f"): $(grep -cE '^PASS' "$f") PASS, $(grep -cE '^FAIL' "$f") FAIL"
+  gzip -c "$f" > "$REAL_OUT/$(basename "$f").gz"
+done
+grep -hE "small-batch|cuBLAS deviation" "$OUT"/verify_X-1.txt | cut -c1-200
