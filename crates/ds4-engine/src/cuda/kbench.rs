@@ -1567,7 +1567,7 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
     Ok(())
 }
 
-/// exp_bench's gate + up rows: gemm_qs_gu (and gemm_qs2_gu) against gemm_qs twice + moe_mid
+/// exp_bench's gate + up rows: gemm_qs_gu (its staged-store form gemm_qs_guc, and gemm_qs2_gu) against gemm_qs twice + moe_mid
 /// (the split as the session runs it, and gemm_qs2 alone) on the gate of `ga` and a random up matrix of
 /// the same shape; `hg`: the gate's f32 outputs (for the clamp), `ga(y)`: the launch's
 /// GemmArgs writing y. Prints ms, the speedup and how many f16 mids differ (0 expected).
@@ -1590,13 +1590,13 @@ fn gu_rows(gpu: &Gpu, ty: GgmlType, cols: usize, rows: usize, hg: &[f32], pairs:
         Ok(h)
     };
     let gu = GuArgs { w2: up.wmat(), pw: pwb.ptr, clamp, pad: 0 };
-    for kind in [GqKernel::QsSplit, GqKernel::Qs2] {
+    for (kind, staged) in [(GqKernel::QsSplit, false), (GqKernel::QsSplit, true), (GqKernel::Qs2, false)] {
         let old = || -> Result<()> {
             launch_gemm_q_kernel(gpu, ga(g.ptr), GEMM_E, 0, kind)?;
             launch_gemm_q_kernel(gpu, GemmArgs { w: up.wmat(), ..ga(u.ptr) }, GEMM_E, 0, kind)?;
             launch_moe_mid_form(gpu, g.ptr, u.ptr, pwb.ptr, pairs, rows, clamp, 0, mref.ptr, true, MidForm::Warp)
         };
-        let new = || launch_gemm_gu(gpu, GemmArgs { ldy: rows as i32, ..ga(mgu.ptr) }, gu, GEMM_E, kind);
+        let new = || launch_gemm_gu(gpu, GemmArgs { ldy: rows as i32, ..ga(mgu.ptr) }, gu, GEMM_E, kind, staged);
         gpu.memset0(mref.ptr, n * 2)?;
         old()?;
         gpu.htod(mgu.ptr, &vec![0xffffu16; n])?;
@@ -1607,7 +1607,7 @@ fn gu_rows(gpu: &Gpu, ty: GgmlType, cols: usize, rows: usize, hg: &[f32], pairs:
         let same = get16(&mgu)? == hn;
         println!(
             "{:<30} {:>5} {:<12} {:>9.3} gate+up+mid {:.3} ms -> {:.2}x; f16 mids differing {diff} of {n} (clamp {clamp:.3}), repeat={}{}",
-            "", "", format!("gu {kind:?}"), ms_n, ms_o, ms_o / ms_n.max(1e-9), if same { "same" } else { "DIFFERENT" },
+            "", "", format!("gu {kind:?}{}", if staged { " staged" } else { "" }), ms_n, ms_o, ms_o / ms_n.max(1e-9), if same { "same" } else { "DIFFERENT" },
             if diff == 0 && same { "" } else { "  FAIL" }
         );
     }

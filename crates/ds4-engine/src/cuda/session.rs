@@ -2715,14 +2715,20 @@ pub(crate) fn launch_gemm_q_kernel(gpu: &Gpu, a: GemmArgs, ngroups: usize, bn: u
 /// the f16 mids in gemm_qr's K order (`a.y`, `a.ldy` = the mid width), as gemm_qs twice and
 /// moe_mid would make them (matmul.cuh gemm_qs_gu_store): `kind` Qs, Qs2 or QsSplit (the
 /// split's launches each paired), weight types gu_type_ok, the two matrices of one shape.
-pub(crate) fn launch_gemm_gu(gpu: &Gpu, a: GemmArgs, gu: GuArgs, ngroups: usize, kind: GqKernel) -> Result<()> {
+pub(crate) fn launch_gemm_gu(gpu: &Gpu, a: GemmArgs, gu: GuArgs, ngroups: usize, kind: GqKernel, staged: bool) -> Result<()> {
     if !gu_pair_ok(&a.w, &gu.w2) || gu.pw == 0 {
         return Err(CudaError::Other("gemm_qs_gu: gate and up of one shape and type (IQ2_XXS, Q2_K, Q4_K) and routing weights".into()));
     }
     if !gu_kind_ok(kind) {
         return Err(CudaError::Other(format!("gemm_qs_gu: gemm_qs / gemm_qs2 tiles only, not {kind:?}")));
     }
-    launch_gemm_qx(gpu, GemmArgs { flags: a.flags | GQ_FLAG_Y16, ..a }, Some(gu), ngroups, 0, kind)
+    launch_gemm_qx(gpu, GemmArgs { flags: a.flags | GQ_FLAG_Y16, ..a }, Some((gu, staged)), ngroups, 0, kind)
+}
+
+/// Whether gemm_qs_guc's 16-byte stores of the mids fit `a` (whole 8-row chunks, 16-byte
+/// aligned rows of y).
+fn gu_staged_ok(a: &GemmArgs) -> bool {
+    a.w.rows % 8 == 0 && a.ldy % 8 == 0 && a.y % 16 == 0
 }
 
 /// The grouped-GEMM kinds gemm_qs_gu pairs: gemm_qs's and gemm_qs2's tiles (the split unless it
@@ -2746,13 +2752,20 @@ pub(crate) fn gu_pair_ok(g: &WMat, u: &WMat) -> bool {
 /// as gemm_qs twice and moe_mid) where the batch takes gemm_qs / gemm_qs2 (`DS4_GU_FUSE=1`;
 /// read once; not measured on a device yet).
 pub(crate) fn gu_fuse_on() -> bool {
-    env_is!("DS4_GU_FUSE", "1")
+    env_is!("DS4_GU_FUSE", "1") || gu_staged()
+}
+
+/// gemm_qs_gu's tiles with the mids staged in shared memory for 16-byte stores (gemm_qs_guc,
+/// `DS4_GU_FUSE=2`; gemm_qs2's tiles keep gemm_qs2_gu).
+pub(crate) fn gu_staged() -> bool {
+    env_is!("DS4_GU_FUSE", "2")
 }
 
 /// Floats of gemm_qs_gu's accumulator exchange (matmul.cuh GU_XCH), after the stages.
 pub(crate) const GU_XCH: usize = 128 * 64;
 
-fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<GuArgs>, ngroups: usize, bn: usize, kind: GqKernel) -> Result<()> {
+/// (`gu`: a gate + up launch's arguments, and whether gemm_qs's tiles take gemm_qs_guc)
+fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: usize, bn: usize, kind: GqKernel) -> Result<()> {
     if a.t <= 0 {
         return Ok(());
     }
@@ -2818,7 +2831,13 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<GuArgs>, ngroups: usize, bn
     let y16 = mb > 0 && a.flags & GQ_FLAG_Y16 != 0;
     let name = match (kind, bn, y16) {
         _ if gu.is_some() => {
-            if kind == GqKernel::Qs2 { "gemm_qs2_gu" } else { "gemm_qs_gu" }
+            if kind == GqKernel::Qs2 {
+                "gemm_qs2_gu"
+            } else if gu.is_some_and(|g| g.1) && gu_staged_ok(&a) {
+                "gemm_qs_guc"
+            } else {
+                "gemm_qs_gu"
+            }
         }
         (GqKernel::Qr, _, false) => "gemm_qr",
         (GqKernel::Qr, _, true) => "gemm_qr_y16",
@@ -2835,7 +2854,7 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<GuArgs>, ngroups: usize, bn
     };
     let args = Args::new().a(a).a(ng as i32);
     let args = if mb > 0 { args.a(if qr_sched_dyn() { gpu.qr_counter()? } else { 0u64 }) } else { args };
-    let args = if let Some(g) = gu { args.a(g) } else { args };
+    let args = if let Some((g, _)) = gu { args.a(g) } else { args };
     let threads = if matches!(kind, GqKernel::Qs | GqKernel::Qs2 | GqKernel::Qs4) { QS_THREADS } else { 256 };
     gpu.launch(name, (grid as u32, 1, 1), threads, smem as u32, args)
 }
@@ -4413,7 +4432,7 @@ impl CudaSession {
                     if fused {
                         let a = self.exp_xh_args(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.mid.ptr, d.f, t);
                         let gu = GuArgs { w2: uw, pw: sc.pair_w.ptr, clamp, pad: 0 };
-                        launch_gemm_gu(gpu, a, gu, d.e, qr.unwrap_or(GqKernel::Qs))?;
+                        launch_gemm_gu(gpu, a, gu, d.e, qr.unwrap_or(GqKernel::Qs), gu_staged())?;
                         // (the f32 g and u are not written: nothing reads them after the mids)
                     } else {
                         self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr, gu16)?;

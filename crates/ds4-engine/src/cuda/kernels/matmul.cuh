@@ -1922,7 +1922,7 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 // 2 (the round's values are there) and 3 (the gate side has read the previous round: arrived
 // at the start of each round, so the up side of the next tile waits for this tile's reads).
 #define GU_XCH (128 * 64)
-template <int MB>
+template <int MB, bool CO>
 __device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs& gu, float (&acc)[MB][256 / MB / 8][4], float* xch, int rb,
                                                  const int (&r0)[MB], int tb, int j1, int rows) {
     constexpr int NJ = 256 / MB / 8, NA = MB * NJ * 4;
@@ -1959,16 +1959,52 @@ __device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs
     for (int i = t; i < 8 * NJ; i += 128) xch[i] = tb + i < j1 ? gu.pw[tb + i] : 0.f;
     asm volatile("bar.sync 4, 128;" ::: "memory");
     u16* y = (u16*)a.y;
+    if constexpr (!CO) {
+#pragma unroll
+        for (int b = 0; b < MB; b++)
+#pragma unroll
+            for (int j = 0; j < NJ; j++)
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    const int r = rb + r0[b] + ((q >> 1) << 3);
+                    const int tl = j * 8 + 2 * (lane & 3) + (q & 1);
+                    if (r < rows && tb + tl < j1) y[(i64)(tb + tl) * a.ldy + qr_kpos(r)] = f2h(acc[b][j][q] * xch[tl]);
+                }
+        return;
+    }
+    // CO: the mids staged in xch as [token][BT rows in qr_kpos order] f16 (BT x NX x 2 = 32 KB),
+    // its 16-byte chunks XOR-swizzled by the token, then copied out a 16-byte chunk per thread
+    // and step (each token's BT mids are one contiguous run of y: rb is a multiple of 32, so
+    // qr_kpos(rb + i) = rb + qr_kpos(i)). Why: the direct stores write 2 bytes at a time, a
+    // token's 8 rows of a fragment over 64 bytes. The host checks rows % 8, ldy % 8 and y's
+    // alignment (launch_gemm_gu).
+    constexpr int BT = 64 * MB, CH = BT / 8, NX = 8 * NJ;
 #pragma unroll
     for (int b = 0; b < MB; b++)
 #pragma unroll
         for (int j = 0; j < NJ; j++)
 #pragma unroll
             for (int q = 0; q < 4; q++) {
-                const int r = rb + r0[b] + ((q >> 1) << 3);
                 const int tl = j * 8 + 2 * (lane & 3) + (q & 1);
-                if (r < rows && tb + tl < j1) y[(i64)(tb + tl) * a.ldy + qr_kpos(r)] = f2h(acc[b][j][q] * xch[tl]);
+                acc[b][j][q] = __uint_as_float((u32)f2h(acc[b][j][q] * xch[tl]));
             }
+    asm volatile("bar.sync 4, 128;" ::: "memory");  // every gate thread has read the weights
+    u16* st = (u16*)xch;
+#pragma unroll
+    for (int b = 0; b < MB; b++)
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int tl = j * 8 + 2 * (lane & 3) + (q & 1), e = qr_kpos(r0[b] + ((q >> 1) << 3));
+                st[tl * BT + (((e >> 3) ^ (tl & (CH - 1))) << 3) + (e & 7)] = (u16)__float_as_uint(acc[b][j][q]);
+            }
+    asm volatile("bar.sync 4, 128;" ::: "memory");
+    for (int i = t; i < NX * CH; i += 128) {
+        const int tl = i / CH, c = i % CH;
+        if (tb + tl < j1 && rb + 8 * c < rows)
+            *(uint4*)(y + (i64)(tb + tl) * a.ldy + rb + 8 * c) = *(const uint4*)(st + tl * BT + ((c ^ (tl & (CH - 1))) << 3));
+    }
 }
 
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
@@ -1977,7 +2013,7 @@ __device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs
 // MB) of matrix q / (64 MB)), so gate and up share each activation stage, and the tile's
 // outputs are the mids (gemm_qs_gu_store) instead of g and u: moe_mid's launch and the f32 g / u
 // round trip go (2 x 4 bytes written and read per value against 2 written).
-template <int TY, int MB, bool H, bool GU = false>
+template <int TY, int MB, bool H, int GU = 0>
 __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr, const GuArgs* gu = nullptr) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, QP = QSW<TY>::P, WSQ = BM * QSW<TY>::RB;
@@ -2130,7 +2166,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 #define QS_K(N) qs_kloop<TY, MB, N>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16)
             QX_BY_NC(QS_K)
 #undef QS_K
-            if constexpr (GU) gemm_qs_gu_store<MB>(a, *gu, acc, (float*)(wst + GR_ST * BM * GQR<TY>::RB), rb, r0, tb, j1, rows);
+            if constexpr (GU != 0) gemm_qs_gu_store<MB, GU == 2>(a, *gu, acc, (float*)(wst + GR_ST * BM * GQR<TY>::RB), rb, r0, tb, j1, rows);
             else qr_store<MB, H>(a, acc, rb, r0, tb, j1, rows, lane);
         }
     }
@@ -2217,7 +2253,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_y16(GemmArgs a, in
 // gemm_qs_gu / gemm_qs2_gu.
 // (the dynamic shared memory is declared in the kernels: an extern __shared__ __align__(1024)
 // inside a device function moved every kernel's dynamic shared memory to a 1 KB boundary)
-template <int MB, bool H, bool GU>
+template <int MB, bool H, int GU>
 __device__ __forceinline__ void gemm_qs_p2_entry(const GemmArgs& a, int ngroups, int* ctr, const GuArgs* gu, u8* gq_smem) {
 #if WG_OK
     u8* smem = gq_smem;
@@ -2245,12 +2281,12 @@ __device__ __forceinline__ void gemm_qs_p2_entry(const GemmArgs& a, int ngroups,
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs4(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_p2_entry<4, false, false>(a, ngroups, ctr, nullptr, gq_smem);
+    gemm_qs_p2_entry<4, false, 0>(a, ngroups, ctr, nullptr, gq_smem);
 }
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs4_y16(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_p2_entry<4, true, false>(a, ngroups, ctr, nullptr, gq_smem);
+    gemm_qs_p2_entry<4, true, 0>(a, ngroups, ctr, nullptr, gq_smem);
 }
 // gemm_qs_gu / gemm_qs2_gu: gate and up of the routed experts in one launch, the mids out
 // (gemm_qs_body's GU; IQ2_XXS, Q2_K, Q4_K). Dynamic shared memory: gemm_qs / gemm_qs2's, then
@@ -2258,12 +2294,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs4_y16(GemmArgs a, in
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_gu(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_p2_entry<1, true, true>(a, ngroups, ctr, &gu, gq_smem);
+    gemm_qs_p2_entry<1, true, 1>(a, ngroups, ctr, &gu, gq_smem);
 }
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_gu(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_p2_entry<2, true, true>(a, ngroups, ctr, &gu, gq_smem);
+    gemm_qs_p2_entry<2, true, 1>(a, ngroups, ctr, &gu, gq_smem);
+}
+// gemm_qs_gu with the mids staged for 16-byte stores (gemm_qs_gu_store's CO; `DS4_GU_FUSE=2`;
+// gemm_qs2's form of it spilled 1 KB and serialized its wgmma: C7520)
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qs_p2_entry<1, true, 2>(a, ngroups, ctr, &gu, gq_smem);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
