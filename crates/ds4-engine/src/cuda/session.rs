@@ -2749,8 +2749,10 @@ pub(crate) fn gu_pair_ok(g: &WMat, u: &WMat) -> bool {
 }
 
 /// The routed experts' gate and up in one launch writing the mids (gemm_qs_gu: the same bits
-/// as gemm_qs twice and moe_mid) where the batch takes gemm_qs / gemm_qs2 (`DS4_GU_FUSE=1`;
-/// read once; not measured on a device yet).
+/// as gemm_qs twice and moe_mid) where the batch takes gemm_qs / gemm_qs2 (`DS4_GU_FUSE=1`, or
+/// `=2` for gemm_qs_guc; read once). Off: it loses (kernel bench at 8K tokens, H100, session
+/// 55: IQ2_XXS gate + up + mid 7.21 ms fused, 5.88 staged, against 3.77 unfused; an 8K prompt
+/// 16.9K / 17.6K t/s against 19.9K), the same bits.
 pub(crate) fn gu_fuse_on() -> bool {
     env_is!("DS4_GU_FUSE", "1") || gu_staged()
 }
