@@ -1960,17 +1960,19 @@ __device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs
     for (int i = t; i < 8 * NJ; i += 128) xch[i] = tb + i < j1 ? gu.pw[tb + i] : 0.f;
     asm volatile("bar.sync 4, 128;" ::: "memory");
     u16* y = (u16*)a.y;
-    if constexpr (!CO) {
+    // f(accumulator, tile row, tile token) for each of the thread's accumulators
+    const auto each = [&](auto f) {
 #pragma unroll
         for (int b = 0; b < MB; b++)
 #pragma unroll
             for (int j = 0; j < NJ; j++)
 #pragma unroll
-                for (int q = 0; q < 4; q++) {
-                    const int r = rb + r0[b] + ((q >> 1) << 3);
-                    const int tl = j * 8 + 2 * (lane & 3) + (q & 1);
-                    if (r < rows && tb + tl < j1) y[(i64)(tb + tl) * a.ldy + qr_kpos(r)] = f2h(acc[b][j][q] * xch[tl]);
-                }
+                for (int q = 0; q < 4; q++) f(acc[b][j][q], r0[b] + ((q >> 1) << 3), j * 8 + 2 * (lane & 3) + (q & 1));
+    };
+    if constexpr (!CO) {
+        each([&](float v, int rr, int tl) {
+            if (rb + rr < rows && tb + tl < j1) y[(i64)(tb + tl) * a.ldy + qr_kpos(rb + rr)] = f2h(v * xch[tl]);
+        });
         return;
     }
     // CO: the mids staged in xch as [token][BT rows in qr_kpos order] f16 (BT x NX x 2 = 32 KB),
@@ -1980,26 +1982,13 @@ __device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs
     // token's 8 rows of a fragment over 64 bytes. The host checks rows % 8, ldy % 8 and y's
     // alignment (launch_gemm_gu).
     constexpr int BT = 64 * MB, CH = BT / 8, NX = 8 * NJ;
-#pragma unroll
-    for (int b = 0; b < MB; b++)
-#pragma unroll
-        for (int j = 0; j < NJ; j++)
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int tl = j * 8 + 2 * (lane & 3) + (q & 1);
-                acc[b][j][q] = __uint_as_float((u32)f2h(acc[b][j][q] * xch[tl]));
-            }
+    each([&](float& v, int, int tl) { v = __uint_as_float((u32)f2h(v * xch[tl])); });
     asm volatile("bar.sync 4, 128;" ::: "memory");  // every gate thread has read the weights
     u16* st = (u16*)xch;
-#pragma unroll
-    for (int b = 0; b < MB; b++)
-#pragma unroll
-        for (int j = 0; j < NJ; j++)
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int tl = j * 8 + 2 * (lane & 3) + (q & 1), e = qr_kpos(r0[b] + ((q >> 1) << 3));
-                st[tl * BT + (((e >> 3) ^ (tl & (CH - 1))) << 3) + (e & 7)] = (u16)__float_as_uint(acc[b][j][q]);
-            }
+    each([&](float v, int rr, int tl) {
+        const int e = qr_kpos(rr);
+        st[tl * BT + (((e >> 3) ^ (tl & (CH - 1))) << 3) + (e & 7)] = (u16)__float_as_uint(v);
+    });
     asm volatile("bar.sync 4, 128;" ::: "memory");
     for (int i = t; i < NX * CH; i += 128) {
         const int tl = i / CH, c = i % CH;

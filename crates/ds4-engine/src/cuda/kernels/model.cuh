@@ -248,9 +248,10 @@ __device__ __forceinline__ float4 sum_strided4(const float* __restrict__ p, i64 
 }
 // YH: the slot rows are f16 (the down GEMM's GQ_FLAG_Y16 output, DS4_EXP_Y16), widened exactly
 // and added as the f32 ones are.
-// (shv: the shared expert's four values, as loaded; moe_sum_at4 below loads them)
-template <bool YH>
-__device__ __forceinline__ float4 moe_sum_at4v(const void* __restrict__ ypair, const int* __restrict__ pair_of, const float4 shv, int K,
+// (shv(): the shared expert's four values, called after the slots' sum: moe_sum_at4 below
+// loads them there, as it did before hc_post_mma8_hyp; loaded earlier, hc_post_mma8_h spilled)
+template <bool YH, typename SH>
+__device__ __forceinline__ float4 moe_sum_at4v(const void* __restrict__ ypair, const int* __restrict__ pair_of, const SH& shv, int K,
                                                int D, int t, int d) {
     const int* po = pair_of + t * K;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -266,13 +267,13 @@ __device__ __forceinline__ float4 moe_sum_at4v(const void* __restrict__ ypair, c
         for (int u = 0; u < 8; u++)
             if (i0 + u < K) add4(acc, r[u]);
     }
-    add4(acc, shv);
+    add4(acc, shv());
     return acc;
 }
 template <bool YH>
 __device__ __forceinline__ float4 moe_sum_at4(const void* __restrict__ ypair, const int* __restrict__ pair_of,
                                               const float* __restrict__ shared, int K, int D, int t, int d) {
-    return moe_sum_at4v<YH>(ypair, pair_of, *(const float4*)(shared + (i64)t * D + d), K, D, t, d);
+    return moe_sum_at4v<YH>(ypair, pair_of, [&] { return *(const float4*)(shared + (i64)t * D + d); }, K, D, t, d);
 }
 
 // The state update of token t at a lane's 4 columns d0 .. d0 + 3 (hc_post_mix4, hc_post_mma):
@@ -469,7 +470,7 @@ __device__ __forceinline__ double hc_pf_tok(float (&nv)[4][4], void* St, const H
     if (yp) {
         float4 yd = make_float4(0.f, 0.f, 0.f, 0.f);
         if constexpr (PF == HCPF_MOE) {
-            yd = moe_sum_at4v<YH>(yp, pair_of, p.y, ny, D, t, d0);
+            yd = moe_sum_at4v<YH>(yp, pair_of, [&] { return p.y; }, ny, D, t, d0);
         } else {
             add4(yd, p.y);
         }
