@@ -2568,11 +2568,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         let outputs = |f: &dyn Fn() -> Result<()>| -> Result<Vec<u64>> {
             gpu.htod(s0.ptr, &s0h)?;
             f()?;
-            let (mut sv, mut pv, mut qv) = (vec![0u32; t * n * d], vec![0u32; t * split * m], vec![0u64; t * split]);
-            gpu.dtoh(&mut sv, s0.ptr)?;
-            gpu.dtoh(&mut pv, pdot.ptr)?;
-            gpu.dtoh(&mut qv, pss.ptr)?;
-            Ok(sv.into_iter().map(u64::from).chain(pv.into_iter().map(u64::from)).chain(qv).collect())
+            hc_post_bits(gpu, &b, t, m)
         };
         let (vo, vn) = (outputs(&old)?, outputs(&new)?);
         let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
@@ -2894,6 +2890,25 @@ fn hc_s16_rows(
     Ok(())
 }
 
+/// The outputs of an hc_post launch on `b` for `t` tokens and `m` mixes, as bits: the state
+/// S (f16 or f32 by b.s16), the partial mixes pdot and the sums of squares pss.
+fn hc_post_bits(gpu: &Gpu, b: &super::session::HcBufs, t: usize, m: usize) -> Result<Vec<u64>> {
+    let (ns, len) = (b.split, t * b.n * b.d);
+    let sv: Vec<u64> = if b.s16 == super::session::HC_S_F16 {
+        let mut v = vec![0u16; len];
+        gpu.dtoh(&mut v, b.s)?;
+        v.into_iter().map(u64::from).collect()
+    } else {
+        let mut v = vec![0u32; len];
+        gpu.dtoh(&mut v, b.s)?;
+        v.into_iter().map(u64::from).collect()
+    };
+    let (mut pv, mut qv) = (vec![0u32; t * ns * m], vec![0u64; t * ns]);
+    gpu.dtoh(&mut pv, b.pdot)?;
+    gpu.dtoh(&mut qv, b.pss)?;
+    Ok(sv.into_iter().chain(pv.into_iter().map(u64::from)).chain(qv).collect())
+}
+
 /// hc_post_mma8's f16-state forms with the loads a group ahead (`DS4_HC_PF`, HcBufs::pf;
 /// rows "hc_pf") against the forms without, the same launch `run` on the f16 state of `b`
 /// (reset from `sh` before each; `shape`: hc_mma8_name's y, ny, moe, y16, for the row's
@@ -2909,11 +2924,7 @@ fn hc_pf_row(gpu: &Gpu, what: &str, b: &super::session::HcBufs, sh: &[u16], run:
         gpu.memset0(bb.pdot, t * ns * m * 4)?;
         gpu.memset0(bb.pss, t * ns * 8)?;
         run(bb)?;
-        let (mut sv, mut pv, mut qv) = (vec![0u16; sh.len()], vec![0u32; t * ns * m], vec![0u64; t * ns]);
-        gpu.dtoh(&mut sv, bb.s)?;
-        gpu.dtoh(&mut pv, bb.pdot)?;
-        gpu.dtoh(&mut qv, bb.pss)?;
-        Ok(sv.into_iter().map(u64::from).chain(pv.into_iter().map(u64::from)).chain(qv).collect())
+        hc_post_bits(gpu, bb, t, m)
     };
     let (vo, vn) = (outs(&bo)?, outs(&bn)?);
     let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
@@ -2934,7 +2945,7 @@ fn hc_pf_row(gpu: &Gpu, what: &str, b: &super::session::HcBufs, sh: &[u16], run:
 #[allow(clippy::too_many_arguments)]
 fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: &super::session::HcBufs, pair_of: &DevBuf, shared: &DevBuf, k: usize, m: usize) -> Result<()> {
     use super::session::{hc_mma8_takes, launch_hc_post_mix_moe, launch_moe_mid, launch_moe_mid_gu16, HcBufs, HC_S_F16};
-    let (n, d, ns) = (bm.n, bm.d, bm.split);
+    let (n, d) = (bm.n, bm.d);
     let mut seed = 0x7916_u64 ^ t as u64;
     let mut uni = |lo: f32, hi: f32, c: usize| -> Vec<f32> { (0..c).map(|_| lo + (hi - lo) * frand(&mut seed)).collect() };
     let f16s = |v: &[f32]| -> (Vec<u16>, Vec<f32>) {
@@ -2956,19 +2967,7 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
             let outs = |y: u64, h: bool| -> Result<Vec<u64>> {
                 reset()?;
                 launch_hc_post_mix_moe(gpu, b, t, y, pair_of.ptr, shared.ptr, k, fn_ptr, m, h)?;
-                let (mut pv, mut qv) = (vec![0u32; t * ns * m], vec![0u64; t * ns]);
-                let sv: Vec<u64> = if f16_state {
-                    let mut v = vec![0u16; t * n * d];
-                    gpu.dtoh(&mut v, sb.ptr)?;
-                    v.into_iter().map(u64::from).collect()
-                } else {
-                    let mut v = vec![0u32; t * n * d];
-                    gpu.dtoh(&mut v, s0.ptr)?;
-                    v.into_iter().map(u64::from).collect()
-                };
-                gpu.dtoh(&mut pv, b.pdot)?;
-                gpu.dtoh(&mut qv, b.pss)?;
-                Ok(sv.into_iter().chain(pv.into_iter().map(u64::from)).chain(qv).collect())
+                hc_post_bits(gpu, b, t, m)
             };
             let (vo, vn) = (outs(y32.ptr, false)?, outs(y16.ptr, true)?);
             let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
