@@ -2748,19 +2748,30 @@ pub(crate) fn gu_pair_ok(g: &WMat, u: &WMat) -> bool {
     gu_type_ok(g.ty) && (g.ty, g.rows, g.cols, g.e_pay, g.e_hdr) == (u.ty, u.rows, u.cols, u.e_pay, u.e_hdr)
 }
 
-/// The routed experts' gate and up in one launch writing the mids (gemm_qs_gu: the same bits
-/// as gemm_qs twice and moe_mid) where the batch takes gemm_qs / gemm_qs2 (`DS4_GU_FUSE=1`, or
-/// `=2` for gemm_qs_guc; read once). Off: it loses (kernel bench at 8K tokens, H100, session
-/// 55: IQ2_XXS gate + up + mid 7.21 ms fused, 5.88 staged, against 3.77 unfused; an 8K prompt
-/// 16.9K / 17.6K t/s against 19.9K), the same bits.
-pub(crate) fn gu_fuse_on() -> bool {
-    env_is!("DS4_GU_FUSE", "1") || gu_staged()
-}
-
-/// gemm_qs_gu's tiles with the mids staged in shared memory for 16-byte stores (gemm_qs_guc,
-/// `DS4_GU_FUSE=2`; gemm_qs2's tiles keep gemm_qs2_gu).
-pub(crate) fn gu_staged() -> bool {
-    env_is!("DS4_GU_FUSE", "2")
+/// The routed experts' gate and up in one launch writing the mids (gemm_qs_gu) where the batch
+/// takes gemm_qs / gemm_qs2: whether, and whether gemm_qs's tiles stage the mids for 16-byte
+/// stores (gemm_qs_guc; gemm_qs2's tiles keep gemm_qs2_gu), for gate weights of type `ty`.
+/// `DS4_GU_FUSE` = 0 off, 1 on (direct stores), 2 on (staged); unset (default): staged for
+/// Q4_K, off otherwise. Read once. The mids differ from gemm_qs twice + moe_mid's by one f16
+/// step at most (moe_mid_gu_fast's silu; 2,152 / 7,909 of 100.7M at 8K in the kernel bench).
+/// Why by type (session 56, H100, kernel bench at 8K tokens, gate + up + mid): Q4_K 3.96 ms
+/// fused against 5.00 (1.26x), an 8K prompt of the q4 model's first 16 layers +3.8 % (31.0K ->
+/// 32.2K t/s); IQ2_XXS 3.78 against 3.79 (1.00x), the q2 model's 8K prompt within noise: its
+/// K loop per tile is shorter, so the epilogue's silu weighs more (session 55's layout, a
+/// warpgroup per matrix: 0.52x).
+pub(crate) fn gu_fuse(ty: i32) -> Option<bool> {
+    static MODE: std::sync::OnceLock<Option<u8>> = std::sync::OnceLock::new();
+    let mode = *MODE.get_or_init(|| match std::env::var("DS4_GU_FUSE").as_deref() {
+        Ok("0") => Some(0),
+        Ok("1") => Some(1),
+        Ok("2") => Some(2),
+        _ => None,
+    });
+    match mode {
+        Some(0) => None,
+        Some(m) => Some(m == 2),
+        None => (ty == GgmlType::Q4K.id() as i32).then_some(true),
+    }
 }
 
 /// Floats of gemm_qs_gu's accumulator exchange (matmul.cuh GU_XCH), after the stages.
@@ -2822,7 +2833,10 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
         // 3 stages with rows padded to 40 elements, 2 f16 weight tiles of 128 x 80 bytes
         GqKernel::Mma => tiles + 3 * bn * 40 * xbytes + 3 * 128 * raw + 2 * 128 * 40 * 2,
     };
-    let smem = smem + if mb > 0 { gq_grid_bytes(a.w.ty) } else { 0 } + if gu.is_some() { GU_XCH * 4 } else { 0 };
+    // gemm_qs_guc's staged mids (the other gate + up kernels stage nothing: their shared memory
+    // left to the L1)
+    let guc = gu.is_some_and(|g| g.1) && kind != GqKernel::Qs2 && gu_staged_ok(&a);
+    let smem = smem + if mb > 0 { gq_grid_bytes(a.w.ty) } else { 0 } + if guc { GU_XCH * 4 } else { 0 };
     // (gemm_q64 / gemm_q128 split over K: each tile in ks parts)
     let ks = if kind == GqKernel::Mma { ((a.flags >> GQ_KS_SHIFT) & 31) as usize + 1 } else { 1 };
     let upper = (a.w.rows as usize).div_ceil(bm) * (a.t as usize).div_ceil(bn) * ng * ks;
@@ -2832,11 +2846,10 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
     // gemm_qr_body's H); gemm_q64 / gemm_q128 choose per output
     let y16 = mb > 0 && a.flags & GQ_FLAG_Y16 != 0;
     let name = match (kind, bn, y16) {
+        _ if guc => "gemm_qs_guc",
         _ if gu.is_some() => {
             if kind == GqKernel::Qs2 {
                 "gemm_qs2_gu"
-            } else if gu.is_some_and(|g| g.1) && gu_staged_ok(&a) {
-                "gemm_qs_guc"
             } else {
                 "gemm_qs_gu"
             }
@@ -4428,13 +4441,13 @@ impl CudaSession {
                     // DS4_EXP_Y16: g and u as f16 (read by moe_mid's warp form, which needs
                     // gemm_qr's K order: qr), the down rows as f16 (read by hc_post_mma8)
                     let gu16 = exp_y16().0 && qr.is_some() && d.f % 32 == 0;
-                    // DS4_GU_FUSE: gate and up in one gemm_qs launch writing the mids (the same
-                    // bits as the two launches and moe_mid below)
-                    let fused = !gu16 && gu_fuse_on() && d.f % 32 == 0 && qr.is_some_and(gu_kind_ok) && gu_pair_ok(&gw, &uw);
-                    if fused {
+                    // gu_fuse (Q4_K by default, DS4_GU_FUSE): gate and up in one gemm_qs launch
+                    // writing the mids (within one f16 step of the two launches and moe_mid below)
+                    let fuse = gu_fuse(gw.ty).filter(|_| !gu16 && d.f % 32 == 0 && qr.is_some_and(gu_kind_ok) && gu_pair_ok(&gw, &uw));
+                    if let Some(staged) = fuse {
                         let a = self.exp_xh_args(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.mid.ptr, d.f, t);
                         let gu = GuArgs { w2: uw, pw: sc.pair_w.ptr, clamp, pad: 0 };
-                        launch_gemm_gu(gpu, a, gu, d.e, qr.unwrap_or(GqKernel::Qs), gu_staged())?;
+                        launch_gemm_gu(gpu, a, gu, d.e, qr.unwrap_or(GqKernel::Qs), staged)?;
                         // (the f32 g and u are not written: nothing reads them after the mids)
                     } else {
                         self.gemm_exp_xh(gw, sc.ypair.ptr, d.d, sc.pair_tok.ptr, sc.g.ptr, d.f, t, qr, gu16)?;

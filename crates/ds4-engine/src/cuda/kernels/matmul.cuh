@@ -1914,100 +1914,77 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 }
 #endif
 
-// gemm_qs_gu's tile outputs: the up warpgroup (warps 4-7) hands its accumulators to the gate
-// warpgroup through `xch` (GU_XCH floats: 64 per thread, two rounds; thread t of one holds the
-// (row, token) outputs of thread t of the other), which stores the mids as moe_mid does them:
-// y[tk ldy + qr_kpos(r)] = f16(moe_mid_gu(g, u, clamp) * pw[tk]), rounded once (the same f32
-// g and u as gemm_qs's outputs: the same bits as gemm_qs + gemm_qs + moe_mid). Named barriers
-// 2 (the round's values are there) and 3 (the gate side has read the previous round: arrived
-// at the start of each round, so the up side of the next tile waits for this tile's reads).
+// gemm_qs_gu's tile outputs. A tile's rows interleave the two matrices in 8-row halves of each
+// 16-row fragment block (gemm_qs_body's GU: tile row q is row gu_feat(q) of the gate when bit 3
+// of q is clear, of the up when set), so every thread holds the gate and up outputs of the same
+// (feature, token) pairs (fragment rows r0 and r0 + 8: acc[.][.][0 / 1] and [2 / 3]) and stores
+// their mids itself as moe_mid does them: y[tk ldy + qr_kpos(f)] = f16(moe_mid_gu(g, u, clamp)
+// * pw[tk]), rounded once (the same f32 g and u as gemm_qs's outputs: the same bits as gemm_qs
+// + gemm_qs + moe_mid). Both warpgroups store half the mids, no exchange, no barrier between
+// them. Why: session 54's layout (a warpgroup per matrix) had the up warpgroup hand its
+// accumulators over and the gate warpgroup compute and store every mid alone (0.52x the
+// unfused launches, session 55).
+// The feature (row of either matrix, within the tile) of fragment row r: r0's gate row.
+__device__ __forceinline__ int gu_feat(int r) { return ((r >> 4) << 3) | (r & 7); }
+// CO (`xch`: GU_XCH floats after the stages): each warpgroup stages its 32 MB features x NX
+// tokens of f16 mids as [token][features in qr_kpos order], 16-byte chunks XOR-swizzled by the
+// token, then writes them 16 bytes per thread (a token's features are one contiguous run of y:
+// the warpgroup's first feature is a multiple of 32, so qr_kpos(f0 + i) = f0 + qr_kpos(i)).
+// Why: the direct stores write 2 bytes at a time. Named barriers 5 and 6 (one per warpgroup).
+// The host checks rows % 8, ldy % 8 and y's alignment (launch_gemm_gu).
 #define GU_XCH (128 * 64)
 template <int MB, bool CO>
 __device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs& gu, float (&acc)[MB][256 / MB / 8][4], float* xch, int rb,
                                                  const int (&r0)[MB], int tb, int j1, int rows) {
-    constexpr int NJ = 256 / MB / 8, NA = MB * NJ * 4;
-    static_assert(NA == 128, "128 accumulators per thread, two rounds of 64");
-    const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
-    const bool up = threadIdx.x >= 128;
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        if (up) {
-            asm volatile("bar.sync 3, 256;" ::: "memory");
-#pragma unroll
-            for (int k = 0; k < 64; k++) {
-                const int f = 64 * h + k;
-                xch[k * 128 + t] = acc[f / (NJ * 4)][(f / 4) % NJ][f % 4];
-            }
-            asm volatile("bar.arrive 2, 256;" ::: "memory");
-        } else {
-            asm volatile("bar.arrive 3, 256;" ::: "memory");
-            asm volatile("bar.sync 2, 256;" ::: "memory");
-#pragma unroll
-            for (int k = 0; k < 64; k++) {
-                const int f = 64 * h + k;
-                float& g = acc[f / (NJ * 4)][(f / 4) % NJ][f % 4];
-                g = moe_mid_gu(g, xch[k * 128 + t], gu.clamp);
-            }
-        }
-    }
-    if (up) return;
-    // the tile's routing weights into xch (free now: the up side writes it again only after
-    // this side's next bar.arrive 3). Why: read from global memory next to the stores (y may
-    // alias pw for the compiler), the SASS alternated 128 dependent LDG / STG pairs. (It did
-    // not change the time: 7.28 -> 7.21 ms against 3.77 unfused, session 55's kernel bench;
-    // where the fused form loses is not known yet.)
-    asm volatile("bar.sync 4, 128;" ::: "memory");  // every gate thread has read the second round
-    for (int i = t; i < 8 * NJ; i += 128) xch[i] = tb + i < j1 ? gu.pw[tb + i] : 0.f;
-    asm volatile("bar.sync 4, 128;" ::: "memory");
+    constexpr int NJ = 256 / MB / 8, NX = 8 * NJ, FW = 32 * MB, CH = FW / 8;
+    static_assert(2 * FW * NX * 2 <= GU_XCH * 4, "both warpgroups' staged mids fit xch");
+    const int lane = threadIdx.x & 31, wg = threadIdx.x >> 7;
     u16* y = (u16*)a.y;
-    // f(accumulator, tile row, tile token) for each of the thread's accumulators
+    // f(mid, tile feature, tile token) for each of the thread's 2 MB NJ (feature, token) pairs
+    // (pw through the read-only path: y may alias it for the compiler)
     const auto each = [&](auto f) {
 #pragma unroll
         for (int b = 0; b < MB; b++)
 #pragma unroll
             for (int j = 0; j < NJ; j++)
 #pragma unroll
-                for (int q = 0; q < 4; q++) f(acc[b][j][q], r0[b] + ((q >> 1) << 3), j * 8 + 2 * (lane & 3) + (q & 1));
+                for (int q = 0; q < 2; q++) {
+                    const int tl = j * 8 + 2 * (lane & 3) + q;
+                    const float w = tb + tl < j1 ? __ldg(gu.pw + tb + tl) : 0.f;
+                    f(moe_mid_gu_fast(acc[b][j][q], acc[b][j][q + 2], gu.clamp) * w, gu_feat(r0[b]), tl);
+                }
     };
     if constexpr (!CO) {
-        each([&](float v, int rr, int tl) {
-            if (rb + rr < rows && tb + tl < j1) y[(i64)(tb + tl) * a.ldy + qr_kpos(rb + rr)] = f2h(v * xch[tl]);
+        each([&](float v, int f, int tl) {
+            if (rb + f < rows && tb + tl < j1) y[(i64)(tb + tl) * a.ldy + qr_kpos(rb + f)] = f2h(v);
         });
         return;
     }
-    // CO: the mids staged in xch as [token][BT rows in qr_kpos order] f16 (BT x NX x 2 = 32 KB),
-    // its 16-byte chunks XOR-swizzled by the token, then copied out a 16-byte chunk per thread
-    // and step (each token's BT mids are one contiguous run of y: rb is a multiple of 32, so
-    // qr_kpos(rb + i) = rb + qr_kpos(i)). Why: the direct stores write 2 bytes at a time, a
-    // token's 8 rows of a fragment over 64 bytes. The host checks rows % 8, ldy % 8 and y's
-    // alignment (launch_gemm_gu).
-    constexpr int BT = 64 * MB, CH = BT / 8, NX = 8 * NJ;
-    each([&](float& v, int, int tl) { v = __uint_as_float((u32)f2h(v * xch[tl])); });
-    asm volatile("bar.sync 4, 128;" ::: "memory");  // every gate thread has read the weights
-    u16* st = (u16*)xch;
-    each([&](float v, int rr, int tl) {
-        const int e = qr_kpos(rr);
-        st[tl * BT + (((e >> 3) ^ (tl & (CH - 1))) << 3) + (e & 7)] = (u16)__float_as_uint(v);
+    u16* st = (u16*)xch + wg * FW * NX;
+    const int f0 = wg * FW;  // the warpgroup's first tile feature
+    asm volatile("bar.sync %0, 128;" ::"r"(5 + wg) : "memory");  // the previous tile's copy-out has read st
+    each([&](float v, int f, int tl) {
+        const int e = qr_kpos(f - f0);
+        st[tl * FW + (((e >> 3) ^ (tl & (CH - 1))) << 3) + (e & 7)] = f2h(v);
     });
-    asm volatile("bar.sync 4, 128;" ::: "memory");
-    for (int i = t; i < NX * CH; i += 128) {
+    asm volatile("bar.sync %0, 128;" ::"r"(5 + wg) : "memory");
+    for (int i = threadIdx.x & 127; i < NX * CH; i += 128) {
         const int tl = i / CH, c = i % CH;
-        if (tb + tl < j1 && rb + 8 * c < rows)
-            *(uint4*)(y + (i64)(tb + tl) * a.ldy + rb + 8 * c) = *(const uint4*)(st + tl * BT + ((c ^ (tl & (CH - 1))) << 3));
+        if (tb + tl < j1 && rb + f0 + 8 * c < rows)
+            *(uint4*)(y + (i64)(tb + tl) * a.ldy + rb + f0 + 8 * c) = *(const uint4*)(st + tl * FW + ((c ^ (tl & (CH - 1))) << 3));
     }
 }
 
 // (inlined: a wgmma pipeline must not cross a function call, or ptxas serializes it)
-// GU (gemm_qs_gu / gemm_qs2_gu): a tile's first warpgroup runs the gate's rows rb .. rb + 64 MB
-// - 1 and the second the up's same rows (the producer stages both: tile row q is row q % (64
-// MB) of matrix q / (64 MB)), so gate and up share each activation stage, and the tile's
-// outputs are the mids (gemm_qs_gu_store) instead of g and u: moe_mid's launch and the f32 g / u
+// GU (gemm_qs_gu / gemm_qs2_gu): a tile covers 64 MB features of the gate and the up, their
+// rows interleaved by 8 (gemm_qs_gu_store, gu_feat), so gate and up share each activation stage
+// and the tile's outputs are the mids instead of g and u: moe_mid's launch and the f32 g / u
 // round trip go (2 x 4 bytes written and read per value against 2 written).
 template <int TY, int MB, bool H, int GU = 0>
 __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr, const GuArgs* gu = nullptr) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, QP = QSW<TY>::P, WSQ = BM * QSW<TY>::RB;
-    // rows of one matrix per tile (GU: half the tile's rows from each)
+    // rows of one matrix per tile (GU: half the tile's rows from each, interleaved by 8)
     constexpr int BT = GU ? BM / 2 : BM;
     // (the weight slots, GR_ST / QP of WSQ bytes, fit in session.rs's GR_ST x BM x GQR::RB)
     static_assert(GR_ST % QP == 0 && GR_ST / QP * QSW<TY>::RB <= GR_ST * GQR<TY>::RB, "gemm_qs weight slots");
@@ -2067,8 +2044,8 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 #pragma unroll
             for (int i = 0; i < MB; i++) {
                 const int q = p + 128 * i;
-                const bool m2 = GU && q >= BT;  // GU: the up's rows
-                int wr = rb + (GU ? q % BT : q);
+                const bool m2 = GU && (q & 8);  // GU: the up's rows
+                int wr = rb + (GU ? gu_feat(q) : q);
                 wok[i] = wr < rows;
                 if (!wok[i]) wr = 0;  // zero-filled
                 prow[i] = (m2 ? up_of(pay, a.w.pay, gu->w2.pay) : pay) + wr * prb;
@@ -2143,14 +2120,15 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
             int tb, j1, rb;
             const u8 *pay, *hdr;
             locate(tile, tb, j1, rb, pay, hdr);
-            // (GU: the second warpgroup's rows are the up's, from row rb of that matrix)
-            const bool m2 = GU && warp >= 4;
-            const u8* hm = m2 ? up_of(hdr, a.w.hdr, gu->w2.hdr) : hdr;
+            // (GU: fragment row r0 is the gate's row rb + gu_feat(r0), r0 + 8 the up's same row)
+            const u8* hup = GU ? up_of(hdr, a.w.hdr, gu->w2.hdr) : hdr;
             u32 hp[MB][2];
 #pragma unroll
             for (int b = 0; b < MB; b++)
 #pragma unroll
-                for (int h = 0; h < 2; h++) hp[b][h] = (u32)(u64)(hm + (i64)min(rb + r0[b] - (m2 ? BT : 0) + 8 * h, rows - 1) * hrs);
+                for (int h = 0; h < 2; h++)
+                    hp[b][h] = GU ? (u32)(u64)((h ? hup : hdr) + (i64)min(rb + gu_feat(r0[b]), rows - 1) * hrs)
+                                  : (u32)(u64)(hdr + (i64)min(rb + r0[b] + 8 * h, rows - 1) * hrs);
             const int nc = min((j1 - tb + 63) >> 6, NX / 64);
             float acc[MB][NX / 8][4] = {};
 #define QS_K(N) qs_kloop<TY, MB, N>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16)
