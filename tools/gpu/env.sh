@@ -45,6 +45,20 @@ call_start() {
   [ "${mem:-0}" -lt 100000 ] && export SYNTH_LAYERS=28
   synth_start
 }
+# call_start_q4 NAME LAYERS: call_start for the q4 variant (gate / up / down Q4_K): its first
+# LAYERS layers (the 43 take ~160 GB: no card holds them; 16 take 58 GiB) written in the
+# foreground into M=/dev/shm/q4.gguf (the q2 model removed first: /dev/shm holds one).
+call_start_q4() {
+  REAL_OUT=${OUT:-/tmp/ds4-out}
+  export OUT=/tmp/$1-out
+  mkdir -p "$OUT" "$REAL_OUT"
+  exec > >(tee -a "$REAL_OUT/log.txt") 2>&1
+  setup_caches
+  rm -f /dev/shm/q2.gguf /dev/shm/q2.done
+  M=/dev/shm/q4.gguf
+  SYN=
+  timeout 300 "$GGUF_BIN" synth --preset full --quant q4 --seed 1 --layers "$2" --out "$M" 2>&1 | tail -1
+}
 keep() { for f in "$@"; do [ -f "$OUT/$f" ] && cp "$OUT/$f" "$REAL_OUT/"; done; return 0; }
 # sweep_whole ["ENV"]: the committed sweep (2K .. 64K contexts by 8K, 64 generated tokens each)
 # under that environment -> $OUT/h200_q2.{csv,svg,summary.txt}, kept (its stderr in

@@ -6,13 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
-# (call_start without its q2 model)
-REAL_OUT=$OUT; export OUT=/tmp/s56f-out; mkdir -p "$OUT"
-exec > >(tee -a "$REAL_OUT/log.txt") 2>&1
-setup_caches
-rm -f /dev/shm/q2.gguf /dev/shm/q2.done
-M=/dev/shm/q4.gguf
-timeout 300 "$GGUF_BIN" synth --preset full --quant q4 --seed 1 --layers 16 --out "$M" 2>&1 | tail -1
+call_start_q4 s56f 16
 for r in 1 2; do
   for v in X=1 DS4_GU_FUSE=1 DS4_GU_FUSE=2; do prompt_ab "$v" 8192; done
 done
