@@ -1918,12 +1918,13 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
 // 16-row fragment block (gemm_qs_body's GU: tile row q is row gu_feat(q) of the gate when bit 3
 // of q is clear, of the up when set), so every thread holds the gate and up outputs of the same
 // (feature, token) pairs (fragment rows r0 and r0 + 8: acc[.][.][0 / 1] and [2 / 3]) and stores
-// their mids itself as moe_mid does them: y[tk ldy + qr_kpos(f)] = f16(moe_mid_gu(g, u, clamp)
-// * pw[tk]), rounded once (the same f32 g and u as gemm_qs's outputs: the same bits as gemm_qs
-// + gemm_qs + moe_mid). Both warpgroups store half the mids, no exchange, no barrier between
-// them. Why: session 54's layout (a warpgroup per matrix) had the up warpgroup hand its
-// accumulators over and the gate warpgroup compute and store every mid alone (0.52x the
-// unfused launches, session 55).
+// their mids itself in moe_mid's places: y[tk ldy + qr_kpos(f)] = f16(moe_mid_gu_fast(g, u,
+// clamp) * pw[tk]), rounded once (the same f32 g and u as gemm_qs's outputs; within one f16
+// step of gemm_qs + gemm_qs + moe_mid, whose silu is the exact one). Both warpgroups store half
+// the mids, no exchange, no barrier between them. Why: session 54's layout (a warpgroup per
+// matrix) had the up warpgroup hand its accumulators over and the gate warpgroup compute and
+// store every mid alone (0.52x the unfused launches, session 55; 0.89x with this layout and
+// the exact silu, 1.00x / 1.26x with the fast one for IQ2_XXS / Q4_K, session 56).
 // The feature (row of either matrix, within the tile) of fragment row r: r0's gate row.
 __device__ __forceinline__ int gu_feat(int r) { return ((r >> 4) << 3) | (r & 7); }
 // CO (`xch`: GU_XCH floats after the stages): each warpgroup stages its 32 MB features x NX
