@@ -28,6 +28,15 @@ synth_start() {
   SYN=$!
 }
 synth_wait() { [ -n "$SYN" ] && wait $SYN && tail -1 /tmp/synth.log; return 0; }
+# call_open NAME: $OUT -> REAL_OUT, the work files in /tmp/NAME-out, the log, the kernel caches
+# (call_start's and call_start_q4's common opening).
+call_open() {
+  REAL_OUT=${OUT:-/tmp/ds4-out}
+  export OUT=/tmp/$1-out
+  mkdir -p "$OUT" "$REAL_OUT"
+  exec > >(tee -a "$REAL_OUT/log.txt") 2>&1
+  setup_caches
+}
 # call_start NAME: the start of a one-call device script (s43.sh ...). The tool's $OUT keeps at
 # most 8 files, so $OUT becomes REAL_OUT and the work files go to /tmp/NAME-out (`keep F ...`
 # copies one back); everything printed from here on is appended to $REAL_OUT/log.txt. Then
@@ -35,11 +44,7 @@ synth_wait() { [ -n "$SYN" ] && wait $SYN && tail -1 /tmp/synth.log; return 0; }
 # H100 lent for the H200) its first 28 layers only, since all 43 (80.8 GiB) do not fit; the
 # ratios between two binaries hold there, but a committed sweep needs the whole model.
 call_start() {
-  REAL_OUT=${OUT:-/tmp/ds4-out}
-  export OUT=/tmp/$1-out
-  mkdir -p "$OUT" "$REAL_OUT"
-  exec > >(tee -a "$REAL_OUT/log.txt") 2>&1
-  setup_caches
+  call_open "$1"
   local mem
   mem=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
   [ "${mem:-0}" -lt 100000 ] && export SYNTH_LAYERS=28
@@ -49,11 +54,7 @@ call_start() {
 # LAYERS layers (the 43 take ~160 GB: no card holds them; 16 take 58 GiB) written in the
 # foreground into M=/dev/shm/q4.gguf (the q2 model removed first: /dev/shm holds one).
 call_start_q4() {
-  REAL_OUT=${OUT:-/tmp/ds4-out}
-  export OUT=/tmp/$1-out
-  mkdir -p "$OUT" "$REAL_OUT"
-  exec > >(tee -a "$REAL_OUT/log.txt") 2>&1
-  setup_caches
+  call_open "$1"
   rm -f /dev/shm/q2.gguf /dev/shm/q2.done
   M=/dev/shm/q4.gguf
   SYN=

@@ -1592,13 +1592,21 @@ fn gu_rows(gpu: &Gpu, ty: GgmlType, cols: usize, rows: usize, hg: &[f32], pairs:
         Ok(h)
     };
     let gu = GuArgs { w2: up.wmat(), pw: pwb.ptr, clamp, pad: 0 };
+    // the launches with `flags` added (0, or a split part's): gate and up unfused into g / u,
+    // and fused into mgu
+    let args = |y: u64, flags: i32| GemmArgs { flags: ga(y).flags | flags, ..ga(y) };
+    let unfused = |kind: GqKernel, flags: i32| -> Result<()> {
+        launch_gemm_q_kernel(gpu, args(g.ptr, flags), GEMM_E, 0, kind)?;
+        launch_gemm_q_kernel(gpu, GemmArgs { w: up.wmat(), ..args(u.ptr, flags) }, GEMM_E, 0, kind)
+    };
+    let fused = |kind: GqKernel, flags: i32, staged: bool| launch_gemm_gu(gpu, GemmArgs { ldy: rows as i32, ..args(mgu.ptr, flags) }, gu, GEMM_E, kind, staged);
+    let mid = || launch_moe_mid_form(gpu, g.ptr, u.ptr, pwb.ptr, pairs, rows, clamp, 0, mref.ptr, true, MidForm::Warp);
     for (kind, staged) in [(GqKernel::QsSplit, false), (GqKernel::QsSplit, true), (GqKernel::Qs2, false), (GqKernel::Qs, false), (GqKernel::Qs, true)] {
         let old = || -> Result<()> {
-            launch_gemm_q_kernel(gpu, ga(g.ptr), GEMM_E, 0, kind)?;
-            launch_gemm_q_kernel(gpu, GemmArgs { w: up.wmat(), ..ga(u.ptr) }, GEMM_E, 0, kind)?;
-            launch_moe_mid_form(gpu, g.ptr, u.ptr, pwb.ptr, pairs, rows, clamp, 0, mref.ptr, true, MidForm::Warp)
+            unfused(kind, 0)?;
+            mid()
         };
-        let new = || launch_gemm_gu(gpu, GemmArgs { ldy: rows as i32, ..ga(mgu.ptr) }, gu, GEMM_E, kind, staged);
+        let new = || fused(kind, 0, staged);
         gpu.memset0(mref.ptr, n * 2)?;
         old()?;
         gpu.htod(mgu.ptr, &vec![0xffffu16; n])?;
@@ -1625,20 +1633,13 @@ fn gu_rows(gpu: &Gpu, ty: GgmlType, cols: usize, rows: usize, hg: &[f32], pairs:
             if staged && kind != GqKernel::Qs {
                 continue;
             }
-            let part = |y: u64| GemmArgs { flags: ga(y).flags | flags, ..ga(y) };
-            let old = || -> Result<()> {
-                launch_gemm_q_kernel(gpu, part(g.ptr), GEMM_E, 0, kind)?;
-                launch_gemm_q_kernel(gpu, GemmArgs { w: up.wmat(), ..part(u.ptr) }, GEMM_E, 0, kind)
-            };
-            let new = || launch_gemm_gu(gpu, GemmArgs { ldy: rows as i32, ..part(mgu.ptr) }, gu, GEMM_E, kind, staged);
-            let (ms_o, ms_n) = (time_ms(gpu, reps, &old)?, time_ms(gpu, reps, &new)?);
+            let (ms_o, ms_n) = (time_ms(gpu, reps, &|| unfused(kind, flags))?, time_ms(gpu, reps, &|| fused(kind, flags, staged))?);
             println!(
                 "{:<30} {:>5} {:<12} {:>9.3} gate+up alone {:.3} ms -> {:.2}x (the split's part with flags {flags}, time only)",
                 "", "", format!("gu part {kind:?}{}", if staged { " staged" } else { "" }), ms_n, ms_o, ms_o / ms_n.max(1e-9)
             );
         }
     }
-    let mid = || launch_moe_mid_form(gpu, g.ptr, u.ptr, pwb.ptr, pairs, rows, clamp, 0, mref.ptr, true, MidForm::Warp);
     println!("{:<30} {:>5} {:<12} {:>9.3}", "", "", "gu moe_mid", time_ms(gpu, reps, &mid)?);
     Ok(())
 }
