@@ -1941,8 +1941,15 @@ __device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs
     static_assert(2 * FW * NX * 2 <= GU_XCH * 4, "both warpgroups' staged mids fit xch");
     const int lane = threadIdx.x & 31, wg = threadIdx.x >> 7;
     u16* y = (u16*)a.y;
+    // the tile's routing weights, one copy per warpgroup (0 past the group's end). Why: loaded
+    // from global memory next to the mids, ptxas hoisted them into registers and spilled (120 to
+    // 316 bytes with moe_mid_gu_fast). The barrier before also keeps the previous tile's
+    // readers of pws (and of st, CO) ahead of this tile's writes.
+    __shared__ float pws[2][NX];
+    asm volatile("bar.sync %0, 128;" ::"r"(5 + wg) : "memory");
+    for (int i = threadIdx.x & 127; i < NX; i += 128) pws[wg][i] = tb + i < j1 ? gu.pw[tb + i] : 0.f;
+    asm volatile("bar.sync %0, 128;" ::"r"(5 + wg) : "memory");
     // f(mid, tile feature, tile token) for each of the thread's 2 MB NJ (feature, token) pairs
-    // (pw through the read-only path: y may alias it for the compiler)
     const auto each = [&](auto f) {
 #pragma unroll
         for (int b = 0; b < MB; b++)
@@ -1951,8 +1958,7 @@ __device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs
 #pragma unroll
                 for (int q = 0; q < 2; q++) {
                     const int tl = j * 8 + 2 * (lane & 3) + q;
-                    const float w = tb + tl < j1 ? __ldg(gu.pw + tb + tl) : 0.f;
-                    f(moe_mid_gu_fast(acc[b][j][q], acc[b][j][q + 2], gu.clamp) * w, gu_feat(r0[b]), tl);
+                    f(moe_mid_gu_fast(acc[b][j][q], acc[b][j][q + 2], gu.clamp) * pws[wg][tl], gu_feat(r0[b]), tl);
                 }
     };
     if constexpr (!CO) {
@@ -1963,7 +1969,6 @@ __device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs
     }
     u16* st = (u16*)xch + wg * FW * NX;
     const int f0 = wg * FW;  // the warpgroup's first tile feature
-    asm volatile("bar.sync %0, 128;" ::"r"(5 + wg) : "memory");  // the previous tile's copy-out has read st
     each([&](float v, int f, int tl) {
         const int e = qr_kpos(f - f0);
         st[tl * FW + (((e >> 3) ^ (tl & (CH - 1))) << 3) + (e & 7)] = f2h(v);
