@@ -2752,13 +2752,14 @@ pub(crate) fn gu_pair_ok(g: &WMat, u: &WMat) -> bool {
 /// takes gemm_qs / gemm_qs2: whether, and whether gemm_qs's tiles stage the mids for 16-byte
 /// stores (gemm_qs_guc; gemm_qs2's tiles keep gemm_qs2_gu), for gate weights of type `ty`.
 /// `DS4_GU_FUSE` = 0 off, 1 on (direct stores), 2 on (staged); unset (default): staged for
-/// Q4_K, off otherwise. Read once. The mids differ from gemm_qs twice + moe_mid's by one f16
-/// step at most (moe_mid_gu_fast's silu; 2,152 / 7,909 of 100.7M at 8K in the kernel bench).
-/// Why by type (session 56, H100, kernel bench at 8K tokens, gate + up + mid): Q4_K 3.96 ms
-/// fused against 5.00 (1.26x), an 8K prompt of the q4 model's first 16 layers +3.8 % (31.0K ->
-/// 32.2K t/s); IQ2_XXS 3.78 against 3.79 (1.00x), the q2 model's 8K prompt within noise: its
-/// K loop per tile is shorter, so the epilogue's silu weighs more (session 55's layout, a
-/// warpgroup per matrix: 0.52x).
+/// Q4_K and IQ2_XXS, off otherwise (Q2_K: not measured). Read once. The mids differ from
+/// gemm_qs twice + moe_mid's by one f16 step at most (moe_mid_gu_fast's silu; 2,152 / 7,909 of
+/// 100.7M at 8K in the kernel bench).
+/// Why by type (H100, kernel bench at 8K tokens, gate + up + mid): session 56, Q4_K 3.96 ms
+/// fused against 5.00 (1.26x), an 8K prompt of the q4 model's first 16 layers +3.8 %; IQ2_XXS
+/// was 3.78 against 3.79 (1.00x) while the epilogue spilled (ptxas hoisted the routing-weight
+/// loads); with the weights staged in shared memory (session 57) IQ2_XXS is 3.32 against 3.74
+/// (1.12x), Q4_K unchanged.
 pub(crate) fn gu_fuse(ty: i32) -> Option<bool> {
     static MODE: std::sync::OnceLock<Option<u8>> = std::sync::OnceLock::new();
     let mode = *MODE.get_or_init(|| match std::env::var("DS4_GU_FUSE").as_deref() {
@@ -2770,7 +2771,7 @@ pub(crate) fn gu_fuse(ty: i32) -> Option<bool> {
     match mode {
         Some(0) => None,
         Some(m) => Some(m == 2),
-        None => (ty == GgmlType::Q4K.id() as i32).then_some(true),
+        None => [GgmlType::Q4K, GgmlType::Iq2Xxs].iter().any(|t| t.id() as i32 == ty).then_some(true),
     }
 }
 
@@ -4441,7 +4442,7 @@ impl CudaSession {
                     // DS4_EXP_Y16: g and u as f16 (read by moe_mid's warp form, which needs
                     // gemm_qr's K order: qr), the down rows as f16 (read by hc_post_mma8)
                     let gu16 = exp_y16().0 && qr.is_some() && d.f % 32 == 0;
-                    // gu_fuse (Q4_K by default, DS4_GU_FUSE): gate and up in one gemm_qs launch
+                    // gu_fuse (Q4_K and IQ2_XXS by default, DS4_GU_FUSE): gate and up in one gemm_qs launch
                     // writing the mids (within one f16 step of the two launches and moe_mid below)
                     let fuse = gu_fuse(gw.ty).filter(|_| !gu16 && d.f % 32 == 0 && qr.is_some_and(gu_kind_ok) && gu_pair_ok(&gw, &uw));
                     if let Some(staged) = fuse {

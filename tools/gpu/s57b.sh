@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Session 57: the fused gate + up made the default for IQ2_XXS too (s56-pws merged: the
+# routing weights staged in shared memory; kernel bench 1.12x). On the q2 model (H100: its first
+# 28 layers): 8K prompts under the defaults and DS4_GU_FUSE=0, twice; the fixtures under the
+# defaults and with every MoE batch on gemm_qs (the fused path forced); then a CUPTI kernel
+# trace of an 8K prompt (where prefill goes now). On an H200 (the whole model) the committed
+# sweep runs before the prompts. Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz,cupti}.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+call_start s57b
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+fixtures_in X=1 "DS4_MOE_SMALL=0 DS4_GEMM_QR_MIN=0"
+for f in "$OUT"/verify_*.txt; do
+  echo "== $(basename "$f"): $(grep -cE '^PASS' "$f") PASS, $(grep -cE '^FAIL' "$f") FAIL"
+  grep -E "deviation|fast" "$f" | head -4
+  gzip -c "$f" > "$REAL_OUT/$(basename "$f").gz"
+done
+synth_wait
+sweep_whole
+for r in 1 2; do
+  for v in X=1 DS4_GU_FUSE=0; do prompt_ab "$v" 8192; done
+done
+CUPTI_GEN=4 cupti_decode 8192
+cp "$OUT/cupti_kern.csv.gz" "$REAL_OUT/cupti_prefill_8k.csv.gz" 2>/dev/null
+python3 tools/gpu/nsys_gaps.py "$OUT/cupti_kern.csv.gz" --longest 2>&1 | head -40
