@@ -4,7 +4,8 @@ CUPTI tracer tools/gpu/cupti_trace.c) or nsys_decode's (nsys stats -r cuda_gpu_t
 graph nodes traced one by one). For the last N decoded tokens' kernels, each kernel name's in-graph time per token
 (sum of durations), its call count, and the idle gap before each of its launches (start minus
 the previous kernel's end), i.e. what the graph spends between dependent kernels.
-A token is cut at each `embed_rows` launch (the first kernel of every forward pass).
+A token is cut at each `embed_rows` / `embed_rows_h` launch (the first kernel of every forward
+pass; `_h` where the hc state is f16, i.e. every prefill batch by default).
 Usage: nsys_gaps.py TRACE.csv[.gz] [--tokens N] [--seq K] [--longest]"""
 import argparse, csv, gzip, re
 from collections import defaultdict
@@ -29,7 +30,7 @@ for r in rows:
     s0, e = int(float(r[cs])), int(float(r[ce]))
     ev.append((s0, e - s0 if cupti else e, re.sub(r"\(.*", "", name).strip()))
 ev.sort()
-starts = [i for i, e in enumerate(ev) if e[2] == "embed_rows"]
+starts = [i for i, e in enumerate(ev) if e[2] in ("embed_rows", "embed_rows_h")]
 if len(starts) < a.tokens + 1:
     raise SystemExit(f"only {len(starts)} forward passes in the trace")
 # the last N complete forward passes (the final one may be cut by the process exit)
