@@ -88,6 +88,18 @@ fixtures_in() {
     cp "$OUT/verify.txt" "$(verify_file "$mode")"
   done
 }
+# verify_summary [FILE ...]: each fixture report's PASS / FAIL counts and its fast-path
+# deviation lines, gzipped into $REAL_OUT (default: every $OUT/verify_*.txt)
+verify_summary() {
+  local f files=("$@")
+  [ $# -eq 0 ] && files=("$OUT"/verify_*.txt)
+  for f in "${files[@]}"; do
+    [ -f "$f" ] || continue
+    echo "== $(basename "$f"): $(grep -cE '^PASS' "$f") PASS, $(grep -cE '^FAIL' "$f") FAIL"
+    grep -E "deviation|fast" "$f" | head -4
+    gzip -c "$f" > "$REAL_OUT/$(basename "$f").gz"
+  done
+}
 # kbench_exp T ...: the routed-expert GEMM kernel bench at each token count -> $OUT/kbench_exp_T.txt
 kbench_exp() {
   local t

@@ -11,8 +11,5 @@ exec > >(tee -a "$REAL_OUT/log.txt") 2>&1
 setup_caches
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fixtures_in X=1 "DS4_GU_FUSE=1 DS4_MOE_SMALL=0 DS4_GEMM_QR_MIN=0"
-for f in "$OUT"/verify_*.txt; do
-  echo "== $(basename "$f"): $(grep -cE '^PASS' "$f") PASS, $(grep -cE '^FAIL' "$f") FAIL"
-  gzip -c "$f" > "$REAL_OUT/$(basename "$f").gz"
-done
+verify_summary
 grep -hE "small-batch|cuBLAS deviation" "$OUT"/verify_X-1.txt | cut -c1-200

@@ -19,7 +19,4 @@ for r in 1 2; do
 done
 F="DS4_MOE_SMALL=0 DS4_GEMM_QR_MIN=0"
 fixtures_in "DS4_GU_FUSE=1 $F" "DS4_GU_FUSE=2 $F"
-for f in "$OUT"/verify_*.txt; do
-  echo "== $(basename "$f"): $(grep -cE '^PASS' "$f") PASS, $(grep -cE '^FAIL' "$f") FAIL"
-  gzip -c "$f" > "$REAL_OUT/$(basename "$f").gz"
-done
+verify_summary

@@ -11,8 +11,4 @@ for r in 1 2; do
   for v in X=1 DS4_GU_FUSE=1 DS4_GU_FUSE=2; do prompt_ab "$v" 8192; done
 done
 fixtures_in "DS4_GU_FUSE=2 DS4_MOE_SMALL=0 DS4_GEMM_QR_MIN=0"
-for f in "$OUT"/verify_*.txt; do
-  echo "== $(basename "$f"): $(grep -cE '^PASS' "$f") PASS, $(grep -cE '^FAIL' "$f") FAIL"
-  grep -E "deviation|fast" "$f" | head -4
-  gzip -c "$f" > "$REAL_OUT/$(basename "$f").gz"
-done
+verify_summary

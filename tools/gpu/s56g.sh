@@ -11,8 +11,4 @@ for r in 1 2; do
   for v in X=1 DS4_GU_FUSE=0; do prompt_ab "$v" 8192; done
 done
 fixtures_in X=1
-for f in "$OUT"/verify_*.txt; do
-  echo "== $(basename "$f"): $(grep -cE '^PASS' "$f") PASS, $(grep -cE '^FAIL' "$f") FAIL"
-  grep -E "deviation|fast" "$f" | head -4
-  gzip -c "$f" > "$REAL_OUT/$(basename "$f").gz"
-done
+verify_summary

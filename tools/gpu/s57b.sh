@@ -10,7 +10,9 @@ cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 call_start s57b
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
-fixtures_in "DS4_MOE_SMALL=0 DS4_GEMM_QR_MIN=0"
+F="DS4_MOE_SMALL=0 DS4_GEMM_QR_MIN=0"
+fixtures_in "$F"
+verify_summary "$(verify_file "$F")"
 synth_wait
 sweep_whole
 for r in 1 2; do
@@ -20,8 +22,4 @@ CUPTI_GEN=4 cupti_decode 8192
 cp "$OUT/cupti_kern.csv.gz" "$REAL_OUT/cupti_prefill_8k.csv.gz" 2>/dev/null
 python3 tools/gpu/nsys_gaps.py "$OUT/cupti_kern.csv.gz" --longest 2>&1 | head -40
 fixtures_in X=1
-for f in "$OUT"/verify_*.txt; do
-  echo "== $(basename "$f"): $(grep -cE '^PASS' "$f") PASS, $(grep -cE '^FAIL' "$f") FAIL"
-  grep -E "deviation|fast" "$f" | head -4
-  gzip -c "$f" > "$REAL_OUT/$(basename "$f").gz"
-done
+verify_summary "$(verify_file X=1)"
