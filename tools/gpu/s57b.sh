@@ -18,6 +18,7 @@ sweep_whole
 for r in 1 2; do
   for v in X=1 DS4_GU_FUSE=0; do prompt_ab "$v" 8192; done
 done
+[ -n "${LEAN:-}" ] && exit 0  # LEAN=1: the A/B and the forced fixtures only
 CUPTI_GEN=4 cupti_decode 8192
 cp "$OUT/cupti_kern.csv.gz" "$REAL_OUT/cupti_prefill_8k.csv.gz" 2>/dev/null
 python3 tools/gpu/nsys_gaps.py "$OUT/cupti_kern.csv.gz" --longest 2>&1 | head -40
