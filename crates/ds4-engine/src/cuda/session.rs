@@ -2758,8 +2758,9 @@ pub(crate) fn gu_pair_ok(g: &WMat, u: &WMat) -> bool {
 /// Why by type (H100, kernel bench at 8K tokens, gate + up + mid): session 56, Q4_K 3.96 ms
 /// fused against 5.00 (1.26x), an 8K prompt of the q4 model's first 16 layers +3.8 %; IQ2_XXS
 /// was 3.78 against 3.79 (1.00x) while the epilogue spilled (ptxas hoisted the routing-weight
-/// loads); with the weights staged in shared memory (session 57) IQ2_XXS is 3.32 against 3.74
-/// (1.12x), Q4_K unchanged.
+/// loads); with the weights staged in shared memory (session 57) IQ2_XXS is 3.34 against 3.75
+/// (1.12x, the split launch, staged), Q4_K unchanged. The q2 model's 8K prompt under this
+/// default was not measured end to end yet (session 57 got one device call: tools/gpu/s57b.sh).
 pub(crate) fn gu_fuse(ty: i32) -> Option<bool> {
     static MODE: std::sync::OnceLock<Option<u8>> = std::sync::OnceLock::new();
     let mode = *MODE.get_or_init(|| match std::env::var("DS4_GU_FUSE").as_deref() {
