@@ -280,24 +280,23 @@ __device__ __forceinline__ float sigmoidf_(float x) {
     return e / (1.f + e);
 }
 __device__ __forceinline__ float siluf_(float x) { return x * sigmoidf_(x); }
-// The MoE mid of one value before the routing weight: silu(min(g, c)) * clamp(u, -c, c)
-// (model.cuh moe_mid and matmul.cuh gemm_qs_gu's epilogue: the same bits)
-__device__ __forceinline__ float moe_mid_gu(float g, float u, float clamp) {
-    float gg = fminf(g, clamp);
-    float uu = fminf(fmaxf(u, -clamp), clamp);
-    return siluf_(gg) * uu;
+// The MoE mid of one value before the routing weight: silu(min(g, c)) * clamp(u, -c, c).
+// FAST: silu from the approximate exp and divide (ex2.approx, rcp.approx: ~2 ulp of f32); for
+// mids rounded to f16 (11 bits) it changes a value only next to a rounding boundary (~1 in
+// 10^4-10^5 at 8K tokens). Why FAST: gemm_qs_gu's epilogue, where expf, its branch and the IEEE
+// divide made the per-tile code 16 % of the kernel's warp samples against gemm_qs's 7 %
+// (session 56, Nsight source counters); it took the fused IQ2_XXS gate + up from 4.18 to 3.74
+// ms at 8K tokens (H100).
+template <bool FAST>
+__device__ __forceinline__ float moe_mid_gu_t(float g, float u, float clamp) {
+    const float gg = fminf(g, clamp);
+    const float uu = fminf(fmaxf(u, -clamp), clamp);
+    return (FAST ? __fdividef(gg, 1.f + __expf(-gg)) : siluf_(gg)) * uu;
 }
-// moe_mid_gu with silu from the approximate exp and divide (ex2.approx, rcp.approx: ~2 ulp of
-// f32): for mids rounded to f16 (11 bits) it changes a value only next to a rounding boundary
-// (~1 in 10^4-10^5 at 8K tokens). Why: gemm_qs_gu's epilogue, where expf, its branch and the
-// IEEE divide made the per-tile code 16 % of the kernel's warp samples against gemm_qs's 7 %
-// (session 56, Nsight source counters); this silu took the fused IQ2_XXS gate + up from 4.18
-// to 3.74 ms at 8K tokens (H100).
-__device__ __forceinline__ float moe_mid_gu_fast(float g, float u, float clamp) {
-    float gg = fminf(g, clamp);
-    float uu = fminf(fmaxf(u, -clamp), clamp);
-    return __fdividef(gg, 1.f + __expf(-gg)) * uu;
-}
+// the exact form: model.cuh moe_mid (and the reference precision)
+__device__ __forceinline__ float moe_mid_gu(float g, float u, float clamp) { return moe_mid_gu_t<false>(g, u, clamp); }
+// the fast form: gemm_qs_gu's epilogue (Fast precision only)
+__device__ __forceinline__ float moe_mid_gu_fast(float g, float u, float clamp) { return moe_mid_gu_t<true>(g, u, clamp); }
 __device__ __forceinline__ float softplusf_(float x) {
     if (x > 20.f) return x;
     if (x < -20.f) return expf(x);
