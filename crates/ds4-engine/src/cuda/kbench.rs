@@ -1452,6 +1452,19 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                             _ => {}
                         }
                     }
+                    // gemm_qs with parts of its K step left out (gemm_qs_dg; time only): what
+                    // bounds its tiles (session 56's Nsight Compute: L2 71 %, SM 63 %)
+                    if m.wmat().ty == GgmlType::Iq2Xxs.id() as i32 {
+                        let base = time(reps, &|| launch_gemm_q_kernel(gpu, gh(x16p.ptr), GEMM_E, bn, GqKernel::Qs))?;
+                        use super::session::GQ_DG_SHIFT;
+                        // (matmul.cuh GQ_DG_*: 1 half the activation copies, 2 no dequantization,
+                        // 4 no products, 8 no activation copies, 16 no weight copies; 32 is
+                        // ignored by the kernel: gemm_qs_dg with nothing left out)
+                        for (mask, what) in [(32, "nothing (gemm_qs_dg itself: its branches cost ptxas fences)"), (1, "half the activation copies"), (8, "no activation copies"), (16, "no weight copies"), (2, "no dequantization"), (4, "no products"), (2 | 4, "copies only"), (8 | 16 | 2, "products only")] {
+                            let ms = time(reps, &|| launch_gemm_q_kernel(gpu, GemmArgs { flags: gh(x16p.ptr).flags | mask << GQ_DG_SHIFT, ..gh(x16p.ptr) }, GEMM_E, bn, GqKernel::Qs))?;
+                            println!("{:<30} {:>5} {:<12} {:>9.3} gemm_qs {base:.3} ms -> {:.2}x without: {what} (time only)", "", "", format!("qs_dg {mask}"), ms, base / ms);
+                        }
+                    }
                     // gate + up in one launch (gemm_qs_gu, DS4_GU_FUSE): the f16 mids against the
                     // two launches and moe_mid they replace (the same f32 g and u; moe_mid_gu_fast's
                     // silu against the exact one: within one f16 step expected), on an up matrix

@@ -2517,6 +2517,9 @@ fn dense_chunk_at(t: usize) -> usize {
 
 /// gemm_q's split over K (`GQ_KS_SHIFT` in matmul.cuh: asserted equal by the kernel source).
 pub(crate) const GQ_KS_SHIFT: i32 = 8;
+/// gemm_qs_dg's parts left out (`GQ_DG_SHIFT` and the GQ_DG_* bits in matmul.cuh): flags bits
+/// from here on; the kernel bench's diagnosis rows only (kbench.rs qs_diag_rows).
+pub(crate) const GQ_DG_SHIFT: i32 = 24;
 /// Bytes of the split-K partial sums (Scratch::ks_part): parts x tokens x rows f32.
 const KS_PART_BYTES: usize = 16 << 20;
 
@@ -2847,7 +2850,13 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
     // f16 outputs (GQ_FLAG_Y16): gemm_qr / gemm_qs's `_y16` entry points (matmul.cuh
     // gemm_qr_body's H); gemm_q64 / gemm_q128 choose per output
     let y16 = mb > 0 && a.flags & GQ_FLAG_Y16 != 0;
+    // (gemm_qs_dg: gemm_qs's f32-out IQ2_XXS tiles with parts of the K step left out)
+    let dg = a.flags >> GQ_DG_SHIFT != 0;
+    if dg && (kind != GqKernel::Qs || y16 || gu.is_some() || a.w.ty != GgmlType::Iq2Xxs.id() as i32) {
+        return Err(CudaError::Other("gemm_qs_dg: gemm_qs's f32-out IQ2_XXS tiles only".into()));
+    }
     let name = match (kind, bn, y16) {
+        _ if dg => "gemm_qs_dg",
         _ if guc => "gemm_qs_guc",
         _ if gu.is_some() => {
             if kind == GqKernel::Qs2 {

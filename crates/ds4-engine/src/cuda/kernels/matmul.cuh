@@ -1075,6 +1075,17 @@ __device__ __forceinline__ u32 iq2_sub_scale(u32 n) {
 // gemm_ks).
 #define GQ_KS_SHIFT 8
 #define GQ_SPLIT_NX 256
+// gemm_qs_dg (the kernel bench's diagnosis of gemm_qs; the outputs are not the product): flags
+// bits 24..28 name the parts of the K step left out, so their share of the time shows.
+// HALFX: the activation copies of tokens 128-255 (half the L2 reads of a full tile); NODEQ:
+// the dequantization (the first step's fragments reused); NOMMA: the products; NOX: every
+// activation copy; NOW: the weight copies.
+#define GQ_DG_SHIFT 24
+#define GQ_DG_HALFX 1
+#define GQ_DG_NODEQ 2
+#define GQ_DG_NOMMA 4
+#define GQ_DG_NOX 8
+#define GQ_DG_NOW 16
 // One output of gemm_qr / gemm_qs: f32, or f16 (H: GQ_FLAG_Y16, their `_y16` entry points;
 // gemm_q64 / gemm_q128 write f32 only).
 template <bool H>
@@ -1867,9 +1878,9 @@ __device__ __forceinline__ void mbar_wait(u32 b, u32 parity) {
 
 // A consumer warpgroup's K loop over one tile (global steps G .. G + nk - 1; step G's stage
 // is full): as qr_kloop (MB 64-row blocks per warpgroup), the stage of step g at g % GR_ST.
-template <int TY, int MB, int N>
+template <int TY, int MB, int N, bool DG = false>
 __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int nk, u32 G, u32 full, u32 empty, const u8* wst,
-                                         u32 xs_u, const int (&r0)[MB], int grp, const u32 (&hp)[MB][2], const uint4* g16) {
+                                         u32 xs_u, const int (&r0)[MB], int grp, const u32 (&hp)[MB][2], const uint4* g16, int dg = 0) {
     constexpr int P = QSW<TY>::P, RB = QSW<TY>::RB, WS = 128 * MB * RB, XS = 256 / MB * 64;
     const int lane = threadIdx.x & 31;
     u32 fa[MB][2][4], fb[MB][2][4];
@@ -1883,10 +1894,12 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
         const u32 g = G + kt, s = g % GR_ST;
         const u64 db = db0 + (u64)((s * XS) >> 4);
         wg_fence();
+        if (!DG || !(dg & GQ_DG_NOMMA)) {
 #pragma unroll
-        for (int b = 0; b < MB; b++) {
-            wg_mma_rs<N>(acc[b], cur[b][0], db);
-            wg_mma_rs<N>(acc[b], cur[b][1], db + 2);
+            for (int b = 0; b < MB; b++) {
+                wg_mma_rs<N>(acc[b], cur[b][0], db);
+                wg_mma_rs<N>(acc[b], cur[b][1], db + 2);
+            }
         }
         wg_commit();
         wg_wait1();
@@ -1897,9 +1910,18 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
         if (kt + 1 < nk) {
             const u32 sn = (g + 1) % GR_ST;
             mbar_wait(full + 8 * sn, ((g + 1) / GR_ST) & 1);
+            if (!DG || !(dg & GQ_DG_NODEQ)) {
 #pragma unroll
-            for (int b = 0; b < MB; b++)
-                qr_deq<TY, RB, QSW<TY>::PAIR>(wst + sn / P * WS, r0[b], grp, (kt + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b], (int)(sn % P));
+                for (int b = 0; b < MB; b++)
+                    qr_deq<TY, RB, QSW<TY>::PAIR>(wst + sn / P * WS, r0[b], grp, (kt + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b], (int)(sn % P));
+            } else {
+#pragma unroll
+                for (int b = 0; b < MB; b++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+#pragma unroll
+                        for (int i = 0; i < 4; i++) nxt[b][h][i] = cur[b][h][i];
+            }
         }
     };
     for (int kt = 0; kt < nk; kt += 2) {
@@ -1986,7 +2008,7 @@ __device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs
 // rows interleaved by 8 (gemm_qs_gu_store, gu_feat), so gate and up share each activation stage
 // and the tile's outputs are the mids instead of g and u: moe_mid's launch and the f32 g / u
 // round trip go (2 x 4 bytes written and read per value against 2 written).
-template <int TY, int MB, bool H, int GU = 0>
+template <int TY, int MB, bool H, int GU = 0, bool DG = false>
 __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr, const GuArgs* gu = nullptr) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, QP = QSW<TY>::P, WSQ = BM * QSW<TY>::RB;
@@ -1996,6 +2018,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
     static_assert(GR_ST % QP == 0 && GR_ST / QP * QSW<TY>::RB <= GR_ST * GQR<TY>::RB, "gemm_qs weight slots");
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int ng = a.grp_off ? ngroups : 1;
+    const int dg = DG ? (a.flags >> GQ_DG_SHIFT) & 31 : 0;  // gemm_qs_dg's parts left out
     // dynamic shared memory: the barriers, the stages' tile tags, the tile table (as gemm_qr's),
     // then the stages from a 1024-byte boundary (session.rs qs_table_bytes: the same size)
     const u32 full = smem_u32(smem), empty = full + 8 * GR_ST;  // GR_ST mbarriers each
@@ -2076,17 +2099,20 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
                 if (p == 0) tinfo[s] = tile;
                 const u32 xs = xs_u + s * XS + xo0, ws = ws_u + s / QP * WSQ;
                 const int ko = kt * (GQ_BK * 2);
+                // (gemm_qs_dg: GQ_DG_HALFX copies the first 128 tokens' rows only, GQ_DG_NOX none)
+                const int ncx = !DG ? nc : (dg & GQ_DG_NOX) ? 0 : (dg & GQ_DG_HALFX) ? min(nc, 2) : nc;
 #pragma unroll
                 for (int c = 0; c < NX / 64; c++)
-                    if (c < nc) {
+                    if (c < ncx) {
                         cp_async16(xs + 2048 * (2 * c), xsrc[2 * c] + ko, 16);
                         cp_async16(xs + 2048 * (2 * c + 1), xsrc[2 * c + 1] + ko, 16);
                     }
-                if (s % QP == 0)
+                if (s % QP == 0 && (!DG || !(dg & GQ_DG_NOW))) {
 #pragma unroll
                     for (int i = 0; i < MB; i++)
 #pragma unroll
                         for (int q = 0; q < NP; q++) qs_wcopy<TY>(ws, p + 128 * i, q, prow[i], hrow[i], wok[i], kt * GQ_BK);
+                }
                 cp_commit();
                 if (G >= QS_LAG) {
                     cp_wait<QS_LAG>();
@@ -2137,7 +2163,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
                                   : (u32)(u64)(hdr + (i64)min(rb + r0[b] + 8 * h, rows - 1) * hrs);
             const int nc = min((j1 - tb + 63) >> 6, NX / 64);
             float acc[MB][NX / 8][4] = {};
-#define QS_K(N) qs_kloop<TY, MB, N>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16)
+#define QS_K(N) qs_kloop<TY, MB, N, DG>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16, dg)
             QX_BY_NC(QS_K)
 #undef QS_K
             if constexpr (GU != 0) gemm_qs_gu_store<MB, GU == 2>(a, *gu, acc, (float*)(wst + GR_ST * BM * GQR<TY>::RB), rb, r0, tb, j1, rows);
@@ -2220,6 +2246,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_y16(GemmArgs a, in
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
     gemm_qx_dispatch<2, true, true>(a, ngroups, gq_smem, ctr);
+}
+// gemm_qs (IQ2_XXS, f32 out) with parts of its K step left out by the flags' GQ_DG_* bits: the
+// kernel bench's diagnosis of what bounds gemm_qs (time only; the outputs are not the product).
+// A separate entry point, so that gemm_qs's machine code is not touched.
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_dg(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+#if WG_OK
+    if (a.w.type != T_IQ2_XXS) __trap();
+    uint4* g16r = (uint4*)gq_smem;
+    gq_build_g16<GQ_GREP>(g16r);
+    gemm_qs_body<T_IQ2_XXS, 1, false, 0, true>(a, ngroups, gq_smem + 256 * GQ_GREP * 16, g16r + (threadIdx.x & (GQ_GREP - 1)), ctr);
+#else
+    __trap();
+#endif
 }
 
 // gemm_qs_body for the three types whose raw weights the producer copies once per pair of K
