@@ -23,6 +23,9 @@ synth_wait
 for r in 1 2; do
   for v in X=1 DS4_QS_KD=3; do prompt_ab "$v" 8192; done
 done
+# the routing's tiles per layer (DS4_MOE_STATS: the remainders gemm_qs2 takes)
+prompt_ab DS4_MOE_STATS=1 8192 > /dev/null; grep -E "ds4: moe" /tmp/run.txt | head -120 > "$OUT/moe_stats_8k.txt"; keep moe_stats_8k.txt
+head -8 "$OUT/moe_stats_8k.txt"
 sweep_whole
 [ -n "${LEAN:-}" ] || [ -z "${SYNTH_LAYERS:-}" ] && exit 0
 fixtures_in DS4_QS_KD=3
