@@ -2680,13 +2680,6 @@ pub(crate) fn gq_tile_shape(kind: GqKernel) -> Option<(usize, usize)> {
     Some((QS_NX / mb, 128 * mb))
 }
 
-/// gemm_qs's and gemm_qs2's tiles (gemm_qs, _y16, _gu, _guc; gemm_qs2, _y16, _gu) with three fragment buffers, each step's
-/// dequantization two steps ahead of its products (matmul.cuh qs_kloop's KD 3, the `_k3`
-/// entry points; the same bits): `DS4_QS_KD=3`; read once; off until measured end to end.
-pub(crate) fn qs_kd3() -> bool {
-    env_is!("DS4_QS_KD", "3")
-}
-
 /// The split gemm_qs's shortest-remainder launch on the side stream (`DS4_QS_FORK=1`; read
 /// once; an 8K prompt of the q2 model's first 28 layers on an H100, session 58: 20,574 t/s
 /// against 20,424 / 20,570 without, within the noise: off).
@@ -2864,27 +2857,16 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
     if dg && (kind != GqKernel::Qs || y16 || gu.is_some() || a.w.ty != GgmlType::Iq2Xxs.id() as i32) {
         return Err(CudaError::Other("gemm_qs_dg: gemm_qs's f32-out IQ2_XXS tiles only".into()));
     }
-    // (gemm_qs's tiles with three fragment buffers: the `_k3` entry points, qs_kd3)
-    let k3 = qs_kd3() && matches!(kind, GqKernel::Qs | GqKernel::QsSplit | GqKernel::Qs2);
     let name = match (kind, bn, y16) {
         _ if dg => "gemm_qs_dg",
-        _ if guc && k3 => "gemm_qs_guc_k3",
         _ if guc => "gemm_qs_guc",
         _ if gu.is_some() => {
-            if kind == GqKernel::Qs2 && k3 {
-                "gemm_qs2_gu_k3"
-            } else if kind == GqKernel::Qs2 {
+            if kind == GqKernel::Qs2 {
                 "gemm_qs2_gu"
-            } else if k3 {
-                "gemm_qs_gu_k3"
             } else {
                 "gemm_qs_gu"
             }
         }
-        (GqKernel::Qs | GqKernel::QsSplit, _, false) if k3 => "gemm_qs_k3",
-        (GqKernel::Qs | GqKernel::QsSplit, _, true) if k3 => "gemm_qs_y16_k3",
-        (GqKernel::Qs2, _, false) if k3 => "gemm_qs2_k3",
-        (GqKernel::Qs2, _, true) if k3 => "gemm_qs2_y16_k3",
         (GqKernel::Qr, _, false) => "gemm_qr",
         (GqKernel::Qr, _, true) => "gemm_qr_y16",
         (GqKernel::Qr2, _, false) => "gemm_qr2",

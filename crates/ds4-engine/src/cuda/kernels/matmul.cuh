@@ -1878,37 +1878,18 @@ __device__ __forceinline__ void mbar_wait(u32 b, u32 parity) {
 
 // A consumer warpgroup's K loop over one tile (global steps G .. G + nk - 1; step G's stage
 // is full): as qr_kloop (MB 64-row blocks per warpgroup), the stage of step g at g % GR_ST.
-// KD: fragment buffers. KD 2: step k + 1 is dequantized while step k's products run, after
-// step k - 1's retired, so its latency (the stage's barrier, the weight bytes, the grid
-// lookups, the arithmetic) sits between two products' issue. KD 3 (`_k3` kernels, `DS4_QS_KD=3`):
-// step k + 2 is, so a dequantization has two steps' products to hide under. Why: the kernel
-// bench with parts of the step left out (gemm_qs_dg, session 58, IQ2_XXS gate at 8K on an
-// H100): 1.89 ms in all, 1.54 without the dequantization, 1.53 without the products, 1.46
-// with neither: the two serialize instead of overlapping. The same products in the same order
-// (the same bits); one more buffer of MB x 8 registers.
-template <int TY, int MB, int N, bool DG = false, int KD = 2>
+template <int TY, int MB, int N, bool DG = false>
 __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int nk, u32 G, u32 full, u32 empty, const u8* wst,
                                          u32 xs_u, const int (&r0)[MB], int grp, const u32 (&hp)[MB][2], const uint4* g16, int dg = 0) {
-    static_assert(KD == 2 || KD == 3, "qs_kloop: two or three fragment buffers");
     constexpr int P = QSW<TY>::P, RB = QSW<TY>::RB, WS = 128 * MB * RB, XS = 256 / MB * 64;
     const int lane = threadIdx.x & 31;
-    u32 fa[MB][2][4], fb[MB][2][4], fc[MB][2][4];
+    u32 fa[MB][2][4], fb[MB][2][4];
     // (a tile's first step G is a multiple of GR_ST: every tile's nk is)
 #pragma unroll
     for (int b = 0; b < MB; b++) qr_deq<TY, RB, QSW<TY>::PAIR>(wst + (G % GR_ST) / P * WS, r0[b], grp, 0, hp[b][0], hp[b][1], g16, fa[b], 0);
-    if constexpr (KD == 3) {
-        if (nk > 1) {
-            const u32 sn = (G + 1) % GR_ST;
-            mbar_wait(full + 8 * sn, ((G + 1) / GR_ST) & 1);
-#pragma unroll
-            for (int b = 0; b < MB; b++)
-                qr_deq<TY, RB, QSW<TY>::PAIR>(wst + sn / P * WS, r0[b], grp, GQ_BK, hp[b][0], hp[b][1], g16, fb[b], (int)(sn % P));
-        }
-    }
     const u64 db0 = wg_desc_sw64(xs_u);
     // issue step kt's products (A = cur), retire step kt-1's and free its stage, then wait for
-    // step kt + KD - 1's stage and dequantize it into nxt (step kt-1's buffer) while step kt's
-    // products run
+    // step kt+1's stage and dequantize it into nxt while step kt's products run
     auto step = [&](int kt, u32 (&cur)[MB][2][4], u32 (&nxt)[MB][2][4]) {
         const u32 g = G + kt, s = g % GR_ST;
         const u64 db = db0 + (u64)((s * XS) >> 4);
@@ -1926,13 +1907,13 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
             __syncwarp();
             if (lane == 0) mbar_arrive(empty + 8 * ((g - 1) % GR_ST));
         }
-        if (kt + KD - 1 < nk) {
-            const u32 sn = (g + KD - 1) % GR_ST;
-            mbar_wait(full + 8 * sn, ((g + KD - 1) / GR_ST) & 1);
+        if (kt + 1 < nk) {
+            const u32 sn = (g + 1) % GR_ST;
+            mbar_wait(full + 8 * sn, ((g + 1) / GR_ST) & 1);
             if (!DG || !(dg & GQ_DG_NODEQ)) {
 #pragma unroll
                 for (int b = 0; b < MB; b++)
-                    qr_deq<TY, RB, QSW<TY>::PAIR>(wst + sn / P * WS, r0[b], grp, (kt + KD - 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b], (int)(sn % P));
+                    qr_deq<TY, RB, QSW<TY>::PAIR>(wst + sn / P * WS, r0[b], grp, (kt + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b], (int)(sn % P));
             } else {
 #pragma unroll
                 for (int b = 0; b < MB; b++)
@@ -1943,17 +1924,9 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
             }
         }
     };
-    if constexpr (KD == 2) {
-        for (int kt = 0; kt < nk; kt += 2) {
-            step(kt, fa, fb);
-            if (kt + 1 < nk) step(kt + 1, fb, fa);
-        }
-    } else {
-        for (int kt = 0; kt < nk; kt += 3) {
-            step(kt, fa, fc);
-            if (kt + 1 < nk) step(kt + 1, fb, fa);
-            if (kt + 2 < nk) step(kt + 2, fc, fb);
-        }
+    for (int kt = 0; kt < nk; kt += 2) {
+        step(kt, fa, fb);
+        if (kt + 1 < nk) step(kt + 1, fb, fa);
     }
     wg_wait0();
     __syncwarp();
@@ -2035,7 +2008,7 @@ __device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs
 // rows interleaved by 8 (gemm_qs_gu_store, gu_feat), so gate and up share each activation stage
 // and the tile's outputs are the mids instead of g and u: moe_mid's launch and the f32 g / u
 // round trip go (2 x 4 bytes written and read per value against 2 written).
-template <int TY, int MB, bool H, int GU = 0, bool DG = false, int KD = 2>
+template <int TY, int MB, bool H, int GU = 0, bool DG = false>
 __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr, const GuArgs* gu = nullptr) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, QP = QSW<TY>::P, WSQ = BM * QSW<TY>::RB;
@@ -2190,7 +2163,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
                                   : (u32)(u64)(hdr + (i64)min(rb + r0[b] + 8 * h, rows - 1) * hrs);
             const int nc = min((j1 - tb + 63) >> 6, NX / 64);
             float acc[MB][NX / 8][4] = {};
-#define QS_K(N) qs_kloop<TY, MB, N, DG, KD>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16, dg)
+#define QS_K(N) qs_kloop<TY, MB, N, DG>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16, dg)
             QX_BY_NC(QS_K)
 #undef QS_K
             if constexpr (GU != 0) gemm_qs_gu_store<MB, GU == 2>(a, *gu, acc, (float*)(wst + GR_ST * BM * GQR<TY>::RB), rb, r0, tb, j1, rows);
@@ -2209,7 +2182,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 //   gemm_qs:  align1024(GR_ST * 20 + 8 + CM * (ngroups + 1) * 4) + the same stages (session.rs
 //             qs_table_bytes), 384 threads (session.rs QS_THREADS: two consumer warpgroups and
 //             the producer).
-template <int MB, bool QS, bool H, int KD = 2>
+template <int MB, bool QS, bool H>
 __device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
     if (!WG_OK) __trap();
     // IQ2_XXS only: the grid's GQ_GREP copies at the start of the dynamic shared memory (32 KB,
@@ -2222,7 +2195,7 @@ __device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups,
     }
     const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));  // this lane's copy
 #define QX_BODY(TY)                                                   \
-    if constexpr (QS) gemm_qs_body<TY, MB, H, 0, false, KD>(a, ngroups, smem, g16, ctr); \
+    if constexpr (QS) gemm_qs_body<TY, MB, H>(a, ngroups, smem, g16, ctr); \
     else gemm_qr_body<TY, MB, H>(a, ngroups, smem, g16, ctr);
     switch (a.w.type) {
         case T_Q8_0: QX_BODY(T_Q8_0) break;
@@ -2295,7 +2268,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_dg(GemmArgs a, int 
 // gemm_qs_gu / gemm_qs2_gu.
 // (the dynamic shared memory is declared in the kernels: an extern __shared__ __align__(1024)
 // inside a device function moved every kernel's dynamic shared memory to a 1 KB boundary)
-template <int MB, bool H, int GU, int KD = 2>
+template <int MB, bool H, int GU>
 __device__ __forceinline__ void gemm_qs_p2_entry(const GemmArgs& a, int ngroups, int* ctr, const GuArgs* gu, u8* gq_smem) {
 #if WG_OK
     u8* smem = gq_smem;
@@ -2306,9 +2279,9 @@ __device__ __forceinline__ void gemm_qs_p2_entry(const GemmArgs& a, int ngroups,
     }
     const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));
     switch (a.w.type) {
-        case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS, MB, H, GU, false, KD>(a, ngroups, smem, g16, ctr, gu); break;
-        case T_Q2_K: gemm_qs_body<T_Q2_K, MB, H, GU, false, KD>(a, ngroups, smem, g16, ctr, gu); break;
-        case T_Q4_K: gemm_qs_body<T_Q4_K, MB, H, GU, false, KD>(a, ngroups, smem, g16, ctr, gu); break;
+        case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS, MB, H, GU>(a, ngroups, smem, g16, ctr, gu); break;
+        case T_Q2_K: gemm_qs_body<T_Q2_K, MB, H, GU>(a, ngroups, smem, g16, ctr, gu); break;
+        case T_Q4_K: gemm_qs_body<T_Q4_K, MB, H, GU>(a, ngroups, smem, g16, ctr, gu); break;
         default: __trap();
     }
 #else
@@ -2349,43 +2322,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc(GemmArgs a, int
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
     gemm_qs_p2_entry<1, true, 2>(a, ngroups, ctr, &gu, gq_smem);
-}
-// gemm_qs, gemm_qs_y16, gemm_qs_gu, gemm_qs_guc, gemm_qs2, gemm_qs2_y16 and gemm_qs2_gu with three fragment buffers (qs_kloop's KD
-// 3: each dequantization two steps ahead of its products; `DS4_QS_KD=3`)
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_k3(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<1, true, false, 3>(a, ngroups, gq_smem, ctr);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_y16_k3(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<1, true, true, 3>(a, ngroups, gq_smem, ctr);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_gu_k3(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_p2_entry<1, true, 1, 3>(a, ngroups, ctr, &gu, gq_smem);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_k3(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<2, true, false, 3>(a, ngroups, gq_smem, ctr);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_y16_k3(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<2, true, true, 3>(a, ngroups, gq_smem, ctr);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_gu_k3(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_p2_entry<2, true, 1, 3>(a, ngroups, ctr, &gu, gq_smem);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc_k3(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_p2_entry<1, true, 2, 3>(a, ngroups, ctr, &gu, gq_smem);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
