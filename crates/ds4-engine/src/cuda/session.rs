@@ -2518,7 +2518,7 @@ fn dense_chunk_at(t: usize) -> usize {
 /// gemm_q's split over K (`GQ_KS_SHIFT` in matmul.cuh: asserted equal by the kernel source).
 pub(crate) const GQ_KS_SHIFT: i32 = 8;
 /// gemm_qs_dg's parts left out (`GQ_DG_SHIFT` and the GQ_DG_* bits in matmul.cuh): flags bits
-/// from here on; the kernel bench's diagnosis rows only (kbench.rs qs_diag_rows).
+/// from here on; the kernel bench's diagnosis rows only (kbench.rs exp_bench, rows qs_dg).
 pub(crate) const GQ_DG_SHIFT: i32 = 24;
 /// Bytes of the split-K partial sums (Scratch::ks_part): parts x tokens x rows f32.
 const KS_PART_BYTES: usize = 16 << 20;
