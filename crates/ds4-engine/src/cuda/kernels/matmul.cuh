@@ -2182,18 +2182,22 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
 //   gemm_qs:  align1024(GR_ST * 20 + 8 + CM * (ngroups + 1) * 4) + the same stages (session.rs
 //             qs_table_bytes), 384 threads (session.rs QS_THREADS: two consumer warpgroups and
 //             the producer).
-template <int MB, bool QS, bool H>
-__device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
-    if (!WG_OK) __trap();
-    // IQ2_XXS only: the grid's GQ_GREP copies at the start of the dynamic shared memory (32 KB,
-    // a multiple of 1024: the body's alignment holds; session.rs gq_grid_bytes adds them to the
-    // launch's size), published by the tile table's barrier (gq_tile_prefix / qr_class_prefix)
+// The IQ2_XXS grid's GQ_GREP copies at the start of the dynamic shared memory (that type only:
+// 32 KB, a multiple of 1024, so the body's alignment holds; session.rs gq_grid_bytes adds them
+// to the launch's size), published by the tile table's barrier (gq_tile_prefix /
+// qr_class_prefix). Moves smem past them; returns this lane's copy.
+__device__ __forceinline__ const uint4* gq_grid_prologue(const GemmArgs& a, u8*& smem) {
     uint4* g16r = (uint4*)smem;
     if (a.w.type == T_IQ2_XXS) {
         gq_build_g16<GQ_GREP>(g16r);
         smem += 256 * GQ_GREP * 16;
     }
-    const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));  // this lane's copy
+    return g16r + (threadIdx.x & (GQ_GREP - 1));
+}
+template <int MB, bool QS, bool H>
+__device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
+    if (!WG_OK) __trap();
+    const uint4* g16 = gq_grid_prologue(a, smem);
 #define QX_BODY(TY)                                                   \
     if constexpr (QS) gemm_qs_body<TY, MB, H>(a, ngroups, smem, g16, ctr); \
     else gemm_qr_body<TY, MB, H>(a, ngroups, smem, g16, ctr);
@@ -2255,9 +2259,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_dg(GemmArgs a, int 
     extern __shared__ __align__(1024) u8 gq_smem[];
 #if WG_OK
     if (a.w.type != T_IQ2_XXS) __trap();
-    uint4* g16r = (uint4*)gq_smem;
-    gq_build_g16<GQ_GREP>(g16r);
-    gemm_qs_body<T_IQ2_XXS, 1, false, 0, true>(a, ngroups, gq_smem + 256 * GQ_GREP * 16, g16r + (threadIdx.x & (GQ_GREP - 1)), ctr);
+    u8* smem = gq_smem;
+    const uint4* g16 = gq_grid_prologue(a, smem);
+    gemm_qs_body<T_IQ2_XXS, 1, false, 0, true>(a, ngroups, smem, g16, ctr);
 #else
     __trap();
 #endif
@@ -2272,12 +2276,7 @@ template <int MB, bool H, int GU>
 __device__ __forceinline__ void gemm_qs_p2_entry(const GemmArgs& a, int ngroups, int* ctr, const GuArgs* gu, u8* gq_smem) {
 #if WG_OK
     u8* smem = gq_smem;
-    uint4* g16r = (uint4*)smem;
-    if (a.w.type == T_IQ2_XXS) {
-        gq_build_g16<GQ_GREP>(g16r);
-        smem += 256 * GQ_GREP * 16;
-    }
-    const uint4* g16 = g16r + (threadIdx.x & (GQ_GREP - 1));
+    const uint4* g16 = gq_grid_prologue(a, smem);
     switch (a.w.type) {
         case T_IQ2_XXS: gemm_qs_body<T_IQ2_XXS, MB, H, GU>(a, ngroups, smem, g16, ctr, gu); break;
         case T_Q2_K: gemm_qs_body<T_Q2_K, MB, H, GU>(a, ngroups, smem, g16, ctr, gu); break;
