@@ -271,6 +271,9 @@ pub(crate) struct HcBufs {
 pub(crate) const HC_S_F32: u8 = 0;
 pub(crate) const HC_S_F16: u8 = 1;
 pub(crate) const HCF_S_F16: i32 = 16;
+/// hc_finish's flag: every partial of a warp's mixes loaded before any sum (model.cuh
+/// HCF_PLOAD; `DS4_HC_FIN_PL=1`, hc_fin_pload).
+pub(crate) const HCF_PLOAD: i32 = 32;
 
 /// Set once an f16 hc state saturated in some prefill (CudaSession::hc_sat_check): every later
 /// prefill of the process keeps the state in f32 (the saturating batch itself runs again).
@@ -459,7 +462,7 @@ pub(crate) fn launch_hc_finish_sk(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f:
         return Err(CudaError::Other(format!("hc_finish: an f16 state needs D % 8 == 0 (D {d})")));
     }
     let s_flag = if b.s16 == HC_S_F16 { HCF_S_F16 } else { 0 };
-    let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1 | (nglobal as i32) << 2 | (sk_later as i32) << 3 | s_flag;
+    let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1 | (nglobal as i32) << 2 | (sk_later as i32) << 3 | s_flag | if hc_fin_pload() { HCF_PLOAD } else { 0 };
     let smem = hc_finish_smem(n, d, b.s16, !nglobal);
     let args = Args::new()
         .a(b.s + (t0 * n * d * hc_s_bytes(b.s16)) as u64)
@@ -489,6 +492,16 @@ pub(crate) fn launch_hc_finish_sk(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f:
         gpu.launch("hc_sk_rows", (t.div_ceil(128) as u32, 1, 1), 128, 0, args)?;
     }
     Ok(())
+}
+
+/// hc_finish's partials (24 mixes and the sum of squares per token, 32 slices each) loaded all
+/// before any sum (model.cuh HCF_PLOAD: one memory round trip per block instead of four, its 8
+/// warps taking 25 sums in turn; the same bits): `DS4_HC_FIN_PL=1`. Read once; off until
+/// measured. Why: hc_finish_h moves ~40 KB per token in ~216 us per 8K-token launch (session 58's
+/// H100 trace: ~1.5 TB/s), a block per token whose chain is those round trips, the state's
+/// staging and the collapse.
+pub(crate) fn hc_fin_pload() -> bool {
+    env_is!("DS4_HC_FIN_PL", "1")
 }
 
 /// hc_finish leaves the Sinkhorn to a thread-per-token launch after it (`hc_sk_rows`; default,
