@@ -10,10 +10,11 @@ cd "$(dirname "$0")/../.."
 call_start s59a
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 for v in X=1 DS4_HC_FIN_PL=1; do
+  tag=$(echo "$v" | tr '=' '-')  # (a name with '=' does not come back from the device)
   echo "== hcp $v"
-  env $v DS4_KBENCH=hcp DS4_KBENCH_T=8192 timeout 120 "$BIN" --kernel-bench > "$OUT/kbench_hcp_$v.txt" 2>&1
-  grep -E "hc_finish|FAIL|rror|panic" "$OUT/kbench_hcp_$v.txt" | head -12
-  keep "kbench_hcp_$v.txt"
+  env $v DS4_KBENCH=hcp DS4_KBENCH_T=8192 timeout 120 "$BIN" --kernel-bench > "$OUT/kbench_hcp_$tag.txt" 2>&1
+  grep -E "hc_finish|FAIL|rror|panic" "$OUT/kbench_hcp_$tag.txt" | head -12
+  keep "kbench_hcp_$tag.txt"
 done
 fixtures_in DS4_HC_FIN_PL=1
 verify_summary "$(verify_file DS4_HC_FIN_PL=1)"
