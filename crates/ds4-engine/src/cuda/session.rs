@@ -397,7 +397,7 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         .a(b.pss)
         .a(ny as i32)
         .a(t as i32)
-        .a(HC_TOKENS as i32)
+        .a(hc_tokens() as i32)
         .a(pair_of)
         .a(shared)
         .a(b.sat);
@@ -408,11 +408,11 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         if !hc_mma8_takes(b, m) {
             return Err(CudaError::Other(format!("hc_post_mix: an f16 state or f16 MoE rows need hc_post_mma8 (N {}, M {m}, D {})", b.n, b.d)));
         }
-        return gpu.launch(hc_mma8_name(b, y != 0, ny, pair_of != 0, y16), (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, HC_MMA8_SMEM as u32, args);
+        return gpu.launch(hc_mma8_name(b, y != 0, ny, pair_of != 0, y16), (b.split as u32, t.div_ceil(hc_tokens()) as u32, 1), 256, HC_MMA8_SMEM as u32, args);
     }
     if b.mma && hc_mma_ok(b.n, m, b.d, b.split) {
         let (name, smem) = if hc_mma8() { ("hc_post_mma8", HC_MMA8_SMEM) } else { ("hc_post_mma", HC_MMA_SMEM) };
-        return gpu.launch(name, (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, smem as u32, args);
+        return gpu.launch(name, (b.split as u32, t.div_ceil(hc_tokens()) as u32, 1), 256, smem as u32, args);
     }
     let name = if hc_wide_slices(b.d, b.split) {
         "hc_post_mix4"
@@ -421,7 +421,7 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
     } else {
         return Err(CudaError::Other(format!("hc_post_mix: {} slices of D {}", b.split, b.d)));
     };
-    gpu.launch(name, (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, 0, args)
+    gpu.launch(name, (b.split as u32, t.div_ceil(hc_tokens()) as u32, 1), 256, 0, args)
 }
 
 /// Slices of hc_post_mix's partial sums for the separate prefill launches (hc_finish reads as
@@ -1379,6 +1379,16 @@ const fn hc_mma_smem(tokens: usize) -> usize {
 pub(crate) const HC_MMA_SMEM: usize = hc_mma_smem(16);
 pub(crate) const HC_MMA8_SMEM: usize = hc_mma_smem(8);
 const HC_TOKENS: usize = 64;
+/// Tokens per block row of the prefill hc_post kernels (their grid's y: T / this; each block
+/// stages its slice's fn fragments once, then walks its tokens in groups of 8 or 16):
+/// `DS4_HC_TOKENS=N` (a multiple of 16, 16..=1024), else HC_TOKENS. Read once; 64 until
+/// measured (tools/gpu/s59a.sh: 128 and 256 halve and quarter the blocks' setup per token).
+fn hc_tokens() -> usize {
+    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        std::env::var("DS4_HC_TOKENS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n % 16 == 0 && (16..=1024).contains(&n)).unwrap_or(HC_TOKENS)
+    })
+}
 /// Largest batch that takes the fused hc_step (its ticket buffer's length).
 const HC_STEP_MAX_T: usize = 1;
 
