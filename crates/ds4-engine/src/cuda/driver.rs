@@ -72,6 +72,7 @@ fn shared_constants() -> Vec<(&'static str, &'static str, i64)> {
         ("HC_S_F32", "HC_S_F32", s::HC_S_F32 as i64),
         ("HC_S_F16", "HC_S_F16", s::HC_S_F16 as i64),
         ("HCF_S_F16", "HCF_S_F16", s::HCF_S_F16 as i64),
+        ("HCF_PLOAD", "HCF_PLOAD", s::HCF_PLOAD as i64),
         ("MVQM_NT", "MVQM_NT", s::MVQM_NT as i64),
         ("MVQS_ST", "MVQS_ST", s::MVQS_ST as i64),
         ("mvqs_stage_bytes(T_IQ2_XXS)", "mvqs_stage_bytes", s::mvqs_stage_bytes(Iq2Xxs.id() as i32) as i64),

@@ -271,6 +271,9 @@ pub(crate) struct HcBufs {
 pub(crate) const HC_S_F32: u8 = 0;
 pub(crate) const HC_S_F16: u8 = 1;
 pub(crate) const HCF_S_F16: i32 = 16;
+/// hc_finish's flag: every partial of a warp's mixes loaded before any sum (model.cuh
+/// HCF_PLOAD; `DS4_HC_FIN_PL=1`, hc_fin_pload).
+pub(crate) const HCF_PLOAD: i32 = 32;
 
 /// Set once an f16 hc state saturated in some prefill (CudaSession::hc_sat_check): every later
 /// prefill of the process keeps the state in f32 (the saturating batch itself runs again).
@@ -394,7 +397,7 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         .a(b.pss)
         .a(ny as i32)
         .a(t as i32)
-        .a(HC_TOKENS as i32)
+        .a(hc_tokens() as i32)
         .a(pair_of)
         .a(shared)
         .a(b.sat);
@@ -405,11 +408,11 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         if !hc_mma8_takes(b, m) {
             return Err(CudaError::Other(format!("hc_post_mix: an f16 state or f16 MoE rows need hc_post_mma8 (N {}, M {m}, D {})", b.n, b.d)));
         }
-        return gpu.launch(hc_mma8_name(b, y != 0, ny, pair_of != 0, y16), (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, HC_MMA8_SMEM as u32, args);
+        return gpu.launch(hc_mma8_name(b, y != 0, ny, pair_of != 0, y16), (b.split as u32, t.div_ceil(hc_tokens()) as u32, 1), 256, HC_MMA8_SMEM as u32, args);
     }
     if b.mma && hc_mma_ok(b.n, m, b.d, b.split) {
         let (name, smem) = if hc_mma8() { ("hc_post_mma8", HC_MMA8_SMEM) } else { ("hc_post_mma", HC_MMA_SMEM) };
-        return gpu.launch(name, (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, smem as u32, args);
+        return gpu.launch(name, (b.split as u32, t.div_ceil(hc_tokens()) as u32, 1), 256, smem as u32, args);
     }
     let name = if hc_wide_slices(b.d, b.split) {
         "hc_post_mix4"
@@ -418,7 +421,7 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
     } else {
         return Err(CudaError::Other(format!("hc_post_mix: {} slices of D {}", b.split, b.d)));
     };
-    gpu.launch(name, (b.split as u32, t.div_ceil(HC_TOKENS) as u32, 1), 256, 0, args)
+    gpu.launch(name, (b.split as u32, t.div_ceil(hc_tokens()) as u32, 1), 256, 0, args)
 }
 
 /// Slices of hc_post_mix's partial sums for the separate prefill launches (hc_finish reads as
@@ -459,7 +462,7 @@ pub(crate) fn launch_hc_finish_sk(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f:
         return Err(CudaError::Other(format!("hc_finish: an f16 state needs D % 8 == 0 (D {d})")));
     }
     let s_flag = if b.s16 == HC_S_F16 { HCF_S_F16 } else { 0 };
-    let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1 | (nglobal as i32) << 2 | (sk_later as i32) << 3 | s_flag;
+    let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1 | (nglobal as i32) << 2 | (sk_later as i32) << 3 | s_flag | if hc_fin_pload() { HCF_PLOAD } else { 0 };
     let smem = hc_finish_smem(n, d, b.s16, !nglobal);
     let args = Args::new()
         .a(b.s + (t0 * n * d * hc_s_bytes(b.s16)) as u64)
@@ -489,6 +492,16 @@ pub(crate) fn launch_hc_finish_sk(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f:
         gpu.launch("hc_sk_rows", (t.div_ceil(128) as u32, 1, 1), 128, 0, args)?;
     }
     Ok(())
+}
+
+/// hc_finish's partials (24 mixes and the sum of squares per token, 32 slices each) loaded all
+/// before any sum (model.cuh HCF_PLOAD: one memory round trip per block instead of four, its 8
+/// warps taking 25 sums in turn; the same bits): `DS4_HC_FIN_PL=1`. Read once; off until
+/// measured. Why: hc_finish_h moves ~40 KB per token in ~216 us per 8K-token launch (session 58's
+/// H100 trace: ~1.5 TB/s), a block per token whose chain is those round trips, the state's
+/// staging and the collapse.
+pub(crate) fn hc_fin_pload() -> bool {
+    env_is!("DS4_HC_FIN_PL", "1")
 }
 
 /// hc_finish leaves the Sinkhorn to a thread-per-token launch after it (`hc_sk_rows`; default,
@@ -1366,6 +1379,16 @@ const fn hc_mma_smem(tokens: usize) -> usize {
 pub(crate) const HC_MMA_SMEM: usize = hc_mma_smem(16);
 pub(crate) const HC_MMA8_SMEM: usize = hc_mma_smem(8);
 const HC_TOKENS: usize = 64;
+/// Tokens per block row of the prefill hc_post kernels (their grid's y: T / this; each block
+/// stages its slice's fn fragments once, then walks its tokens in groups of 8 or 16):
+/// `DS4_HC_TOKENS=N` (a multiple of 16, 16..=1024), else HC_TOKENS. Read once; 64 until
+/// measured (tools/gpu/s59a.sh: 128 and 256 halve and quarter the blocks' setup per token).
+fn hc_tokens() -> usize {
+    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        std::env::var("DS4_HC_TOKENS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n % 16 == 0 && (16..=1024).contains(&n)).unwrap_or(HC_TOKENS)
+    })
+}
 /// Largest batch that takes the fused hc_step (its ticket buffer's length).
 const HC_STEP_MAX_T: usize = 1;
 
