@@ -2833,6 +2833,9 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
         // (the branch is joined whatever the main launches returned)
         return if fork { main.and(gpu.join()) } else { main.and_then(|_| launch_gemm_qx(gpu, lo, gu, ngroups, bn, lo_kind)) };
     }
+    // (GQ_FLAG_G8 is the host's: it picks the entry point and is not passed on)
+    let g8 = (a.flags & GQ_FLAG_G8 != 0 || iq2_g8_on()) && a.w.ty == GgmlType::Iq2Xxs.id() as i32;
+    let a = GemmArgs { flags: a.flags & !GQ_FLAG_G8, ..a };
     if kind == GqKernel::Qs4 && !qs4_type_ok(a.w.ty) {
         return Err(CudaError::Other("gemm_qs4: IQ2_XXS, Q2_K or Q4_K weights only".into()));
     }
@@ -2903,11 +2906,31 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
         (GqKernel::Mma, 128, _) => "gemm_q128",
         _ => "gemm_q64",
     };
+    // the IQ2_XXS grid as prmt selectors (matmul.cuh gq_build_g8): where an entry point has it
+    let name = match name {
+        "gemm_qs" if g8 => "gemm_qs_g8",
+        "gemm_qs_guc" if g8 => "gemm_qs_guc_g8",
+        "gemm_qs2_gu" if g8 => "gemm_qs2_gu_g8",
+        n => n,
+    };
     let args = Args::new().a(a).a(ng as i32);
     let args = if mb > 0 { args.a(if qr_sched_dyn() { gpu.qr_counter()? } else { 0u64 }) } else { args };
     let args = if let Some((g, _)) = gu { args.a(g) } else { args };
     let threads = if matches!(kind, GqKernel::Qs | GqKernel::Qs2 | GqKernel::Qs4) { QS_THREADS } else { 256 };
     gpu.launch(name, (grid as u32, 1, 1), threads, smem as u32, args)
+}
+
+/// Host-only gemm_qs flag: IQ2_XXS tiles on the `_g8` entry points (gemm_qs_g8, gemm_qs_guc_g8,
+/// gemm_qs2_gu_g8: the grid as prmt selectors, the same bits; launch_gemm_qx takes it off the
+/// kernel's flags). The kernel bench sets it per launch; `DS4_IQ2_G8=1` (iq2_g8_on) everywhere.
+pub(crate) const GQ_FLAG_G8: i32 = 1 << 29;
+
+/// The IQ2_XXS expert GEMMs on the grid's prmt-selector form (`DS4_IQ2_G8=1`; read once; off
+/// until measured). Why: gemm_qs is shared-memory bound (session 23's Nsight: ~87 % of a
+/// wavefront per cycle, the dequantization's loads ~20 % of them) and the selectors make each
+/// grid lookup an 8-byte load (2 wavefronts per warp) instead of 16 bytes (4), for four prmt.
+pub(crate) fn iq2_g8_on() -> bool {
+    env_is!("DS4_IQ2_G8", "1")
 }
 
 /// Copies of the f16 IQ2_XXS grid in gemm_qr / gemm_qs (`GQ_GREP` in matmul.cuh: the kernel

@@ -1108,9 +1108,53 @@ __device__ __forceinline__ void gq_build_g16(uint4* g16) {
     }
 }
 
+// The IQ2_XXS grid as byte-permute selectors (GV 1, `DS4_IQ2_G8`): entry i is 8 bytes, one
+// 16-bit prmt selector per pair of magnitudes, that picks each magnitude's two f16 bytes out of
+// {IQ2_H16_LO, IQ2_H16_HI} (the f16 bits of the grid's three magnitudes 8, 25, 43: byte c of
+// LO is magnitude c's low byte, byte c of HI its high byte), so the deqh below rebuilds g16's
+// uint4 with four prmt from an 8-byte load. Why: gemm_qs is shared-memory bound (session 23:
+// ~87 % of a wavefront per cycle) and a 16-byte lookup is 4 wavefronts per warp against 2.
+// 16 copies (32 KB, as g16's 8 x 16 bytes): lane l reads copy l % 16, so each half warp's 8-byte
+// loads hit 16 distinct bank pairs. The magnitudes' bits are checked against pack_h2's here.
+#define IQ2_H16_LO 0x00604000u
+#define IQ2_H16_HI 0x00514E48u
+#define GQ_G8REP 16
+// prmt with the selector's low 16 bits as they are (its nibbles are 0-6: no sign mode; the
+// upper bits are ignored): __byte_perm masks every nibble to 3 bits first (a LOP3 each)
+__device__ __forceinline__ u32 prmt_h16(u32 sel) {
+    u32 r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(IQ2_H16_LO), "r"(IQ2_H16_HI), "r"(sel));
+    return r;
+}
+__device__ __forceinline__ void gq_build_g8(uint2* g8) {
+    if (threadIdx.x < 3) {
+        const int v = threadIdx.x == 0 ? 8 : threadIdx.x == 1 ? 25 : 43;
+        const u32 h = pack_h2((float)v, 0.f) & 0xffffu;
+        if ((h & 255) != ((IQ2_H16_LO >> (8 * threadIdx.x)) & 255) || (h >> 8) != ((IQ2_H16_HI >> (8 * threadIdx.x)) & 255)) __trap();
+    }
+    for (int i = threadIdx.x; i < 256 * GQ_G8REP; i += blockDim.x) {
+        const u64 g = IQ2XXS_GRID[i / GQ_G8REP];
+        u32 w[2] = {0u, 0u};
+#pragma unroll
+        for (int p = 0; p < 4; p++) {
+            u32 sel = 0;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const u32 b = (u32)(g >> (16 * p + 8 * h)) & 0xff;
+                const u32 c = b == 8 ? 0u : b == 25 ? 1u : b == 43 ? 2u : 3u;
+                if (c == 3u) __trap();  // (not an IQ2_XXS grid magnitude)
+                sel |= (c | ((c + 4) << 4)) << (8 * h);
+            }
+            w[p >> 1] |= sel << (16 * (p & 1));
+        }
+        g8[i] = make_uint2(w[0], w[1]);
+    }
+}
+
 // Same staged bytes and layout as gq_deq, f16x2 arithmetic. GS: copies of the IQ2_XXS grid
-// (g16 = this thread's copy, entries GS apart; see GQ_GREP).
-template <int TY, int GS = 1>
+// (g16 = this thread's copy, entries GS apart; see GQ_GREP). GV 1: g16 is this thread's copy of
+// gq_build_g8's selector table (a const uint2*, entries GQ_G8REP apart; the same f16 values).
+template <int TY, int GS = 1, int GV = 0>
 __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, const uint4* g16) {
     u32 o[4];
     if (TY == T_Q8_0) {
@@ -1131,8 +1175,20 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
         int gi = (A >> (8 * g)) & 255;
         u32 s = (B >> (7 * g)) & 127;
         s |= (u32)(__popc(s) & 1) << 7;
-        uint4 m = g16[gi * GS];
-        u32 mm[4] = {m.x, m.y, m.z, m.w};
+        u32 mm[4];
+        if constexpr (GV == 1) {
+            const uint2 e = ((const uint2*)g16)[gi * GQ_G8REP];
+            mm[0] = prmt_h16(e.x);
+            mm[1] = prmt_h16(e.x >> 16);
+            mm[2] = prmt_h16(e.y);
+            mm[3] = prmt_h16(e.y >> 16);
+        } else {
+            const uint4 m = g16[gi * GS];
+            mm[0] = m.x;
+            mm[1] = m.y;
+            mm[2] = m.z;
+            mm[3] = m.w;
+        }
 #pragma unroll
         for (int p = 0; p < 4; p++) {
             // sign bit 2p -> bit 15, bit 2p+1 -> bit 31 (the two shifted copies do not overlap)
@@ -1498,15 +1554,15 @@ template <> struct QSW<T_IQ2_XXS> { static const int P = 2, RB = 32, DW = 16; st
 // offset of a 2-byte d inside its staged aligned word (as gq_deq_stage).
 // RB: the staged row stride; PAIR: rows in QSW<IQ2_XXS>'s pair layout, `sub` the step's place
 // in the pair (gq_deqh reads d at R + 8 + hs: ho moves that onto the row's d word).
-template <int TY, int RB = GQR<TY>::RB, bool PAIR = false>
+template <int TY, int RB = GQR<TY>::RB, bool PAIR = false, int GV = 0>
 __device__ __forceinline__ void qr_deq(const u8* st, int r0, int g, int k0, u32 hp0, u32 hp1, const uint4* g16,
                                        u32 (&f)[2][4], int sub = 0) {
     static_assert(!PAIR || TY == T_IQ2_XXS, "the pair layout is IQ2_XXS's");
     const u32 sh = TY == T_IQ2_XXS ? (k0 >> 8) * 2 : (k0 >> 5) * 2;
     const bool hd = TY == T_Q8_0 || TY == T_IQ2_XXS;
     const int qo = PAIR ? 8 * sub : 0, ho = PAIR ? QSW<T_IQ2_XXS>::DW - 8 - qo : 0;
-    uint4 v0 = gq_deqh<TY, GQ_GREP>(st + r0 * RB + qo, g, k0, hd ? (int)((hp0 + sh) & 2) + ho : 0, g16);
-    uint4 v1 = gq_deqh<TY, GQ_GREP>(st + (r0 + 8) * RB + qo, g, k0, hd ? (int)((hp1 + sh) & 2) + ho : 0, g16);
+    uint4 v0 = gq_deqh<TY, GQ_GREP, GV>(st + r0 * RB + qo, g, k0, hd ? (int)((hp0 + sh) & 2) + ho : 0, g16);
+    uint4 v1 = gq_deqh<TY, GQ_GREP, GV>(st + (r0 + 8) * RB + qo, g, k0, hd ? (int)((hp1 + sh) & 2) + ho : 0, g16);
     f[0][0] = v0.x; f[0][1] = v1.x; f[0][2] = v0.y; f[0][3] = v1.y;
     f[1][0] = v0.z; f[1][1] = v1.z; f[1][2] = v0.w; f[1][3] = v1.w;
 }
@@ -1878,7 +1934,7 @@ __device__ __forceinline__ void mbar_wait(u32 b, u32 parity) {
 
 // A consumer warpgroup's K loop over one tile (global steps G .. G + nk - 1; step G's stage
 // is full): as qr_kloop (MB 64-row blocks per warpgroup), the stage of step g at g % GR_ST.
-template <int TY, int MB, int N, bool DG = false>
+template <int TY, int MB, int N, bool DG = false, int GV = 0>
 __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int nk, u32 G, u32 full, u32 empty, const u8* wst,
                                          u32 xs_u, const int (&r0)[MB], int grp, const u32 (&hp)[MB][2], const uint4* g16, int dg = 0) {
     constexpr int P = QSW<TY>::P, RB = QSW<TY>::RB, WS = 128 * MB * RB, XS = 256 / MB * 64;
@@ -1886,7 +1942,7 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
     u32 fa[MB][2][4], fb[MB][2][4];
     // (a tile's first step G is a multiple of GR_ST: every tile's nk is)
 #pragma unroll
-    for (int b = 0; b < MB; b++) qr_deq<TY, RB, QSW<TY>::PAIR>(wst + (G % GR_ST) / P * WS, r0[b], grp, 0, hp[b][0], hp[b][1], g16, fa[b], 0);
+    for (int b = 0; b < MB; b++) qr_deq<TY, RB, QSW<TY>::PAIR, GV>(wst + (G % GR_ST) / P * WS, r0[b], grp, 0, hp[b][0], hp[b][1], g16, fa[b], 0);
     const u64 db0 = wg_desc_sw64(xs_u);
     // issue step kt's products (A = cur), retire step kt-1's and free its stage, then wait for
     // step kt+1's stage and dequantize it into nxt while step kt's products run
@@ -1913,7 +1969,7 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
             if (!DG || !(dg & GQ_DG_NODEQ)) {
 #pragma unroll
                 for (int b = 0; b < MB; b++)
-                    qr_deq<TY, RB, QSW<TY>::PAIR>(wst + sn / P * WS, r0[b], grp, (kt + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b], (int)(sn % P));
+                    qr_deq<TY, RB, QSW<TY>::PAIR, GV>(wst + sn / P * WS, r0[b], grp, (kt + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b], (int)(sn % P));
             } else {
 #pragma unroll
                 for (int b = 0; b < MB; b++)
@@ -2008,7 +2064,7 @@ __device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs
 // rows interleaved by 8 (gemm_qs_gu_store, gu_feat), so gate and up share each activation stage
 // and the tile's outputs are the mids instead of g and u: moe_mid's launch and the f32 g / u
 // round trip go (2 x 4 bytes written and read per value against 2 written).
-template <int TY, int MB, bool H, int GU = 0, bool DG = false>
+template <int TY, int MB, bool H, int GU = 0, bool DG = false, int GV = 0>
 __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr, const GuArgs* gu = nullptr) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, QP = QSW<TY>::P, WSQ = BM * QSW<TY>::RB;
@@ -2163,7 +2219,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
                                   : (u32)(u64)(hdr + (i64)min(rb + r0[b] + 8 * h, rows - 1) * hrs);
             const int nc = min((j1 - tb + 63) >> 6, NX / 64);
             float acc[MB][NX / 8][4] = {};
-#define QS_K(N) qs_kloop<TY, MB, N, DG>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16, dg)
+#define QS_K(N) qs_kloop<TY, MB, N, DG, GV>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16, dg)
             QX_BY_NC(QS_K)
 #undef QS_K
             if constexpr (GU != 0) gemm_qs_gu_store<MB, GU == 2>(a, *gu, acc, (float*)(wst + GR_ST * BM * GQR<TY>::RB), rb, r0, tb, j1, rows);
@@ -2321,6 +2377,38 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc(GemmArgs a, int
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
     gemm_qs_p2_entry<1, true, 2>(a, ngroups, ctr, &gu, gq_smem);
+}
+
+// gemm_qs (f32 out), gemm_qs_guc and gemm_qs2_gu on IQ2_XXS weights with the grid as prmt
+// selectors (gq_build_g8, GV 1; `DS4_IQ2_G8=1`, off until measured): the same f16 values, so
+// the same bits. Separate entry points, so that the production kernels' machine code is not
+// touched (tools/gpu/sass_diff.py).
+template <int MB, bool H, int GU>
+__device__ __forceinline__ void gemm_qs_g8_entry(const GemmArgs& a, int ngroups, int* ctr, const GuArgs* gu, u8* gq_smem) {
+#if WG_OK
+    if (a.w.type != T_IQ2_XXS) __trap();
+    gq_build_g8((uint2*)gq_smem);  // (published by the tile table's barrier, as gq_grid_prologue's)
+    const uint4* g8 = (const uint4*)((const uint2*)gq_smem + (threadIdx.x & (GQ_G8REP - 1)));
+    static_assert(256 * GQ_G8REP * 8 == 256 * GQ_GREP * 16, "the selector copies take g16's place (session.rs gq_grid_bytes)");
+    gemm_qs_body<T_IQ2_XXS, MB, H, GU, false, 1>(a, ngroups, gq_smem + 256 * GQ_G8REP * 8, g8, ctr, gu);
+#else
+    __trap();
+#endif
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_g8(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qs_g8_entry<1, false, 0>(a, ngroups, ctr, nullptr, gq_smem);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc_g8(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qs_g8_entry<1, true, 2>(a, ngroups, ctr, &gu, gq_smem);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_gu_g8(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qs_g8_entry<2, true, 1>(a, ngroups, ctr, &gu, gq_smem);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
