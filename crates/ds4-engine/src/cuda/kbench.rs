@@ -1452,16 +1452,16 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                             _ => {}
                         }
                     }
-                    // gemm_qs_g8 (the grid as prmt selectors, DS4_IQ2_G8): gemm_qr's bits expected
+                    // gemm_qs_sg (the sign words from a table, DS4_IQ2_SG): gemm_qr's bits expected
                     if let (true, Some(q)) = (m.wmat().ty == GgmlType::Iq2Xxs.id() as i32, &hqr) {
-                        use super::session::GQ_FLAG_G8;
+                        use super::session::GQ_FLAG_SG;
                         let base = time(reps, &|| launch_gemm_q_kernel(gpu, gh(x16p.ptr), GEMM_E, bn, GqKernel::Qs))?;
-                        let g8 = GemmArgs { flags: gh(x16p.ptr).flags | GQ_FLAG_G8, ..gh(x16p.ptr) };
-                        let (h8, ms8, same8) = measure(&yblas, &|| launch_gemm_q_kernel(gpu, g8, GEMM_E, bn, GqKernel::Qs))?;
+                        let sg = GemmArgs { flags: gh(x16p.ptr).flags | GQ_FLAG_SG, ..gh(x16p.ptr) };
+                        let (h8, ms8, same8) = measure(&yblas, &|| launch_gemm_q_kernel(gpu, sg, GEMM_E, bn, GqKernel::Qs))?;
                         let n = h8.iter().zip(q).filter(|(p, q)| p.to_bits() != q.to_bits()).count();
                         println!(
                             "{:<30} {:>5} {:<12} {:>9.3} gemm_qs {base:.3} ms -> {:.3}x; repeat={} {}{}",
-                            "", "", "grouped_qs g8", ms8, base / ms8, if same8 { "same" } else { "DIFFERENT" },
+                            "", "", "grouped_qs sg", ms8, base / ms8, if same8 { "same" } else { "DIFFERENT" },
                             if n == 0 { "bits==qr".to_string() } else { format!("BITS!=qr ({n} differ)") },
                             if n == 0 && same8 { "" } else { "  FAIL" }
                         );
@@ -1669,21 +1669,21 @@ fn gu_rows(gpu: &Gpu, ty: GgmlType, cols: usize, rows: usize, hg: &[f32], pairs:
     }
     println!("{:<30} {:>5} {:<12} {:>9.3}", "", "", "gu moe_mid", time_ms(gpu, reps, &mid)?);
     // IQ2_XXS: the split's fused launches as the session runs them (gemm_qs_guc + gemm_qs2_gu)
-    // on the `_g8` entry points (the grid as prmt selectors, DS4_IQ2_G8): the same mids bit for
+    // on the `_sg` entry points (the sign words from a table, DS4_IQ2_SG): the same mids bit for
     // bit, and the time against the production entry points in the same run
     if ty == GgmlType::Iq2Xxs && super::session::gu_kind_ok(GqKernel::QsSplit) {
-        use super::session::GQ_FLAG_G8;
+        use super::session::GQ_FLAG_SG;
         fused(GqKernel::QsSplit, 0, true)?;
         let h0 = get16(&mgu)?;
         gpu.htod(mgu.ptr, &vec![0xffffu16; n])?;
-        fused(GqKernel::QsSplit, GQ_FLAG_G8, true)?;
+        fused(GqKernel::QsSplit, GQ_FLAG_SG, true)?;
         let h8 = get16(&mgu)?;
         let diff = h0.iter().zip(&h8).filter(|(a, b)| a != b).count();
-        let (ms_0, ms_8) = (time_ms(gpu, reps, &|| fused(GqKernel::QsSplit, 0, true))?, time_ms(gpu, reps, &|| fused(GqKernel::QsSplit, GQ_FLAG_G8, true))?);
+        let (ms_0, ms_8) = (time_ms(gpu, reps, &|| fused(GqKernel::QsSplit, 0, true))?, time_ms(gpu, reps, &|| fused(GqKernel::QsSplit, GQ_FLAG_SG, true))?);
         let same = get16(&mgu)? == h8;
         println!(
             "{:<30} {:>5} {:<12} {:>9.3} gate+up fused {ms_0:.3} ms -> {:.3}x; f16 mids differing {diff} of {n}, repeat={}{}",
-            "", "", "gu g8", ms_8, ms_0 / ms_8.max(1e-9), if same { "same" } else { "DIFFERENT" },
+            "", "", "gu sg", ms_8, ms_0 / ms_8.max(1e-9), if same { "same" } else { "DIFFERENT" },
             if diff == 0 && same { "" } else { "  FAIL" }
         );
     }

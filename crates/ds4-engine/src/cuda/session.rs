@@ -271,9 +271,6 @@ pub(crate) struct HcBufs {
 pub(crate) const HC_S_F32: u8 = 0;
 pub(crate) const HC_S_F16: u8 = 1;
 pub(crate) const HCF_S_F16: i32 = 16;
-/// hc_finish's flag: every partial of a warp's mixes loaded before any sum (model.cuh
-/// HCF_PLOAD; `DS4_HC_FIN_PL=1`, hc_fin_pload).
-pub(crate) const HCF_PLOAD: i32 = 32;
 
 /// Set once an f16 hc state saturated in some prefill (CudaSession::hc_sat_check): every later
 /// prefill of the process keeps the state in f32 (the saturating batch itself runs again).
@@ -384,6 +381,7 @@ pub(crate) fn hc_mma8_takes(b: &HcBufs, m: usize) -> bool {
 
 #[allow(clippy::too_many_arguments)]
 fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, pair_of: DevPtr, shared: DevPtr, y16: bool) -> Result<()> {
+    let tt = hc_tokens(t, b.split, gpu.sm_count.max(1) as usize);
     let args = Args::new()
         .a(b.s)
         .a(y)
@@ -397,7 +395,7 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         .a(b.pss)
         .a(ny as i32)
         .a(t as i32)
-        .a(hc_tokens() as i32)
+        .a(tt as i32)
         .a(pair_of)
         .a(shared)
         .a(b.sat);
@@ -408,11 +406,11 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
         if !hc_mma8_takes(b, m) {
             return Err(CudaError::Other(format!("hc_post_mix: an f16 state or f16 MoE rows need hc_post_mma8 (N {}, M {m}, D {})", b.n, b.d)));
         }
-        return gpu.launch(hc_mma8_name(b, y != 0, ny, pair_of != 0, y16), (b.split as u32, t.div_ceil(hc_tokens()) as u32, 1), 256, HC_MMA8_SMEM as u32, args);
+        return gpu.launch(hc_mma8_name(b, y != 0, ny, pair_of != 0, y16), (b.split as u32, t.div_ceil(tt) as u32, 1), 256, HC_MMA8_SMEM as u32, args);
     }
     if b.mma && hc_mma_ok(b.n, m, b.d, b.split) {
         let (name, smem) = if hc_mma8() { ("hc_post_mma8", HC_MMA8_SMEM) } else { ("hc_post_mma", HC_MMA_SMEM) };
-        return gpu.launch(name, (b.split as u32, t.div_ceil(hc_tokens()) as u32, 1), 256, smem as u32, args);
+        return gpu.launch(name, (b.split as u32, t.div_ceil(tt) as u32, 1), 256, smem as u32, args);
     }
     let name = if hc_wide_slices(b.d, b.split) {
         "hc_post_mix4"
@@ -421,7 +419,7 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
     } else {
         return Err(CudaError::Other(format!("hc_post_mix: {} slices of D {}", b.split, b.d)));
     };
-    gpu.launch(name, (b.split as u32, t.div_ceil(hc_tokens()) as u32, 1), 256, 0, args)
+    gpu.launch(name, (b.split as u32, t.div_ceil(tt) as u32, 1), 256, 0, args)
 }
 
 /// Slices of hc_post_mix's partial sums for the separate prefill launches (hc_finish reads as
@@ -462,7 +460,7 @@ pub(crate) fn launch_hc_finish_sk(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f:
         return Err(CudaError::Other(format!("hc_finish: an f16 state needs D % 8 == 0 (D {d})")));
     }
     let s_flag = if b.s16 == HC_S_F16 { HCF_S_F16 } else { 0 };
-    let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1 | (nglobal as i32) << 2 | (sk_later as i32) << 3 | s_flag | if hc_fin_pload() { HCF_PLOAD } else { 0 };
+    let flags = h.b_perm as i32 | (h.no_f32 as i32) << 1 | (nglobal as i32) << 2 | (sk_later as i32) << 3 | s_flag;
     let smem = hc_finish_smem(n, d, b.s16, !nglobal);
     let args = Args::new()
         .a(b.s + (t0 * n * d * hc_s_bytes(b.s16)) as u64)
@@ -492,16 +490,6 @@ pub(crate) fn launch_hc_finish_sk(gpu: &Gpu, b: &HcBufs, t0: usize, t: usize, f:
         gpu.launch("hc_sk_rows", (t.div_ceil(128) as u32, 1, 1), 128, 0, args)?;
     }
     Ok(())
-}
-
-/// hc_finish's partials (24 mixes and the sum of squares per token, 32 slices each) loaded all
-/// before any sum (model.cuh HCF_PLOAD: one memory round trip per block instead of four, its 8
-/// warps taking 25 sums in turn; the same bits): `DS4_HC_FIN_PL=1`. Read once; off until
-/// measured. Why: hc_finish_h moves ~40 KB per token in ~216 us per 8K-token launch (session 58's
-/// H100 trace: ~1.5 TB/s), a block per token whose chain is those round trips, the state's
-/// staging and the collapse.
-pub(crate) fn hc_fin_pload() -> bool {
-    env_is!("DS4_HC_FIN_PL", "1")
 }
 
 /// hc_finish leaves the Sinkhorn to a thread-per-token launch after it (`hc_sk_rows`; default,
@@ -1378,16 +1366,18 @@ const fn hc_mma_smem(tokens: usize) -> usize {
 /// hc_post_mma's (16 tokens, 73 KB) and hc_post_mma8's (8 tokens, 48.5 KB)
 pub(crate) const HC_MMA_SMEM: usize = hc_mma_smem(16);
 pub(crate) const HC_MMA8_SMEM: usize = hc_mma_smem(8);
-const HC_TOKENS: usize = 64;
-/// Tokens per block row of the prefill hc_post kernels (their grid's y: T / this; each block
-/// stages its slice's fn fragments once, then walks its tokens in groups of 8 or 16):
-/// `DS4_HC_TOKENS=N` (a multiple of 16, 16..=1024), else HC_TOKENS. Read once; 64 until
-/// measured (tools/gpu/s59a.sh: 128 and 256 halve and quarter the blocks' setup per token).
-fn hc_tokens() -> usize {
-    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *V.get_or_init(|| {
-        std::env::var("DS4_HC_TOKENS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n % 16 == 0 && (16..=1024).contains(&n)).unwrap_or(HC_TOKENS)
-    })
+/// Tokens per block row of the prefill hc_post kernels for a `t`-token batch in `split` column
+/// slices (their grid: split x t / this; each block stages its slice's fn fragments once, then
+/// walks its tokens in groups of 8 or 16): `DS4_HC_TOKENS=N` (a multiple of 16, 16..=1024; read
+/// once), else the largest of 256 / 128 / 64 that still gives the grid 6 blocks per SM (~1.5
+/// waves at hc_post_mma8's 4 per SM). Kernel bench at T 8192 (H100, session 59), 64 / 128 / 256
+/// tokens: hc_post_mma8_hp 0.457 / 0.417 / 0.396 ms, _hyp 0.594 / 0.554 / 0.536; the q2 model's
+/// 8K prompt (28 layers) 20,209 / 20,187 t/s at 64, 20,258 / 20,323 at 128, 20,406 / 20,325 at
+/// 256, the same greedy tokens. The floor of 64 keeps small batches' grids as they were.
+fn hc_tokens(t: usize, split: usize, sms: usize) -> usize {
+    static V: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let forced = *V.get_or_init(|| std::env::var("DS4_HC_TOKENS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n % 16 == 0 && (16..=1024).contains(&n)));
+    forced.unwrap_or_else(|| [256, 128].into_iter().find(|&n| split * t.div_ceil(n) >= 6 * sms).unwrap_or(64))
 }
 /// Largest batch that takes the fused hc_step (its ticket buffer's length).
 const HC_STEP_MAX_T: usize = 1;
@@ -2833,9 +2823,9 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
         // (the branch is joined whatever the main launches returned)
         return if fork { main.and(gpu.join()) } else { main.and_then(|_| launch_gemm_qx(gpu, lo, gu, ngroups, bn, lo_kind)) };
     }
-    // (GQ_FLAG_G8 is the host's: it picks the entry point and is not passed on)
-    let g8 = (a.flags & GQ_FLAG_G8 != 0 || iq2_g8_on()) && a.w.ty == GgmlType::Iq2Xxs.id() as i32;
-    let a = GemmArgs { flags: a.flags & !GQ_FLAG_G8, ..a };
+    // (GQ_FLAG_SG is the host's: it picks the entry point and is not passed on)
+    let sg = (a.flags & GQ_FLAG_SG != 0 || iq2_sg_on()) && a.w.ty == GgmlType::Iq2Xxs.id() as i32;
+    let a = GemmArgs { flags: a.flags & !GQ_FLAG_SG, ..a };
     if kind == GqKernel::Qs4 && !qs4_type_ok(a.w.ty) {
         return Err(CudaError::Other("gemm_qs4: IQ2_XXS, Q2_K or Q4_K weights only".into()));
     }
@@ -2906,12 +2896,13 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
         (GqKernel::Mma, 128, _) => "gemm_q128",
         _ => "gemm_q64",
     };
-    // the IQ2_XXS grid as prmt selectors (matmul.cuh gq_build_g8): where an entry point has it
-    let name = match name {
-        "gemm_qs" if g8 => "gemm_qs_g8",
-        "gemm_qs_guc" if g8 => "gemm_qs_guc_g8",
-        "gemm_qs2_gu" if g8 => "gemm_qs2_gu_g8",
-        n => n,
+    // the IQ2_XXS sign words from a table (matmul.cuh gq_build_sg): where an entry point has
+    // it, with the table's bytes after the grid's
+    let (name, smem) = match name {
+        "gemm_qs" if sg => ("gemm_qs_sg", smem + GQ_SG_BYTES),
+        "gemm_qs_guc" if sg => ("gemm_qs_guc_sg", smem + GQ_SG_BYTES),
+        "gemm_qs2_gu" if sg => ("gemm_qs2_gu_sg", smem + GQ_SG_BYTES),
+        n => (n, smem),
     };
     let args = Args::new().a(a).a(ng as i32);
     let args = if mb > 0 { args.a(if qr_sched_dyn() { gpu.qr_counter()? } else { 0u64 }) } else { args };
@@ -2920,17 +2911,22 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
     gpu.launch(name, (grid as u32, 1, 1), threads, smem as u32, args)
 }
 
-/// Host-only gemm_qs flag: IQ2_XXS tiles on the `_g8` entry points (gemm_qs_g8, gemm_qs_guc_g8,
-/// gemm_qs2_gu_g8: the grid as prmt selectors, the same bits; launch_gemm_qx takes it off the
-/// kernel's flags). The kernel bench sets it per launch; `DS4_IQ2_G8=1` (iq2_g8_on) everywhere.
-pub(crate) const GQ_FLAG_G8: i32 = 1 << 29;
+/// Host-only gemm_qs flag: IQ2_XXS tiles on the `_sg` entry points (gemm_qs_sg, gemm_qs_guc_sg,
+/// gemm_qs2_gu_sg: the sign words from a table, the same bits; launch_gemm_qx takes it off the
+/// kernel's flags). The kernel bench sets it per launch; `DS4_IQ2_SG=1` (iq2_sg_on) everywhere.
+pub(crate) const GQ_FLAG_SG: i32 = 1 << 29;
 
-/// The IQ2_XXS expert GEMMs on the grid's prmt-selector form (`DS4_IQ2_G8=1`; read once; off
-/// until measured). Why: gemm_qs is shared-memory bound (session 23's Nsight: ~87 % of a
-/// wavefront per cycle, the dequantization's loads ~20 % of them) and the selectors make each
-/// grid lookup an 8-byte load (2 wavefronts per warp) instead of 16 bytes (4), for four prmt.
-pub(crate) fn iq2_g8_on() -> bool {
-    env_is!("DS4_IQ2_G8", "1")
+/// The sign table's bytes in the `_sg` kernels' shared memory (matmul.cuh GQ_SG_BYTES: 128
+/// entries x 4 copies x 16 bytes).
+pub(crate) const GQ_SG_BYTES: usize = 128 * 4 * 16;
+
+/// The IQ2_XXS expert GEMMs with their sign words from a table (`DS4_IQ2_SG=1`; read once; off
+/// until measured). Why: session 59 found gemm_qs's K step bound by its instruction count (four
+/// prmt per grid lookup in place of a 16-byte load: 19 % more instructions, 1.3x the time), and
+/// the table takes 9 instructions per row and step (a shift, the parity, four spreading
+/// multiplies) down to a rotate, a mask and a load.
+pub(crate) fn iq2_sg_on() -> bool {
+    env_is!("DS4_IQ2_SG", "1")
 }
 
 /// Copies of the f16 IQ2_XXS grid in gemm_qr / gemm_qs (`GQ_GREP` in matmul.cuh: the kernel

@@ -1108,52 +1108,34 @@ __device__ __forceinline__ void gq_build_g16(uint4* g16) {
     }
 }
 
-// The IQ2_XXS grid as byte-permute selectors (GV 1, `DS4_IQ2_G8`): entry i is 8 bytes, one
-// 16-bit prmt selector per pair of magnitudes, that picks each magnitude's two f16 bytes out of
-// {IQ2_H16_LO, IQ2_H16_HI} (the f16 bits of the grid's three magnitudes 8, 25, 43: byte c of
-// LO is magnitude c's low byte, byte c of HI its high byte), so the deqh below rebuilds g16's
-// uint4 with four prmt from an 8-byte load. Why: gemm_qs is shared-memory bound (session 23:
-// ~87 % of a wavefront per cycle) and a 16-byte lookup is 4 wavefronts per warp against 2.
-// 16 copies (32 KB, as g16's 8 x 16 bytes): lane l reads copy l % 16, so each half warp's 8-byte
-// loads hit 16 distinct bank pairs. The magnitudes' bits are checked against pack_h2's here.
-#define IQ2_H16_LO 0x00604000u
-#define IQ2_H16_HI 0x00514E48u
-#define GQ_G8REP 16
-// prmt with the selector's low 16 bits as they are (its nibbles are 0-6: no sign mode; the
-// upper bits are ignored): __byte_perm masks every nibble to 3 bits first (a LOP3 each)
-__device__ __forceinline__ u32 prmt_h16(u32 sel) {
-    u32 r;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(IQ2_H16_LO), "r"(IQ2_H16_HI), "r"(sel));
-    return r;
-}
-__device__ __forceinline__ void gq_build_g8(uint2* g8) {
-    if (threadIdx.x < 3) {
-        const int v = threadIdx.x == 0 ? 8 : threadIdx.x == 1 ? 25 : 43;
-        const u32 h = pack_h2((float)v, 0.f) & 0xffffu;
-        if ((h & 255) != ((IQ2_H16_LO >> (8 * threadIdx.x)) & 255) || (h >> 8) != ((IQ2_H16_HI >> (8 * threadIdx.x)) & 255)) __trap();
-    }
-    for (int i = threadIdx.x; i < 256 * GQ_G8REP; i += blockDim.x) {
-        const u64 g = IQ2XXS_GRID[i / GQ_G8REP];
-        u32 w[2] = {0u, 0u};
+// The IQ2_XXS sign words (GV 1, `DS4_IQ2_SG`): entry s (the 7 stored sign bits of a group of
+// 8) holds the 4 XOR masks gq_deqh derives from s and its parity bit (sign bit 2p of the 8 at
+// bit 15 of word p, bit 2p + 1 at bit 31), in GQ_SGREP copies after the grid's (entry s of copy
+// c at sgn[s * GQ_SGREP + c]). Why: gemm_qs's consumer step is bound by its instruction count
+// (session 59: 19 % more instructions per K step made gemm_qs 1.3x slower), and the parity,
+// the shift and the four spreading multiplies (9 per row and step) become one 16-byte load.
+// 4 copies (8 KB; gemm_qs_guc's 213 KB leave no room for 8): lanes l and l + 4 of a phase share
+// a copy, so a load takes ~1.5 wavefronts per phase.
+#define GQ_SGREP 4
+__device__ __forceinline__ void gq_build_sg(uint4* sgn) {
+    for (int i = threadIdx.x; i < 128 * GQ_SGREP; i += blockDim.x) {
+        u32 sv = (u32)(i / GQ_SGREP);
+        sv |= (u32)(__popc(sv) & 1) << 7;
+        u32 w[4];
 #pragma unroll
-        for (int p = 0; p < 4; p++) {
-            u32 sel = 0;
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const u32 b = (u32)(g >> (16 * p + 8 * h)) & 0xff;
-                const u32 c = b == 8 ? 0u : b == 25 ? 1u : b == 43 ? 2u : 3u;
-                if (c == 3u) __trap();  // (not an IQ2_XXS grid magnitude)
-                sel |= (c | ((c + 4) << 4)) << (8 * h);
-            }
-            w[p >> 1] |= sel << (16 * (p & 1));
-        }
-        g8[i] = make_uint2(w[0], w[1]);
+        for (int p = 0; p < 4; p++) w[p] = (sv * ((1u << (15 - 2 * p)) + (1u << (30 - 2 * p)))) & 0x80008000u;
+        sgn[i] = make_uint4(w[0], w[1], w[2], w[3]);
     }
 }
+// A rotate right by n (mod 32): the table offsets below take a field of A / B to its byte
+// offset in one funnel shift and one mask (the field's place g varies by lane, so a plain shift
+// needed a second one and a multiply).
+__device__ __forceinline__ u32 rotr32(u32 x, u32 n) { return __funnelshift_r(x, x, n); }
 
 // Same staged bytes and layout as gq_deq, f16x2 arithmetic. GS: copies of the IQ2_XXS grid
-// (g16 = this thread's copy, entries GS apart; see GQ_GREP). GV 1: g16 is this thread's copy of
-// gq_build_g8's selector table (a const uint2*, entries GQ_G8REP apart; the same f16 values).
+// (g16 = this thread's copy, entries GS apart; see GQ_GREP). GV 1 (IQ2_XXS): g16 is the grid's
+// first copy (GS == GQ_GREP copies) with gq_build_sg's sign words right after it; the same
+// f16 values, so the same bits.
 template <int TY, int GS = 1, int GV = 0>
 __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, const uint4* g16) {
     u32 o[4];
@@ -1172,28 +1154,33 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
         u32 dh = *(const u16*)(R + 8 + hs);
         u32 A = q.x, B = q.y;
         u32 db2 = h2_mul(iq2_sub_scale(B >> 28), dh | (dh << 16));
-        int gi = (A >> (8 * g)) & 255;
-        u32 s = (B >> (7 * g)) & 127;
-        s |= (u32)(__popc(s) & 1) << 7;
-        u32 mm[4];
+        u32 mm[4], sw[4];
         if constexpr (GV == 1) {
-            const uint2 e = ((const uint2*)g16)[gi * GQ_G8REP];
-            mm[0] = prmt_h16(e.x);
-            mm[1] = prmt_h16(e.x >> 16);
-            mm[2] = prmt_h16(e.y);
-            mm[3] = prmt_h16(e.y >> 16);
+            // byte offsets: grid entry gi of copy lane % 8 at (gi * 8 + c) * 16 (rotr puts A's
+            // byte g at bits 7-14), sign entry s of copy lane % 4 at (s * 4 + c) * 16 (B's bits
+            // 7g .. 7g + 6 at 6-12); 8g - 7 and 7g - 6 taken mod 32 by the rotate
+            const u32 lane = threadIdx.x & 31;
+            const u8* gb = (const u8*)g16;
+            const uint4 m = *(const uint4*)(gb + ((rotr32(A, 8 * g - 7) & 0x7f80u) | ((lane & 7) << 4)));
+            static_assert(GS == 8 && GQ_SGREP == 4, "the offsets' copy fields are 3 and 2 bits");
+            const uint4 sg4 = *(const uint4*)(gb + 256 * GS * 16 + ((rotr32(B, 7 * g - 6) & 0x1fc0u) | ((lane & 3) << 4)));
+            mm[0] = m.x; mm[1] = m.y; mm[2] = m.z; mm[3] = m.w;
+            sw[0] = sg4.x; sw[1] = sg4.y; sw[2] = sg4.z; sw[3] = sg4.w;
         } else {
+            int gi = (A >> (8 * g)) & 255;
+            u32 s = (B >> (7 * g)) & 127;
+            s |= (u32)(__popc(s) & 1) << 7;
             const uint4 m = g16[gi * GS];
-            mm[0] = m.x;
-            mm[1] = m.y;
-            mm[2] = m.z;
-            mm[3] = m.w;
+            mm[0] = m.x; mm[1] = m.y; mm[2] = m.z; mm[3] = m.w;
+#pragma unroll
+            for (int p = 0; p < 4; p++) {
+                // sign bit 2p -> bit 15, bit 2p+1 -> bit 31 (the two shifted copies do not overlap)
+                sw[p] = (s * ((1u << (15 - 2 * p)) + (1u << (30 - 2 * p)))) & 0x80008000u;
+            }
         }
 #pragma unroll
         for (int p = 0; p < 4; p++) {
-            // sign bit 2p -> bit 15, bit 2p+1 -> bit 31 (the two shifted copies do not overlap)
-            u32 sg = (s * ((1u << (15 - 2 * p)) + (1u << (30 - 2 * p)))) & 0x80008000u;
-            o[p] = h2_mul(mm[p] ^ sg, db2);
+            o[p] = h2_mul(mm[p] ^ sw[p], db2);
         }
     } else if (TY == T_Q2_K) {
         int s = (k0 >> 5) & 3;
@@ -2379,36 +2366,38 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc(GemmArgs a, int
     gemm_qs_p2_entry<1, true, 2>(a, ngroups, ctr, &gu, gq_smem);
 }
 
-// gemm_qs (f32 out), gemm_qs_guc and gemm_qs2_gu on IQ2_XXS weights with the grid as prmt
-// selectors (gq_build_g8, GV 1; `DS4_IQ2_G8=1`, off until measured): the same f16 values, so
-// the same bits. Separate entry points, so that the production kernels' machine code is not
+// gemm_qs (f32 out), gemm_qs_guc and gemm_qs2_gu on IQ2_XXS weights with the sign words from
+// a table (gq_build_sg, GV 1; `DS4_IQ2_SG=1`, off until measured): the same f16 values, so the
+// same bits. Dynamic shared memory: the grid's copies, the sign table's (GQ_SG_BYTES), then
+// gemm_qs_body's. Separate entry points, so that the production kernels' machine code is not
 // touched (tools/gpu/sass_diff.py).
+#define GQ_SG_BYTES (128 * GQ_SGREP * 16)
 template <int MB, bool H, int GU>
-__device__ __forceinline__ void gemm_qs_g8_entry(const GemmArgs& a, int ngroups, int* ctr, const GuArgs* gu, u8* gq_smem) {
+__device__ __forceinline__ void gemm_qs_sg_entry(const GemmArgs& a, int ngroups, int* ctr, const GuArgs* gu, u8* gq_smem) {
 #if WG_OK
     if (a.w.type != T_IQ2_XXS) __trap();
-    gq_build_g8((uint2*)gq_smem);  // (published by the tile table's barrier, as gq_grid_prologue's)
-    const uint4* g8 = (const uint4*)((const uint2*)gq_smem + (threadIdx.x & (GQ_G8REP - 1)));
-    static_assert(256 * GQ_G8REP * 8 == 256 * GQ_GREP * 16, "the selector copies take g16's place (session.rs gq_grid_bytes)");
-    gemm_qs_body<T_IQ2_XXS, MB, H, GU, false, 1>(a, ngroups, gq_smem + 256 * GQ_G8REP * 8, g8, ctr, gu);
+    // (both published by the tile table's barrier, as gq_grid_prologue's grid)
+    gq_build_g16<GQ_GREP>((uint4*)gq_smem);
+    gq_build_sg((uint4*)(gq_smem + 256 * GQ_GREP * 16));
+    gemm_qs_body<T_IQ2_XXS, MB, H, GU, false, 1>(a, ngroups, gq_smem + 256 * GQ_GREP * 16 + GQ_SG_BYTES, (const uint4*)gq_smem, ctr, gu);
 #else
     __trap();
 #endif
 }
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_g8(GemmArgs a, int ngroups, int* ctr) {
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_sg(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_g8_entry<1, false, 0>(a, ngroups, ctr, nullptr, gq_smem);
+    gemm_qs_sg_entry<1, false, 0>(a, ngroups, ctr, nullptr, gq_smem);
 }
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc_g8(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc_sg(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_g8_entry<1, true, 2>(a, ngroups, ctr, &gu, gq_smem);
+    gemm_qs_sg_entry<1, true, 2>(a, ngroups, ctr, &gu, gq_smem);
 }
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_gu_g8(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_gu_sg(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_g8_entry<2, true, 1>(a, ngroups, ctr, &gu, gq_smem);
+    gemm_qs_sg_entry<2, true, 1>(a, ngroups, ctr, &gu, gq_smem);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {

@@ -807,13 +807,10 @@ __device__ __forceinline__ double div_n(double a, int n) {
 #define HCF_NORM_GLOBAL 4  // the norm weights read where used, not staged (hc_finish: smem N * D floats)
 #define HCF_SK_LATER 8     // hc_finish: comb gets the logits, hc_sk_rows runs the Sinkhorn afterwards
 #define HCF_S_F16 16       // hc_finish_h: the state is stored as f16 (HC_S_F16)
-#define HCF_PLOAD 32       // hc_finish: every partial of a warp's mixes loaded before any sum
 // SK (HC_S_*): the state's storage. An f16 state is staged as it is stored (N * D halves,
 // D % 8 == 0: checked by the host) and the collapsed row goes to D floats after it; the
 // arithmetic on each value is the f32 path's (the f16 values widen exactly).
-// PL: HCF_PLOAD's form of the partials' loads (a template flag, so that hc_step's code is
-// not touched: it passes no flags)
-template <int SK = HC_S_F32, bool PL = false>
+template <int SK = HC_S_F32>
 __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, int ps, const double* pss, int nsplit, int M, int D,
                               int N, const float* __restrict__ scale, const float* __restrict__ base,
                               const float* __restrict__ norm_w, float eps, int iters, float hc_eps, float* post_out,
@@ -849,53 +846,22 @@ __device__ void hc_finish_tok(int t, const float* S, const float* pdot, int pm, 
     // shared memory per block instead of N + 1, three blocks per SM instead of two)
     auto nwt = [&](int d) { return norm_smem ? nsh[d] : __ldg(norm_w + d); };
     // the partials: every load issued before any sum (one memory round trip when nw > M)
-    if (PL && nsplit <= 32 && M + 1 <= 4 * nw) {
-        // HCF_PLOAD (prefill, 8 warps for M + 1 = 25 sums: four rounds below): the loads of
-        // all the warp's rounds first, then the sums, so one round trip instead of four; the
-        // same values added in the same order (the same bits)
-        float pa[4] = {0.f, 0.f, 0.f, 0.f};
-        double pd = 0.0;
-#pragma unroll
-        for (int r = 0; r < 4; r++) {
-            const int m = w + r * nw;
-            if (lane < nsplit) {
-                if (m < M) {
-                    const float* pp = pdot + (i64)t * M * nsplit + m * pm;
-                    pa[r] += ps == 1 ? __ldcg(pp + lane) : pp[(i64)lane * ps];
-                } else if (m == M) {
-                    pd += __ldcg(pss + (i64)t * nsplit + lane);
-                }
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < 4; r++) {
-            const int m = w + r * nw;
-            if (m < M) {
-                const float a = warp_sum(pa[r]);
-                if (lane == 0) mix_s[m] = a;
-            } else if (m == M) {
-                const double a = warp_sum_d(pd);
-                if (lane == 0) rs_s = 1.f / sqrtf((float)div_n(a, N * D) + eps);
-            }
-        }
-    } else {
-        for (int m = w; m <= M; m += nw) {
-            if (m < M) {
-                float a = 0.f;
-                const float* pp = pdot + (i64)t * M * nsplit + m * pm;
-                // ps == 1: written by other blocks of this launch (hc_step), so read from L2; else
-                // by an earlier launch, and the warps' strided loads share L1 lines
+    for (int m = w; m <= M; m += nw) {
+        if (m < M) {
+            float a = 0.f;
+            const float* pp = pdot + (i64)t * M * nsplit + m * pm;
+            // ps == 1: written by other blocks of this launch (hc_step), so read from L2; else
+            // by an earlier launch, and the warps' strided loads share L1 lines
 #pragma unroll 4
-                for (int s = lane; s < nsplit; s += 32) a += ps == 1 ? __ldcg(pp + s) : pp[(i64)s * ps];
-                a = warp_sum(a);
-                if (lane == 0) mix_s[m] = a;
-            } else {
-                double a = 0.0;
+            for (int s = lane; s < nsplit; s += 32) a += ps == 1 ? __ldcg(pp + s) : pp[(i64)s * ps];
+            a = warp_sum(a);
+            if (lane == 0) mix_s[m] = a;
+        } else {
+            double a = 0.0;
 #pragma unroll 4
-                for (int s = lane; s < nsplit; s += 32) a += __ldcg(pss + (i64)t * nsplit + s);
-                a = warp_sum_d(a);
-                if (lane == 0) rs_s = 1.f / sqrtf((float)div_n(a, N * D) + eps);
-            }
+            for (int s = lane; s < nsplit; s += 32) a += __ldcg(pss + (i64)t * nsplit + s);
+            a = warp_sum_d(a);
+            if (lane == 0) rs_s = 1.f / sqrtf((float)div_n(a, N * D) + eps);
         }
     }
     cp_wait<0>();
@@ -999,14 +965,9 @@ __device__ __forceinline__ void hc_finish_body(const float* S, const float* pdot
                                                int iters, float hc_eps, float* post_out, float* comb_out, float* xn_out,
                                                u16* h16a, u16* h16b, int h16flags, float* xsh) {
     // HCF_SK_LATER: the comb logits go to comb_out (as z_out) and warp 0 joins the collapse
-    if (h16flags & HCF_PLOAD)
-        hc_finish_tok<SK, true>(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out,
-                                comb_out, (h16flags & HCF_SK_LATER) ? comb_out : nullptr, xn_out, nullptr, nullptr, xsh, nullptr, h16a,
-                                h16b, h16flags, !(h16flags & HCF_NORM_GLOBAL));
-    else
-        hc_finish_tok<SK>(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out,
-                          comb_out, (h16flags & HCF_SK_LATER) ? comb_out : nullptr, xn_out, nullptr, nullptr, xsh, nullptr, h16a,
-                          h16b, h16flags, !(h16flags & HCF_NORM_GLOBAL));
+    hc_finish_tok<SK>(blockIdx.x, S, pdot, 1, M, pss, nsplit, M, D, N, scale, base, norm_w, eps, iters, hc_eps, post_out,
+                      comb_out, (h16flags & HCF_SK_LATER) ? comb_out : nullptr, xn_out, nullptr, nullptr, xsh, nullptr, h16a,
+                      h16b, h16flags, !(h16flags & HCF_NORM_GLOBAL));
 }
 extern "C" __global__ void __launch_bounds__(1024) hc_finish(HC_FINISH_PARAMS) {
     PDL_ENTRY;
