@@ -2824,8 +2824,11 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
         return if fork { main.and(gpu.join()) } else { main.and_then(|_| launch_gemm_qx(gpu, lo, gu, ngroups, bn, lo_kind)) };
     }
     // (GQ_FLAG_SG is the host's: it picks the entry point and is not passed on)
-    let sg = (a.flags & GQ_FLAG_SG != 0 || iq2_sg_on()) && a.w.ty == GgmlType::Iq2Xxs.id() as i32;
-    let a = GemmArgs { flags: a.flags & !GQ_FLAG_SG, ..a };
+    let iq2 = a.w.ty == GgmlType::Iq2Xxs.id() as i32;
+    let sgu = iq2 && (a.flags & GQ_FLAG_SGU != 0 || iq2_sg_mode() == 2);
+    let sg = iq2 && (a.flags & GQ_FLAG_SG != 0 || iq2_sg_mode() == 1) && !sgu;
+    let unr = a.flags & GQ_FLAG_U != 0 || qs_unroll_on();
+    let a = GemmArgs { flags: a.flags & !(GQ_FLAG_SG | GQ_FLAG_SGU | GQ_FLAG_U), ..a };
     if kind == GqKernel::Qs4 && !qs4_type_ok(a.w.ty) {
         return Err(CudaError::Other("gemm_qs4: IQ2_XXS, Q2_K or Q4_K weights only".into()));
     }
@@ -2902,6 +2905,14 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
         "gemm_qs" if sg => ("gemm_qs_sg", smem + GQ_SG_BYTES),
         "gemm_qs_guc" if sg => ("gemm_qs_guc_sg", smem + GQ_SG_BYTES),
         "gemm_qs2_gu" if sg => ("gemm_qs2_gu_sg", smem + GQ_SG_BYTES),
+        "gemm_qs" if sgu => ("gemm_qs_sgu", smem + GQ_SG_BYTES),
+        "gemm_qs_guc" if sgu => ("gemm_qs_guc_sgu", smem + GQ_SG_BYTES),
+        "gemm_qs2_gu" if sgu => ("gemm_qs2_gu_sgu", smem + GQ_SG_BYTES),
+        // (DS4_QS_U / GQ_FLAG_U: the plain launches' K loop unrolled, every type)
+        "gemm_qs" if unr => ("gemm_qs_u", smem),
+        "gemm_qs2" if unr => ("gemm_qs2_u", smem),
+        "gemm_qs_y16" if unr => ("gemm_qs_y16_u", smem),
+        "gemm_qs2_y16" if unr => ("gemm_qs2_y16_u", smem),
         n => (n, smem),
     };
     let args = Args::new().a(a).a(ng as i32);
@@ -2911,22 +2922,41 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
     gpu.launch(name, (grid as u32, 1, 1), threads, smem as u32, args)
 }
 
-/// Host-only gemm_qs flag: IQ2_XXS tiles on the `_sg` entry points (gemm_qs_sg, gemm_qs_guc_sg,
-/// gemm_qs2_gu_sg: the sign words from a table, the same bits; launch_gemm_qx takes it off the
-/// kernel's flags). The kernel bench sets it per launch; `DS4_IQ2_SG=1` (iq2_sg_on) everywhere.
+/// Host-only gemm_qs flags: IQ2_XXS tiles on the `_sg` entry points (gemm_qs_sg, gemm_qs_guc_sg,
+/// gemm_qs2_gu_sg: the sign words from a table, the same bits) or the `_sgu` ones (also the K
+/// loop unrolled over each super-block); launch_gemm_qx takes them off the kernel's flags. The
+/// kernel bench sets them per launch; `DS4_IQ2_SG=1` / `=2` (iq2_sg_mode) everywhere.
 pub(crate) const GQ_FLAG_SG: i32 = 1 << 29;
+pub(crate) const GQ_FLAG_SGU: i32 = 1 << 30;
+/// Host-only gemm_qs flag: the plain (not gate + up) gemm_qs / gemm_qs2 launches of every type
+/// on their `_u` entry points (qs_kloop unrolled over each super-block, the same bits); the
+/// kernel bench sets it per launch, `DS4_QS_U=1` (qs_unroll_on) everywhere.
+pub(crate) const GQ_FLAG_U: i32 = 1 << 20;
+
+/// The `_u` expert GEMMs (`DS4_QS_U=1`; read once; off until measured). Why: the K step's
+/// instruction count bounds gemm_qs (session 59), and unrolled over a super-block its stage
+/// arithmetic is constants (IQ2_XXS: 105 -> 76 instructions per step with the sign table).
+pub(crate) fn qs_unroll_on() -> bool {
+    env_is!("DS4_QS_U", "1")
+}
 
 /// The sign table's bytes in the `_sg` kernels' shared memory (matmul.cuh GQ_SG_BYTES: 128
 /// entries x 4 copies x 16 bytes).
 pub(crate) const GQ_SG_BYTES: usize = 128 * 4 * 16;
 
-/// The IQ2_XXS expert GEMMs with their sign words from a table (`DS4_IQ2_SG=1`; read once; off
-/// until measured). Why: session 59 found gemm_qs's K step bound by its instruction count (four
+/// The IQ2_XXS expert GEMMs with their sign words from a table (`DS4_IQ2_SG=1`), also with the K
+/// loop unrolled over each super-block (`=2`); read once; off until measured. Why: session 59 found gemm_qs's K step bound by its instruction count (four
 /// prmt per grid lookup in place of a 16-byte load: 19 % more instructions, 1.3x the time), and
 /// the table takes 9 instructions per row and step (a shift, the parity, four spreading
-/// multiplies) down to a rotate, a mask and a load.
-pub(crate) fn iq2_sg_on() -> bool {
-    env_is!("DS4_IQ2_SG", "1")
+/// multiplies) down to a rotate, a mask and a load; the unrolled loop makes the step's stage
+/// arithmetic constants.
+pub(crate) fn iq2_sg_mode() -> u8 {
+    static V: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    *V.get_or_init(|| match std::env::var("DS4_IQ2_SG").as_deref() {
+        Ok("1") => 1,
+        Ok("2") => 2,
+        _ => 0,
+    })
 }
 
 /// Copies of the f16 IQ2_XXS grid in gemm_qr / gemm_qs (`GQ_GREP` in matmul.cuh: the kernel

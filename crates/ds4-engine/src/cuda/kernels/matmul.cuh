@@ -1155,7 +1155,7 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
         u32 A = q.x, B = q.y;
         u32 db2 = h2_mul(iq2_sub_scale(B >> 28), dh | (dh << 16));
         u32 mm[4], sw[4];
-        if constexpr (GV == 1) {
+        if constexpr ((GV & 1) != 0) {
             // byte offsets: grid entry gi of copy lane % 8 at (gi * 8 + c) * 16 (rotr puts A's
             // byte g at bits 7-14), sign entry s of copy lane % 4 at (s * 4 + c) * 16 (B's bits
             // 7g .. 7g + 6 at 6-12); 8g - 7 and 7g - 6 taken mod 32 by the rotate
@@ -1967,9 +1967,53 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
             }
         }
     };
-    for (int kt = 0; kt < nk; kt += 2) {
-        step(kt, fa, fb);
-        if (kt + 1 < nk) step(kt + 1, fb, fa);
+    if constexpr ((GV & 2) != 0) {
+        // GV 2: the loop unrolled over a super-block of GR_ST steps, so that each step's stage,
+        // its barriers' offsets and its raw slot are constants and the phase parity is one per
+        // super-block (G and nk are multiples of GR_ST: the tile table's invariant). Why: the
+        // step's instruction count bounds gemm_qs (session 59), and ~30 of its ~105 were this
+        // bookkeeping (uniform stage arithmetic, the kt guards). The same products and
+        // dequantization in the same order: the same bits.
+        const u32 par0 = (G / GR_ST) & 1;
+        auto stepu = [&](int kt8, auto U, u32 (&cur)[MB][2][4], u32 (&nxt)[MB][2][4]) {
+            constexpr int u = decltype(U)::value;
+            const u64 db = db0 + (u64)((u * XS) >> 4);
+            wg_fence();
+#pragma unroll
+            for (int b = 0; b < MB; b++) {
+                wg_mma_rs<N>(acc[b], cur[b][0], db);
+                wg_mma_rs<N>(acc[b], cur[b][1], db + 2);
+            }
+            wg_commit();
+            wg_wait1();
+            if (u > 0 || kt8 > 0) {
+                __syncwarp();
+                if (lane == 0) mbar_arrive(empty + 8 * ((u + GR_ST - 1) % GR_ST));
+            }
+            if (u + 1 < GR_ST || kt8 + GR_ST < nk) {
+                constexpr int sn = (u + 1) % GR_ST;
+                mbar_wait(full + 8 * sn, par0 ^ (((u32)kt8 / GR_ST + (u + 1 == GR_ST ? 1u : 0u)) & 1));
+#pragma unroll
+                for (int b = 0; b < MB; b++)
+                    qr_deq<TY, RB, QSW<TY>::PAIR, GV>(wst + sn / P * WS, r0[b], grp, (kt8 + u + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b], sn % P);
+            }
+        };
+        static_assert(GR_ST == 8, "the unrolled super-block is 8 steps");
+        for (int kt8 = 0; kt8 < nk; kt8 += GR_ST) {
+            stepu(kt8, IC<0>{}, fa, fb);
+            stepu(kt8, IC<1>{}, fb, fa);
+            stepu(kt8, IC<2>{}, fa, fb);
+            stepu(kt8, IC<3>{}, fb, fa);
+            stepu(kt8, IC<4>{}, fa, fb);
+            stepu(kt8, IC<5>{}, fb, fa);
+            stepu(kt8, IC<6>{}, fa, fb);
+            stepu(kt8, IC<7>{}, fb, fa);
+        }
+    } else {
+        for (int kt = 0; kt < nk; kt += 2) {
+            step(kt, fa, fb);
+            if (kt + 1 < nk) step(kt + 1, fb, fa);
+        }
     }
     wg_wait0();
     __syncwarp();
@@ -2237,12 +2281,12 @@ __device__ __forceinline__ const uint4* gq_grid_prologue(const GemmArgs& a, u8*&
     }
     return g16r + (threadIdx.x & (GQ_GREP - 1));
 }
-template <int MB, bool QS, bool H>
+template <int MB, bool QS, bool H, int GV = 0>
 __device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
     if (!WG_OK) __trap();
     const uint4* g16 = gq_grid_prologue(a, smem);
 #define QX_BODY(TY)                                                   \
-    if constexpr (QS) gemm_qs_body<TY, MB, H>(a, ngroups, smem, g16, ctr); \
+    if constexpr (QS) gemm_qs_body<TY, MB, H, 0, false, GV>(a, ngroups, smem, g16, ctr); \
     else gemm_qr_body<TY, MB, H>(a, ngroups, smem, g16, ctr);
     switch (a.w.type) {
         case T_Q8_0: QX_BODY(T_Q8_0) break;
@@ -2368,36 +2412,74 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc(GemmArgs a, int
 
 // gemm_qs (f32 out), gemm_qs_guc and gemm_qs2_gu on IQ2_XXS weights with the sign words from
 // a table (gq_build_sg, GV 1; `DS4_IQ2_SG=1`, off until measured): the same f16 values, so the
-// same bits. Dynamic shared memory: the grid's copies, the sign table's (GQ_SG_BYTES), then
-// gemm_qs_body's. Separate entry points, so that the production kernels' machine code is not
+// same bits; the `_sgu` forms also with qs_kloop unrolled over each super-block (GV 2,
+// `DS4_IQ2_SG=2`). Dynamic shared memory: the grid's copies, the sign table's (GQ_SG_BYTES),
+// then gemm_qs_body's. Separate entry points, so that the production kernels' machine code is not
 // touched (tools/gpu/sass_diff.py).
 #define GQ_SG_BYTES (128 * GQ_SGREP * 16)
-template <int MB, bool H, int GU>
+template <int MB, bool H, int GU, int GV>
 __device__ __forceinline__ void gemm_qs_sg_entry(const GemmArgs& a, int ngroups, int* ctr, const GuArgs* gu, u8* gq_smem) {
 #if WG_OK
     if (a.w.type != T_IQ2_XXS) __trap();
     // (both published by the tile table's barrier, as gq_grid_prologue's grid)
     gq_build_g16<GQ_GREP>((uint4*)gq_smem);
     gq_build_sg((uint4*)(gq_smem + 256 * GQ_GREP * 16));
-    gemm_qs_body<T_IQ2_XXS, MB, H, GU, false, 1>(a, ngroups, gq_smem + 256 * GQ_GREP * 16 + GQ_SG_BYTES, (const uint4*)gq_smem, ctr, gu);
+    gemm_qs_body<T_IQ2_XXS, MB, H, GU, false, GV>(a, ngroups, gq_smem + 256 * GQ_GREP * 16 + GQ_SG_BYTES, (const uint4*)gq_smem, ctr, gu);
 #else
     __trap();
 #endif
 }
+// gemm_qs / gemm_qs2 (f32 or f16 out, every type) with qs_kloop unrolled over each
+// super-block (GV 2, `DS4_QS_U=1`, off until measured; the same bits).
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_u(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qx_dispatch<1, true, false, 2>(a, ngroups, gq_smem, ctr);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_u(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qx_dispatch<2, true, false, 2>(a, ngroups, gq_smem, ctr);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_y16_u(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qx_dispatch<1, true, true, 2>(a, ngroups, gq_smem, ctr);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_y16_u(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qx_dispatch<2, true, true, 2>(a, ngroups, gq_smem, ctr);
+}
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_sg(GemmArgs a, int ngroups, int* ctr) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_sg_entry<1, false, 0>(a, ngroups, ctr, nullptr, gq_smem);
+    gemm_qs_sg_entry<1, false, 0, 1>(a, ngroups, ctr, nullptr, gq_smem);
 }
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc_sg(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_sg_entry<1, true, 2>(a, ngroups, ctr, &gu, gq_smem);
+    gemm_qs_sg_entry<1, true, 2, 1>(a, ngroups, ctr, &gu, gq_smem);
 }
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_gu_sg(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_sg_entry<2, true, 1>(a, ngroups, ctr, &gu, gq_smem);
+    gemm_qs_sg_entry<2, true, 1, 1>(a, ngroups, ctr, &gu, gq_smem);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_sgu(GemmArgs a, int ngroups, int* ctr) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qs_sg_entry<1, false, 0, 3>(a, ngroups, ctr, nullptr, gq_smem);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc_sgu(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qs_sg_entry<1, true, 2, 3>(a, ngroups, ctr, &gu, gq_smem);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_gu_sgu(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
+    PDL_ENTRY;
+    extern __shared__ __align__(1024) u8 gq_smem[];
+    gemm_qs_sg_entry<2, true, 1, 3>(a, ngroups, ctr, &gu, gq_smem);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
