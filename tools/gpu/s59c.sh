@@ -19,11 +19,11 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 KB_TIMEOUT=240 kx "$BIN" 8192 "DS4_KBENCH_CASE=exp_" e8192 > /dev/null
 grep -E "^exp_|grouped_qs|gu (sg|QsSplit st)|FAIL|rror|panic" "$OUT/kbench_exp_e8192.txt" | cut -c1-24,38-230
 keep kbench_exp_e8192.txt
+synth_wait
+for v in X=1 "DS4_IQ2_SG=2 DS4_QS_U=1" DS4_HC_TOKENS=64 DS4_IQ2_SG=2 DS4_QS_U=1 DS4_IQ2_SG=1 X=1 "DS4_IQ2_SG=2 DS4_QS_U=1"; do
+  prompt_ab "$v" 8192
+done
 F="DS4_MOE_SMALL=0 DS4_GEMM_QR_MIN=0 DS4_IQ2_SG=2 DS4_QS_U=1"
 fixtures_in "$F"
 verify_summary "$(verify_file "$F")"
-synth_wait
-for v in X=1 DS4_HC_TOKENS=64 DS4_IQ2_SG=1 DS4_IQ2_SG=2 DS4_QS_U=1 "DS4_IQ2_SG=2 DS4_QS_U=1" X=1 "DS4_IQ2_SG=2 DS4_QS_U=1"; do
-  prompt_ab "$v" 8192
-done
 [ "$SECONDS" -lt "${SWEEP_BY:-420}" ] && sweep_whole
