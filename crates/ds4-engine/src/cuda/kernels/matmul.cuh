@@ -1154,7 +1154,6 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
         u32 dh = *(const u16*)(R + 8 + hs);
         u32 A = q.x, B = q.y;
         u32 db2 = h2_mul(iq2_sub_scale(B >> 28), dh | (dh << 16));
-        u32 mm[4], sw[4];
         if constexpr ((GV & 1) != 0) {
             // byte offsets: grid entry gi of copy lane % 8 at (gi * 8 + c) * 16 (rotr puts A's
             // byte g at bits 7-14), sign entry s of copy lane % 4 at (s * 4 + c) * 16 (B's bits
@@ -1164,23 +1163,22 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
             const uint4 m = *(const uint4*)(gb + ((rotr32(A, 8 * g - 7) & 0x7f80u) | ((lane & 7) << 4)));
             static_assert(GS == 8 && GQ_SGREP == 4, "the offsets' copy fields are 3 and 2 bits");
             const uint4 sg4 = *(const uint4*)(gb + 256 * GS * 16 + ((rotr32(B, 7 * g - 6) & 0x1fc0u) | ((lane & 3) << 4)));
-            mm[0] = m.x; mm[1] = m.y; mm[2] = m.z; mm[3] = m.w;
-            sw[0] = sg4.x; sw[1] = sg4.y; sw[2] = sg4.z; sw[3] = sg4.w;
+            o[0] = h2_mul(m.x ^ sg4.x, db2);
+            o[1] = h2_mul(m.y ^ sg4.y, db2);
+            o[2] = h2_mul(m.z ^ sg4.z, db2);
+            o[3] = h2_mul(m.w ^ sg4.w, db2);
         } else {
             int gi = (A >> (8 * g)) & 255;
             u32 s = (B >> (7 * g)) & 127;
             s |= (u32)(__popc(s) & 1) << 7;
-            const uint4 m = g16[gi * GS];
-            mm[0] = m.x; mm[1] = m.y; mm[2] = m.z; mm[3] = m.w;
+            uint4 m = g16[gi * GS];
+            u32 mm[4] = {m.x, m.y, m.z, m.w};
 #pragma unroll
             for (int p = 0; p < 4; p++) {
                 // sign bit 2p -> bit 15, bit 2p+1 -> bit 31 (the two shifted copies do not overlap)
-                sw[p] = (s * ((1u << (15 - 2 * p)) + (1u << (30 - 2 * p)))) & 0x80008000u;
+                u32 sg = (s * ((1u << (15 - 2 * p)) + (1u << (30 - 2 * p)))) & 0x80008000u;
+                o[p] = h2_mul(mm[p] ^ sg, db2);
             }
-        }
-#pragma unroll
-        for (int p = 0; p < 4; p++) {
-            o[p] = h2_mul(mm[p] ^ sw[p], db2);
         }
     } else if (TY == T_Q2_K) {
         int s = (k0 >> 5) & 3;
