@@ -45,7 +45,6 @@ fn shared_constants() -> Vec<(&'static str, &'static str, i64)> {
         ("QSW<T_Q2_K>::RB", "qs_slot_row_bytes", rb(Q2K)),
         ("QSW<T_Q4_K>::RB", "qs_slot_row_bytes", rb(Q4K)),
         ("GU_XCH", "GU_XCH", s::GU_XCH as i64),
-        ("GQ_SG_BYTES", "GQ_SG_BYTES", s::GQ_SG_BYTES as i64),
         ("GQR<T_IQ2_XXS>::RB", "gq_raw_bytes", s::gq_raw_bytes(Iq2Xxs.id() as i32) as i64),
         ("GQR<T_Q2_K>::RB", "gq_raw_bytes", s::gq_raw_bytes(Q2K.id() as i32) as i64),
         ("GQR<T_Q4_K>::RB", "gq_raw_bytes", s::gq_raw_bytes(Q4K.id() as i32) as i64),
@@ -108,7 +107,7 @@ pub fn kernel_source() -> String {
 
 /// Names of every `extern "C"` kernel in the source (checked by the NVRTC test).
 pub const KERNELS: &[&str] = &[
-    "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gq_ks_sum", "gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2", "gemm_qs4", "gemm_qr_y16", "gemm_qr2_y16", "gemm_qs_y16", "gemm_qs2_y16", "gemm_qs4_y16", "gemm_qs_gu", "gemm_qs2_gu", "gemm_qs_guc", "gemm_qs_dg", "gemm_qs_sg", "gemm_qs_guc_sg", "gemm_qs2_gu_sg", "gemm_qs_sgu", "gemm_qs_guc_sgu", "gemm_qs2_gu_sgu", "gemm_qs_u", "gemm_qs2_u", "gemm_qs_y16_u", "gemm_qs2_y16_u",
+    "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gq_ks_sum", "gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2", "gemm_qs4", "gemm_qr_y16", "gemm_qr2_y16", "gemm_qs_y16", "gemm_qs2_y16", "gemm_qs4_y16", "gemm_qs_gu", "gemm_qs2_gu", "gemm_qs_guc", "gemm_qs_dg",
     "repack_blocks", "dequant_rows", "embed_rows", "embed_rows_h",
     "hc_post_mix", "hc_post_mix4", "hc_post_mma", "hc_post_mma8", "hc_post_mma8_y", "hc_post_mma8_h", "hc_post_mma8_hy", "hc_post_mma8_hp", "hc_post_mma8_hyp", "hc_finish", "hc_finish_h", "hc_sk_rows", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "e2m1_check", "idx_score", "idx_score_w", "topk_select", "topk_cluster",
     "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_grp_count", "moe_grp_place", "moe_mid", "moe_mid_h", "moe_combine", "argmax_excl", "near_max", "topk_logits", "topk_pairs", "copy_f4", "read_f4",
@@ -507,10 +506,6 @@ impl Gpu {
         // (gemm_qs_gu / gemm_qs2_gu: + 32 KB of accumulator exchange, 213 KB at most)
         for k in ["gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2", "gemm_qs4", "gemm_qr_y16", "gemm_qr2_y16", "gemm_qs_y16", "gemm_qs2_y16", "gemm_qs4_y16", "gemm_qs_gu", "gemm_qs2_gu", "gemm_qs_guc", "gemm_qs_dg"] {
             g.set_max_smem(k, 220 * 1024)?;
-        }
-        // (the `_sg` kernels: + 8 KB of sign table; gemm_qs_guc_sg takes 221 KB)
-        for k in ["gemm_qs_sg", "gemm_qs_guc_sg", "gemm_qs2_gu_sg", "gemm_qs_sgu", "gemm_qs_guc_sgu", "gemm_qs2_gu_sgu", "gemm_qs_u", "gemm_qs2_u", "gemm_qs_y16_u", "gemm_qs2_y16_u"] {
-            g.set_max_smem(k, 227 * 1024)?;
         }
         // moe_small's staged chunks: MVQS_ST stages of weight rows, x and factors
         g.set_max_smem(super::session::MVQS_KERNEL, super::session::mvqs_smem_max() as i32)?;

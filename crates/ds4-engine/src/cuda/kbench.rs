@@ -1452,39 +1452,6 @@ fn exp_bench(gpu: &Gpu) -> Result<()> {
                             _ => {}
                         }
                     }
-                    // gemm_qs_u / gemm_qs2_u (the K loop unrolled over each super-block, DS4_QS_U):
-                    // gemm_qr's / gemm_qr2's bits expected
-                    for (label, kind, base_bits) in [("grouped_qs u", GqKernel::Qs, &hqr), ("grouped_qs2 u", GqKernel::Qs2, &hqr2)] {
-                        use super::session::GQ_FLAG_U;
-                        let Some(q) = base_bits else { continue };
-                        let base = time(reps, &|| launch_gemm_q_kernel(gpu, gh(x16p.ptr), GEMM_E, bn, kind))?;
-                        let au = GemmArgs { flags: gh(x16p.ptr).flags | GQ_FLAG_U, ..gh(x16p.ptr) };
-                        let (hu, msu, sameu) = measure(&yblas, &|| launch_gemm_q_kernel(gpu, au, GEMM_E, bn, kind))?;
-                        let n = hu.iter().zip(q).filter(|(p, q)| p.to_bits() != q.to_bits()).count();
-                        println!(
-                            "{:<30} {:>5} {:<12} {:>9.3} {kind:?} {base:.3} ms -> {:.3}x; repeat={} {}{}",
-                            "", "", label, msu, base / msu, if sameu { "same" } else { "DIFFERENT" },
-                            if n == 0 { format!("bits=={}", if kind == GqKernel::Qs2 { "qr2" } else { "qr" }) } else { format!("BITS!= ({n} differ)") },
-                            if n == 0 && sameu { "" } else { "  FAIL" }
-                        );
-                    }
-                    // gemm_qs_sg / _sgu (the sign words from a table; _sgu also its K loop unrolled
-                    // over each super-block; DS4_IQ2_SG): gemm_qr's bits expected
-                    if let (true, Some(q)) = (m.wmat().ty == GgmlType::Iq2Xxs.id() as i32, &hqr) {
-                        use super::session::{GQ_FLAG_SG, GQ_FLAG_SGU};
-                        let base = time(reps, &|| launch_gemm_q_kernel(gpu, gh(x16p.ptr), GEMM_E, bn, GqKernel::Qs))?;
-                        for (label, f) in [("grouped_qs sg", GQ_FLAG_SG), ("grouped_qs sgu", GQ_FLAG_SGU)] {
-                            let sg = GemmArgs { flags: gh(x16p.ptr).flags | f, ..gh(x16p.ptr) };
-                            let (h8, ms8, same8) = measure(&yblas, &|| launch_gemm_q_kernel(gpu, sg, GEMM_E, bn, GqKernel::Qs))?;
-                            let n = h8.iter().zip(q).filter(|(p, q)| p.to_bits() != q.to_bits()).count();
-                            println!(
-                                "{:<30} {:>5} {:<12} {:>9.3} gemm_qs {base:.3} ms -> {:.3}x; repeat={} {}{}",
-                                "", "", label, ms8, base / ms8, if same8 { "same" } else { "DIFFERENT" },
-                                if n == 0 { "bits==qr".to_string() } else { format!("BITS!=qr ({n} differ)") },
-                                if n == 0 && same8 { "" } else { "  FAIL" }
-                            );
-                        }
-                    }
                     // gemm_qs with parts of its K step left out (gemm_qs_dg; time only): what
                     // bounds its tiles (session 56's Nsight Compute: L2 71 %, SM 63 %)
                     if m.wmat().ty == GgmlType::Iq2Xxs.id() as i32 {
@@ -1687,28 +1654,6 @@ fn gu_rows(gpu: &Gpu, ty: GgmlType, cols: usize, rows: usize, hg: &[f32], pairs:
         }
     }
     println!("{:<30} {:>5} {:<12} {:>9.3}", "", "", "gu moe_mid", time_ms(gpu, reps, &mid)?);
-    // IQ2_XXS: the split's fused launches as the session runs them (gemm_qs_guc + gemm_qs2_gu)
-    // on the `_sg` entry points (the sign words from a table, DS4_IQ2_SG): the same mids bit for
-    // bit, and the time against the production entry points in the same run
-    if ty == GgmlType::Iq2Xxs && super::session::gu_kind_ok(GqKernel::QsSplit) {
-        use super::session::{GQ_FLAG_SG, GQ_FLAG_SGU};
-        fused(GqKernel::QsSplit, 0, true)?;
-        let h0 = get16(&mgu)?;
-        let ms_0 = time_ms(gpu, reps, &|| fused(GqKernel::QsSplit, 0, true))?;
-        for (label, f) in [("gu sg", GQ_FLAG_SG), ("gu sgu", GQ_FLAG_SGU)] {
-            gpu.htod(mgu.ptr, &vec![0xffffu16; n])?;
-            fused(GqKernel::QsSplit, f, true)?;
-            let h8 = get16(&mgu)?;
-            let diff = h0.iter().zip(&h8).filter(|(a, b)| a != b).count();
-            let ms_8 = time_ms(gpu, reps, &|| fused(GqKernel::QsSplit, f, true))?;
-            let same = get16(&mgu)? == h8;
-            println!(
-                "{:<30} {:>5} {:<12} {:>9.3} gate+up fused {ms_0:.3} ms -> {:.3}x; f16 mids differing {diff} of {n}, repeat={}{}",
-                "", "", label, ms_8, ms_0 / ms_8.max(1e-9), if same { "same" } else { "DIFFERENT" },
-                if diff == 0 && same { "" } else { "  FAIL" }
-            );
-        }
-    }
     Ok(())
 }
 

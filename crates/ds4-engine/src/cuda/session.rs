@@ -1370,10 +1370,12 @@ pub(crate) const HC_MMA8_SMEM: usize = hc_mma_smem(8);
 /// slices (their grid: split x t / this; each block stages its slice's fn fragments once, then
 /// walks its tokens in groups of 8 or 16): `DS4_HC_TOKENS=N` (a multiple of 16, 16..=1024; read
 /// once), else the largest of 256 / 128 / 64 that still gives the grid 6 blocks per SM (~1.5
-/// waves at hc_post_mma8's 4 per SM). Kernel bench at T 8192 (H100, session 59), 64 / 128 / 256
+/// waves at hc_post_mma8's 4 per SM). Why: each block's fn staging is paid per block; more
+/// tokens per block amortize it. Kernel bench at T 8192 (H100, session 59), 64 / 128 / 256
 /// tokens: hc_post_mma8_hp 0.457 / 0.417 / 0.396 ms, _hyp 0.594 / 0.554 / 0.536; the q2 model's
 /// 8K prompt (28 layers) 20,209 / 20,187 t/s at 64, 20,258 / 20,323 at 128, 20,406 / 20,325 at
-/// 256, the same greedy tokens. The floor of 64 keeps small batches' grids as they were.
+/// 256, and in a second call 19,935 / 20,171 under this default against 19,814 at 64; the same
+/// greedy tokens throughout. The floor of 64 keeps small batches' grids as they were.
 fn hc_tokens(t: usize, split: usize, sms: usize) -> usize {
     static V: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     let forced = *V.get_or_init(|| std::env::var("DS4_HC_TOKENS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n % 16 == 0 && (16..=1024).contains(&n)));
@@ -2823,12 +2825,6 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
         // (the branch is joined whatever the main launches returned)
         return if fork { main.and(gpu.join()) } else { main.and_then(|_| launch_gemm_qx(gpu, lo, gu, ngroups, bn, lo_kind)) };
     }
-    // (GQ_FLAG_SG is the host's: it picks the entry point and is not passed on)
-    let iq2 = a.w.ty == GgmlType::Iq2Xxs.id() as i32;
-    let sgu = iq2 && (a.flags & GQ_FLAG_SGU != 0 || iq2_sg_mode() == 2);
-    let sg = iq2 && (a.flags & GQ_FLAG_SG != 0 || iq2_sg_mode() == 1) && !sgu;
-    let unr = a.flags & GQ_FLAG_U != 0 || qs_unroll_on();
-    let a = GemmArgs { flags: a.flags & !(GQ_FLAG_SG | GQ_FLAG_SGU | GQ_FLAG_U), ..a };
     if kind == GqKernel::Qs4 && !qs4_type_ok(a.w.ty) {
         return Err(CudaError::Other("gemm_qs4: IQ2_XXS, Q2_K or Q4_K weights only".into()));
     }
@@ -2899,64 +2895,11 @@ fn launch_gemm_qx(gpu: &Gpu, a: GemmArgs, gu: Option<(GuArgs, bool)>, ngroups: u
         (GqKernel::Mma, 128, _) => "gemm_q128",
         _ => "gemm_q64",
     };
-    // the IQ2_XXS sign words from a table (matmul.cuh gq_build_sg): where an entry point has
-    // it, with the table's bytes after the grid's
-    let (name, smem) = match name {
-        "gemm_qs" if sg => ("gemm_qs_sg", smem + GQ_SG_BYTES),
-        "gemm_qs_guc" if sg => ("gemm_qs_guc_sg", smem + GQ_SG_BYTES),
-        "gemm_qs2_gu" if sg => ("gemm_qs2_gu_sg", smem + GQ_SG_BYTES),
-        "gemm_qs" if sgu => ("gemm_qs_sgu", smem + GQ_SG_BYTES),
-        "gemm_qs_guc" if sgu => ("gemm_qs_guc_sgu", smem + GQ_SG_BYTES),
-        "gemm_qs2_gu" if sgu => ("gemm_qs2_gu_sgu", smem + GQ_SG_BYTES),
-        // (DS4_QS_U / GQ_FLAG_U: the plain launches' K loop unrolled, every type)
-        "gemm_qs" if unr => ("gemm_qs_u", smem),
-        "gemm_qs2" if unr => ("gemm_qs2_u", smem),
-        "gemm_qs_y16" if unr => ("gemm_qs_y16_u", smem),
-        "gemm_qs2_y16" if unr => ("gemm_qs2_y16_u", smem),
-        n => (n, smem),
-    };
     let args = Args::new().a(a).a(ng as i32);
     let args = if mb > 0 { args.a(if qr_sched_dyn() { gpu.qr_counter()? } else { 0u64 }) } else { args };
     let args = if let Some((g, _)) = gu { args.a(g) } else { args };
     let threads = if matches!(kind, GqKernel::Qs | GqKernel::Qs2 | GqKernel::Qs4) { QS_THREADS } else { 256 };
     gpu.launch(name, (grid as u32, 1, 1), threads, smem as u32, args)
-}
-
-/// Host-only gemm_qs flags: IQ2_XXS tiles on the `_sg` entry points (gemm_qs_sg, gemm_qs_guc_sg,
-/// gemm_qs2_gu_sg: the sign words from a table, the same bits) or the `_sgu` ones (also the K
-/// loop unrolled over each super-block); launch_gemm_qx takes them off the kernel's flags. The
-/// kernel bench sets them per launch; `DS4_IQ2_SG=1` / `=2` (iq2_sg_mode) everywhere.
-pub(crate) const GQ_FLAG_SG: i32 = 1 << 29;
-pub(crate) const GQ_FLAG_SGU: i32 = 1 << 30;
-/// Host-only gemm_qs flag: the plain (not gate + up) gemm_qs / gemm_qs2 launches of every type
-/// on their `_u` entry points (qs_kloop unrolled over each super-block, the same bits); the
-/// kernel bench sets it per launch, `DS4_QS_U=1` (qs_unroll_on) everywhere.
-pub(crate) const GQ_FLAG_U: i32 = 1 << 20;
-
-/// The `_u` expert GEMMs (`DS4_QS_U=1`; read once; off until measured). Why: the K step's
-/// instruction count bounds gemm_qs (session 59), and unrolled over a super-block its stage
-/// arithmetic is constants (IQ2_XXS: 105 -> 76 instructions per step with the sign table).
-pub(crate) fn qs_unroll_on() -> bool {
-    env_is!("DS4_QS_U", "1")
-}
-
-/// The sign table's bytes in the `_sg` kernels' shared memory (matmul.cuh GQ_SG_BYTES: 128
-/// entries x 4 copies x 16 bytes).
-pub(crate) const GQ_SG_BYTES: usize = 128 * 4 * 16;
-
-/// The IQ2_XXS expert GEMMs with their sign words from a table (`DS4_IQ2_SG=1`), also with the K
-/// loop unrolled over each super-block (`=2`); read once; off until measured. Why: session 59 found gemm_qs's K step bound by its instruction count (four
-/// prmt per grid lookup in place of a 16-byte load: 19 % more instructions, 1.3x the time), and
-/// the table takes 9 instructions per row and step (a shift, the parity, four spreading
-/// multiplies) down to a rotate, a mask and a load; the unrolled loop makes the step's stage
-/// arithmetic constants.
-pub(crate) fn iq2_sg_mode() -> u8 {
-    static V: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
-    *V.get_or_init(|| match std::env::var("DS4_IQ2_SG").as_deref() {
-        Ok("1") => 1,
-        Ok("2") => 2,
-        _ => 0,
-    })
 }
 
 /// Copies of the f16 IQ2_XXS grid in gemm_qr / gemm_qs (`GQ_GREP` in matmul.cuh: the kernel

@@ -1108,35 +1108,9 @@ __device__ __forceinline__ void gq_build_g16(uint4* g16) {
     }
 }
 
-// The IQ2_XXS sign words (GV 1, `DS4_IQ2_SG`): entry s (the 7 stored sign bits of a group of
-// 8) holds the 4 XOR masks gq_deqh derives from s and its parity bit (sign bit 2p of the 8 at
-// bit 15 of word p, bit 2p + 1 at bit 31), in GQ_SGREP copies after the grid's (entry s of copy
-// c at sgn[s * GQ_SGREP + c]). Why: gemm_qs's consumer step is bound by its instruction count
-// (session 59: 19 % more instructions per K step made gemm_qs 1.3x slower), and the parity,
-// the shift and the four spreading multiplies (9 per row and step) become one 16-byte load.
-// 4 copies (8 KB; gemm_qs_guc's 213 KB leave no room for 8): lanes l and l + 4 of a phase share
-// a copy, so a load takes ~1.5 wavefronts per phase.
-#define GQ_SGREP 4
-__device__ __forceinline__ void gq_build_sg(uint4* sgn) {
-    for (int i = threadIdx.x; i < 128 * GQ_SGREP; i += blockDim.x) {
-        u32 sv = (u32)(i / GQ_SGREP);
-        sv |= (u32)(__popc(sv) & 1) << 7;
-        u32 w[4];
-#pragma unroll
-        for (int p = 0; p < 4; p++) w[p] = (sv * ((1u << (15 - 2 * p)) + (1u << (30 - 2 * p)))) & 0x80008000u;
-        sgn[i] = make_uint4(w[0], w[1], w[2], w[3]);
-    }
-}
-// A rotate right by n (mod 32): the table offsets below take a field of A / B to its byte
-// offset in one funnel shift and one mask (the field's place g varies by lane, so a plain shift
-// needed a second one and a multiply).
-__device__ __forceinline__ u32 rotr32(u32 x, u32 n) { return __funnelshift_r(x, x, n); }
-
 // Same staged bytes and layout as gq_deq, f16x2 arithmetic. GS: copies of the IQ2_XXS grid
-// (g16 = this thread's copy, entries GS apart; see GQ_GREP). GV 1 (IQ2_XXS): g16 is the grid's
-// first copy (GS == GQ_GREP copies) with gq_build_sg's sign words right after it; the same
-// f16 values, so the same bits.
-template <int TY, int GS = 1, int GV = 0>
+// (g16 = this thread's copy, entries GS apart; see GQ_GREP).
+template <int TY, int GS = 1>
 __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, const uint4* g16) {
     u32 o[4];
     if (TY == T_Q8_0) {
@@ -1154,31 +1128,16 @@ __device__ __forceinline__ uint4 gq_deqh(const u8* R, int g, int k0, int hs, con
         u32 dh = *(const u16*)(R + 8 + hs);
         u32 A = q.x, B = q.y;
         u32 db2 = h2_mul(iq2_sub_scale(B >> 28), dh | (dh << 16));
-        if constexpr ((GV & 1) != 0) {
-            // byte offsets: grid entry gi of copy lane % 8 at (gi * 8 + c) * 16 (rotr puts A's
-            // byte g at bits 7-14), sign entry s of copy lane % 4 at (s * 4 + c) * 16 (B's bits
-            // 7g .. 7g + 6 at 6-12); 8g - 7 and 7g - 6 taken mod 32 by the rotate
-            const u32 lane = threadIdx.x & 31;
-            const u8* gb = (const u8*)g16;
-            const uint4 m = *(const uint4*)(gb + ((rotr32(A, 8 * g - 7) & 0x7f80u) | ((lane & 7) << 4)));
-            static_assert(GS == 8 && GQ_SGREP == 4, "the offsets' copy fields are 3 and 2 bits");
-            const uint4 sg4 = *(const uint4*)(gb + 256 * GS * 16 + ((rotr32(B, 7 * g - 6) & 0x1fc0u) | ((lane & 3) << 4)));
-            o[0] = h2_mul(m.x ^ sg4.x, db2);
-            o[1] = h2_mul(m.y ^ sg4.y, db2);
-            o[2] = h2_mul(m.z ^ sg4.z, db2);
-            o[3] = h2_mul(m.w ^ sg4.w, db2);
-        } else {
-            int gi = (A >> (8 * g)) & 255;
-            u32 s = (B >> (7 * g)) & 127;
-            s |= (u32)(__popc(s) & 1) << 7;
-            uint4 m = g16[gi * GS];
-            u32 mm[4] = {m.x, m.y, m.z, m.w};
+        int gi = (A >> (8 * g)) & 255;
+        u32 s = (B >> (7 * g)) & 127;
+        s |= (u32)(__popc(s) & 1) << 7;
+        uint4 m = g16[gi * GS];
+        u32 mm[4] = {m.x, m.y, m.z, m.w};
 #pragma unroll
-            for (int p = 0; p < 4; p++) {
-                // sign bit 2p -> bit 15, bit 2p+1 -> bit 31 (the two shifted copies do not overlap)
-                u32 sg = (s * ((1u << (15 - 2 * p)) + (1u << (30 - 2 * p)))) & 0x80008000u;
-                o[p] = h2_mul(mm[p] ^ sg, db2);
-            }
+        for (int p = 0; p < 4; p++) {
+            // sign bit 2p -> bit 15, bit 2p+1 -> bit 31 (the two shifted copies do not overlap)
+            u32 sg = (s * ((1u << (15 - 2 * p)) + (1u << (30 - 2 * p)))) & 0x80008000u;
+            o[p] = h2_mul(mm[p] ^ sg, db2);
         }
     } else if (TY == T_Q2_K) {
         int s = (k0 >> 5) & 3;
@@ -1539,15 +1498,15 @@ template <> struct QSW<T_IQ2_XXS> { static const int P = 2, RB = 32, DW = 16; st
 // offset of a 2-byte d inside its staged aligned word (as gq_deq_stage).
 // RB: the staged row stride; PAIR: rows in QSW<IQ2_XXS>'s pair layout, `sub` the step's place
 // in the pair (gq_deqh reads d at R + 8 + hs: ho moves that onto the row's d word).
-template <int TY, int RB = GQR<TY>::RB, bool PAIR = false, int GV = 0>
+template <int TY, int RB = GQR<TY>::RB, bool PAIR = false>
 __device__ __forceinline__ void qr_deq(const u8* st, int r0, int g, int k0, u32 hp0, u32 hp1, const uint4* g16,
                                        u32 (&f)[2][4], int sub = 0) {
     static_assert(!PAIR || TY == T_IQ2_XXS, "the pair layout is IQ2_XXS's");
     const u32 sh = TY == T_IQ2_XXS ? (k0 >> 8) * 2 : (k0 >> 5) * 2;
     const bool hd = TY == T_Q8_0 || TY == T_IQ2_XXS;
     const int qo = PAIR ? 8 * sub : 0, ho = PAIR ? QSW<T_IQ2_XXS>::DW - 8 - qo : 0;
-    uint4 v0 = gq_deqh<TY, GQ_GREP, GV>(st + r0 * RB + qo, g, k0, hd ? (int)((hp0 + sh) & 2) + ho : 0, g16);
-    uint4 v1 = gq_deqh<TY, GQ_GREP, GV>(st + (r0 + 8) * RB + qo, g, k0, hd ? (int)((hp1 + sh) & 2) + ho : 0, g16);
+    uint4 v0 = gq_deqh<TY, GQ_GREP>(st + r0 * RB + qo, g, k0, hd ? (int)((hp0 + sh) & 2) + ho : 0, g16);
+    uint4 v1 = gq_deqh<TY, GQ_GREP>(st + (r0 + 8) * RB + qo, g, k0, hd ? (int)((hp1 + sh) & 2) + ho : 0, g16);
     f[0][0] = v0.x; f[0][1] = v1.x; f[0][2] = v0.y; f[0][3] = v1.y;
     f[1][0] = v0.z; f[1][1] = v1.z; f[1][2] = v0.w; f[1][3] = v1.w;
 }
@@ -1919,7 +1878,7 @@ __device__ __forceinline__ void mbar_wait(u32 b, u32 parity) {
 
 // A consumer warpgroup's K loop over one tile (global steps G .. G + nk - 1; step G's stage
 // is full): as qr_kloop (MB 64-row blocks per warpgroup), the stage of step g at g % GR_ST.
-template <int TY, int MB, int N, bool DG = false, int GV = 0>
+template <int TY, int MB, int N, bool DG = false>
 __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int nk, u32 G, u32 full, u32 empty, const u8* wst,
                                          u32 xs_u, const int (&r0)[MB], int grp, const u32 (&hp)[MB][2], const uint4* g16, int dg = 0) {
     constexpr int P = QSW<TY>::P, RB = QSW<TY>::RB, WS = 128 * MB * RB, XS = 256 / MB * 64;
@@ -1927,7 +1886,7 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
     u32 fa[MB][2][4], fb[MB][2][4];
     // (a tile's first step G is a multiple of GR_ST: every tile's nk is)
 #pragma unroll
-    for (int b = 0; b < MB; b++) qr_deq<TY, RB, QSW<TY>::PAIR, GV>(wst + (G % GR_ST) / P * WS, r0[b], grp, 0, hp[b][0], hp[b][1], g16, fa[b], 0);
+    for (int b = 0; b < MB; b++) qr_deq<TY, RB, QSW<TY>::PAIR>(wst + (G % GR_ST) / P * WS, r0[b], grp, 0, hp[b][0], hp[b][1], g16, fa[b], 0);
     const u64 db0 = wg_desc_sw64(xs_u);
     // issue step kt's products (A = cur), retire step kt-1's and free its stage, then wait for
     // step kt+1's stage and dequantize it into nxt while step kt's products run
@@ -1954,7 +1913,7 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
             if (!DG || !(dg & GQ_DG_NODEQ)) {
 #pragma unroll
                 for (int b = 0; b < MB; b++)
-                    qr_deq<TY, RB, QSW<TY>::PAIR, GV>(wst + sn / P * WS, r0[b], grp, (kt + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b], (int)(sn % P));
+                    qr_deq<TY, RB, QSW<TY>::PAIR>(wst + sn / P * WS, r0[b], grp, (kt + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b], (int)(sn % P));
             } else {
 #pragma unroll
                 for (int b = 0; b < MB; b++)
@@ -1965,53 +1924,9 @@ __device__ __forceinline__ void qs_kloop(float (&acc)[MB][256 / MB / 8][4], int 
             }
         }
     };
-    if constexpr ((GV & 2) != 0) {
-        // GV 2: the loop unrolled over a super-block of GR_ST steps, so that each step's stage,
-        // its barriers' offsets and its raw slot are constants and the phase parity is one per
-        // super-block (G and nk are multiples of GR_ST: the tile table's invariant). Why: the
-        // step's instruction count bounds gemm_qs (session 59), and ~30 of its ~105 were this
-        // bookkeeping (uniform stage arithmetic, the kt guards). The same products and
-        // dequantization in the same order: the same bits.
-        const u32 par0 = (G / GR_ST) & 1;
-        auto stepu = [&](int kt8, auto U, u32 (&cur)[MB][2][4], u32 (&nxt)[MB][2][4]) {
-            constexpr int u = decltype(U)::value;
-            const u64 db = db0 + (u64)((u * XS) >> 4);
-            wg_fence();
-#pragma unroll
-            for (int b = 0; b < MB; b++) {
-                wg_mma_rs<N>(acc[b], cur[b][0], db);
-                wg_mma_rs<N>(acc[b], cur[b][1], db + 2);
-            }
-            wg_commit();
-            wg_wait1();
-            if (u > 0 || kt8 > 0) {
-                __syncwarp();
-                if (lane == 0) mbar_arrive(empty + 8 * ((u + GR_ST - 1) % GR_ST));
-            }
-            if (u + 1 < GR_ST || kt8 + GR_ST < nk) {
-                constexpr int sn = (u + 1) % GR_ST;
-                mbar_wait(full + 8 * sn, par0 ^ (((u32)kt8 / GR_ST + (u + 1 == GR_ST ? 1u : 0u)) & 1));
-#pragma unroll
-                for (int b = 0; b < MB; b++)
-                    qr_deq<TY, RB, QSW<TY>::PAIR, GV>(wst + sn / P * WS, r0[b], grp, (kt8 + u + 1) * GQ_BK, hp[b][0], hp[b][1], g16, nxt[b], sn % P);
-            }
-        };
-        static_assert(GR_ST == 8, "the unrolled super-block is 8 steps");
-        for (int kt8 = 0; kt8 < nk; kt8 += GR_ST) {
-            stepu(kt8, IC<0>{}, fa, fb);
-            stepu(kt8, IC<1>{}, fb, fa);
-            stepu(kt8, IC<2>{}, fa, fb);
-            stepu(kt8, IC<3>{}, fb, fa);
-            stepu(kt8, IC<4>{}, fa, fb);
-            stepu(kt8, IC<5>{}, fb, fa);
-            stepu(kt8, IC<6>{}, fa, fb);
-            stepu(kt8, IC<7>{}, fb, fa);
-        }
-    } else {
-        for (int kt = 0; kt < nk; kt += 2) {
-            step(kt, fa, fb);
-            if (kt + 1 < nk) step(kt + 1, fb, fa);
-        }
+    for (int kt = 0; kt < nk; kt += 2) {
+        step(kt, fa, fb);
+        if (kt + 1 < nk) step(kt + 1, fb, fa);
     }
     wg_wait0();
     __syncwarp();
@@ -2093,7 +2008,7 @@ __device__ __forceinline__ void gemm_qs_gu_store(const GemmArgs& a, const GuArgs
 // rows interleaved by 8 (gemm_qs_gu_store, gu_feat), so gate and up share each activation stage
 // and the tile's outputs are the mids instead of g and u: moe_mid's launch and the f32 g / u
 // round trip go (2 x 4 bytes written and read per value against 2 written).
-template <int TY, int MB, bool H, int GU = 0, bool DG = false, int GV = 0>
+template <int TY, int MB, bool H, int GU = 0, bool DG = false>
 __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8* smem, const uint4* g16, int* ctr, const GuArgs* gu = nullptr) {
 #if WG_OK
     constexpr int BM = 128 * MB, NX = 256 / MB, XS = NX * 64, NP = GQR<TY>::NP, CM = NX / 64, QP = QSW<TY>::P, WSQ = BM * QSW<TY>::RB;
@@ -2248,7 +2163,7 @@ __device__ __forceinline__ void gemm_qs_body(const GemmArgs& a, int ngroups, u8*
                                   : (u32)(u64)(hdr + (i64)min(rb + r0[b] + 8 * h, rows - 1) * hrs);
             const int nc = min((j1 - tb + 63) >> 6, NX / 64);
             float acc[MB][NX / 8][4] = {};
-#define QS_K(N) qs_kloop<TY, MB, N, DG, GV>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16, dg)
+#define QS_K(N) qs_kloop<TY, MB, N, DG>(acc, nk, G, full, empty, wst, xs_u, r0, grp, hp, g16, dg)
             QX_BY_NC(QS_K)
 #undef QS_K
             if constexpr (GU != 0) gemm_qs_gu_store<MB, GU == 2>(a, *gu, acc, (float*)(wst + GR_ST * BM * GQR<TY>::RB), rb, r0, tb, j1, rows);
@@ -2279,12 +2194,12 @@ __device__ __forceinline__ const uint4* gq_grid_prologue(const GemmArgs& a, u8*&
     }
     return g16r + (threadIdx.x & (GQ_GREP - 1));
 }
-template <int MB, bool QS, bool H, int GV = 0>
+template <int MB, bool QS, bool H>
 __device__ __forceinline__ void gemm_qx_dispatch(const GemmArgs& a, int ngroups, u8* smem, int* ctr) {
     if (!WG_OK) __trap();
     const uint4* g16 = gq_grid_prologue(a, smem);
 #define QX_BODY(TY)                                                   \
-    if constexpr (QS) gemm_qs_body<TY, MB, H, 0, false, GV>(a, ngroups, smem, g16, ctr); \
+    if constexpr (QS) gemm_qs_body<TY, MB, H>(a, ngroups, smem, g16, ctr); \
     else gemm_qr_body<TY, MB, H>(a, ngroups, smem, g16, ctr);
     switch (a.w.type) {
         case T_Q8_0: QX_BODY(T_Q8_0) break;
@@ -2406,78 +2321,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc(GemmArgs a, int
     PDL_ENTRY;
     extern __shared__ __align__(1024) u8 gq_smem[];
     gemm_qs_p2_entry<1, true, 2>(a, ngroups, ctr, &gu, gq_smem);
-}
-
-// gemm_qs (f32 out), gemm_qs_guc and gemm_qs2_gu on IQ2_XXS weights with the sign words from
-// a table (gq_build_sg, GV 1; `DS4_IQ2_SG=1`, off until measured): the same f16 values, so the
-// same bits; the `_sgu` forms also with qs_kloop unrolled over each super-block (GV 2,
-// `DS4_IQ2_SG=2`). Dynamic shared memory: the grid's copies, the sign table's (GQ_SG_BYTES),
-// then gemm_qs_body's. Separate entry points, so that the production kernels' machine code is not
-// touched (tools/gpu/sass_diff.py).
-#define GQ_SG_BYTES (128 * GQ_SGREP * 16)
-template <int MB, bool H, int GU, int GV>
-__device__ __forceinline__ void gemm_qs_sg_entry(const GemmArgs& a, int ngroups, int* ctr, const GuArgs* gu, u8* gq_smem) {
-#if WG_OK
-    if (a.w.type != T_IQ2_XXS) __trap();
-    // (both published by the tile table's barrier, as gq_grid_prologue's grid)
-    gq_build_g16<GQ_GREP>((uint4*)gq_smem);
-    gq_build_sg((uint4*)(gq_smem + 256 * GQ_GREP * 16));
-    gemm_qs_body<T_IQ2_XXS, MB, H, GU, false, GV>(a, ngroups, gq_smem + 256 * GQ_GREP * 16 + GQ_SG_BYTES, (const uint4*)gq_smem, ctr, gu);
-#else
-    __trap();
-#endif
-}
-// gemm_qs / gemm_qs2 (f32 or f16 out, every type) with qs_kloop unrolled over each
-// super-block (GV 2, `DS4_QS_U=1`, off until measured; the same bits).
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_u(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<1, true, false, 2>(a, ngroups, gq_smem, ctr);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_u(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<2, true, false, 2>(a, ngroups, gq_smem, ctr);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_y16_u(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<1, true, true, 2>(a, ngroups, gq_smem, ctr);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_y16_u(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qx_dispatch<2, true, true, 2>(a, ngroups, gq_smem, ctr);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_sg(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_sg_entry<1, false, 0, 1>(a, ngroups, ctr, nullptr, gq_smem);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc_sg(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_sg_entry<1, true, 2, 1>(a, ngroups, ctr, &gu, gq_smem);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_gu_sg(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_sg_entry<2, true, 1, 1>(a, ngroups, ctr, &gu, gq_smem);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_sgu(GemmArgs a, int ngroups, int* ctr) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_sg_entry<1, false, 0, 3>(a, ngroups, ctr, nullptr, gq_smem);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs_guc_sgu(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_sg_entry<1, true, 2, 3>(a, ngroups, ctr, &gu, gq_smem);
-}
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_qs2_gu_sgu(GemmArgs a, int ngroups, int* ctr, const __grid_constant__ GuArgs gu) {
-    PDL_ENTRY;
-    extern __shared__ __align__(1024) u8 gq_smem[];
-    gemm_qs_sg_entry<2, true, 1, 3>(a, ngroups, ctr, &gu, gq_smem);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_q64(GemmArgs a, int ngroups) {
