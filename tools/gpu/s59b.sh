@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# A record of a session-59 call: its switches (DS4_IQ2_G8, DS4_HC_FIN_PL, DS4_IQ2_SG, DS4_QS_U)
+# were removed after it (bench/NOTES.md session 59); run it from commit 5d55d6b, where they exist.
 # Session 59: branch s59 = main + s58-hcpl + the IQ2_XXS grid as prmt selectors.
 # 1. The kernel bench's IQ2_XXS gate at 8K: gemm_qs_g8 against gemm_qs (bits==qr expected) and
 #    the split's fused gate + up on the _g8 entry points (the same mids expected: "gu g8").

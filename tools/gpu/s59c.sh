@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# A record of a session-59 call: its switches (DS4_IQ2_G8, DS4_HC_FIN_PL, DS4_IQ2_SG, DS4_QS_U)
+# were removed after it (bench/NOTES.md session 59); run it from commit 3c82188 / f9ccf3f, where they exist.
 # Session 59, second call: gemm_qs's K step cut from 115 instructions (IQ2_XXS) by the sign
 # words from a table (`DS4_IQ2_SG=1`: 105) and by the loop unrolled over each super-block
 # (`DS4_IQ2_SG=2`: 76, for the IQ2_XXS gate + up and gemm_qs; `DS4_QS_U=1`: the plain gemm_qs /
