@@ -2785,6 +2785,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         // the widened values of the same state
         hc_s16_rows(gpu, t, &s0, &s0h, &fnv, fnb.ptr, &fw, &HcBufs { mma: true, ..bw }, &cases, &[&xw, &hw_a, &hw_b], m)?;
         exp_y16_rows(gpu, t, &s0, &s0h, fnb.ptr, &HcBufs { mma: true, ..bw }, &po, &shb, k, m)?;
+        attn_y16_row(gpu, t, &s0h, fnb.ptr, &HcBufs { mma: true, ..bw }, m)?;
         // DS4_MID_F16: the shared expert's mid (F 2048) as f32 + x_to_f16 against moe_mid
         // writing the f16 pairs itself
         let f = 2048usize;
@@ -3038,6 +3039,25 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
         }
         let run = |bb: &HcBufs| launch_hc_post_mix_moe(gpu, bb, t, y16.ptr, pair_of.ptr, shared.ptr, k, fn_ptr, m, true);
         hc_pf_row(gpu, &format!("hc_pf f16 moe sum, f16 slot rows T={t} k={k}"), &bh, &sh, &run, (true, k, true, true), m)?;
+        // the shared expert's rows as f16 (DS4_HC_Y16 bit 2, hc_post_mma8_hyps) against their
+        // widened values (hc_post_mma8_hyp): the same bits
+        let bp = HcBufs { pf: true, ..bh };
+        if super::session::hc_shared16_ok(&bp, true) {
+            let (shh, shw) = f16s(&uni(-1.0, 1.0, t * d));
+            let (sh16, sh32) = (gpu.upload(&shh)?, gpu.upload(&shw)?);
+            let old = || super::session::launch_hc_post_mix_moe16(gpu, &bp, t, y16.ptr, pair_of.ptr, sh32.ptr, k, fn_ptr, m, true, false);
+            let new = || super::session::launch_hc_post_mix_moe16(gpu, &bp, t, y16.ptr, pair_of.ptr, sh16.ptr, k, fn_ptr, m, true, true);
+            let outs = |f: &dyn Fn() -> Result<()>| -> Result<Vec<u64>> {
+                gpu.htod(sb.ptr, &sh)?;
+                f()?;
+                hc_post_bits(gpu, &bp, t, m)
+            };
+            let (vo, vn) = (outs(&old)?, outs(&new)?);
+            let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
+            let (mso, msn) = (time_ms(gpu, 5, &old)?, time_ms(gpu, 5, &new)?);
+            let (no, nn) = (super::session::hc_mma8_name16(&bp, true, k, true, true, false), super::session::hc_mma8_name16(&bp, true, k, true, true, true));
+            ab_line(&format!("hc_y16 shared rows T={t} k={k}: {no} f32 shared rows (new {nn})"), mso, msn, diff, vo.len());
+        }
         gpu.htod(s0.ptr, s0h)?;
     } else {
         println!("exp_y16 hc_post: skipped (hc_post_mma8 does not take this shape)");
@@ -3052,6 +3072,39 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
     let old = || launch_moe_mid(gpu, g32.ptr, u32b.ptr, pw.ptr, rows, f, clamp, 0, mo.ptr, true);
     let new = || launch_moe_mid_gu16(gpu, g16.ptr, u16b.ptr, pw.ptr, rows, f, clamp, mn.ptr);
     ab_u16(gpu, &format!("exp_y16 moe_mid T={t} k={k} F={f}: f32 g / u"), &old, &new, &mo, &mn, rows * f)
+}
+
+/// The attention output as f16 rows (`DS4_HC_Y16` bit 1, row "hc_y16 attention"): hc_post_mma8_hpy on f16
+/// y rows against hc_post_mma8_hp on their widened f32 values, both on the f16 state of s0h
+/// (`bm`'s other buffers; its own state buffer): the new state, partial mixes and sums of
+/// squares the same bits. Times of each.
+fn attn_y16_row(gpu: &Gpu, t: usize, s0h: &[f32], fn_ptr: u64, bm: &super::session::HcBufs, m: usize) -> Result<()> {
+    use super::session::{hc_mma8_name, hc_mma8_takes, hc_rows16_ok, launch_hc_post_mix, launch_hc_post_mix16, HcBufs, HC_S_F16};
+    let (n, d) = (bm.n, bm.d);
+    let sb = gpu.alloc(t * n * d * 2)?;
+    let bh = HcBufs { s: sb.ptr, s16: HC_S_F16, pf: true, ..*bm };
+    if !(hc_mma8_takes(&bh, m) && hc_rows16_ok(&bh, true, 1, false)) {
+        println!("hc_y16: skipped (hc_post_mma8 does not take this shape)");
+        return Ok(());
+    }
+    let mut seed = 0x7a16_u64 ^ t as u64;
+    let yh: Vec<u16> = (0..t * d).map(|_| half::f16::from_f32(frand(&mut seed) * 2.0 - 1.0).to_bits()).collect();
+    let yw: Vec<f32> = yh.iter().map(|&h| half::f16::from_bits(h).to_f32()).collect();
+    let sh: Vec<u16> = s0h.iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
+    let (y16, y32) = (gpu.upload(&yh)?, gpu.upload(&yw)?);
+    let old = || launch_hc_post_mix(gpu, &bh, t, y32.ptr, 1, fn_ptr, m);
+    let new = || launch_hc_post_mix16(gpu, &bh, t, y16.ptr, fn_ptr, m);
+    let outs = |f: &dyn Fn() -> Result<()>| -> Result<Vec<u64>> {
+        gpu.htod(sb.ptr, &sh)?;
+        f()?;
+        hc_post_bits(gpu, &bh, t, m)
+    };
+    let (vo, vn) = (outs(&old)?, outs(&new)?);
+    let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
+    let (mso, msn) = (time_ms(gpu, 5, &old)?, time_ms(gpu, 5, &new)?);
+    let (no, nn) = (hc_mma8_name(&bh, true, 1, false, false), hc_mma8_name(&bh, true, 1, false, true));
+    ab_line(&format!("hc_y16 attention rows T={t}: {no} f32 rows (new {nn})"), mso, msn, diff, vo.len());
+    Ok(())
 }
 
 /// One decode hyper-connection step (`DS4_KBENCH=hc`): the fused `hc_step` (row "step") and

@@ -335,13 +335,47 @@ pub(crate) fn hc_pf() -> bool {
 /// The hc_post_mma8 form for an f16 state or f16 MoE slot rows (hc_mma8_takes holds): `y`
 /// whether there is a layer output, `ny` its rows (or slots), `moe` whether it is the MoE sum.
 pub(crate) fn hc_mma8_name(b: &HcBufs, y: bool, ny: usize, moe: bool, y16: bool) -> &'static str {
+    hc_mma8_name16(b, y, ny, moe, y16, false)
+}
+
+/// hc_mma8_name with the shared expert's rows as f16 when `sh16` (hc_shared16_ok must hold).
+pub(crate) fn hc_mma8_name16(b: &HcBufs, y: bool, ny: usize, moe: bool, y16: bool, sh16: bool) -> &'static str {
     match (b.s16 == HC_S_F16, y16) {
+        (true, true) if sh16 && moe && hc_shared16_ok(b, y16) => "hc_post_mma8_hyps",
         (false, _) => "hc_post_mma8_y",
         (true, false) if b.pf && !moe && (!y || ny == 1) => "hc_post_mma8_hp",
         (true, false) => "hc_post_mma8_h",
         (true, true) if b.pf && moe => "hc_post_mma8_hyp",
+        (true, true) if hc_rows16_ok(b, y, ny, moe) => "hc_post_mma8_hpy",
         (true, true) => "hc_post_mma8_hy",
     }
+}
+
+/// Whether hc_post can read y's rows as f16 (hc_post_mma8_hpy): one row per token, on the f16
+/// state with the loads a group ahead; the other forms read f16 only as MoE slot rows.
+pub(crate) fn hc_rows16_ok(b: &HcBufs, y: bool, ny: usize, moe: bool) -> bool {
+    b.s16 == HC_S_F16 && b.pf && y && ny == 1 && !moe
+}
+
+/// Whether hc_post's MoE sum can read the shared expert's rows as f16 (hc_post_mma8_hyps): on
+/// the f16 state with the loads a group ahead and f16 slot rows.
+pub(crate) fn hc_shared16_ok(b: &HcBufs, y16: bool) -> bool {
+    b.s16 == HC_S_F16 && b.pf && y16
+}
+
+/// `DS4_HC_Y16=N` (bits): prefill's cuBLAS outputs that only hc_post reads written as f16
+/// rows, read as such: 1 the attention output (out_b after out_a's f16 low-rank rows,
+/// out_low16; hc_post_mma8_hpy, where hc_rows16_ok holds), 2 the shared expert's (its down
+/// projection; hc_post_mma8_hyps, where hc_shared16_ok holds). Why: of hc_post's ~83 / ~131
+/// KB per token, 16 are each such f32 row; f16 halves them and the GEMM's write. One more
+/// rounding of those outputs (f16, as the MoE's slot rows under DS4_EXP_Y16). Returns
+/// (attention, shared). Read once.
+pub(crate) fn hc_y16() -> (bool, bool) {
+    static MODE: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| {
+        let v: u32 = std::env::var("DS4_HC_Y16").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        (v & 1 != 0, v & 2 != 0)
+    })
 }
 
 /// hc_post_mma on 8-token groups (`hc_post_mma8`, default; `DS4_HC_MMA8=0`: 16-token groups):
@@ -356,7 +390,12 @@ pub(crate) fn hc_mma8() -> bool {
 /// outputs added in slot order; y == 0: none) and the partial sums of the next hc_pre with
 /// mixing weights `fn_ptr` (`m` mixes), for `t` tokens.
 pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize) -> Result<()> {
-    hc_post_mix_at(gpu, b, t, y, ny, fn_ptr, m, 0, 0, false)
+    hc_post_mix_at(gpu, b, t, y, ny, fn_ptr, m, 0, 0, false, false)
+}
+
+/// launch_hc_post_mix with one f16 row of y per token (hc_rows16_ok must hold).
+pub(crate) fn launch_hc_post_mix16(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, fn_ptr: DevPtr, m: usize) -> Result<()> {
+    hc_post_mix_at(gpu, b, t, y, 1, fn_ptr, m, 0, 0, true, false)
 }
 
 /// launch_hc_post_mix with prefill's MoE output as y: per token the `k` routed slot rows of
@@ -367,10 +406,17 @@ pub(crate) fn launch_hc_post_mix(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny:
 /// hc_mma8_takes).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch_hc_post_mix_moe(gpu: &Gpu, b: &HcBufs, t: usize, ypair: DevPtr, pair_of: DevPtr, shared: DevPtr, k: usize, fn_ptr: DevPtr, m: usize, y16: bool) -> Result<()> {
+    launch_hc_post_mix_moe16(gpu, b, t, ypair, pair_of, shared, k, fn_ptr, m, y16, false)
+}
+
+/// launch_hc_post_mix_moe with the shared expert's rows as f16 when `sh16` (hc_shared16_ok
+/// must hold).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_hc_post_mix_moe16(gpu: &Gpu, b: &HcBufs, t: usize, ypair: DevPtr, pair_of: DevPtr, shared: DevPtr, k: usize, fn_ptr: DevPtr, m: usize, y16: bool, sh16: bool) -> Result<()> {
     if ypair == 0 || pair_of == 0 || shared == 0 || k == 0 {
         return Err(CudaError::Other("hc_post_mix: the MoE sum needs ypair, pair_of, shared and k > 0".into()));
     }
-    hc_post_mix_at(gpu, b, t, ypair, k, fn_ptr, m, pair_of, shared, y16)
+    hc_post_mix_at(gpu, b, t, ypair, k, fn_ptr, m, pair_of, shared, y16, sh16)
 }
 
 /// Whether the hc_post launch of `b` with `m` mixes runs on hc_post_mma8, the only kernel with
@@ -380,7 +426,7 @@ pub(crate) fn hc_mma8_takes(b: &HcBufs, m: usize) -> bool {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, pair_of: DevPtr, shared: DevPtr, y16: bool) -> Result<()> {
+fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr: DevPtr, m: usize, pair_of: DevPtr, shared: DevPtr, y16: bool, sh16: bool) -> Result<()> {
     let tt = hc_tokens(t, b.split, gpu.sm_count.max(1) as usize);
     let args = Args::new()
         .a(b.s)
@@ -403,10 +449,19 @@ fn hc_post_mix_at(gpu: &Gpu, b: &HcBufs, t: usize, y: DevPtr, ny: usize, fn_ptr:
     // hc_post_mix4) or 32
     if b.s16 != HC_S_F32 || y16 {
         // (hc_s16_mode and the layers' moe_y16 checked this for every prefill step's shape)
+        if y16 && pair_of == 0 && !hc_rows16_ok(b, y != 0, ny, false) {
+            return Err(CudaError::Other(format!("hc_post_mix: f16 y rows need one row per token on the f16 state with the loads ahead (ny {ny})")));
+        }
+        if sh16 && (pair_of == 0 || !hc_shared16_ok(b, y16)) {
+            return Err(CudaError::Other("hc_post_mix: f16 shared-expert rows need the MoE sum of f16 slots on the f16 state with the loads ahead".into()));
+        }
         if !hc_mma8_takes(b, m) {
             return Err(CudaError::Other(format!("hc_post_mix: an f16 state or f16 MoE rows need hc_post_mma8 (N {}, M {m}, D {})", b.n, b.d)));
         }
-        return gpu.launch(hc_mma8_name(b, y != 0, ny, pair_of != 0, y16), (b.split as u32, t.div_ceil(tt) as u32, 1), 256, HC_MMA8_SMEM as u32, args);
+        return gpu.launch(hc_mma8_name16(b, y != 0, ny, pair_of != 0, y16, sh16), (b.split as u32, t.div_ceil(tt) as u32, 1), 256, HC_MMA8_SMEM as u32, args);
+    }
+    if sh16 {
+        return Err(CudaError::Other("hc_post_mix: f16 shared-expert rows need the f16 state".into()));
     }
     if b.mma && hc_mma_ok(b.n, m, b.d, b.split) {
         let (name, smem) = if hc_mma8() { ("hc_post_mma8", HC_MMA8_SMEM) } else { ("hc_post_mma", HC_MMA_SMEM) };
@@ -617,9 +672,11 @@ fn ffn_xn16_enabled() -> bool {
 enum HcY {
     /// `ny` consecutive D-rows per token from this pointer, summed (0: none)
     Rows(DevPtr, usize),
-    /// prefill's MoE output, summed by hc_post_mix (launch_hc_post_mix_moe): {ypair, pair_of,
-    /// shared, k, ypair in f16}
-    Moe(DevPtr, DevPtr, DevPtr, usize, bool),
+    /// one f16 D-row per token (launch_hc_post_mix16)
+    Rows16(DevPtr),
+    /// prefill's MoE output, summed by hc_post_mix (launch_hc_post_mix_moe16): {ypair, pair_of,
+    /// shared, k, ypair in f16, shared in f16}
+    Moe(DevPtr, DevPtr, DevPtr, usize, bool, bool),
 }
 
 /// `DS4_HC_STEP=0` keeps decode's separate hc_post_mix / hc_finish / quant_q8 launches
@@ -3920,7 +3977,8 @@ impl CudaSession {
                 let b = self.hc_bufs_prefill(t);
                 match y {
                     HcY::Rows(y, ny) => launch_hc_post_mix(gpu, &b, t, y, ny, fn_ptr, m)?,
-                    HcY::Moe(yp, po, sh, k, y16) => launch_hc_post_mix_moe(gpu, &b, t, yp, po, sh, k, fn_ptr, m, y16)?,
+                    HcY::Rows16(y) => launch_hc_post_mix16(gpu, &b, t, y, fn_ptr, m)?,
+                    HcY::Moe(yp, po, sh, k, y16, sh16) => launch_hc_post_mix_moe16(gpu, &b, t, yp, po, sh, k, fn_ptr, m, y16, sh16)?,
                 }
                 if let Some(mut f) = fin {
                     // xn's f16 copy for the cuBLAS dense path, in its scratch: the projections
@@ -4073,8 +4131,9 @@ impl CudaSession {
     /// Why: out_b converted 268 MB of f32 per layer of an 8K prefill (x_to_f16, ~90 us) that
     /// out_a had just written; the f16 values are those x_to_f16 made (cuBLAS rounds its f32
     /// sums to nearest), unless cuBLAS picks another kernel for the f16 output. False (nothing
-    /// queued) where a call does not fit the cuBLAS path.
-    fn out_low16(&self, l: usize, t: usize) -> Result<bool> {
+    /// queued) where a call does not fit the cuBLAS path. `want16`: out_b writes sc.attn_out as
+    /// f16 rows where cuBLAS's f16 output takes them; `*y16` says whether it did.
+    fn out_low16(&self, l: usize, t: usize, want16: bool, y16: &mut bool) -> Result<bool> {
         let (d, sc, ly, gpu) = (&self.m.dims, &self.sc, &self.m.layers[l], self.gpu());
         if !low16_on() {
             return Ok(false);
@@ -4086,10 +4145,13 @@ impl CudaSession {
         if !ob.ok(&s16) || nlow % 8 != 0 {
             return Ok(false);
         }
+        let ob16 = DenseCall { y16: true, ..ob };
+        let ob = if want16 && ob16.ok(&s16) { ob16 } else { ob };
         if !self.gemm_blas_to(ly.out_a.wmat(), d.g, sc.heads.ptr, d.h * d.dh, sc.low.ptr, nlow, t, true)? {
             return Ok(false);
         }
         ob.run(gpu, blas, &s16, true)?;
+        *y16 = ob.y16;
         // (the scratch's x16 still holds out_a's input; nothing else keyed)
         self.x16_key.set(None);
         Ok(true)
@@ -4294,6 +4356,12 @@ impl CudaSession {
             let hg = d.h / d.g * d.dh;
             // out_a: the 8 block-diagonal groups in one strided-batched cuBLAS call where it applies
             let out_a_blas = ly.out_a.rows == d.g * d.ro && ly.out_a.cols == hg;
+            // out_b's rows as f16 for hc_post (attn_y16) where its separate launch reads them
+            let want_attn16 = hc_y16().0 && !decode && !self.hc_fused(t) && {
+                let b = self.hc_bufs_prefill(t);
+                hc_rows16_ok(&b, true, 1, false) && hc_mma8_takes(&b, mhc)
+            };
+            let mut attn16 = false;
             if self.attn_tc_prefill(decode) {
                 // attn_tw writes the heads as f16 straight into that call's input scratch
                 // (no f32 round trip through x_to_f16); DS4_ATW_F16=0 keeps the f32 heads
@@ -4323,7 +4391,7 @@ impl CudaSession {
             } else if decode {
                 self.jobs[l].c.run(gpu, 1)?;
                 self.jobs[l].d.run(gpu, 1)?;
-            } else if out_a_blas && self.out_low16(l, t)? {
+            } else if out_a_blas && self.out_low16(l, t, want_attn16, &mut attn16)? {
                 // (out_a's f16 output read in place by out_b's product)
             } else {
                 // a small batch: the groups as one mvqm launch over heads quantized once
@@ -4370,7 +4438,8 @@ impl CudaSession {
             let gw = ly.gate_inp.wmat();
             let fused_router = decode && self.q8 && t == 1 && router_dec_ok(&gw, tid2eid != 0, d.e, d.k);
             // (only router_dec takes a Sinkhorn job on the FFN side)
-            sk = self.hc_step(t, sc.attn_out.ptr, 1, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin), fused_router)?;
+            let attn_y = if attn16 { HcY::Rows16(sc.attn_out.ptr) } else { HcY::Rows(sc.attn_out.ptr, 1) };
+            sk = self.hc_step_y(t, attn_y, ly.hc_ffn_fn.ptr, mhc, Some(ffn_fin), fused_router)?;
             if fused_router {
                 let a = RouterDecArgs {
                     w: gw,
@@ -4495,13 +4564,19 @@ impl CudaSession {
                     self.exp_gemm(&eb, dw, sc.mid.ptr, d.f, 0, sc.ypair.ptr, d.d, t, false)?;
                 }
             }
+            let mut sh16 = false;
             if !decode {
                 // the shared expert's down projection: on cuBLAS, its f16 input written by
                 // moe_mid straight into the scratch (DS4_MID_F16; the f32 mids are then never
-                // written), else the f32 mids
+                // written), else the f32 mids; its rows as f16 where only hc_post_mma8_hyps
+                // reads them (hc_y16)
+                let want16 = fuse_moe && hc_y16().1 && hc_mma8_takes(&self.hc_bufs_prefill(t), post_m) && hc_shared16_ok(&self.hc_bufs_prefill(t), moe_y16);
                 match self.dense_call(ly.down_sh.wmat(), 1, sc.mids.ptr, d.f, sc.shared.ptr, d.d, t).filter(|_| mid_f16_enabled() && d.f % 2 == 0) {
                     Some((down_sh, s, blas)) => {
                         launch_moe_mid_pairs(gpu, sc.gs.ptr, sc.us.ptr, t, d.f, clamp, s.x16)?;
+                        let d16 = DenseCall { y16: true, ..down_sh };
+                        let down_sh = if want16 && d16.ok(&s) { d16 } else { down_sh };
+                        sh16 = down_sh.y16;
                         down_sh.run(gpu, blas, &s, true)?;
                         // (x16 holds values that sc.mids does not: nothing may reuse it)
                         self.x16_key.set(None);
@@ -4527,7 +4602,7 @@ impl CudaSession {
             sk = if decode && self.q8 {
                 self.hc_step(t, sc.ypair.ptr, d.k + 1, next_fn, next_m, fin, decode)?
             } else if fuse_moe {
-                self.hc_step_y(t, HcY::Moe(sc.ypair.ptr, pair_of, sc.shared.ptr, d.k, moe_y16), next_fn, next_m, fin, decode)?
+                self.hc_step_y(t, HcY::Moe(sc.ypair.ptr, pair_of, sc.shared.ptr, d.k, moe_y16, sh16), next_fn, next_m, fin, decode)?
             } else {
                 self.hc_step(t, sc.ffn_out.ptr, 1, next_fn, next_m, fin, decode)?
             };
@@ -5442,6 +5517,19 @@ mod tests {
             for k in [want, off] {
                 assert!(super::super::driver::KERNELS.contains(&k), "{k}");
             }
+        }
+        // f16 y rows: one row per token, on the f16 state with the loads ahead, never the MoE
+        // sum's form
+        assert_eq!(hc_mma8_name(&b, true, 1, false, true), "hc_post_mma8_hpy");
+        assert!(super::super::driver::KERNELS.contains(&"hc_post_mma8_hpy"));
+        assert!(hc_rows16_ok(&b, true, 1, false));
+        assert_eq!(hc_mma8_name16(&b, true, 6, true, true, true), "hc_post_mma8_hyps");
+        assert!(super::super::driver::KERNELS.contains(&"hc_post_mma8_hyps"));
+        assert!(hc_shared16_ok(&b, true) && !hc_shared16_ok(&b, false) && !hc_shared16_ok(&HcBufs { pf: false, ..b }, true));
+        // (sh16 names the shared form only for the MoE sum)
+        assert_eq!(hc_mma8_name16(&b, true, 1, false, false, true), "hc_post_mma8_hp");
+        for (bb, y, ny, moe) in [(HcBufs { pf: false, ..b }, true, 1, false), (HcBufs { s16: HC_S_F32, ..b }, true, 1, false), (b, false, 1, false), (b, true, 7, false), (b, true, 1, true)] {
+            assert!(!hc_rows16_ok(&bb, y, ny, moe), "{} {} {y} {ny} {moe}", bb.pf, bb.s16);
         }
     }
 

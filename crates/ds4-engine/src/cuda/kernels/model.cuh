@@ -448,20 +448,24 @@ template <int SK>
 struct HcPf {
     typename HcRaw<SK>::T s[4];  // the state's 4 streams
     float4 y;                    // y's row (HCPF_ROWS), the shared expert's row (HCPF_MOE)
+    uint2 yh;                    // that row as f16 (R16: hc_post_mma8_hpy / _hyps), widened when used
     float pc;                    // lane l: post[l] (l < 4), comb[l - 4] (l < 20)
 };
-// Issue token t's loads.
-template <int SK, int PF>
+// Issue token t's loads (R16: y's row (HCPF_ROWS) or the shared expert's (HCPF_MOE) is f16,
+// kept packed until used).
+template <int SK, int PF, bool R16>
 __device__ __forceinline__ void hc_pf_load(HcPf<SK>& p, const void* St, const void* __restrict__ y, const float* __restrict__ post,
                                            const float* __restrict__ comb, const float* __restrict__ shared, int D, int t, int d0,
                                            int lane) {
 #pragma unroll
     for (int a = 0; a < 4; a++) p.s[a] = hcs_raw4<SK>(St, (i64)a * D + d0);
     p.pc = lane < 4 ? post[t * 4 + lane] : lane < 20 ? comb[t * 16 + lane - 4] : 0.f;
-    if (y) p.y = *(const float4*)((PF == HCPF_MOE ? shared : (const float*)y) + (i64)t * D + d0);
+    if (!y) return;
+    if (R16) p.yh = *(const uint2*)((const u16*)(PF == HCPF_MOE ? (const void*)shared : y) + (i64)t * D + d0);
+    else p.y = *(const float4*)((PF == HCPF_MOE ? shared : (const float*)y) + (i64)t * D + d0);
 }
 // hc_post4_tok<true, SK, YH> on the loaded values (yp: y, or null).
-template <int SK, bool YH, int PF>
+template <int SK, bool YH, int PF, bool R16>
 __device__ __forceinline__ double hc_pf_tok(float (&nv)[4][4], void* St, const HcPf<SK>& p, const void* __restrict__ yp,
                                             const int* __restrict__ pair_of, int D, int ny, int t, int d0, bool* sat) {
     float4 sv[4];
@@ -470,9 +474,9 @@ __device__ __forceinline__ double hc_pf_tok(float (&nv)[4][4], void* St, const H
     if (yp) {
         float4 yd = make_float4(0.f, 0.f, 0.f, 0.f);
         if constexpr (PF == HCPF_MOE) {
-            yd = moe_sum_at4v<YH>(yp, pair_of, [&] { return p.y; }, ny, D, t, d0);
+            yd = moe_sum_at4v<YH>(yp, pair_of, [&] { return R16 ? hcs_cvt4(p.yh) : p.y; }, ny, D, t, d0);
         } else {
-            add4(yd, p.y);
+            add4(yd, R16 ? hcs_cvt4(p.yh) : p.y);  // (widened exactly: the f32 form's sum)
         }
         float pv[4], cv[4][4];
 #pragma unroll
@@ -496,7 +500,7 @@ __device__ __forceinline__ double hc_pf_tok(float (&nv)[4][4], void* St, const H
 
 // The body for groups of 8 NT tokens (NT n-tiles; hc_post_mma: 2, hc_post_mma8: 1), the state
 // stored as SK (HC_S_*), f16 MoE slot rows when YH, the loads a group ahead when PF (NT 1).
-template <int NT, int SK = HC_S_F32, bool YH = false, int PF = 0>
+template <int NT, int SK = HC_S_F32, bool YH = false, int PF = 0, bool R16 = false>
 __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restrict__ y, const float* __restrict__ post,
                                                  const float* __restrict__ comb, const u16* __restrict__ fn, int M, int D, int N,
                                                  float* pdot, double* pss, int ny, int T, int tt, const int* __restrict__ pair_of,
@@ -533,7 +537,7 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
     HcPf<SK> pf;
     const auto pf_next = [&](int tn) {
         if constexpr (PF != 0) {
-            if (tn < t1) hc_pf_load<SK, PF>(pf, hcs_tok<SK>(S, tn, N, D), y, post, comb, shared, D, tn, d0, lane);
+            if (tn < t1) hc_pf_load<SK, PF, R16>(pf, hcs_tok<SK>(S, tn, N, D), y, post, comb, shared, D, tn, d0, lane);
         }
     };
     pf_next(tbeg + w);
@@ -545,7 +549,7 @@ __device__ __forceinline__ void hc_post_mma_body(float* S, const float* __restri
             float nv[4][4];  // [stream][column]
             if (t < t1) {
                 double ss;
-                if constexpr (PF != 0) ss = hc_pf_tok<SK, YH, PF>(nv, hcs_tok<SK>(S, t, N, D), pf, y, pair_of, D, ny, t, d0, &sat);
+                if constexpr (PF != 0) ss = hc_pf_tok<SK, YH, PF, R16>(nv, hcs_tok<SK>(S, t, N, D), pf, y, pair_of, D, ny, t, d0, &sat);
                 else ss = hc_post4_tok<true, SK, YH>(nv, hcs_tok<SK>(S, t, N, D), y, post, comb, N, D, ny, t, d0, pair_of, shared, &sat);
 #pragma unroll
                 for (int off = 16; off >= 1; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
@@ -643,6 +647,17 @@ extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_hp(HC_POST_PAR
 extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_hyp(HC_POST_PARAMS) {
     PDL_ENTRY;
     hc_post_mma_body<1, HC_S_F16, true, HCPF_MOE>(HC_POST_ARGS);
+}
+// hc_post_mma8_hp on f16 y rows (ny == 1: prefill's attention output as out_b writes it), and
+// hc_post_mma8_hyp with the shared expert's rows as f16 (its down projection's output), under
+// `DS4_HC_Y16` (session.rs hc_y16): 8 bytes per 4 columns and token instead of 16.
+extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_hpy(HC_POST_PARAMS) {
+    PDL_ENTRY;
+    hc_post_mma_body<1, HC_S_F16, false, HCPF_ROWS, true>(HC_POST_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_hyps(HC_POST_PARAMS) {
+    PDL_ENTRY;
+    hc_post_mma_body<1, HC_S_F16, true, HCPF_MOE, true>(HC_POST_ARGS);
 }
 
 // 1/x for the Sinkhorn iterations: the hardware reciprocal plus one Newton step (within an
