@@ -351,6 +351,20 @@ pub(crate) fn hc_mma8_name16(b: &HcBufs, y: bool, ny: usize, moe: bool, y16: boo
     }
 }
 
+/// `DS4_HC_CHUNK=N`: prefill's hc_post and hc_finish launched in turn per N tokens (of a
+/// batch of more; 0 or unset: the whole batch each), so that each finish reads the state its
+/// hc_post just wrote while it is in L2 (1024 tokens of an f16 state at D 4096: 32 MB)
+/// instead of from DRAM. The same kernels per token: the same bits. Read once.
+fn hc_chunk(t: usize) -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let n = *N.get_or_init(|| std::env::var("DS4_HC_CHUNK").ok().and_then(|v| v.parse().ok()).unwrap_or(0));
+    if n == 0 || n >= t {
+        t
+    } else {
+        n
+    }
+}
+
 /// Whether hc_post can read y's rows as f16 (hc_post_mma8_hpy): one row per token, on the f16
 /// state with the loads a group ahead; the other forms read f16 only as MoE slot rows.
 pub(crate) fn hc_rows16_ok(b: &HcBufs, y: bool, ny: usize, moe: bool) -> bool {
@@ -3975,21 +3989,54 @@ impl CudaSession {
             }
             _ => {
                 let b = self.hc_bufs_prefill(t);
-                match y {
-                    HcY::Rows(y, ny) => launch_hc_post_mix(gpu, &b, t, y, ny, fn_ptr, m)?,
-                    HcY::Rows16(y) => launch_hc_post_mix16(gpu, &b, t, y, fn_ptr, m)?,
-                    HcY::Moe(yp, po, sh, k, y16, sh16) => launch_hc_post_mix_moe16(gpu, &b, t, yp, po, sh, k, fn_ptr, m, y16, sh16)?,
-                }
-                if let Some(mut f) = fin {
-                    // xn's f16 copy for the cuBLAS dense path, in its scratch: the projections
-                    // that read xn next find it ready (gemm_blas's x16_key)
-                    let dense = if f.out == self.sc.xn.ptr { self.xn16_dense(t) } else { None };
+                // xn's f16 copy for the cuBLAS dense path, in its scratch: the projections
+                // that read xn next find it ready (gemm_blas's x16_key)
+                let dense = match fin {
+                    Some(f) if f.out == self.sc.xn.ptr => self.xn16_dense(t),
+                    _ => None,
+                };
+                let fin = fin.map(|mut f| {
                     if let Some(x16) = dense {
                         f.f16.a = x16;
-                    } else if f.f16.no_f32 {
-                        return Err(CudaError::Other("hc_step: xn without f32 rows needs the cuBLAS copy".into()));
                     }
-                    launch_hc_finish(gpu, &b, 0, t, &f)?;
+                    f
+                });
+                if dense.is_none() && fin.is_some_and(|f| f.f16.no_f32) {
+                    return Err(CudaError::Other("hc_step: xn without f32 rows needs the cuBLAS copy".into()));
+                }
+                // hc_post then hc_finish per chunk of tokens (hc_chunk), so that the finish
+                // reads the new state while it is still in L2; the same kernels per token
+                let chunk = match fin {
+                    Some(f) if f.q8.is_none() => hc_chunk(t),
+                    _ => t,
+                };
+                let (d, sb) = (b.d, hc_s_bytes(b.s16));
+                for t0 in (0..t).step_by(chunk.max(1)) {
+                    let tc = chunk.min(t - t0);
+                    let bc = HcBufs {
+                        s: b.s + (t0 * b.n * d * sb) as u64,
+                        post: b.post + (t0 * b.n * 4) as u64,
+                        comb: b.comb + (t0 * b.n * b.n * 4) as u64,
+                        pdot: b.pdot + (t0 * b.split * m * 4) as u64,
+                        pss: b.pss + (t0 * b.split * 8) as u64,
+                        ..b
+                    };
+                    let at = |p: DevPtr, row_bytes: usize| if p == 0 { 0 } else { p + (t0 * row_bytes) as u64 };
+                    match y {
+                        HcY::Rows(y, ny) => launch_hc_post_mix(gpu, &bc, tc, at(y, ny * d * 4), ny, fn_ptr, m)?,
+                        HcY::Rows16(y) => launch_hc_post_mix16(gpu, &bc, tc, at(y, d * 2), fn_ptr, m)?,
+                        // (ypair's rows are found through pair_of: not offset)
+                        HcY::Moe(yp, po, sh, k, y16, sh16) => {
+                            launch_hc_post_mix_moe16(gpu, &bc, tc, yp, at(po, k * 4), at(sh, d * if sh16 { 2 } else { 4 }), k, fn_ptr, m, y16, sh16)?
+                        }
+                    }
+                    if let Some(f) = fin {
+                        // (hc_finish offsets its inputs by t0, its rows out by the block)
+                        let fc = HcFinish { out: at(f.out, d * 4), f16: HcF16 { a: at(f.f16.a, d * 2), b: at(f.f16.b, d * 2), ..f.f16 }, ..f };
+                        launch_hc_finish(gpu, &b, t0, tc, &fc)?;
+                    }
+                }
+                if let Some(f) = fin {
                     if let Some((qs, qd)) = f.q8 {
                         launch_quant_q8(gpu, f.out, t * b.d, 0, 0, qs, qd)?;
                     }
