@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Session 60, first call. On an H200 (the whole model): the committed sweep under the defaults
-# (none since session 49). On any card: prefill's cuBLAS outputs read only by hc_post as f16
-# rows (`DS4_HC_Y16`: 1 the attention output, hc_post_mma8_hpy; 2 the shared expert's down,
-# hc_post_mma8_hyps; 3 both):
-# 1. the kernel bench's hc rows at 8K (hc_y16 rows: the same bits as the f32 forms on the
+# (none since session 49). On any card: prefill's cuBLAS outputs whose one reader takes f16
+# written as f16 rows (`DS4_DENSE_Y16` bits: 1 the attention output, hc_post_mma8_hpy; 2 the
+# shared expert's down, hc_post_mma8_hyps; 4 its gate / up, moe_mid_pairs_h):
+# 1. the kernel bench's hc rows at 8K (dense_y16 rows: the same bits as the f32 forms on the
 #    widened values expected);
-# 2. 8K prompts under the defaults, DS4_HC_Y16=1 / 2 / 3 and DS4_HC_CHUNK=512 / 1024 / 2048
+# 2. 8K prompts under the defaults, DS4_DENSE_Y16=1 / 2 / 4 / 7 and DS4_HC_CHUNK=512 / 1024 / 2048
 #    (hc_post + hc_finish launched in turn per chunk of tokens: the same greedy tokens as the
 #    defaults expected);
-# 3. the fixtures with DS4_HC_Y16=3 DS4_HC_CHUNK=48 (several chunks and a partial one per
+# 3. the fixtures with DS4_DENSE_Y16=7 DS4_HC_CHUNK=48 (several chunks and a partial one per
 #    fixture prefill; tolerance lines against session 59's).
 # Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz}.
 set -uo pipefail
@@ -18,16 +18,16 @@ call_start s60a
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 echo "== hcp"
 DS4_KBENCH=hcp DS4_KBENCH_T=8192 timeout 120 "$BIN" --kernel-bench > "$OUT/kbench_hcp.txt" 2>&1
-grep -E "hc_y16|hc_pf|FAIL|rror|panic" "$OUT/kbench_hcp.txt" | cut -c1-250
+grep -E "dense_y16|hc_pf|FAIL|rror|panic" "$OUT/kbench_hcp.txt" | cut -c1-250
 keep kbench_hcp.txt
 synth_wait
 sweep_whole
 cp "$OUT/sweep.log" "$REAL_OUT/" 2>/dev/null
 
-for v in X=1 DS4_HC_Y16=3 DS4_HC_CHUNK=1024 DS4_HC_CHUNK=512 DS4_HC_CHUNK=2048 DS4_HC_Y16=1 DS4_HC_Y16=2 \
-  X=1 DS4_HC_Y16=3 DS4_HC_CHUNK=1024 "DS4_HC_Y16=3 DS4_HC_CHUNK=1024"; do
+for v in X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_HC_CHUNK=512 DS4_HC_CHUNK=2048 DS4_DENSE_Y16=1 DS4_DENSE_Y16=2 \
+  DS4_DENSE_Y16=4 X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 "DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024"; do
   prompt_ab "$v" 8192
 done
-F="DS4_HC_Y16=3 DS4_HC_CHUNK=48"
+F="DS4_DENSE_Y16=7 DS4_HC_CHUNK=48"
 fixtures_in "$F"
 verify_summary "$(verify_file "$F")"

@@ -110,7 +110,7 @@ pub const KERNELS: &[&str] = &[
     "matvec_grouped", "mv2", "mv2_b2", "mv2_b3", "mv2_b4", "moe_down_fused", "gemm_f32", "gemm_h", "gemm_q64", "gemm_q128", "gq_ks_sum", "gemm_qr", "gemm_qr2", "gemm_qs", "gemm_qs2", "gemm_qs4", "gemm_qr_y16", "gemm_qr2_y16", "gemm_qs_y16", "gemm_qs2_y16", "gemm_qs4_y16", "gemm_qs_gu", "gemm_qs2_gu", "gemm_qs_guc", "gemm_qs_dg",
     "repack_blocks", "dequant_rows", "embed_rows", "embed_rows_h",
     "hc_post_mix", "hc_post_mix4", "hc_post_mma", "hc_post_mma8", "hc_post_mma8_y", "hc_post_mma8_h", "hc_post_mma8_hy", "hc_post_mma8_hp", "hc_post_mma8_hyp", "hc_post_mma8_hpy", "hc_post_mma8_hyps", "hc_finish", "hc_finish_h", "hc_sk_rows", "hc_step", "hc_step_gs", "attn_prep", "comp_emit", "comp_state", "idx_q_prep", "e2m1_check", "idx_score", "idx_score_w", "topk_select", "topk_cluster",
-    "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_grp_count", "moe_grp_place", "moe_mid", "moe_mid_h", "moe_combine", "argmax_excl", "near_max", "topk_logits", "topk_pairs", "copy_f4", "read_f4",
+    "attn_partial", "attn_combine", "moe_route", "moe_group", "moe_group2", "moe_grp_count", "moe_grp_place", "moe_mid", "moe_mid_h", "moe_mid_pairs_h", "moe_combine", "argmax_excl", "near_max", "topk_logits", "topk_pairs", "copy_f4", "read_f4",
     "attn_kv_f16", "attn_tc_512", "attn_tc_128", "attn_tw_512", "attn_tw_128", "attn_tx_512", "attn_tx_128", "idx_to_f16", "idx_score_tc", "idx_score_tc2", "idx_score_wg", "idx_score_dtc", "quant_q8", "q8_from_f16", "mvq_b2", "mvq_b3", "mvqm", "mvqm_k", "mvqs", "pair_chunks", "quant_q8p",
     "deq_f16", "deq_f16_exp", "x_to_f16", "attn_dec", "moe_route_w", "router_dec",
 ];

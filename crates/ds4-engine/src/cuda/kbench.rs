@@ -2798,6 +2798,18 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         };
         let new_mid = || launch_moe_mid_pairs(gpu, gb.ptr, ub.ptr, t, f, clamp, m16n.ptr);
         ab_u16(gpu, &format!("moe_mid f16 shared T={t} F={f}: old (moe_mid f32 + x_to_f16)"), &old_mid, &new_mid, &m16o, &m16n, t * f)?;
+        // DS4_DENSE_Y16 bit 4: the same mids from f16 gate / up rows (moe_mid_pairs_h) against
+        // launch_moe_mid_pairs on their widened values: the same bits
+        let f16w = |v: &[f32]| -> (Vec<u16>, Vec<f32>) {
+            let h: Vec<u16> = v.iter().map(|&x| half::f16::from_f32(x).to_bits()).collect();
+            let w = h.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect();
+            (h, w)
+        };
+        let ((gh, gw), (uh, uw)) = (f16w(&uni(-12.0, 12.0, t * f)), f16w(&uni(-12.0, 12.0, t * f)));
+        let (g16, u16b, g32, u32b) = (gpu.upload(&gh)?, gpu.upload(&uh)?, gpu.upload(&gw)?, gpu.upload(&uw)?);
+        let old_p = || launch_moe_mid_pairs(gpu, g32.ptr, u32b.ptr, t, f, clamp, m16o.ptr);
+        let new_p = || super::session::launch_moe_mid_pairs_h(gpu, g16.ptr, u16b.ptr, t, f, clamp, m16n.ptr);
+        ab_u16(gpu, &format!("dense_y16 moe_mid f16 shared T={t} F={f}: f32 gate / up rows (new f16)"), &old_p, &new_p, &m16o, &m16n, t * f)?;
     }
     Ok(())
 }
@@ -3039,7 +3051,7 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
         }
         let run = |bb: &HcBufs| launch_hc_post_mix_moe(gpu, bb, t, y16.ptr, pair_of.ptr, shared.ptr, k, fn_ptr, m, true);
         hc_pf_row(gpu, &format!("hc_pf f16 moe sum, f16 slot rows T={t} k={k}"), &bh, &sh, &run, (true, k, true, true), m)?;
-        // the shared expert's rows as f16 (DS4_HC_Y16 bit 2, hc_post_mma8_hyps) against their
+        // the shared expert's rows as f16 (DS4_DENSE_Y16 bit 2, hc_post_mma8_hyps) against their
         // widened values (hc_post_mma8_hyp): the same bits
         let bp = HcBufs { pf: true, ..bh };
         if super::session::hc_shared16_ok(&bp, true) {
@@ -3056,7 +3068,7 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
             let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
             let (mso, msn) = (time_ms(gpu, 5, &old)?, time_ms(gpu, 5, &new)?);
             let (no, nn) = (super::session::hc_mma8_name16(&bp, true, k, true, true, false), super::session::hc_mma8_name16(&bp, true, k, true, true, true));
-            ab_line(&format!("hc_y16 shared rows T={t} k={k}: {no} f32 shared rows (new {nn})"), mso, msn, diff, vo.len());
+            ab_line(&format!("dense_y16 shared rows T={t} k={k}: {no} f32 shared rows (new {nn})"), mso, msn, diff, vo.len());
         }
         gpu.htod(s0.ptr, s0h)?;
     } else {
@@ -3074,7 +3086,7 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
     ab_u16(gpu, &format!("exp_y16 moe_mid T={t} k={k} F={f}: f32 g / u"), &old, &new, &mo, &mn, rows * f)
 }
 
-/// The attention output as f16 rows (`DS4_HC_Y16` bit 1, row "hc_y16 attention"): hc_post_mma8_hpy on f16
+/// The attention output as f16 rows (`DS4_DENSE_Y16` bit 1, row "dense_y16 attention"): hc_post_mma8_hpy on f16
 /// y rows against hc_post_mma8_hp on their widened f32 values, both on the f16 state of s0h
 /// (`bm`'s other buffers; its own state buffer): the new state, partial mixes and sums of
 /// squares the same bits. Times of each.
@@ -3084,7 +3096,7 @@ fn attn_y16_row(gpu: &Gpu, t: usize, s0h: &[f32], fn_ptr: u64, bm: &super::sessi
     let sb = gpu.alloc(t * n * d * 2)?;
     let bh = HcBufs { s: sb.ptr, s16: HC_S_F16, pf: true, ..*bm };
     if !(hc_mma8_takes(&bh, m) && hc_rows16_ok(&bh, true, 1, false)) {
-        println!("hc_y16: skipped (hc_post_mma8 does not take this shape)");
+        println!("dense_y16: skipped (hc_post_mma8 does not take this shape)");
         return Ok(());
     }
     let mut seed = 0x7a16_u64 ^ t as u64;
@@ -3103,7 +3115,7 @@ fn attn_y16_row(gpu: &Gpu, t: usize, s0h: &[f32], fn_ptr: u64, bm: &super::sessi
     let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
     let (mso, msn) = (time_ms(gpu, 5, &old)?, time_ms(gpu, 5, &new)?);
     let (no, nn) = (hc_mma8_name(&bh, true, 1, false, false), hc_mma8_name(&bh, true, 1, false, true));
-    ab_line(&format!("hc_y16 attention rows T={t}: {no} f32 rows (new {nn})"), mso, msn, diff, vo.len());
+    ab_line(&format!("dense_y16 attention rows T={t}: {no} f32 rows (new {nn})"), mso, msn, diff, vo.len());
     Ok(())
 }
 

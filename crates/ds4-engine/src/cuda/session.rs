@@ -377,18 +377,19 @@ pub(crate) fn hc_shared16_ok(b: &HcBufs, y16: bool) -> bool {
     b.s16 == HC_S_F16 && b.pf && y16
 }
 
-/// `DS4_HC_Y16=N` (bits): prefill's cuBLAS outputs that only hc_post reads written as f16
-/// rows, read as such: 1 the attention output (out_b after out_a's f16 low-rank rows,
-/// out_low16; hc_post_mma8_hpy, where hc_rows16_ok holds), 2 the shared expert's (its down
-/// projection; hc_post_mma8_hyps, where hc_shared16_ok holds). Why: of hc_post's ~83 / ~131
-/// KB per token, 16 are each such f32 row; f16 halves them and the GEMM's write. One more
-/// rounding of those outputs (f16, as the MoE's slot rows under DS4_EXP_Y16). Returns
-/// (attention, shared). Read once.
-pub(crate) fn hc_y16() -> (bool, bool) {
-    static MODE: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
+/// `DS4_DENSE_Y16=N` (bits): prefill's cuBLAS outputs whose one reader can take f16 written
+/// as f16 rows, read as such: 1 the attention output (out_b after out_a's f16 low-rank rows,
+/// out_low16; hc_post_mma8_hpy, where hc_rows16_ok holds), 2 the shared expert's down
+/// (hc_post_mma8_hyps, where hc_shared16_ok holds), 4 the shared expert's gate and up (its
+/// mids, moe_mid_pairs_h). Why: each is a t x 4096 (t x 2048) f32 matrix written once and read
+/// once (at 8K tokens 134 / 67 MB per layer each way; of hc_post's ~83 / ~131 KB per token 16
+/// are such a row); f16 halves both. One more rounding of those outputs (f16, as the MoE's slot
+/// rows under DS4_EXP_Y16). Returns (attention, shared down, shared gate / up). Read once.
+pub(crate) fn dense_y16() -> (bool, bool, bool) {
+    static MODE: std::sync::OnceLock<(bool, bool, bool)> = std::sync::OnceLock::new();
     *MODE.get_or_init(|| {
-        let v: u32 = std::env::var("DS4_HC_Y16").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-        (v & 1 != 0, v & 2 != 0)
+        let v: u32 = std::env::var("DS4_DENSE_Y16").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        (v & 1 != 0, v & 2 != 0, v & 4 != 0)
     })
 }
 
@@ -2439,6 +2440,16 @@ pub(crate) fn launch_moe_mid_pairs(gpu: &Gpu, g: DevPtr, u: DevPtr, n: usize, f:
     launch_moe_mid_pairs_as(gpu, g, u, n, f, clamp, out16, four)
 }
 
+/// launch_moe_mid_pairs on f16 g and u (model.cuh moe_mid_pairs_h: perm 5's mids of the widened
+/// values; the shared expert's gate / up under dense_y16).
+pub(crate) fn launch_moe_mid_pairs_h(gpu: &Gpu, g: DevPtr, u: DevPtr, n: usize, f: usize, clamp: f32, out16: DevPtr) -> Result<()> {
+    if (n * f) % 4 != 0 || (g | u | out16) % 8 != 0 || out16 == 0 {
+        return Err(CudaError::Other(format!("moe_mid_pairs_h: f16 pairs need n * width % 4 == 0 and 8-byte alignment (width {f})")));
+    }
+    let args = Args::new().a(g).a(u).a(n as i32).a(f as i32).a(clamp).a(out16);
+    gpu.launch("moe_mid_pairs_h", ((n * f / 4).div_ceil(256) as u32, 1, 1), 256, 0, args)
+}
+
 /// launch_moe_mid_pairs's launch with the form chosen by the caller (the kernel bench compares
 /// them): `four` two pairs per thread (perm 5; the caller checks its sizes and alignment), else
 /// a thread per pair (perm 2).
@@ -4403,8 +4414,8 @@ impl CudaSession {
             let hg = d.h / d.g * d.dh;
             // out_a: the 8 block-diagonal groups in one strided-batched cuBLAS call where it applies
             let out_a_blas = ly.out_a.rows == d.g * d.ro && ly.out_a.cols == hg;
-            // out_b's rows as f16 for hc_post (attn_y16) where its separate launch reads them
-            let want_attn16 = hc_y16().0 && !decode && !self.hc_fused(t) && {
+            // out_b's rows as f16 for hc_post (dense_y16) where its separate launch reads them
+            let want_attn16 = dense_y16().0 && !decode && !self.hc_fused(t) && {
                 let b = self.hc_bufs_prefill(t);
                 hc_rows16_ok(&b, true, 1, false) && hc_mma8_takes(&b, mhc)
             };
@@ -4478,6 +4489,13 @@ impl CudaSession {
                 [None; 3]
             };
             let xn16_only = xn16_exp && ffn_xn16_enabled() && self.xn16_dense(t).is_some() && ffn_dense.iter().all(Option::is_some);
+            // the shared expert's gate / up as f16 rows (dense_y16) where both run on cuBLAS
+            // here and its mids are moe_mid's f16 pairs for the cuBLAS down (below)
+            let sh_down_dense = !decode && mid_f16_enabled() && d.f % 2 == 0 && self.dense_call(ly.down_sh.wmat(), 1, sc.mids.ptr, d.f, sc.shared.ptr, d.d, t).is_some();
+            let gu16 = {
+                let ok16 = |i: usize| ffn_dense[i].is_some_and(|(c, s, _)| DenseCall { y16: true, ..c }.ok(&s));
+                xn16_only && dense_y16().2 && sh_down_dense && (t * d.f) % 4 == 0 && ok16(1) && ok16(2)
+            };
             let f16 = HcF16 { a: 0, b: if xn16_exp { sc.ypair.ptr } else { 0 }, b_perm: qr.is_some(), no_f32: xn16_only };
             let ffn_fin = HcFinish { m: mhc, scale: ly.hc_ffn_scale.ptr, base: ly.hc_ffn_base.ptr, norm: ly.ffn_norm.ptr, out: sc.xn.ptr, q8, f16 };
             let bias = ly.probs_b.as_ref().map(|b| b.ptr).unwrap_or(0);
@@ -4511,7 +4529,8 @@ impl CudaSession {
             } else if xn16_only {
                 // xn is only in f16 (the finish wrote the scratch copy and no f32 rows): the
                 // three products from that copy, never converting (the f32 xn is stale)
-                for (c, s, blas) in ffn_dense.iter().flatten() {
+                for (i, (c, s, blas)) in ffn_dense.iter().flatten().enumerate() {
+                    let c = if gu16 && i > 0 { DenseCall { y16: true, ..*c } } else { *c };
                     c.run(gpu, blas, s, true)?;
                 }
                 self.x16_key.set(None);
@@ -4616,11 +4635,15 @@ impl CudaSession {
                 // the shared expert's down projection: on cuBLAS, its f16 input written by
                 // moe_mid straight into the scratch (DS4_MID_F16; the f32 mids are then never
                 // written), else the f32 mids; its rows as f16 where only hc_post_mma8_hyps
-                // reads them (hc_y16)
-                let want16 = fuse_moe && hc_y16().1 && hc_mma8_takes(&self.hc_bufs_prefill(t), post_m) && hc_shared16_ok(&self.hc_bufs_prefill(t), moe_y16);
+                // reads them (dense_y16)
+                let want16 = fuse_moe && dense_y16().1 && hc_mma8_takes(&self.hc_bufs_prefill(t), post_m) && hc_shared16_ok(&self.hc_bufs_prefill(t), moe_y16);
                 match self.dense_call(ly.down_sh.wmat(), 1, sc.mids.ptr, d.f, sc.shared.ptr, d.d, t).filter(|_| mid_f16_enabled() && d.f % 2 == 0) {
                     Some((down_sh, s, blas)) => {
-                        launch_moe_mid_pairs(gpu, sc.gs.ptr, sc.us.ptr, t, d.f, clamp, s.x16)?;
+                        if gu16 {
+                            launch_moe_mid_pairs_h(gpu, sc.gs.ptr, sc.us.ptr, t, d.f, clamp, s.x16)?;
+                        } else {
+                            launch_moe_mid_pairs(gpu, sc.gs.ptr, sc.us.ptr, t, d.f, clamp, s.x16)?;
+                        }
                         let d16 = DenseCall { y16: true, ..down_sh };
                         let down_sh = if want16 && d16.ok(&s) { d16 } else { down_sh };
                         sh16 = down_sh.y16;
@@ -4629,6 +4652,9 @@ impl CudaSession {
                         self.x16_key.set(None);
                     }
                     None => {
+                        if gu16 {
+                            return Err(CudaError::Other("the shared expert's f16 gate / up need the cuBLAS down".into()));
+                        }
                         launch_moe_mid(gpu, sc.gs.ptr, sc.us.ptr, 0, t, d.f, clamp, sc.mids.ptr, 0, false)?;
                         self.gemm(ly.down_sh.wmat(), sc.mids.ptr, d.f, sc.shared.ptr, d.d, t, None)?;
                     }

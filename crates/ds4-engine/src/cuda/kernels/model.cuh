@@ -650,7 +650,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_hyp(HC_POST_PA
 }
 // hc_post_mma8_hp on f16 y rows (ny == 1: prefill's attention output as out_b writes it), and
 // hc_post_mma8_hyp with the shared expert's rows as f16 (its down projection's output), under
-// `DS4_HC_Y16` (session.rs hc_y16): 8 bytes per 4 columns and token instead of 16.
+// `DS4_DENSE_Y16` (session.rs dense_y16): 8 bytes per 4 columns and token instead of 16.
 extern "C" __global__ void __launch_bounds__(256, 4) hc_post_mma8_hpy(HC_POST_PARAMS) {
     PDL_ENTRY;
     hc_post_mma_body<1, HC_S_F16, false, HCPF_ROWS, true>(HC_POST_ARGS);
@@ -2940,6 +2940,18 @@ extern "C" __global__ void moe_mid_h(const u16* __restrict__ g, const u16* __res
                                      int F, float clamp, u16* mid16) {
     PDL_ENTRY;
     moe_mid_warp<true>(g, u, pw, n, F, clamp, mid16);
+}
+
+// moe_mid's perm 5 (the shared expert's f16 mids, two pairs per thread) on f16 g and u (its
+// gate / up outputs as cuBLAS writes them under `DS4_DENSE_Y16` bit 4; n * F % 4 == 0, 8-byte
+// aligned): the mids of the widened values.
+extern "C" __global__ void moe_mid_pairs_h(const u16* __restrict__ g, const u16* __restrict__ u, int n, int F, float clamp, u16* mid16) {
+    PDL_ENTRY;
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (i64)n * F / 4) return;
+    const float4 a = hcs_cvt4(((const uint2*)g)[i]), b = hcs_cvt4(((const uint2*)u)[i]);
+    ((uint2*)mid16)[i] = make_uint2(pack_h2(moe_mid_gu(a.x, b.x, clamp), moe_mid_gu(a.y, b.y, clamp)),
+                                    pack_h2(moe_mid_gu(a.z, b.z, clamp), moe_mid_gu(a.w, b.w, clamp)));
 }
 
 // out[t] = sum_i ypair[pair_of[t*K+i]] (selection order) + shared[t]. Prefill's hc_post_mix
