@@ -5,11 +5,11 @@
 # shared expert's down, hc_post_mma8_hyps; 4 its gate / up, moe_mid_pairs_h):
 # 1. the kernel bench's hc rows at 8K (dense_y16 rows: the same bits as the f32 forms on the
 #    widened values expected);
-# 2. 8K prompts under the defaults, DS4_DENSE_Y16=1 / 2 / 4 / 7 and DS4_HC_CHUNK=512 / 1024 / 2048
-#    (hc_post + hc_finish launched in turn per chunk of tokens: the same greedy tokens as the
-#    defaults expected);
-# 3. the fixtures with DS4_DENSE_Y16=7 DS4_HC_CHUNK=48 (several chunks and a partial one per
-#    fixture prefill; tolerance lines against session 59's).
+# 2. the fixtures with DS4_DENSE_Y16=7 DS4_HC_CHUNK=48 (several chunks and a partial one per
+#    fixture prefill; tolerance lines against session 59's), while the model is written;
+# 3. on an H200 the sweep, then 8K prompts: the defaults, DS4_DENSE_Y16=7, DS4_HC_CHUNK=1024
+#    twice each and both (on an H100, 28 layers: also DS4_DENSE_Y16=1 / 2 / 4 and
+#    DS4_HC_CHUNK=512 / 2048); DS4_HC_CHUNK runs must print the defaults' greedy tokens.
 # Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz}.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,14 +20,20 @@ echo "== hcp"
 DS4_KBENCH=hcp DS4_KBENCH_T=8192 timeout 120 "$BIN" --kernel-bench > "$OUT/kbench_hcp.txt" 2>&1
 grep -E "dense_y16|hc_pf|FAIL|rror|panic" "$OUT/kbench_hcp.txt" | cut -c1-250
 keep kbench_hcp.txt
-synth_wait
-sweep_whole
-cp "$OUT/sweep.log" "$REAL_OUT/" 2>/dev/null
-
-for v in X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_HC_CHUNK=512 DS4_HC_CHUNK=2048 DS4_DENSE_Y16=1 DS4_DENSE_Y16=2 \
-  DS4_DENSE_Y16=4 X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 "DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024"; do
-  prompt_ab "$v" 8192
-done
+# (the fixtures run while the synthetic model is written)
 F="DS4_DENSE_Y16=7 DS4_HC_CHUNK=48"
 fixtures_in "$F"
 verify_summary "$(verify_file "$F")"
+synth_wait
+if [ -z "${SYNTH_LAYERS:-}" ]; then
+  # the whole model (H200): the sweep, then the prompts that decide
+  sweep_whole
+  cp "$OUT/sweep.log" "$REAL_OUT/" 2>/dev/null
+  LIST="X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024"
+else
+  LIST="X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_HC_CHUNK=512 DS4_HC_CHUNK=2048 DS4_DENSE_Y16=1 DS4_DENSE_Y16=2
+    DS4_DENSE_Y16=4 X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024"
+fi
+for v in $LIST "DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024"; do
+  prompt_ab "$v" 8192
+done
