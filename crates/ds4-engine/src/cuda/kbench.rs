@@ -2145,11 +2145,17 @@ fn idx_q_prep_bench(gpu: &Gpu) -> Result<()> {
         let (ha, sa, hb, sb) = (gpu.alloc(b16)?, gpu.alloc(bsc)?, gpu.alloc(b16)?, gpu.alloc(bsc)?);
         let wscale = 1.0f32 / ((hi * di) as f32).sqrt();
         let bytes = qv.len() * 4;
-        let prep = |q: u64, h16: u64, hsc: u64| -> Result<()> {
+        // (l: idx_q_prep_l, Di / 32 lanes a vector, DS4_IDXQ_L)
+        let prep_as = |q: u64, h16: u64, hsc: u64, l: bool| -> Result<()> {
             let args = Args::new().a(q).a(pb.ptr).a(ob.ptr).a(hi as i32).a(di as i32).a(r as i32).a(1i32).a(0i32).a(512i32).a(0u64).a(t as i32);
             let args = if h16 != 0 { args.a(h16).a(hsc).a(wb.ptr).a(wscale) } else { args.a(0u64).a(0u64).a(0u64).a(0f32) };
-            gpu.launch("idx_q_prep", (nq.div_ceil(8) as u32, 1, 1), 256, 0, args)
+            if l {
+                gpu.launch("idx_q_prep_l", ((nq * (di / 32)).div_ceil(256) as u32, 1, 1), 256, 0, args)
+            } else {
+                gpu.launch("idx_q_prep", (nq.div_ceil(8) as u32, 1, 1), 256, 0, args)
+            }
         };
+        let prep = |q: u64, h16: u64, hsc: u64| prep_as(q, h16, hsc, false);
         let old = || -> Result<()> {
             gpu.dtod(qa.ptr, q0.ptr, bytes)?;
             prep(qa.ptr, 0, 0)?;
@@ -2174,6 +2180,39 @@ fn idx_q_prep_bench(gpu: &Gpu) -> Result<()> {
         let ms_old = time_ms(gpu, 5, &old)?;
         let ms_new = time_ms(gpu, 5, &new)?;
         println!("{:<34} {:>10.3} {:>10.3} {:>10} {:>10}", format!("idx q prep {hi}x{di} R{r} T={t}"), ms_old, ms_new, hdiff, sdiff);
+        // idx_q_prep_l against idx_q_prep: the f16 form (values and scales) and the f32 form in
+        // place, the same bits expected
+        if super::session::idx_q_prep_l_ok(hi, di, r) {
+            let (hc, sc) = (gpu.alloc(b16)?, gpu.alloc(bsc)?);
+            let newl = || -> Result<()> {
+                gpu.dtod(qb.ptr, q0.ptr, bytes)?;
+                prep_as(qb.ptr, hc.ptr, sc.ptr, true)
+            };
+            newl()?;
+            let (mut xc, mut cc) = (vec![0u16; nq * 128], vec![0f32; nq]);
+            gpu.dtoh(&mut xc, hc.ptr)?;
+            gpu.dtoh(&mut cc, sc.ptr)?;
+            let hd = xb.iter().zip(&xc).filter(|(a, b)| a != b).count();
+            let sd = cb.iter().zip(&cc).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+            // the f32 form: qa holds idx_q_prep's in-place output (old() above)
+            gpu.dtod(qb.ptr, q0.ptr, bytes)?;
+            prep_as(qb.ptr, 0, 0, true)?;
+            let (mut fa, mut fb) = (vec![0f32; qv.len()], vec![0f32; qv.len()]);
+            gpu.dtoh(&mut fa, qa.ptr)?;
+            gpu.dtoh(&mut fb, qb.ptr)?;
+            let fd = fa.iter().zip(&fb).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+            let ms_l = time_ms(gpu, 5, &newl)?;
+            println!(
+                "{:<34} {:>10.3} {:>10.3} {:>10} {:>10}  ({:.2}x; f32 form diff {fd}){}",
+                format!("idx q prep_l {hi}x{di} R{r} T={t}"),
+                ms_new,
+                ms_l,
+                hd,
+                sd,
+                ms_new / ms_l.max(1e-9),
+                if hd + sd + fd == 0 { "" } else { "  FAIL" }
+            );
+        }
     }
     Ok(())
 }

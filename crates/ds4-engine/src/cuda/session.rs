@@ -869,6 +869,28 @@ pub(crate) fn idx_tc_enabled() -> bool {
 
 /// Shapes idx_score_tc handles: vectors padded to 128 (16-byte f16 chunks, float4 loads), the
 /// head weights of every head in shared memory.
+/// `DS4_IDXQ_L=1`: the indexer's query prep on idx_q_prep_l (Di / 32 lanes per vector; model.cuh)
+/// instead of idx_q_prep (a warp per vector), where it applies (idx_q_prep_l_ok; no near-tie
+/// notes). The same bits. Read once.
+fn idxq_l() -> bool {
+    env_is!("DS4_IDXQ_L", "1")
+}
+
+/// Shared-memory RoPE pairs of an idx_q_prep_l block (model.cuh IDXQ_L_CS).
+const IDXQ_L_CS: usize = 2048;
+
+/// Whether idx_q_prep_l takes the indexer's shape: Di one of 32, 64, 128, 256 (Di / 32 lanes a
+/// vector, 256 / that vectors a block), a block's vectors whole tokens or a part of one, their
+/// RoPE pairs (R even, at most Di) within its table.
+pub(crate) fn idx_q_prep_l_ok(hi: usize, di: usize, r: usize) -> bool {
+    if ![32, 64, 128, 256].contains(&di) || hi == 0 || r % 2 != 0 || r > di {
+        return false;
+    }
+    let vpb = 256 / (di / 32);
+    let tpb = if vpb >= hi { vpb / hi } else { 1 };
+    (vpb % hi == 0 || hi % vpb == 0) && tpb * (r / 2) <= IDXQ_L_CS
+}
+
 pub(crate) fn idx_tc_shape_ok(hi: usize, di: usize) -> bool {
     (1..=128).contains(&hi) && di % 8 == 0 && (8..=128).contains(&di)
 }
@@ -4241,7 +4263,11 @@ impl CudaSession {
             Some((h, s)) => args.a(h).a(s).a(sc.iw.ptr).a(wscale),
             None => args.a(0u64).a(0u64).a(0u64).a(0f32),
         };
-        gpu.launch("idx_q_prep", ((d.hi * t).div_ceil(8) as u32, 1, 1), 256, 0, args)?;
+        if idxq_l() && self.ties_ptr() == 0 && idx_q_prep_l_ok(d.hi, d.di, d.r) {
+            gpu.launch("idx_q_prep_l", ((d.hi * t * (d.di / 32)).div_ceil(256) as u32, 1, 1), 256, 0, args)?;
+        } else {
+            gpu.launch("idx_q_prep", ((d.hi * t).div_ceil(8) as u32, 1, 1), 256, 0, args)?;
+        }
         let io = IdxIo {
             q: sc.iq.ptr,
             w: sc.iw.ptr,
@@ -5567,6 +5593,18 @@ mod tests {
         }
         assert!(gu_kind_ok(GqKernel::Qs) && gu_kind_ok(GqKernel::Qs2));
         assert!(!gu_kind_ok(GqKernel::Qr) && !gu_kind_ok(GqKernel::Qr2) && !gu_kind_ok(GqKernel::Qs4) && !gu_kind_ok(GqKernel::Mma));
+    }
+
+    /// idx_q_prep_l's shapes: the real indexer (64 heads of 128, RoPE 64) and the fixtures'
+    /// (16 of 32, RoPE 16) take it; heads that neither divide nor are divided by a block's
+    /// vectors, odd or oversized RoPE, another width, or more RoPE pairs than a block's table
+    /// holds (model.cuh IDXQ_L_CS) do not.
+    #[test]
+    fn idx_q_prep_l_shapes() {
+        assert!(idx_q_prep_l_ok(64, 128, 64) && idx_q_prep_l_ok(16, 32, 16) && idx_q_prep_l_ok(32, 256, 256));
+        assert!(!idx_q_prep_l_ok(48, 128, 64) && !idx_q_prep_l_ok(64, 128, 63) && !idx_q_prep_l_ok(64, 128, 130) && !idx_q_prep_l_ok(64, 96, 32));
+        // one head a token at Di 32: 256 tokens a block, 8 pairs each fit, 16 do not
+        assert!(idx_q_prep_l_ok(1, 32, 16) && !idx_q_prep_l_ok(1, 32, 32));
     }
 
     /// hc_post_mma8's forms: the loads-ahead ones (HcBufs::pf) only on an f16 state, for y

@@ -1439,11 +1439,14 @@ __device__ void fp8_sim_smem(float* v, int n, int* ties = nullptr, int layer = 0
 // x / scale as x * 2^-k: k = log2(scale) is in [-126, 126] (amax is at least 2^-126 * 6 and
 // finite), so 2^-k is a normal float and both forms are the exact scaling of x, correctly
 // rounded: the same bits without the IEEE division's ~20 instructions.
-__device__ __forceinline__ float fp4_round_warp(float x) {
-    float amax = warp_max(fabsf(x));
+// The FP4 step of one value of a block whose maximum |x| is amax (fp4_round_warp, idx_q_prep_l).
+__device__ __forceinline__ float fp4_round_amax(float x, float amax) {
     amax = fmaxf(amax, 7.052966104933725e-38f);
     const int k = ceil_log2_exact(amax / 6.f);
     return e2m1_round(fminf(fmaxf(x * exp2i(-k), -6.f), 6.f)) * exp2i(k);
+}
+__device__ __forceinline__ float fp4_round_warp(float x) {
+    return fp4_round_amax(x, warp_max(fabsf(x)));
 }
 // Float bit patterns base + 64 t .. + 63 for thread t (a grid of 2^18 blocks x 256 threads
 // covers all 2^32 from base 0): e2m1_round against e2m1_round_search where |x| <= 6 (the
@@ -1856,6 +1859,130 @@ extern "C" __global__ void __launch_bounds__(256) idx_q_prep(float* qi, const in
         default: sc = idx_q_prep_vec<8>(q, p, cs, R, qat, layer, tp, tb[w], nullptr); break;  // 256 (dims.rs check)
     }
     if (h && lane == 0) hsc[ht] = wt ? (wt[ht] * wscale) * sc : sc;
+}
+
+// ---- idx_q_prep_l: idx_q_prep with Di / 32 lanes per vector (`DS4_IDXQ_L=1`) ----
+// Why: idx_q_prep's warp per (head, token) spends ~49 shuffles per vector on the Hadamard's lane
+// strides and each FP4 block's maximum, ~200 instructions per vector in all: 404 us per
+// ratio-4 layer of an 8K prefill on an H100 (session 58's trace), ~3x its bytes' time. Here
+// lane `sub` of a vector's L = Di / 32 holds its elements 32 sub .. 32 sub + 31: the RoPE pairs,
+// the strides below 32 and each FP4 block (one lane's 32 values) stay in registers; only the
+// strides from 32 on and the vector's maximum are shuffles (~8 per vector at Di 128). The same
+// operations on the same values, per element in the same order, as idx_q_prep_vec: the same
+// bits. No near-tie notes (the host keeps idx_q_prep where they are asked for). Block 256 =
+// 256 / L vectors: whole tokens (Hi divides 256 / L) or a part of one (256 / L divides Hi);
+// their RoPE tables in shared memory (at most 2048 pairs: the host checks, idx_q_prep_l_ok).
+#define IDXQ_L_CS 2048
+template <int L>
+__device__ __forceinline__ void idx_q_prep_l_body(float* qi, const int* __restrict__ pos, const float* __restrict__ omega, int Hi, int R,
+                                                 int qat, int T, u16* h16, float* hsc, const float* __restrict__ wt, float wscale) {
+    constexpr int VPB = 256 / L, Di = 32 * L;
+    __shared__ float2 cs_s[IDXQ_L_CS];
+    const int tid = threadIdx.x, lane = tid & 31, sub = lane % L;
+    const i64 v0 = (i64)blockIdx.x * VPB;
+    const int tk0 = (int)(v0 / Hi), tpb = VPB >= Hi ? VPB / Hi : 1, npair = R / 2;
+    for (int k = tid; k < tpb * npair; k += 256) {
+        const int tk = tk0 + k / npair;
+        if (tk < T) {
+            const float th = (float)pos[tk] * omega[k % npair];
+            cs_s[k] = make_float2(cosf(th), sinf(th));
+        }
+    }
+    __syncthreads();
+    const i64 ht = v0 + tid / L;
+    if (ht >= (i64)Hi * T) return;  // (whole vectors: a vector's L lanes return together)
+    const float2* cs = cs_s + (int)(ht / Hi - tk0) * npair;
+    float* q = qi + ht * Di + 32 * sub;
+    float v[32];
+#pragma unroll
+    for (int c = 0; c < 8; c++) {
+        const float4 x = ((const float4*)q)[c];
+        v[4 * c] = x.x;
+        v[4 * c + 1] = x.y;
+        v[4 * c + 2] = x.z;
+        v[4 * c + 3] = x.w;
+    }
+    // RoPE on the last R values: pairs (base + 2k, base + 2k + 1), base even (as idx_q_prep_vec:
+    // a the even element, b the odd one, before the rotation)
+    const int base = Di - R;
+#pragma unroll
+    for (int j = 0; j < 32; j += 2) {
+        const int i = 32 * sub + j;
+        if (i >= base) {
+            const float2 t = cs[(i - base) >> 1];
+            const float c = t.x, sn = t.y;
+            const float a = v[j], b = v[j + 1];
+            v[j] = a * c - b * sn;
+            v[j + 1] = a * sn + b * c;
+        }
+    }
+    if (qat) {
+        // Hadamard butterflies, strides 1 .. Di / 2 in order: (a, b) -> (a + b, a - b); the
+        // strides below 32 within the lane, then across its vector's lanes
+#pragma unroll
+        for (int st = 1; st < 32; st <<= 1) {
+#pragma unroll
+            for (int j = 0; j < 32; j++) {
+                if ((j & st) == 0) {
+                    const float a = v[j], b = v[j + st];
+                    v[j] = a + b;
+                    v[j + st] = a - b;
+                }
+            }
+        }
+#pragma unroll
+        for (int m = 1; m < L; m <<= 1) {
+#pragma unroll
+            for (int j = 0; j < 32; j++) {
+                const float o = __shfl_xor_sync(0xffffffffu, v[j], m);
+                v[j] = (sub & m) ? o - v[j] : v[j] + o;
+            }
+        }
+        const float sc = (float)(1.0 / sqrt((double)Di));
+        float am = 0.f;
+#pragma unroll
+        for (int j = 0; j < 32; j++) {
+            v[j] *= sc;
+            am = fmaxf(am, fabsf(v[j]));
+        }
+#pragma unroll
+        for (int j = 0; j < 32; j++) v[j] = fp4_round_amax(v[j], am);
+    }
+    if (h16) {
+        // idx_q_prep_vec's f16 form: the vector over 2^e of its max |x|, ITC_DP slots (Di <= ITC_DP)
+        float am = 0.f;
+#pragma unroll
+        for (int j = 0; j < 32; j++) am = fmaxf(am, fabsf(v[j]));
+#pragma unroll
+        for (int m = 1; m < L; m <<= 1) am = fmaxf(am, __shfl_xor_sync(0xffffffffu, am, m));
+        float inv;
+        const float s = pow2_of_max(am, inv);
+        u16* h = h16 + ht * ITC_DP;
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const int j = 8 * c;
+            ((uint4*)(h + 32 * sub))[c] = make_uint4(pack_h2(v[j] * inv, v[j + 1] * inv), pack_h2(v[j + 2] * inv, v[j + 3] * inv),
+                                                     pack_h2(v[j + 4] * inv, v[j + 5] * inv), pack_h2(v[j + 6] * inv, v[j + 7] * inv));
+        }
+        for (int i = Di + 8 * sub; i < ITC_DP; i += 8 * L) *(uint4*)(h + i) = make_uint4(0u, 0u, 0u, 0u);
+        if (sub == 0) hsc[ht] = wt ? (wt[ht] * wscale) * s : s;
+        return;
+    }
+#pragma unroll
+    for (int c = 0; c < 8; c++) ((float4*)q)[c] = make_float4(v[4 * c], v[4 * c + 1], v[4 * c + 2], v[4 * c + 3]);
+}
+// idx_q_prep's parameters (layer, topk and ties unused: no near-tie notes); grid
+// ceil(Hi * T * (Di / 32) / 256), block 256.
+extern "C" __global__ void __launch_bounds__(256) idx_q_prep_l(float* qi, const int* __restrict__ pos, const float* __restrict__ omega,
+                                                               int Hi, int Di, int R, int qat, int layer, int topk, int* ties, int T,
+                                                               u16* h16, float* hsc, const float* __restrict__ wt, float wscale) {
+    PDL_ENTRY;
+    switch (Di) {
+        case 32: idx_q_prep_l_body<1>(qi, pos, omega, Hi, R, qat, T, h16, hsc, wt, wscale); break;
+        case 64: idx_q_prep_l_body<2>(qi, pos, omega, Hi, R, qat, T, h16, hsc, wt, wscale); break;
+        case 128: idx_q_prep_l_body<4>(qi, pos, omega, Hi, R, qat, T, h16, hsc, wt, wscale); break;
+        default: idx_q_prep_l_body<8>(qi, pos, omega, Hi, R, qat, T, nullptr, hsc, wt, wscale); break;  // 256
+    }
 }
 
 // Rows per idx_score block (owned by session.rs, which sizes the grid; asserted equal by the
