@@ -2663,16 +2663,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         };
         let new = || launch_hc_post_mix_moe(gpu, &b, t, yp.ptr, po.ptr, shb.ptr, k, fnb.ptr, m, false);
         // one step of each from the same S: S, the partials and pss as bits
-        let outputs = |f: &dyn Fn() -> Result<()>| -> Result<Vec<u64>> {
-            gpu.htod(s0.ptr, &s0h)?;
-            f()?;
-            hc_post_bits(gpu, &b, t, m)
-        };
-        let (vo, vn) = (outputs(&old)?, outputs(&new)?);
-        let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
-        // (timing steps S on from there; the values stay bounded over these few steps)
-        let (mso, msn) = (time_ms(gpu, 5, &old)?, time_ms(gpu, 5, &new)?);
-        ab_line(&format!("moe_combine fused T={t} k={k}: old (moe_combine + hc_post_mix)"), mso, msn, diff, vo.len());
+        hc_ab(gpu, &format!("moe_combine fused T={t} k={k}: old (moe_combine + hc_post_mix)"), &b, t, m, &|| gpu.htod(s0.ptr, &s0h), &old, &new)?;
         gpu.htod(s0.ptr, &s0h)?;
         // hc_post_mix4 (128-column slices, the prefill default where D % 128 == 0): the same new
         // state S (bits) as hc_post_mix, the partial sums totalled per (token, mix) and the
@@ -3020,6 +3011,23 @@ fn hc_post_bits(gpu: &Gpu, b: &super::session::HcBufs, t: usize, m: usize) -> Re
     Ok(sv.into_iter().chain(pv.into_iter().map(u64::from)).chain(qv).collect())
 }
 
+/// Two hc_post launches from the same state (`reset` before each): the new state, the partial
+/// mixes and the sums of squares of `b` compared bit for bit, then each timed (ab_line).
+#[allow(clippy::too_many_arguments)]
+fn hc_ab(gpu: &Gpu, what: &str, b: &super::session::HcBufs, t: usize, m: usize, reset: &dyn Fn() -> Result<()>, old: &dyn Fn() -> Result<()>, new: &dyn Fn() -> Result<()>) -> Result<()> {
+    let outs = |f: &dyn Fn() -> Result<()>| -> Result<Vec<u64>> {
+        reset()?;
+        f()?;
+        hc_post_bits(gpu, b, t, m)
+    };
+    let (vo, vn) = (outs(old)?, outs(new)?);
+    let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
+    // (timing steps S on from there; the values stay bounded over these few steps)
+    let (mso, msn) = (time_ms(gpu, 5, old)?, time_ms(gpu, 5, new)?);
+    ab_line(what, mso, msn, diff, vo.len());
+    Ok(())
+}
+
 /// hc_post_mma8's f16-state forms with the loads a group ahead (`DS4_HC_PF`, HcBufs::pf;
 /// rows "hc_pf") against the forms without, the same launch `run` on the f16 state of `b`
 /// (reset from `sh` before each; `shape`: hc_mma8_name's y, ny, moe, y16, for the row's
@@ -3098,16 +3106,8 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
             let (sh16, sh32) = (gpu.upload(&shh)?, gpu.upload(&shw)?);
             let old = || super::session::launch_hc_post_mix_moe16(gpu, &bp, t, y16.ptr, pair_of.ptr, sh32.ptr, k, fn_ptr, m, true, false);
             let new = || super::session::launch_hc_post_mix_moe16(gpu, &bp, t, y16.ptr, pair_of.ptr, sh16.ptr, k, fn_ptr, m, true, true);
-            let outs = |f: &dyn Fn() -> Result<()>| -> Result<Vec<u64>> {
-                gpu.htod(sb.ptr, &sh)?;
-                f()?;
-                hc_post_bits(gpu, &bp, t, m)
-            };
-            let (vo, vn) = (outs(&old)?, outs(&new)?);
-            let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
-            let (mso, msn) = (time_ms(gpu, 5, &old)?, time_ms(gpu, 5, &new)?);
             let (no, nn) = (super::session::hc_mma8_name16(&bp, true, k, true, true, false), super::session::hc_mma8_name16(&bp, true, k, true, true, true));
-            ab_line(&format!("dense_y16 shared rows T={t} k={k}: {no} f32 shared rows (new {nn})"), mso, msn, diff, vo.len());
+            hc_ab(gpu, &format!("dense_y16 shared rows T={t} k={k}: {no} f32 shared rows (new {nn})"), &bp, t, m, &|| gpu.htod(sb.ptr, &sh), &old, &new)?;
         }
         gpu.htod(s0.ptr, s0h)?;
     } else {
@@ -3145,16 +3145,8 @@ fn attn_y16_row(gpu: &Gpu, t: usize, s0h: &[f32], fn_ptr: u64, bm: &super::sessi
     let (y16, y32) = (gpu.upload(&yh)?, gpu.upload(&yw)?);
     let old = || launch_hc_post_mix(gpu, &bh, t, y32.ptr, 1, fn_ptr, m);
     let new = || launch_hc_post_mix16(gpu, &bh, t, y16.ptr, fn_ptr, m);
-    let outs = |f: &dyn Fn() -> Result<()>| -> Result<Vec<u64>> {
-        gpu.htod(sb.ptr, &sh)?;
-        f()?;
-        hc_post_bits(gpu, &bh, t, m)
-    };
-    let (vo, vn) = (outs(&old)?, outs(&new)?);
-    let diff = vo.iter().zip(&vn).filter(|(a, b)| a != b).count();
-    let (mso, msn) = (time_ms(gpu, 5, &old)?, time_ms(gpu, 5, &new)?);
     let (no, nn) = (hc_mma8_name(&bh, true, 1, false, false), hc_mma8_name(&bh, true, 1, false, true));
-    ab_line(&format!("dense_y16 attention rows T={t}: {no} f32 rows (new {nn})"), mso, msn, diff, vo.len());
+    hc_ab(gpu, &format!("dense_y16 attention rows T={t}: {no} f32 rows (new {nn})"), &bh, t, m, &|| gpu.htod(sb.ptr, &sh), &old, &new)?;
     Ok(())
 }
 
