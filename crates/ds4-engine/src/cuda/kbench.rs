@@ -1963,6 +1963,7 @@ pub fn idx_bench(gpu: &Gpu) -> Result<()> {
         }
     }
     idx_q_prep_bench(gpu)?;
+    topk_prefill_bench(gpu)?;
     idx_dec_bench(gpu)?;
     topk_cluster_bench(gpu)?;
     topk_cold_bench(gpu)
@@ -2109,6 +2110,41 @@ fn topk_cold_bench(gpu: &Gpu) -> Result<()> {
         let io_s = IdxIo { scores: sd.ptr, ldsc: n, rows: n, ..io };
         let t_s = graph_us(gpu, 100, &|| launch_topk(gpu, &io_s, sel.ptr, 0, 0))?;
         println!("  {path}: {n} scores, {distinct} distinct (largest run {maxrun}), {} top-byte bins: topk_select {t_s:.2} us", top8.len());
+    }
+    Ok(())
+}
+
+/// Prefill's top-k (`DS4_TOPK_THREADS`): topk_select with blocks of 512 and 256 threads
+/// against 1024 on an 8K prompt's shape (positions 0 .. T, at most T / 4 rows a token, top 512;
+/// random scores): every token's selection the same (`sel diff`: differing entries), and the
+/// time of each.
+fn topk_prefill_bench(gpu: &Gpu) -> Result<()> {
+    use super::session::{launch_topk_with, IdxIo};
+    for t in bench_ts(&[8192]) {
+        let (rows, topk) = (t / 4, 512usize);
+        let mut seed = 0x70b5_u64 ^ t as u64;
+        let sv: Vec<f32> = (0..t * rows).map(|_| frand(&mut seed) * 8.0 - 4.0).collect();
+        let pos: Vec<i32> = (0..t as i32).collect();
+        let (sb, pb) = (gpu.upload(&sv)?, gpu.upload(&pos)?);
+        let io = IdxIo { q: 0, w: 0, k: 0, pos: pb.ptr, scores: sb.ptr, ldsc: rows, t, rows, hi: 0, di: 0, wscale: 1.0, topk, h16: 0, hsc: 0 };
+        let run = |threads: usize| -> Result<(Vec<i32>, f64)> {
+            let sel = gpu.alloc_zeroed(t * topk * 4)?;
+            let f = || launch_topk_with(gpu, &io, sel.ptr, 0, 0, false, threads);
+            f()?;
+            let mut v = vec![0i32; t * topk];
+            gpu.dtoh(&mut v, sel.ptr)?;
+            Ok((v, time_ms(gpu, 5, &f)?))
+        };
+        let (base, ms0) = run(1024)?;
+        for threads in [512usize, 256] {
+            let (v, ms) = run(threads)?;
+            let diff = base.iter().zip(&v).filter(|(a, b)| a != b).count();
+            println!(
+                "topk_select prefill T={t} rows<={rows} top {topk}: 1024 threads {ms0:.3} ms, {threads} {ms:.3} ms ({:.2}x); sel diff {diff}{}",
+                ms0 / ms.max(1e-9),
+                if diff == 0 { "" } else { "  FAIL" }
+            );
+        }
     }
     Ok(())
 }

@@ -1106,7 +1106,27 @@ fn topk_cl_threads() -> usize {
 /// kernel as topk_cluster_ok picks it.
 pub(crate) fn launch_topk(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u64) -> Result<()> {
     let cl = topk_cluster_ok(io.t, io.rows);
-    launch_topk_with(gpu, io, sel, layer, ties, cl, if cl { topk_cl_threads() } else { 1024 })
+    launch_topk_with(gpu, io, sel, layer, ties, cl, if cl { topk_cl_threads() } else { topk_threads(io.t) })
+}
+
+/// `DS4_TOPK_THREADS=256` / `512`: prefill's topk_select (batches of more than 4 tokens) with
+/// blocks of that many threads instead of 1024. Why: an 8K prefill's ratio-4 layers select from
+/// at most 2048 rows per token, 2 keys per thread of 1024: 254 us per layer on an H100 (session
+/// 58's trace), two blocks per SM, each pass's barriers over 32 warps. The rows a thread owns
+/// and the output (the top-k in ascending row order, ties to the smaller row) do not depend on
+/// the block's size: the same selection. Decode (one token) keeps 1024. Read once.
+fn topk_threads(t: usize) -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let n = *N.get_or_init(|| match std::env::var("DS4_TOPK_THREADS").as_deref() {
+        Ok("256") => 256,
+        Ok("512") => 512,
+        _ => 1024,
+    });
+    if t > 4 {
+        n
+    } else {
+        1024
+    }
 }
 
 /// topk_select (`cluster` false: one block per token) or topk_cluster (TOPK_CL blocks per
