@@ -1890,13 +1890,15 @@ __device__ __forceinline__ void idx_q_prep_l_body(float* qi, const int* __restri
     }
     __syncthreads();
     const i64 ht = v0 + tid / L;
-    if (ht >= (i64)Hi * T) return;  // (whole vectors: a vector's L lanes return together)
-    const float2* cs = cs_s + (int)(ht / Hi - tk0) * npair;
+    // (a vector past the batch still runs, on zeros, without loads or stores: its warp's
+    // other vectors shuffle with the full mask)
+    const bool live = ht < (i64)Hi * T;
+    const float2* cs = cs_s + (live ? (int)(ht / Hi - tk0) * npair : 0);
     float* q = qi + ht * Di + 32 * sub;
     float v[32];
 #pragma unroll
     for (int c = 0; c < 8; c++) {
-        const float4 x = ((const float4*)q)[c];
+        const float4 x = live ? ((const float4*)q)[c] : make_float4(0.f, 0.f, 0.f, 0.f);
         v[4 * c] = x.x;
         v[4 * c + 1] = x.y;
         v[4 * c + 2] = x.z;
@@ -1957,6 +1959,7 @@ __device__ __forceinline__ void idx_q_prep_l_body(float* qi, const int* __restri
         for (int m = 1; m < L; m <<= 1) am = fmaxf(am, __shfl_xor_sync(0xffffffffu, am, m));
         float inv;
         const float s = pow2_of_max(am, inv);
+        if (!live) return;
         u16* h = h16 + ht * ITC_DP;
 #pragma unroll
         for (int c = 0; c < 4; c++) {
@@ -1968,6 +1971,7 @@ __device__ __forceinline__ void idx_q_prep_l_body(float* qi, const int* __restri
         if (sub == 0) hsc[ht] = wt ? (wt[ht] * wscale) * s : s;
         return;
     }
+    if (!live) return;
 #pragma unroll
     for (int c = 0; c < 8; c++) ((float4*)q)[c] = make_float4(v[4 * c], v[4 * c + 1], v[4 * c + 2], v[4 * c + 3]);
 }
