@@ -6,15 +6,17 @@
 #                    down -> hc_post_mma8_hyps; 4 its gate / up -> moe_mid_pairs_h);
 #   DS4_HC_CHUNK=N   hc_post + hc_finish in turn per N tokens (the finish reads the state from L2);
 #   DS4_IDXQ_L=1     the indexer's query prep with Di / 32 lanes a vector (idx_q_prep_l);
-#   DS4_TOPK_THREADS prefill's topk_select in blocks of 256 / 512 threads.
+#   DS4_TOPK_THREADS prefill's topk_select in blocks of 256 / 512 threads;
+#   DS4_COMP_L16=1   the compressors' ratio-128 windows with 16 tokens' loads in flight (comp_emit16).
 # 1. Kernel bench: hc rows at 8K (dense_y16 rows: 0 differing values expected, the f16 forms
 #    against the f32 ones on the widened values), idx rows (idx q prep_l: 0 differing f16
-#    values, scales and f32 values; topk_select prefill: sel diff 0).
-# 2. The fixtures with all four on (DS4_HC_CHUNK=48: several chunks and a partial one per
+#    values, scales and f32 values; topk_select prefill: sel diff 0), comp rows (comp_emit16:
+#    rows diff 0).
+# 2. The fixtures with all five on (DS4_HC_CHUNK=48: several chunks and a partial one per
 #    fixture prefill), while the model is written: PASS everywhere; the tolerance lines against
 #    session 59's (only DS4_DENSE_Y16 changes values).
 # 3. On an H200: the committed sweep under the defaults (none since session 49), then 8K
-#    prompts: the defaults, each switch, the defaults again, all four. On an H100 (28 layers):
+#    prompts: the defaults, each switch, the defaults again, all five. On an H100 (28 layers):
 #    the prompts only, with DS4_HC_CHUNK=512 and DS4_TOPK_THREADS=512 too. Every run but the
 #    DS4_DENSE_Y16 ones must print the defaults' greedy tokens (the same bits).
 # Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz} (tools/gpu/prep.sh at this commit).
@@ -31,8 +33,12 @@ echo "== idx"
 DS4_KBENCH=idx timeout 120 "$BIN" --kernel-bench > "$OUT/kbench_idx.txt" 2>&1
 grep -E "e2m1|idx q prep|topk_select prefill|FAIL|rror|panic" "$OUT/kbench_idx.txt" | cut -c1-200
 keep kbench_idx.txt
+echo "== comp"
+DS4_KBENCH=comp timeout 60 "$BIN" --kernel-bench > "$OUT/kbench_comp.txt" 2>&1
+grep -E "comp_emit|FAIL|rror|panic" "$OUT/kbench_comp.txt" | cut -c1-200
+keep kbench_comp.txt
 # (the fixtures run while the synthetic model is written)
-F="DS4_DENSE_Y16=7 DS4_HC_CHUNK=48 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256"
+F="DS4_DENSE_Y16=7 DS4_HC_CHUNK=48 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 DS4_COMP_L16=1"
 fixtures_in "$F"
 verify_summary "$(verify_file "$F")"
 synth_wait
@@ -40,11 +46,11 @@ if [ -z "${SYNTH_LAYERS:-}" ]; then
   # the whole model (H200): the sweep, then the prompts that decide
   sweep_whole
   cp "$OUT/sweep.log" "$REAL_OUT/" 2>/dev/null
-  LIST="X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 X=1"
+  LIST="X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 DS4_COMP_L16=1 X=1"
 else
-  LIST="X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_HC_CHUNK=512 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 DS4_TOPK_THREADS=512
+  LIST="X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_HC_CHUNK=512 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 DS4_TOPK_THREADS=512 DS4_COMP_L16=1
     X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024"
 fi
-for v in $LIST "DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256"; do
+for v in $LIST "DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 DS4_COMP_L16=1"; do
   prompt_ab "$v" 8192
 done

@@ -110,6 +110,7 @@ pub fn run() -> Result<()> {
         "hc" => return hc_bench(&gpu),
         "hcp" => return hc_prefill_bench(&gpu),
         "mid" => return mid_bench(&gpu),
+        "comp" => return comp_bench(&gpu),
         _ => {}
     }
     let ceil = copy_ceiling(&gpu)?;
@@ -2110,6 +2111,43 @@ fn topk_cold_bench(gpu: &Gpu) -> Result<()> {
         let io_s = IdxIo { scores: sd.ptr, ldsc: n, rows: n, ..io };
         let t_s = graph_us(gpu, 100, &|| launch_topk(gpu, &io_s, sel.ptr, 0, 0))?;
         println!("  {path}: {n} scores, {distinct} distinct (largest run {maxrun}), {} top-byte bins: topk_select {t_s:.2} us", top8.len());
+    }
+    Ok(())
+}
+
+/// Prefill's ratio-128 compressor windows (`DS4_KBENCH=comp`, `DS4_COMP_L16`): comp_emit16
+/// against comp_emit on random projections of an 8K batch from position 0 (d 512, RoPE 64, FP8
+/// step on): every compressed row the same bits (`rows diff`), and the time of each.
+fn comp_bench(gpu: &Gpu) -> Result<()> {
+    use super::session::launch_comp_emit_bench;
+    for t in bench_ts(&[8192]) {
+        let (r, d, rd) = (128usize, 512usize, 64usize);
+        let mut seed = 0xc0_u64 ^ t as u64;
+        let mut uni = |lo: f32, hi: f32, k: usize| -> Vec<f32> { (0..k).map(|_| lo + (hi - lo) * frand(&mut seed)).collect() };
+        let (kv, sc) = (gpu.upload(&uni(-2.0, 2.0, t * d))?, gpu.upload(&uni(-4.0, 4.0, t * d))?);
+        let ape: Vec<u16> = uni(-1.0, 1.0, r * d).iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
+        let apeb = gpu.alloc(ape.len() * 2)?;
+        gpu.htod(apeb.ptr, &ape)?;
+        let (norm, state) = (gpu.upload(&uni(0.5, 1.5, d))?, gpu.alloc_zeroed(r * d * 4)?);
+        let omega: Vec<f32> = (0..rd / 2).map(|k| 1.0 / 160000f32.powf(2.0 * k as f32 / rd as f32)).collect();
+        let pos: Vec<i32> = (0..t as i32).collect();
+        let (om, pb) = (gpu.upload(&omega)?, gpu.upload(&pos)?);
+        let n = (t / r + 1) * d;
+        let run = |sixteen: bool| -> Result<(Vec<u32>, f64)> {
+            let rows = gpu.alloc_zeroed(n * 4)?;
+            let f = || launch_comp_emit_bench(gpu, kv.ptr, sc.ptr, apeb.ptr, (state.ptr, state.ptr), rows.ptr, norm.ptr, om.ptr, pb.ptr, t, r, d, rd, sixteen);
+            f()?;
+            let mut v = vec![0u32; n];
+            gpu.dtoh(&mut v, rows.ptr)?;
+            Ok((v, time_ms(gpu, 5, &f)?))
+        };
+        let ((a, ms8), (b, ms16)) = (run(false)?, run(true)?);
+        let diff = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+        println!(
+            "comp_emit ratio {r} d {d} T={t}: comp_emit {ms8:.3} ms, comp_emit16 {ms16:.3} ms ({:.2}x); rows diff {diff} of {n}{}",
+            ms8 / ms16.max(1e-9),
+            if diff == 0 { "" } else { "  FAIL" }
+        );
     }
     Ok(())
 }

@@ -869,6 +869,31 @@ pub(crate) fn idx_tc_enabled() -> bool {
 
 /// Shapes idx_score_tc handles: vectors padded to 128 (16-byte f16 chunks, float4 loads), the
 /// head weights of every head in shared memory.
+/// `DS4_COMP_L16=1`: the compressors' ratio-128 windows on comp_emit16 (16 tokens' loads in
+/// flight per thread instead of 8; model.cuh). The same bits. Read once.
+fn comp_l16() -> bool {
+    env_is!("DS4_COMP_L16", "1")
+}
+
+/// comp_emit (or comp_emit16 when `sixteen`) over the windows that close in a batch of `t`
+/// tokens: a block per window (t / r + 1, the ones that do not close return), a thread per column.
+fn launch_comp_emit(gpu: &Gpu, a: &CompArgs, t: usize, sixteen: bool) -> Result<()> {
+    let (r, dim) = (a.r as usize, a.d as usize);
+    let block = dim.div_ceil(32) * 32;
+    if r == 0 || block > 512 {
+        return Err(CudaError::Other(format!("comp_emit: ratio {r}, width {dim} (at most 512)")));
+    }
+    gpu.launch(if sixteen { "comp_emit16" } else { "comp_emit" }, ((t / r + 1) as u32, 1, 1), block as u32, (dim * 4) as u32, Args::new().a(*a))
+}
+
+/// The kernel bench's compressor rows (`DS4_KBENCH=comp`): comp_emit or comp_emit16 on the
+/// given buffers (a main-KV compressor: no indexer form, no near-tie notes).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_comp_emit_bench(gpu: &Gpu, kv: u64, sc: u64, ape: u64, state: (u64, u64), rows: u64, norm: u64, omega: u64, pos: u64, t: usize, r: usize, d: usize, rd: usize, sixteen: bool) -> Result<()> {
+    let a = CompArgs { kv, sc, ape, skv: state.0, ssc: state.1, rows, norm, omega, pos, t: t as i32, r: r as i32, d: d as i32, rd: rd as i32, eps: 1e-6, qat: 1, indexer: 0, layer: 0, ties: 0 };
+    launch_comp_emit(gpu, &a, t, sixteen)
+}
+
 /// `DS4_IDXQ_L=1`: the indexer's query prep on idx_q_prep_l (Di / 32 lanes per vector; model.cuh)
 /// instead of idx_q_prep (a warp per vector), where it applies (idx_q_prep_l_ok; no near-tie
 /// notes). The same bits. Read once.
@@ -4162,9 +4187,7 @@ impl CudaSession {
         let r = a.r as usize;
         let dim = a.d as usize;
         let w = if r == 4 { 2 * dim } else { dim };
-        let emits = t / r + 1;
-        let block = ((dim + 31) / 32 * 32) as u32;
-        self.gpu().launch("comp_emit", (emits as u32, 1, 1), block, (dim * 4) as u32, Args::new().a(a))?;
+        launch_comp_emit(self.gpu(), &a, t, comp_l16() && r != 4)?;
         let nres = if r == 4 { 4 } else { r };
         let n = nres * w;
         self.gpu().launch("comp_state", (((n + 255) / 256) as u32, 1, 1), 256, 0, Args::new().a(a))

@@ -1614,13 +1614,15 @@ __device__ __forceinline__ void comp_tok(const CompArgs& a, int p0, int q, int c
     }
 }
 
-// Column `i`'s values of window c's tokens j0 .. j0 + 7 (ok: the token exists and is in the
-// window), every load issued before any use: comp_emit's loops loaded a token, used it, then
-// loaded the next (one L2 round trip per token: 8 per ratio-4 window, 128 per ratio-128 one).
-__device__ __forceinline__ void comp_load8(const CompArgs& a, int p0, int c, int i, int j0, int nc, float (&vv)[8], float (&sv)[8],
-                                           bool (&ok)[8]) {
+// Column `i`'s values of window c's tokens j0 .. j0 + N - 1 (ok: the token exists and is in
+// the window), every load issued before any use: comp_emit's loops loaded a token, used it,
+// then loaded the next (one L2 round trip per token: 8 per ratio-4 window, 128 per ratio-128
+// one). N 8 (comp_emit), 16 (comp_emit16).
+template <int N>
+__device__ __forceinline__ void comp_load8(const CompArgs& a, int p0, int c, int i, int j0, int nc, float (&vv)[N], float (&sv)[N],
+                                           bool (&ok)[N]) {
 #pragma unroll
-    for (int u = 0; u < 8; u++) {
+    for (int u = 0; u < N; u++) {
         const int j = j0 + u;
         int q, col;
         ok[u] = j < nc;
@@ -1637,8 +1639,9 @@ __device__ __forceinline__ void comp_load8(const CompArgs& a, int p0, int c, int
     }
 }
 
-extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
-    PDL_ENTRY;
+// N: tokens whose loads are in flight at once (comp_load8).
+template <int N>
+__device__ __forceinline__ void comp_emit_body(const CompArgs& a) {
     extern __shared__ float pooled[];
     __shared__ double shd[32];
     int p0 = a.pos[0];
@@ -1651,23 +1654,23 @@ extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
     if (i < d) {
         float m = -INF_F;
         const int nc = (r == 4) ? 8 : r;
-        // pass 1: max (tokens 8 at a time, loads first: comp_load8)
-        float vv[8], sv[8];
-        bool ok[8];
-        for (int j0 = 0; j0 < nc; j0 += 8) {
-            comp_load8(a, p0, c, i, j0, nc, vv, sv, ok);
+        // pass 1: max (tokens N at a time, loads first: comp_load8)
+        float vv[N], sv[N];
+        bool ok[N];
+        for (int j0 = 0; j0 < nc; j0 += N) {
+            comp_load8<N>(a, p0, c, i, j0, nc, vv, sv, ok);
 #pragma unroll
-            for (int u = 0; u < 8; u++)
+            for (int u = 0; u < N; u++)
                 if (ok[u]) m = fmaxf(m, sv[u]);
         }
         float res = 0.f;
         if (m > -0.5e30f) {
-            // pass 2 in token order (ratio 4: one chunk, still in registers)
+            // pass 2 in token order (one chunk: still in registers)
             float num = 0.f, den = 0.f;
-            for (int j0 = 0; j0 < nc; j0 += 8) {
-                if (nc > 8) comp_load8(a, p0, c, i, j0, nc, vv, sv, ok);
+            for (int j0 = 0; j0 < nc; j0 += N) {
+                if (nc > N) comp_load8<N>(a, p0, c, i, j0, nc, vv, sv, ok);
 #pragma unroll
-                for (int u = 0; u < 8; u++) {
+                for (int u = 0; u < N; u++) {
                     if (ok[u]) {
                         float e = expf(sv[u] - m);
                         den += e;
@@ -1696,6 +1699,18 @@ extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
     }
     __syncthreads();
     if (i < d) a.rows[(i64)c * d + i] = pooled[i];
+}
+extern "C" __global__ void __launch_bounds__(512) comp_emit(CompArgs a) {
+    PDL_ENTRY;
+    comp_emit_body<8>(a);
+}
+// comp_emit with 16 tokens' loads in flight (`DS4_COMP_L16=1`, ratio-128 windows): an 8K
+// prefill's 65 ratio-128 windows are one block each, every thread a chain of 32 dependent L2
+// round trips over its column's 128 tokens (127 us per layer on an H100, session 58's trace);
+// 16 halve the chain. The same values in the same order: the same bits.
+extern "C" __global__ void __launch_bounds__(512) comp_emit16(CompArgs a) {
+    PDL_ENTRY;
+    comp_emit_body<16>(a);
 }
 
 // Frontier update after the batch (runs after comp_emit, which reads the old state).
