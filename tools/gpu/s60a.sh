@@ -10,8 +10,8 @@
 #   DS4_COMP_L16=1   the compressors' ratio-128 windows with 16 tokens' loads in flight (comp_emit16).
 # 1. Kernel bench: hc rows at 8K (dense_y16 rows: 0 differing values expected, the f16 forms
 #    against the f32 ones on the widened values), idx rows (idx q prep_l: 0 differing f16
-#    values, scales and f32 values; topk_select prefill: sel diff 0), comp rows (comp_emit16:
-#    rows diff 0).
+#    values, scales and f32 values; topk_select prefill: differing values 0), comp rows
+#    (comp_emit16: differing values 0).
 # 2. The fixtures with all five on (DS4_HC_CHUNK=48: several chunks and a partial one per
 #    fixture prefill), while the model is written: PASS everywhere; the tolerance lines against
 #    session 59's (only DS4_DENSE_Y16 changes values).

@@ -2115,9 +2115,19 @@ fn topk_cold_bench(gpu: &Gpu) -> Result<()> {
     Ok(())
 }
 
+/// `launch` into a fresh zeroed output of `n` 4-byte values: the values after one launch, and
+/// the launch's time (time_ms).
+fn out_and_ms<T: Copy + Default>(gpu: &Gpu, n: usize, launch: &dyn Fn(u64) -> Result<()>) -> Result<(Vec<T>, f64)> {
+    let out = gpu.alloc_zeroed(n * 4)?;
+    launch(out.ptr)?;
+    let mut v = vec![T::default(); n];
+    gpu.dtoh(&mut v, out.ptr)?;
+    Ok((v, time_ms(gpu, 5, &|| launch(out.ptr))?))
+}
+
 /// Prefill's ratio-128 compressor windows (`DS4_KBENCH=comp`, `DS4_COMP_L16`): comp_emit16
 /// against comp_emit on random projections of an 8K batch from position 0 (d 512, RoPE 64, FP8
-/// step on): every compressed row the same bits (`rows diff`), and the time of each.
+/// step on): every compressed row the same bits (differing values counted), and the time of each.
 fn comp_bench(gpu: &Gpu) -> Result<()> {
     use super::session::launch_comp_emit_bench;
     for t in bench_ts(&[8192]) {
@@ -2133,28 +2143,17 @@ fn comp_bench(gpu: &Gpu) -> Result<()> {
         let pos: Vec<i32> = (0..t as i32).collect();
         let (om, pb) = (gpu.upload(&omega)?, gpu.upload(&pos)?);
         let n = (t / r + 1) * d;
-        let run = |sixteen: bool| -> Result<(Vec<u32>, f64)> {
-            let rows = gpu.alloc_zeroed(n * 4)?;
-            let f = || launch_comp_emit_bench(gpu, kv.ptr, sc.ptr, apeb.ptr, (state.ptr, state.ptr), rows.ptr, norm.ptr, om.ptr, pb.ptr, t, r, d, rd, sixteen);
-            f()?;
-            let mut v = vec![0u32; n];
-            gpu.dtoh(&mut v, rows.ptr)?;
-            Ok((v, time_ms(gpu, 5, &f)?))
-        };
+        let run = |sixteen: bool| out_and_ms::<u32>(gpu, n, &|rows| launch_comp_emit_bench(gpu, kv.ptr, sc.ptr, apeb.ptr, (state.ptr, state.ptr), rows, norm.ptr, om.ptr, pb.ptr, t, r, d, rd, sixteen));
         let ((a, ms8), (b, ms16)) = (run(false)?, run(true)?);
         let diff = a.iter().zip(&b).filter(|(x, y)| x != y).count();
-        println!(
-            "comp_emit ratio {r} d {d} T={t}: comp_emit {ms8:.3} ms, comp_emit16 {ms16:.3} ms ({:.2}x); rows diff {diff} of {n}{}",
-            ms8 / ms16.max(1e-9),
-            if diff == 0 { "" } else { "  FAIL" }
-        );
+        ab_line(&format!("comp_emit ratio {r} d {d} T={t}: comp_emit (new comp_emit16)"), ms8, ms16, diff, n);
     }
     Ok(())
 }
 
 /// Prefill's top-k (`DS4_TOPK_THREADS`): topk_select with blocks of 512 and 256 threads
 /// against 1024 on an 8K prompt's shape (positions 0 .. T, at most T / 4 rows a token, top 512;
-/// random scores): every token's selection the same (`sel diff`: differing entries), and the
+/// random scores): every token's selection the same (differing entries counted), and the
 /// time of each.
 fn topk_prefill_bench(gpu: &Gpu) -> Result<()> {
     use super::session::{launch_topk_with, IdxIo};
@@ -2165,23 +2164,12 @@ fn topk_prefill_bench(gpu: &Gpu) -> Result<()> {
         let pos: Vec<i32> = (0..t as i32).collect();
         let (sb, pb) = (gpu.upload(&sv)?, gpu.upload(&pos)?);
         let io = IdxIo { q: 0, w: 0, k: 0, pos: pb.ptr, scores: sb.ptr, ldsc: rows, t, rows, hi: 0, di: 0, wscale: 1.0, topk, h16: 0, hsc: 0 };
-        let run = |threads: usize| -> Result<(Vec<i32>, f64)> {
-            let sel = gpu.alloc_zeroed(t * topk * 4)?;
-            let f = || launch_topk_with(gpu, &io, sel.ptr, 0, 0, false, threads);
-            f()?;
-            let mut v = vec![0i32; t * topk];
-            gpu.dtoh(&mut v, sel.ptr)?;
-            Ok((v, time_ms(gpu, 5, &f)?))
-        };
+        let run = |threads: usize| out_and_ms::<i32>(gpu, t * topk, &|sel| launch_topk_with(gpu, &io, sel, 0, 0, false, threads));
         let (base, ms0) = run(1024)?;
         for threads in [512usize, 256] {
             let (v, ms) = run(threads)?;
             let diff = base.iter().zip(&v).filter(|(a, b)| a != b).count();
-            println!(
-                "topk_select prefill T={t} rows<={rows} top {topk}: 1024 threads {ms0:.3} ms, {threads} {ms:.3} ms ({:.2}x); sel diff {diff}{}",
-                ms0 / ms.max(1e-9),
-                if diff == 0 { "" } else { "  FAIL" }
-            );
+            ab_line(&format!("topk_select prefill T={t} rows<={rows} top {topk}: 1024 threads (new {threads})"), ms0, ms, diff, v.len());
         }
     }
     Ok(())
