@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 60's prepared call (no device came in session 60: none of it has run). Four switches,
+# Session 60's prepared call (no device came in session 60: none of it has run). Five switches,
 # each off by default:
 #   DS4_DENSE_Y16=N  prefill's cuBLAS outputs whose one reader takes f16 written as f16 rows
 #                    (bits: 1 the attention output -> hc_post_mma8_hpy; 2 the shared expert's
