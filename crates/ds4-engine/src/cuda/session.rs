@@ -867,8 +867,6 @@ pub(crate) fn idx_tc_enabled() -> bool {
     env_unless!("DS4_IDX", "simt")
 }
 
-/// Shapes idx_score_tc handles: vectors padded to 128 (16-byte f16 chunks, float4 loads), the
-/// head weights of every head in shared memory.
 /// `DS4_COMP_L16=1`: the compressors' ratio-128 windows on comp_emit16 (16 tokens' loads in
 /// flight per thread instead of 8; model.cuh). The same bits. Read once.
 fn comp_l16() -> bool {
@@ -916,6 +914,8 @@ pub(crate) fn idx_q_prep_l_ok(hi: usize, di: usize, r: usize) -> bool {
     (vpb % hi == 0 || hi % vpb == 0) && tpb * (r / 2) <= IDXQ_L_CS
 }
 
+/// Shapes idx_score_tc handles: vectors padded to 128 (16-byte f16 chunks, float4 loads), the
+/// head weights of every head in shared memory.
 pub(crate) fn idx_tc_shape_ok(hi: usize, di: usize) -> bool {
     (1..=128).contains(&hi) && di % 8 == 0 && (8..=128).contains(&di)
 }
