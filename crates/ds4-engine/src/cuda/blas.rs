@@ -30,8 +30,7 @@ pub fn dense_blas_wanted() -> bool {
 
 /// Smallest token count routed to cuBLAS (`DS4_GEMM_DENSE_MIN_T`, default 128, read once).
 pub fn dense_min_t() -> usize {
-    static V: OnceLock<usize> = OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_GEMM_DENSE_MIN_T").ok().and_then(|v| v.parse().ok()).unwrap_or(128))
+    env_num!("DS4_GEMM_DENSE_MIN_T", usize, 128)
 }
 
 /// `DS4_GEMM_EXP=cublas` runs the routed experts of prefill on cuBLAS (read once). Off by
@@ -58,8 +57,7 @@ static EXP_MATS: AtomicU64 = AtomicU64::new(0);
 /// kernels (70-117 TFLOP/s) take ~1 ms per 1000 tokens per matrix; below ~3000 tokens the
 /// dequantization is not paid back (kbench `DS4_KBENCH=exp` shows the crossover).
 pub fn exp_min_t() -> usize {
-    static V: OnceLock<usize> = OnceLock::new();
-    *V.get_or_init(|| std::env::var("DS4_GEMM_EXP_MIN_T").ok().and_then(|v| v.parse().ok()).unwrap_or(3072))
+    env_num!("DS4_GEMM_EXP_MIN_T", usize, 3072)
 }
 
 /// Streams the routed-expert products are spread over (`DS4_GEMM_EXP_STREAMS`, default 4, 1 =

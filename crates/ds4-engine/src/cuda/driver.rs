@@ -61,6 +61,7 @@ fn shared_constants() -> Vec<(&'static str, &'static str, i64)> {
         ("HCM_SMEM8", "HC_MMA8_SMEM", s::HC_MMA8_SMEM as i64),
         ("ATW_TR", "ATTN_TW_TRACE", s::ATTN_TW_TRACE as i64),
         ("IDX_ROWS_PER_BLOCK", "IDX_ROWS_PER_BLOCK", s::IDX_ROWS_PER_BLOCK as i64),
+        ("IDXQ_L_CS", "IDXQ_L_CS", s::IDXQ_L_CS as i64),
         ("IDXW_MAX_RPB", "IDXW_MAX_RPB", s::IDXW_MAX_RPB as i64),
         ("IDT_R", "IDT_R", s::IDT_R as i64),
         ("IWG_T", "IWG_T", s::IWG_T as i64),

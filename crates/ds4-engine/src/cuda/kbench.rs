@@ -2892,12 +2892,7 @@ pub fn hc_prefill_bench(gpu: &Gpu) -> Result<()> {
         ab_u16(gpu, &format!("moe_mid f16 shared T={t} F={f}: old (moe_mid f32 + x_to_f16)"), &old_mid, &new_mid, &m16o, &m16n, t * f)?;
         // DS4_DENSE_Y16 bit 4: the same mids from f16 gate / up rows (moe_mid_pairs_h) against
         // launch_moe_mid_pairs on their widened values: the same bits
-        let f16w = |v: &[f32]| -> (Vec<u16>, Vec<f32>) {
-            let h: Vec<u16> = v.iter().map(|&x| half::f16::from_f32(x).to_bits()).collect();
-            let w = h.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect();
-            (h, w)
-        };
-        let ((gh, gw), (uh, uw)) = (f16w(&uni(-12.0, 12.0, t * f)), f16w(&uni(-12.0, 12.0, t * f)));
+        let ((gh, gw), (uh, uw)) = (f16_pair(&uni(-12.0, 12.0, t * f)), f16_pair(&uni(-12.0, 12.0, t * f)));
         let (g16, u16b, g32, u32b) = (gpu.upload(&gh)?, gpu.upload(&uh)?, gpu.upload(&gw)?, gpu.upload(&uw)?);
         let old_p = || launch_moe_mid_pairs(gpu, g32.ptr, u32b.ptr, t, f, clamp, m16o.ptr);
         let new_p = || super::session::launch_moe_mid_pairs_h(gpu, g16.ptr, u16b.ptr, t, f, clamp, m16n.ptr);
@@ -3073,6 +3068,14 @@ fn hc_post_bits(gpu: &Gpu, b: &super::session::HcBufs, t: usize, m: usize) -> Re
     Ok(sv.into_iter().chain(pv.into_iter().map(u64::from)).chain(qv).collect())
 }
 
+/// Values rounded to f16: their bits, and the f16 values widened back to f32 (the inputs an
+/// f16 form and its f32 counterpart see).
+fn f16_pair(v: &[f32]) -> (Vec<u16>, Vec<f32>) {
+    let h: Vec<u16> = v.iter().map(|&x| half::f16::from_f32(x).to_bits()).collect();
+    let w = h.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect();
+    (h, w)
+}
+
 /// Two hc_post launches from the same state (`reset` before each): the new state, the partial
 /// mixes and the sums of squares of `b` compared bit for bit, then each timed (ab_line).
 #[allow(clippy::too_many_arguments)]
@@ -3129,17 +3132,12 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
     let (n, d) = (bm.n, bm.d);
     let mut seed = 0x7916_u64 ^ t as u64;
     let mut uni = |lo: f32, hi: f32, c: usize| -> Vec<f32> { (0..c).map(|_| lo + (hi - lo) * frand(&mut seed)).collect() };
-    let f16s = |v: &[f32]| -> (Vec<u16>, Vec<f32>) {
-        let h: Vec<u16> = v.iter().map(|&x| half::f16::from_f32(x).to_bits()).collect();
-        let w = h.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect();
-        (h, w)
-    };
     if hc_mma8_takes(bm, m) {
-        let (yh, yw) = f16s(&uni(-1.0, 1.0, t * k * d));
+        let (yh, yw) = f16_pair(&uni(-1.0, 1.0, t * k * d));
         let (y16, y32) = (gpu.upload(&yh)?, gpu.upload(&yw)?);
         // on the f32 state (hc_post_mma8 / _y), then on the f16 state (hc_post_mma8_h / _hy):
         // the state as stored, the partial mixes and the sums of squares
-        let (sh, s32h) = f16s(s0h);
+        let (sh, s32h) = f16_pair(s0h);
         let sb = gpu.alloc(t * n * d * 2)?;
         let bh = HcBufs { s: sb.ptr, s16: HC_S_F16, ..*bm };
         for (b, what) in [(bm, "f32 state"), (&bh, "f16 state")] {
@@ -3164,7 +3162,7 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
         // widened values (hc_post_mma8_hyp): the same bits
         let bp = HcBufs { pf: true, ..bh };
         if super::session::hc_shared16_ok(&bp, true) {
-            let (shh, shw) = f16s(&uni(-1.0, 1.0, t * d));
+            let (shh, shw) = f16_pair(&uni(-1.0, 1.0, t * d));
             let (sh16, sh32) = (gpu.upload(&shh)?, gpu.upload(&shw)?);
             let old = || super::session::launch_hc_post_mix_moe16(gpu, &bp, t, y16.ptr, pair_of.ptr, sh32.ptr, k, fn_ptr, m, true, false);
             let new = || super::session::launch_hc_post_mix_moe16(gpu, &bp, t, y16.ptr, pair_of.ptr, sh16.ptr, k, fn_ptr, m, true, true);
@@ -3176,8 +3174,8 @@ fn exp_y16_rows(gpu: &Gpu, t: usize, s0: &DevBuf, s0h: &[f32], fn_ptr: u64, bm: 
         println!("exp_y16 hc_post: skipped (hc_post_mma8 does not take this shape)");
     }
     let (f, clamp, rows) = (2048usize, 10.0f32, t * k);
-    let (gh, gw) = f16s(&uni(-12.0, 12.0, rows * f));
-    let (uh, uw) = f16s(&uni(-12.0, 12.0, rows * f));
+    let (gh, gw) = f16_pair(&uni(-12.0, 12.0, rows * f));
+    let (uh, uw) = f16_pair(&uni(-12.0, 12.0, rows * f));
     let (g16, u16b, g32, u32b) = (gpu.upload(&gh)?, gpu.upload(&uh)?, gpu.upload(&gw)?, gpu.upload(&uw)?);
     drop((gh, gw, uh, uw));
     let pw = gpu.upload(&uni(0.0, 1.0, rows))?;
@@ -3201,9 +3199,8 @@ fn attn_y16_row(gpu: &Gpu, t: usize, s0h: &[f32], fn_ptr: u64, bm: &super::sessi
         return Ok(());
     }
     let mut seed = 0x7a16_u64 ^ t as u64;
-    let yh: Vec<u16> = (0..t * d).map(|_| half::f16::from_f32(frand(&mut seed) * 2.0 - 1.0).to_bits()).collect();
-    let yw: Vec<f32> = yh.iter().map(|&h| half::f16::from_bits(h).to_f32()).collect();
-    let sh: Vec<u16> = s0h.iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
+    let (yh, yw) = f16_pair(&(0..t * d).map(|_| frand(&mut seed) * 2.0 - 1.0).collect::<Vec<f32>>());
+    let sh = f16_pair(s0h).0;
     let (y16, y32) = (gpu.upload(&yh)?, gpu.upload(&yw)?);
     let old = || launch_hc_post_mix(gpu, &bh, t, y32.ptr, 1, fn_ptr, m);
     let new = || launch_hc_post_mix16(gpu, &bh, t, y16.ptr, fn_ptr, m);

@@ -35,6 +35,14 @@ macro_rules! env_is {
         *V.get_or_init(|| std::env::var($name).is_ok_and(|v| v == $on))
     }};
 }
+/// A numeric run-time setting, read once per process (per call site): environment variable
+/// `$name` parsed as `$t`, else (unset or not a number) `$default`.
+macro_rules! env_num {
+    ($name:literal, $t:ty, $default:expr) => {{
+        static V: std::sync::OnceLock<$t> = std::sync::OnceLock::new();
+        *V.get_or_init(|| std::env::var($name).ok().and_then(|v| v.parse::<$t>().ok()).unwrap_or($default))
+    }};
+}
 
 pub mod backend;
 pub mod blas;

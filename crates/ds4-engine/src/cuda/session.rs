@@ -356,8 +356,7 @@ pub(crate) fn hc_mma8_name16(b: &HcBufs, y: bool, ny: usize, moe: bool, y16: boo
 /// hc_post just wrote while it is in L2 (1024 tokens of an f16 state at D 4096: 32 MB)
 /// instead of from DRAM. The same kernels per token: the same bits. Read once.
 fn hc_chunk(t: usize) -> usize {
-    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let n = *N.get_or_init(|| std::env::var("DS4_HC_CHUNK").ok().and_then(|v| v.parse().ok()).unwrap_or(0));
+    let n = env_num!("DS4_HC_CHUNK", usize, 0);
     if n == 0 || n >= t {
         t
     } else {
@@ -386,11 +385,8 @@ pub(crate) fn hc_shared16_ok(b: &HcBufs, y16: bool) -> bool {
 /// are such a row); f16 halves both. One more rounding of those outputs (f16, as the MoE's slot
 /// rows under DS4_EXP_Y16). Returns (attention, shared down, shared gate / up). Read once.
 pub(crate) fn dense_y16() -> (bool, bool, bool) {
-    static MODE: std::sync::OnceLock<(bool, bool, bool)> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| {
-        let v: u32 = std::env::var("DS4_DENSE_Y16").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-        (v & 1 != 0, v & 2 != 0, v & 4 != 0)
-    })
+    let v = env_num!("DS4_DENSE_Y16", u32, 0);
+    (v & 1 != 0, v & 2 != 0, v & 4 != 0)
 }
 
 /// hc_post_mma on 8-token groups (`hc_post_mma8`, default; `DS4_HC_MMA8=0`: 16-token groups):
@@ -899,8 +895,9 @@ fn idxq_l() -> bool {
     env_is!("DS4_IDXQ_L", "1")
 }
 
-/// Shared-memory RoPE pairs of an idx_q_prep_l block (model.cuh IDXQ_L_CS).
-const IDXQ_L_CS: usize = 2048;
+/// Shared-memory RoPE pairs of an idx_q_prep_l block (model.cuh IDXQ_L_CS, asserted equal by
+/// the kernel source).
+pub(crate) const IDXQ_L_CS: usize = 2048;
 
 /// Whether idx_q_prep_l takes the indexer's shape: Di one of 32, 64, 128, 256 (Di / 32 lanes a
 /// vector, 256 / that vectors a block), a block's vectors whole tokens or a part of one, their
@@ -1119,12 +1116,16 @@ pub(crate) const TOPK_CL: usize = 8;
 /// 70K rows; 512: 9.7 / 13.7 / 17.4; 256: 9.4 / 15.7 / 28.3); `DS4_TOPK_CL_THREADS` 256 or 512
 /// (read once) for A/B.
 fn topk_cl_threads() -> usize {
-    static T: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *T.get_or_init(|| match std::env::var("DS4_TOPK_CL_THREADS").as_deref() {
-        Ok("256") => 256,
-        Ok("512") => 512,
-        _ => 1024,
-    })
+    topk_block(env_num!("DS4_TOPK_CL_THREADS", usize, 1024))
+}
+
+/// A top-k switch's threads per block: 256 or 512 as asked, else 1024.
+fn topk_block(asked: usize) -> usize {
+    if asked == 256 || asked == 512 {
+        asked
+    } else {
+        1024
+    }
 }
 
 /// Top-k over the scores of `io` into `sel` ([T][topk]); `ties` 0 or the near-tie log; the
@@ -1141,14 +1142,8 @@ pub(crate) fn launch_topk(gpu: &Gpu, io: &IdxIo, sel: u64, layer: usize, ties: u
 /// and the output (the top-k in ascending row order, ties to the smaller row) do not depend on
 /// the block's size: the same selection. Decode (one token) keeps 1024. Read once.
 fn topk_threads(t: usize) -> usize {
-    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let n = *N.get_or_init(|| match std::env::var("DS4_TOPK_THREADS").as_deref() {
-        Ok("256") => 256,
-        Ok("512") => 512,
-        _ => 1024,
-    });
     if t > 4 {
-        n
+        topk_block(env_num!("DS4_TOPK_THREADS", usize, 1024))
     } else {
         1024
     }
@@ -4560,10 +4555,10 @@ impl CudaSession {
             let xn16_only = xn16_exp && ffn_xn16_enabled() && self.xn16_dense(t).is_some() && ffn_dense.iter().all(Option::is_some);
             // the shared expert's gate / up as f16 rows (dense_y16) where both run on cuBLAS
             // here and its mids are moe_mid's f16 pairs for the cuBLAS down (below)
-            let sh_down_dense = !decode && mid_f16_enabled() && d.f % 2 == 0 && self.dense_call(ly.down_sh.wmat(), 1, sc.mids.ptr, d.f, sc.shared.ptr, d.d, t).is_some();
+            let sh_down = if decode { None } else { self.dense_call(ly.down_sh.wmat(), 1, sc.mids.ptr, d.f, sc.shared.ptr, d.d, t).filter(|_| mid_f16_enabled() && d.f % 2 == 0) };
             let gu16 = {
                 let ok16 = |i: usize| ffn_dense[i].is_some_and(|(c, s, _)| DenseCall { y16: true, ..c }.ok(&s));
-                xn16_only && dense_y16().2 && sh_down_dense && (t * d.f) % 4 == 0 && ok16(1) && ok16(2)
+                xn16_only && dense_y16().2 && sh_down.is_some() && (t * d.f) % 4 == 0 && ok16(1) && ok16(2)
             };
             let f16 = HcF16 { a: 0, b: if xn16_exp { sc.ypair.ptr } else { 0 }, b_perm: qr.is_some(), no_f32: xn16_only };
             let ffn_fin = HcFinish { m: mhc, scale: ly.hc_ffn_scale.ptr, base: ly.hc_ffn_base.ptr, norm: ly.ffn_norm.ptr, out: sc.xn.ptr, q8, f16 };
@@ -4705,8 +4700,9 @@ impl CudaSession {
                 // moe_mid straight into the scratch (DS4_MID_F16; the f32 mids are then never
                 // written), else the f32 mids; its rows as f16 where only hc_post_mma8_hyps
                 // reads them (dense_y16)
-                let want16 = fuse_moe && dense_y16().1 && hc_mma8_takes(&self.hc_bufs_prefill(t), post_m) && hc_shared16_ok(&self.hc_bufs_prefill(t), moe_y16);
-                match self.dense_call(ly.down_sh.wmat(), 1, sc.mids.ptr, d.f, sc.shared.ptr, d.d, t).filter(|_| mid_f16_enabled() && d.f % 2 == 0) {
+                // (moe_y16 holds only with the fused MoE sum on hc_post_mma8)
+                let want16 = dense_y16().1 && hc_shared16_ok(&self.hc_bufs_prefill(t), moe_y16);
+                match sh_down {
                     Some((down_sh, s, blas)) => {
                         if gu16 {
                             launch_moe_mid_pairs_h(gpu, sc.gs.ptr, sc.us.ptr, t, d.f, clamp, s.x16)?;
