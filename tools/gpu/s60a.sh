@@ -50,13 +50,9 @@ F="DS4_DENSE_Y16=7 DS4_HC_CHUNK=48 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 DS4_COMP_L1
 fixtures_in "$F"
 verify_summary "$(verify_file "$F")"
 synth_wait
-if [ -z "${SYNTH_LAYERS:-}" ]; then
-  # the whole model (H200): the prompts that decide (the sweep is its own call, `s60a.sh sweep` above: the
-  # whole model's runs load 80 GB each, and both would not fit one call's 600 s)
-  LIST="X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 DS4_COMP_L16=1 X=1"
-else
-  LIST="X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 DS4_COMP_L16=1 X=1"
-fi
+# the prompts that decide, on either card (on the H200 the sweep is its own call, `s60a.sh
+# sweep` above: the whole model's runs load 80 GB each, and both would not fit one call's 600 s)
+LIST="X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 DS4_COMP_L16=1 X=1"
 for v in $LIST "DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 DS4_COMP_L16=1"; do
   prompt_ab "$v" 8192
 done
