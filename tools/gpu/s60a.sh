@@ -48,8 +48,13 @@ keep kbench_comp.txt
 synth_wait
 # the prompts that decide, on either card (on the H200 the sweep is its own call, `s60a.sh
 # sweep` above: the whole model's runs load 80 GB each, and both would not fit one call's 600 s)
+# (LEAN=1, for a short budget: the four same-bit switches together, then with DS4_DENSE_Y16;
+# the kernel-bench rows above time each kernel alone)
+SAME="DS4_HC_CHUNK=1024 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 DS4_COMP_L16=1"
 LIST="X=1 DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 DS4_COMP_L16=1 X=1"
-for v in $LIST "DS4_DENSE_Y16=7 DS4_HC_CHUNK=1024 DS4_IDXQ_L=1 DS4_TOPK_THREADS=256 DS4_COMP_L16=1"; do
+[ -n "${LEAN:-}" ] && LIST="X=1 SAME X=1"
+for v in $LIST "DS4_DENSE_Y16=7 $SAME"; do
+  [ "$v" = SAME ] && v=$SAME
   prompt_ab "$v" 8192
 done
 # the fixtures last (a call cut short by the budget still has the prompts)
