@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 60's prepared call (no device came in session 60: none of it has run). Five switches,
+# Session 60's prepared call (no device came in sessions 60 and 61: none of it has run). Five switches,
 # each off by default:
 #   DS4_DENSE_Y16=N  prefill's cuBLAS outputs whose one reader takes f16 written as f16 rows
 #                    (bits: 1 the attention output -> hc_post_mma8_hpy; 2 the shared expert's
@@ -12,13 +12,15 @@
 #    against the f32 ones on the widened values), idx rows (idx q prep_l: 0 differing f16
 #    values, scales and f32 values; topk_select prefill: differing values 0), comp rows
 #    (comp_emit16: differing values 0).
-# 2. The fixtures with all five on (DS4_HC_CHUNK=48: several chunks and a partial one per
-#    fixture prefill), while the model is written: PASS everywhere; the tolerance lines against
-#    session 59's (only DS4_DENSE_Y16 changes values).
-# 3. On an H200: 8K
-#    prompts: the defaults, each switch, the defaults again, all five. On an H100 (28 layers):
-#    the prompts only (the same list). Every run but the
-#    DS4_DENSE_Y16 ones must print the defaults' greedy tokens (the same bits).
+# 2. 8K prompts (H200: the whole model; H100: its first 28 layers): the defaults, each switch,
+#    the defaults again, all five; with LEAN=1 (a short budget) the defaults, the four same-bit
+#    switches together, the defaults again, all five. Every run but the DS4_DENSE_Y16 ones
+#    must print the defaults' greedy tokens (the same bits).
+# 3. The fixtures with all five on (DS4_HC_CHUNK=48: several chunks and a partial one per
+#    fixture prefill): PASS everywhere; the tolerance lines against session 59's (only
+#    DS4_DENSE_Y16 changes values). Last, so that a call cut short still has the prompts.
+# `bash tools/gpu/s60a.sh sweep` (H200, on the warm machine after the call above; SWEEP_ENV
+# the winners): the committed sweep (none since session 49).
 # Carry .gpu/{ds4-bench,ds4-gguf,fix.txz,kz} (tools/gpu/prep.sh at this commit).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
