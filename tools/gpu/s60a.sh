@@ -29,6 +29,7 @@ call_start s60a
 if [ "${1:-}" = sweep ]; then
   # `SWEEP_ENV="VAR=v ..." bash tools/gpu/s60a.sh sweep` (H200, the next call on the warm
   # machine: the model is already written): the committed sweep under that environment
+  [ -n "${SYNTH_LAYERS:-}" ] && echo "the sweep needs the whole model: an H200 (this card has $(nvidia-smi --query-gpu=memory.total --format=csv,noheader | head -1))"
   synth_wait
   sweep_whole "${SWEEP_ENV:-}"
   cp "$OUT/sweep.log" "$REAL_OUT/" 2>/dev/null
