@@ -291,6 +291,26 @@ fn frontiers(a: &Args) -> Result<Vec<usize>> {
     Ok(v)
 }
 
+/// The prefill batch sizes the timed frontiers run, in order of first use, each once: every
+/// frontier's new tokens (from the previous frontier, as the snapshot restores it) in chunks
+/// of at most `max_chunk`, as the session splits a prefill.
+fn timed_batches(fr: &[usize], max_chunk: usize) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut prev = 0;
+    for &f in fr {
+        let mut d = f.saturating_sub(prev);
+        while d > 0 {
+            let c = d.min(max_chunk.max(1));
+            if !v.contains(&c) {
+                v.push(c);
+            }
+            d -= c;
+        }
+        prev = f;
+    }
+    v
+}
+
 fn prompt_tokens(a: &Args, g: &Gguf) -> Result<Vec<u32>> {
     let n_sources = a.prompt_file.is_some() as u8 + a.chat_prompt_file.is_some() as u8 + a.random_prompt.is_some() as u8;
     if n_sources != 1 {
@@ -406,6 +426,14 @@ fn bench(a: &Args) -> Result<()> {
         let eos = model.gguf().meta("tokenizer.ggml.eos_token_id").and_then(|v| v.as_u64()).map(|v| v as u32);
         (Bk::Cpu(Device::cpu(model.clone()).session(ctx_alloc, &cfg)?), eos, 0, None)
     };
+    // the timed prefills' batch sizes that the session's warm-up did not run, once each (its
+    // prompt is capped by the context: an 8K prompt's context warmed an 8208-token batch, and
+    // cuBLAS loads the 8192-row kernels on first use, inside the timing)
+    if let (Bk::Cuda(s), false) = (&mut bk, a.no_warm_up) {
+        let warmed = s.warm_up_sizes();
+        let extra: Vec<usize> = timed_batches(&fr, s.max_chunk()).into_iter().filter(|n| !warmed.contains(n)).collect();
+        s.warm_up_batches(&extra).map_err(|e| anyhow!("CUDA warm-up: {e}"))?;
+    }
     let g = model.gguf();
     let toks = prompt_tokens(a, g)?;
     if toks.len() < a.ctx_max {
@@ -592,6 +620,19 @@ mod tests {
         assert!(frontiers(&args(&["--ctx-start", "10", "--ctx-max", "5"])).is_err());
         assert!(frontiers(&args(&["--step-mul", "0.5"])).is_err());
         assert!(frontiers(&args(&["--step-incr", "0"])).is_err());
+    }
+
+    /// The batch sizes of the committed sweep and of an 8K prompt, worked out by hand from
+    /// their frontiers (2K, then 8K steps to 64K, the last 6K; one 8K batch in an 8209-token
+    /// session), and a prompt longer than one batch.
+    #[test]
+    fn timed_batches_follow_the_frontiers() {
+        let sweep = frontiers(&args(&["--ctx-start", "2048", "--ctx-max", "65536", "--step-incr", "8192"])).unwrap();
+        assert_eq!(timed_batches(&sweep, 16384), vec![2048, 8192, 6144]);
+        let one = frontiers(&args(&["--ctx-start", "8192", "--ctx-max", "8192"])).unwrap();
+        assert_eq!(timed_batches(&one, 8209), vec![8192]);
+        assert_eq!(timed_batches(&[10000], 4096), vec![4096, 1808]);
+        assert_eq!(timed_batches(&[10000, 14096], 4096), vec![4096, 1808]);
     }
 
     #[test]
