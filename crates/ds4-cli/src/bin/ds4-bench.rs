@@ -430,9 +430,8 @@ fn bench(a: &Args) -> Result<()> {
     // prompt is capped by the context: an 8K prompt's context warmed an 8208-token batch, and
     // cuBLAS loads the 8192-row kernels on first use, inside the timing)
     if let (Bk::Cuda(s), false) = (&mut bk, a.no_warm_up) {
-        let warmed = s.warm_up_sizes();
-        let extra: Vec<usize> = timed_batches(&fr, s.max_chunk()).into_iter().filter(|n| !warmed.contains(n)).collect();
-        s.warm_up_batches(&extra).map_err(|e| anyhow!("CUDA warm-up: {e}"))?;
+        let sizes = timed_batches(&fr, s.max_chunk());
+        s.warm_up_batches(&sizes).map_err(|e| anyhow!("CUDA warm-up: {e}"))?;
     }
     let g = model.gguf();
     let toks = prompt_tokens(a, g)?;

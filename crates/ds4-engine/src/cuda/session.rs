@@ -2281,6 +2281,9 @@ pub struct CudaSession {
     hc_sat_inject: bool,
     /// Prefill batches run again in f32 after their f16 state saturated.
     hc_redos: usize,
+    /// The prefill batch sizes this session has run (warm_up_batches skips them: their cuBLAS
+    /// kernels are loaded).
+    batch_sizes_run: Vec<usize>,
 }
 
 /// Entries of the device near-tie list; more are counted as an overflow.
@@ -3356,6 +3359,7 @@ impl CudaSession {
             hc_f32: false,
             hc_sat_inject: false,
             hc_redos: 0,
+            batch_sizes_run: Vec::new(),
         };
         // index buffers start valid (expert 0, row 0) so that timing ablations that skip the
         // kernels writing them (DS4_SKIP_KERNELS) still read in-range indices
@@ -3457,24 +3461,14 @@ impl CudaSession {
         (self.opts.max_chunk + self.opts.max_chunk / 4).min(self.opts.ctx.saturating_sub(1))
     }
 
-    /// The prefill batch sizes warm_up runs (its prompt in chunks of max_chunk).
-    pub fn warm_up_sizes(&self) -> Vec<usize> {
-        let n = self.warm_up_tokens();
-        let c = self.opts.max_chunk.max(1);
-        let mut v = vec![n.min(c)];
-        if n > c {
-            v.push(n - c);
-        }
-        v
-    }
-
-    /// One prefill batch of each of `sizes` tokens from position 0 (those above the single-step
-    /// path's step_max, within the context), then `reset`. Why: cuBLAS picks its GEMM kernels
-    /// by the batch's rows and loads each on first use (~0.3-1.8 ms a kernel in session 58's
-    /// trace), so a timed batch of a size warm_up did not run pays that inside the timing
-    /// (ds4-bench: an 8K prompt after an 8208-token warm-up).
+    /// One prefill batch of each of `sizes` tokens from position 0 that this session has not
+    /// run yet (those above the single-step path's step_max, within the context), then `reset`.
+    /// Why: cuBLAS picks its GEMM kernels by the batch's rows and loads each on first use
+    /// (~0.3-1.8 ms a kernel in session 58's trace), so a timed batch of a size warm_up did not
+    /// run pays that inside the timing (ds4-bench: an 8K prompt after an 8208-token warm-up).
     pub fn warm_up_batches(&mut self, sizes: &[usize]) -> Result<()> {
-        let sizes: Vec<usize> = sizes.iter().copied().filter(|&n| n > self.opts.step_max && n < self.opts.ctx).collect();
+        let sizes: Vec<usize> =
+            sizes.iter().copied().filter(|&n| n > self.opts.step_max && n < self.opts.ctx && !self.batch_sizes_run.contains(&n)).collect();
         if sizes.is_empty() {
             return Ok(());
         }
@@ -4894,6 +4888,9 @@ impl CudaSession {
     /// last token, or for every token into `all`.
     fn prefill_batch(&mut self, chunk: &[u32], p0: usize, all: Option<&mut Vec<f32>>) -> Result<()> {
         let t = chunk.len();
+        if !self.batch_sizes_run.contains(&t) {
+            self.batch_sizes_run.push(t);
+        }
         self.upload_batch(chunk, p0)?;
         let idx_rows = (p0 + t) / 4;
         self.layers(t, false, idx_rows)?;
